@@ -1,0 +1,503 @@
+package rota
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/rotajobs/rota/internal/expiry"
+	"github.com/rotajobs/rota/internal/notify"
+	"github.com/rotajobs/rota/store"
+	"github.com/rotajobs/rota/store/sqlite"
+)
+
+// Config tunes a Client. The zero value is ready to use.
+type Config struct {
+	// Logger receives the client's logs; nil means slog.Default().
+	Logger *slog.Logger
+	// PollInterval bounds how long a waiting acceptor sleeps without
+	// re-checking the store, for jobs whose addition the store could not
+	// report (added in a caller's own transaction, or by another process).
+	// Zero means 1s.
+	PollInterval time.Duration
+	// LeaseCheckInterval bounds how long the lease monitor sleeps between
+	// sweeps; zero means 1s.
+	LeaseCheckInterval time.Duration
+	// NoMaintenance disables the lease monitor, for clients of a store
+	// whose leases another process takes care of.
+	NoMaintenance bool
+}
+
+// Client adds, inspects and runs jobs on a store. It is safe for
+// concurrent use. Create it with Open or NewClient and release it with
+// Close.
+type Client struct {
+	st      store.Store
+	ownsSt  bool
+	cfg     Config
+	log     *slog.Logger
+	hub     *notify.Hub
+	unwatch func()
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+	once    sync.Once
+}
+
+// Open opens a client on the SQLite database file at path (created if
+// missing), the embedded default. Close closes the database too.
+func Open(path string) (*Client, error) {
+	st, err := sqlite.Open(path, sqlite.Config{})
+	if err != nil {
+		return nil, err
+	}
+	c, err := NewClient(st, Config{})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	c.ownsSt = true
+	return c, nil
+}
+
+// NewClient returns a client on st and starts its background services
+// (the lease monitor). Close stops them; it does not close st.
+func NewClient(st store.Store, cfg Config) (*Client, error) {
+	if st == nil {
+		return nil, errors.New("rota: NewClient: store is nil")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Client{st: st, cfg: cfg, log: cfg.Logger, hub: notify.New(), stop: cancel}
+	c.unwatch = st.Watch(c.hub.Publish)
+	if !cfg.NoMaintenance {
+		m := &expiry.Monitor{Store: st, Interval: cfg.LeaseCheckInterval, Logger: c.log}
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			m.Run(ctx)
+		}()
+	}
+	return c, nil
+}
+
+// Store returns the store the client runs on, for store-specific features
+// such as (*sqlite.Store).DB.
+func (c *Client) Store() store.Store { return c.st }
+
+// Close stops the client's services and, when the client opened its
+// store itself (Open), closes the store.
+func (c *Client) Close() error {
+	var err error
+	c.once.Do(func() {
+		c.stop()
+		c.wg.Wait()
+		c.unwatch()
+		if c.ownsSt {
+			err = c.st.Close()
+		}
+	})
+	return err
+}
+
+// ---- producer side ----
+
+// Add adds one job, or re-adds an existing one with the same type and key.
+func (c *Client) Add(ctx context.Context, p AddParams) (AddResult, error) {
+	res, err := c.st.Add(ctx, []AddParams{p})
+	if err != nil {
+		return AddResult{}, err
+	}
+	return res[0], nil
+}
+
+// AddMany adds jobs in one transaction: all or none.
+func (c *Client) AddMany(ctx context.Context, ps []AddParams) ([]AddResult, error) {
+	return c.st.Add(ctx, ps)
+}
+
+// Get returns a job by id.
+func (c *Client) Get(ctx context.Context, id int64) (Job, error) {
+	js, err := c.st.Get(ctx, []int64{id})
+	if err != nil {
+		return Job{}, err
+	}
+	if js[0].ID == 0 {
+		return Job{}, fmt.Errorf("job %d: %w", id, ErrNotFound)
+	}
+	return js[0], nil
+}
+
+// GetMany returns jobs by id, in order; a missing id gives a Job with ID 0.
+func (c *Client) GetMany(ctx context.Context, ids []int64) ([]Job, error) {
+	return c.st.Get(ctx, ids)
+}
+
+// GetByKey returns the job with this type and key.
+func (c *Client) GetByKey(ctx context.Context, typ, key string) (Job, error) {
+	return c.st.GetByKey(ctx, typ, key)
+}
+
+// List returns a page of jobs.
+func (c *Client) List(ctx context.Context, p ListParams) (ListResult, error) {
+	return c.st.List(ctx, p)
+}
+
+// Cancel cancels a job that has not ended. A running job's handler sees
+// its context cancelled, and its worker's later calls fail with
+// ErrCanceled.
+func (c *Client) Cancel(ctx context.Context, id int64) error {
+	errs, err := c.st.Cancel(ctx, []int64{id})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// CancelMany cancels jobs; it returns one error per id.
+func (c *Client) CancelMany(ctx context.Context, ids []int64) ([]error, error) {
+	return c.st.Cancel(ctx, ids)
+}
+
+// Resubmit asks for a job to run again: a pending job moves to the new
+// time, a running one runs again after its worker ends, an ended one is
+// pending again.
+func (c *Client) Resubmit(ctx context.Context, p ResubmitParams) (AddResult, error) {
+	res, errs, err := c.st.Resubmit(ctx, []ResubmitParams{p})
+	if err != nil {
+		return AddResult{}, err
+	}
+	return res[0], errs[0]
+}
+
+// Remove deletes a job in any state.
+func (c *Client) Remove(ctx context.Context, id int64) error {
+	errs, err := c.st.Remove(ctx, []int64{id})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// SetTypeConfig sets per-type configuration, such as the lease timeout.
+func (c *Client) SetTypeConfig(ctx context.Context, tc TypeConfig) error {
+	return c.st.SetTypeConfig(ctx, tc)
+}
+
+// ---- transactional forms ----
+
+// TxStore is implemented by stores whose jobs live in a database/sql
+// database, so that jobs can be added and finished in the caller's own
+// transaction.
+type TxStore interface {
+	AddTx(ctx context.Context, tx *sql.Tx, jobs []store.AddParams) ([]store.AddResult, error)
+	FinishTx(ctx context.Context, tx *sql.Tx, ps []store.FinishParams) ([]error, error)
+}
+
+func (c *Client) txStore() (TxStore, error) {
+	ts, ok := c.st.(TxStore)
+	if !ok {
+		return nil, fmt.Errorf("rota: store %T does not support database/sql transactions", c.st)
+	}
+	return ts, nil
+}
+
+// AddTx adds a job inside tx, a transaction on the store's database (for
+// SQLite, on the handle returned by (*sqlite.Store).DB). The job exists
+// only if tx commits.
+func (c *Client) AddTx(ctx context.Context, tx *sql.Tx, p AddParams) (AddResult, error) {
+	ts, err := c.txStore()
+	if err != nil {
+		return AddResult{}, err
+	}
+	res, err := ts.AddTx(ctx, tx, []AddParams{p})
+	if err != nil {
+		return AddResult{}, err
+	}
+	return res[0], nil
+}
+
+// CompleteTx completes a running job inside tx, fenced by its lease: the
+// job's effects (written in tx) and its completion commit or roll back
+// together. It fails with ErrWorkerConflict or ErrCanceled when the lease
+// was lost, and the caller should then roll back. A handler that completes
+// its job this way returns nil afterwards; the runtime's own finish with
+// the same lease is then a no-op.
+func (c *Client) CompleteTx(ctx context.Context, tx *sql.Tx, lease Lease, result []byte) error {
+	ts, err := c.txStore()
+	if err != nil {
+		return err
+	}
+	errs, err := ts.FinishTx(ctx, tx, []FinishParams{{Lease: lease, As: Complete, Result: result}})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// ---- worker side ----
+
+// AcceptParams asks for due jobs.
+type AcceptParams struct {
+	// Types are type names or GLOB patterns (* ? [...] {a,b}).
+	Types []string
+	// Limit is how many jobs at most; zero means 1.
+	Limit int
+	// DueBy accepts jobs due no later than this; zero means now.
+	DueBy time.Time
+	// Wait is how long to wait for a job when none is due; zero returns
+	// at once.
+	Wait time.Duration
+	// Worker names the caller.
+	Worker string
+	// LeaseTimeout overrides the type's lease timeout when positive.
+	LeaseTimeout time.Duration
+}
+
+// Accept leases due jobs. With Wait, it sleeps until a job of the types is
+// added or becomes due (no polling), ctx ends, or Wait passes; it returns
+// no jobs and no error when none came.
+func (c *Client) Accept(ctx context.Context, p AcceptParams) ([]Job, error) {
+	sp := store.AcceptParams{Types: p.Types, Limit: p.Limit, DueBy: p.DueBy, Worker: p.Worker, LeaseTimeout: p.LeaseTimeout}
+	if p.Wait < 0 {
+		return nil, store.Invalidf("wait %v must not be negative", p.Wait)
+	}
+	if p.Wait == 0 {
+		res, err := c.st.Accept(ctx, sp)
+		return res.Jobs, err
+	}
+	pats, err := compilePatterns(p.Types)
+	if err != nil {
+		return nil, err
+	}
+	w := c.hub.Wait(pats)
+	defer w.Stop()
+	deadline := time.Now().Add(p.Wait)
+	timer := time.NewTimer(p.Wait)
+	defer timer.Stop()
+	for {
+		w.Drain()
+		res, err := c.st.Accept(ctx, sp)
+		if err != nil || len(res.Jobs) > 0 {
+			return res.Jobs, err
+		}
+		now := time.Now()
+		if !now.Before(deadline) {
+			return nil, nil
+		}
+		sleep := min(deadline.Sub(now), c.cfg.PollInterval)
+		if !res.NextRunAt.IsZero() {
+			// With DueBy in the future, a job becomes acceptable before
+			// its run time.
+			due := res.NextRunAt
+			if !p.DueBy.IsZero() {
+				due = due.Add(-p.DueBy.Sub(now))
+			}
+			sleep = min(sleep, max(due.Sub(now), 0))
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(sleep)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-w.C:
+		case <-timer.C:
+		}
+	}
+}
+
+func compilePatterns(types []string) ([]store.Pattern, error) {
+	if len(types) == 0 {
+		return nil, store.Invalidf("at least one type or pattern is required")
+	}
+	pats := make([]store.Pattern, len(types))
+	for i, t := range types {
+		var err error
+		if pats[i], err = store.CompilePattern(t); err != nil {
+			return nil, err
+		}
+	}
+	return pats, nil
+}
+
+// Heartbeat extends a job's lease and optionally updates its data and
+// progress. It fails with ErrWorkerConflict or ErrCanceled when the lease
+// was lost.
+func (c *Client) Heartbeat(ctx context.Context, p HeartbeatParams) (HeartbeatResult, error) {
+	res, err := c.st.Heartbeat(ctx, []HeartbeatParams{p})
+	if err != nil {
+		return HeartbeatResult{}, err
+	}
+	return res[0], res[0].Err
+}
+
+// HeartbeatMany extends several leases in one call.
+func (c *Client) HeartbeatMany(ctx context.Context, ps []HeartbeatParams) ([]HeartbeatResult, error) {
+	return c.st.Heartbeat(ctx, ps)
+}
+
+// Finish ends a worker's hold on a job as p.As says.
+func (c *Client) Finish(ctx context.Context, p FinishParams) error {
+	errs, err := c.st.Finish(ctx, []FinishParams{p})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// FinishMany ends several holds in one call; one error per item.
+func (c *Client) FinishMany(ctx context.Context, ps []FinishParams) ([]error, error) {
+	return c.st.Finish(ctx, ps)
+}
+
+// Complete finishes a running job successfully with an optional result.
+func (c *Client) Complete(ctx context.Context, lease Lease, result []byte) error {
+	return c.Finish(ctx, FinishParams{Lease: lease, As: Complete, Result: result})
+}
+
+// Fail records a failed attempt: the job retries with back-off unless
+// permanent is set or it is out of attempts.
+func (c *Client) Fail(ctx context.Context, lease Lease, reason error, permanent bool) error {
+	msg := "failed"
+	if reason != nil {
+		msg = reason.Error()
+	}
+	return c.Finish(ctx, FinishParams{Lease: lease, As: Fail, Error: msg, Permanent: permanent})
+}
+
+// Snooze puts a running job back to pending until d from now, without
+// using up an attempt.
+func (c *Client) Snooze(ctx context.Context, lease Lease, d time.Duration) error {
+	return c.Finish(ctx, FinishParams{Lease: lease, As: Snooze, RunAt: time.Now().Add(d)})
+}
+
+// ---- subscriptions ----
+
+// Subscription delivers events on C until it ends; C is then closed.
+type Subscription struct {
+	C    <-chan Event
+	stop func()
+}
+
+// Close ends the subscription early.
+func (s *Subscription) Close() { s.stop() }
+
+// Subscribe follows one job: the first event is its current state, then
+// every change, coalescing repeats of the same state. C closes after a
+// terminal state or the job's removal, or when ctx ends. A job that does
+// not exist gives ErrNotFound.
+func (c *Client) Subscribe(ctx context.Context, id int64) (*Subscription, error) {
+	// Register before reading, so that a change between the read and the
+	// registration is not lost (couch_jobs' subscription race).
+	sub := c.hub.SubscribeJob(id)
+	j, err := c.Get(ctx, id)
+	if err != nil {
+		sub.Stop()
+		return nil, err
+	}
+	out := make(chan Event, 1)
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		defer close(out)
+		defer sub.Stop()
+		last := Event{ID: j.ID, Type: j.Type, Group: j.Group, State: j.State, Progress: j.Progress, RunAt: j.RunAt}
+		select {
+		case out <- last:
+		case <-ctx.Done():
+			return
+		}
+		if j.State.Terminal() {
+			return
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-sub.C:
+				if !ok {
+					return
+				}
+				if ev.State == last.State && ev.Progress == last.Progress && !ev.Removed && ev.State != Pending {
+					continue
+				}
+				last = ev
+				select {
+				case out <- ev:
+				case <-ctx.Done():
+					return
+				}
+				if ev.Removed || ev.State.Terminal() {
+					return
+				}
+			}
+		}
+	}()
+	return &Subscription{C: out, stop: cancel}, nil
+}
+
+// SubscribeTypes follows every job whose type matches one of the
+// patterns, until ctx ends or Close.
+func (c *Client) SubscribeTypes(ctx context.Context, patterns ...string) (*Subscription, error) {
+	pats, err := compilePatterns(patterns)
+	if err != nil {
+		return nil, err
+	}
+	sub := c.hub.SubscribeTypes(pats)
+	out := make(chan Event, 64)
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		defer close(out)
+		defer sub.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-sub.C:
+				if !ok {
+					return
+				}
+				select {
+				case out <- ev:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return &Subscription{C: out, stop: cancel}, nil
+}
+
+// Wait blocks until the job reaches a terminal state and returns it. A job
+// removed meanwhile gives ErrNotFound.
+func (c *Client) Wait(ctx context.Context, id int64) (Job, error) {
+	sub, err := c.Subscribe(ctx, id)
+	if err != nil {
+		return Job{}, err
+	}
+	defer sub.Close()
+	for ev := range sub.C {
+		if ev.Removed {
+			return Job{}, fmt.Errorf("job %d was removed: %w", id, ErrNotFound)
+		}
+		if ev.State.Terminal() {
+			return c.Get(ctx, id)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return Job{}, err
+	}
+	return Job{}, fmt.Errorf("job %d: subscription ended", id)
+}

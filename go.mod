@@ -1,0 +1,8 @@
+module github.com/rotajobs/rota
+
+go 1.26.8
+
+require (
+	github.com/gobwas/glob v1.1.0 // indirect
+	github.com/mattn/go-sqlite3 v1.14.52 // indirect
+)

@@ -1,0 +1,249 @@
+// Package notify delivers committed job changes, as a store reports them,
+// to the parts of the engine that wait for them: subscribers to one job or
+// to job types, and acceptors sleeping until a job of their types is due.
+//
+// Publish never blocks the store's writer: waiters are woken with a
+// non-blocking signal, and each subscription has its own queue drained by
+// its own goroutine.
+package notify
+
+import (
+	"sync"
+
+	"github.com/rotajobs/rota/store"
+)
+
+// Hub fans out changes. The zero value is not usable; call New.
+type Hub struct {
+	mu      sync.Mutex
+	jobs    map[int64]map[*Subscription]struct{}
+	typed   map[*Subscription]struct{}
+	waiters map[*Waiter]struct{}
+	raw     map[int]func([]store.Change)
+	rawSeq  int
+}
+
+// New returns an empty hub.
+func New() *Hub {
+	return &Hub{
+		jobs:    map[int64]map[*Subscription]struct{}{},
+		typed:   map[*Subscription]struct{}{},
+		waiters: map[*Waiter]struct{}{},
+		raw:     map[int]func([]store.Change){},
+	}
+}
+
+// Publish delivers committed changes. It is the store's Watch callback.
+func (h *Hub) Publish(changes []store.Change) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, fn := range h.raw {
+		fn(changes)
+	}
+	if len(h.waiters) > 0 {
+		for _, c := range changes {
+			if c.Removed || c.State != store.Pending {
+				continue
+			}
+			for w := range h.waiters {
+				if w.matches(c.Type) {
+					w.signal()
+				}
+			}
+		}
+	}
+	for _, c := range changes {
+		if subs, ok := h.jobs[c.ID]; ok {
+			for s := range subs {
+				s.push(c)
+			}
+		}
+		for s := range h.typed {
+			if s.matches(c.Type) {
+				s.push(c)
+			}
+		}
+	}
+}
+
+// Poke wakes every waiter, for changes the store could not report (for
+// example jobs added in a caller's own transaction).
+func (h *Hub) Poke() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for w := range h.waiters {
+		w.signal()
+	}
+}
+
+// Watch registers fn to see every published batch, under the hub's lock;
+// fn must not block. It returns a function that unregisters fn.
+func (h *Hub) Watch(fn func([]store.Change)) func() {
+	h.mu.Lock()
+	h.rawSeq++
+	id := h.rawSeq
+	h.raw[id] = fn
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		delete(h.raw, id)
+		h.mu.Unlock()
+	}
+}
+
+// Waiter is an acceptor sleeping until a job of its types is pending.
+type Waiter struct {
+	h    *Hub
+	pats []store.Pattern
+	C    chan struct{} // receives a value (buffered, 1) when woken
+}
+
+// Wait registers a waiter for the patterns. Call Stop when done.
+func (h *Hub) Wait(pats []store.Pattern) *Waiter {
+	w := &Waiter{h: h, pats: pats, C: make(chan struct{}, 1)}
+	h.mu.Lock()
+	h.waiters[w] = struct{}{}
+	h.mu.Unlock()
+	return w
+}
+
+func (w *Waiter) matches(typ string) bool {
+	for _, p := range w.pats {
+		if p.Match(typ) {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *Waiter) signal() {
+	select {
+	case w.C <- struct{}{}:
+	default:
+	}
+}
+
+// Drain clears a pending signal, so that the next receive on C reflects
+// changes after this call.
+func (w *Waiter) Drain() {
+	select {
+	case <-w.C:
+	default:
+	}
+}
+
+// Stop unregisters the waiter.
+func (w *Waiter) Stop() {
+	w.h.mu.Lock()
+	delete(w.h.waiters, w)
+	w.h.mu.Unlock()
+}
+
+// Subscription receives changes on C until it is stopped. Changes are
+// queued without bound between the hub and C, so a slow reader never
+// blocks the store; readers are expected to keep up.
+type Subscription struct {
+	h     *Hub
+	id    int64 // the job, for job subscriptions
+	typed bool  // a subscription to types, not to one job
+	pats  []store.Pattern
+	C     <-chan store.Change
+	out   chan store.Change
+	mu    sync.Mutex
+	queue []store.Change
+	wake  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+}
+
+// SubscribeJob subscribes to changes of one job.
+func (h *Hub) SubscribeJob(id int64) *Subscription {
+	s := newSubscription(h)
+	s.id = id
+	h.mu.Lock()
+	if h.jobs[id] == nil {
+		h.jobs[id] = map[*Subscription]struct{}{}
+	}
+	h.jobs[id][s] = struct{}{}
+	h.mu.Unlock()
+	go s.forward()
+	return s
+}
+
+// SubscribeTypes subscribes to changes of jobs whose type matches any of
+// the patterns.
+func (h *Hub) SubscribeTypes(pats []store.Pattern) *Subscription {
+	s := newSubscription(h)
+	s.pats, s.typed = pats, true
+	h.mu.Lock()
+	h.typed[s] = struct{}{}
+	h.mu.Unlock()
+	go s.forward()
+	return s
+}
+
+func newSubscription(h *Hub) *Subscription {
+	out := make(chan store.Change)
+	return &Subscription{h: h, C: out, out: out, wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+func (s *Subscription) matches(typ string) bool {
+	for _, p := range s.pats {
+		if p.Match(typ) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Subscription) push(c store.Change) {
+	s.mu.Lock()
+	s.queue = append(s.queue, c)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Subscription) forward() {
+	defer close(s.out)
+	for {
+		s.mu.Lock()
+		q := s.queue
+		s.queue = nil
+		s.mu.Unlock()
+		for _, c := range q {
+			select {
+			case s.out <- c:
+			case <-s.done:
+				return
+			}
+		}
+		select {
+		case <-s.wake:
+		case <-s.done:
+			return
+		}
+	}
+}
+
+// Stop ends the subscription and closes C; events not yet received are
+// dropped.
+func (s *Subscription) Stop() {
+	s.once.Do(func() {
+		s.h.mu.Lock()
+		if !s.typed {
+			if subs := s.h.jobs[s.id]; subs != nil {
+				delete(subs, s)
+				if len(subs) == 0 {
+					delete(s.h.jobs, s.id)
+				}
+			}
+		} else {
+			delete(s.h.typed, s)
+		}
+		s.h.mu.Unlock()
+		close(s.done)
+	})
+}

@@ -1,0 +1,100 @@
+// Package rota is a durable, fair background-job system. A program imports
+// it to add jobs and run them with typed handlers, on an embedded SQLite
+// database file by default:
+//
+//	client, err := rota.Open("jobs.db")
+//	...
+//	client.Add(ctx, rota.AddParams{Type: "email.send", Data: data})
+//
+//	w := rota.NewWorker(client, rota.WorkerConfig{Concurrency: 8})
+//	rota.Handle(w, "email.send", func(ctx context.Context, job *rota.Job, args Email) error {
+//		return send(ctx, args)
+//	})
+//	w.Run(ctx) // until ctx ends, then a graceful shutdown
+//
+// Jobs survive crashes: an add or finish that returned without error is
+// on disk. Every job runs at least once; a worker holds a job under a lease
+// with a fencing token, and a worker whose lease was lost can no longer
+// change the job.
+package rota
+
+import (
+	"github.com/rotajobs/rota/store"
+)
+
+// The job model is shared with the stores; these aliases make it part of
+// this package's API.
+type (
+	// Job is one job as stored.
+	Job = store.Job
+	// State is a job's lifecycle state.
+	State = store.State
+	// AddParams describes a job to add.
+	AddParams = store.AddParams
+	// AddResult is the result of adding one job, with what the add did.
+	AddResult = store.AddResult
+	// Outcome says what an add or resubmit did.
+	Outcome = store.Outcome
+	// ResubmitParams asks for a job to run again.
+	ResubmitParams = store.ResubmitParams
+	// ListParams filters and pages a listing.
+	ListParams = store.ListParams
+	// ListResult is one page of jobs.
+	ListResult = store.ListResult
+	// Lease identifies a running job and proves its holder.
+	Lease = store.Lease
+	// HeartbeatParams extends a lease and optionally updates the job.
+	HeartbeatParams = store.HeartbeatParams
+	// HeartbeatResult answers one heartbeat.
+	HeartbeatResult = store.HeartbeatResult
+	// FinishParams ends a worker's hold on a job.
+	FinishParams = store.FinishParams
+	// Ending is how a worker ends its hold on a job.
+	Ending = store.Ending
+	// TypeConfig is per-type configuration.
+	TypeConfig = store.TypeConfig
+	// Event is a committed change to a job, as subscriptions deliver it.
+	Event = store.Change
+	// AttemptError is the error one attempt ended with.
+	AttemptError = store.AttemptError
+)
+
+// Job states.
+const (
+	Pending   = store.Pending
+	Running   = store.Running
+	Paused    = store.Paused
+	Completed = store.Completed
+	Failed    = store.Failed
+	Cancelled = store.Cancelled
+)
+
+// Add outcomes.
+const (
+	Inserted    = store.Inserted
+	Updated     = store.Updated
+	Resubmitted = store.Resubmitted
+	Requeued    = store.Requeued
+)
+
+// Endings for FinishParams.As.
+const (
+	Complete = store.Complete
+	Fail     = store.Fail
+	Snooze   = store.Snooze
+	Release  = store.Release
+	Cancel   = store.Cancel
+)
+
+// Errors. Match them with errors.Is.
+var (
+	ErrNotFound       = store.ErrNotFound
+	ErrWorkerConflict = store.ErrWorkerConflict
+	ErrCanceled       = store.ErrCanceled
+	ErrFinished       = store.ErrFinished
+	ErrInvalid        = store.ErrInvalid
+	ErrClosed         = store.ErrClosed
+)
+
+// ParseState parses a state name.
+func ParseState(name string) (State, error) { return store.ParseState(name) }

@@ -1,0 +1,510 @@
+// Package sqlite is rota's embedded store: one SQLite database file in WAL
+// mode. All writes go through a single writer goroutine that owns the only
+// write connection and commits concurrent requests together (group
+// commit): many callers share one transaction and one fsync. Reads use a
+// separate pool of connections and never wait for the writer.
+//
+// Durability: the database runs with synchronous=FULL, so an acknowledged
+// add or finish is on disk when its call returns. Batches that only lease
+// jobs or extend leases commit with synchronous=NORMAL, since losing them
+// in a power failure only makes a job run again; the next FULL commit
+// syncs them too.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
+
+	"github.com/rotajobs/rota/store"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Config tunes a Store. The zero value is ready to use.
+type Config struct {
+	// MaxBatch bounds how many requests share one transaction; zero
+	// means 256.
+	MaxBatch int
+	// ReadConns is the size of the read pool; zero means 4.
+	ReadConns int
+	// BusyTimeout is how long a connection waits for a lock held by
+	// another connection (for example a caller's transaction); zero
+	// means 5s.
+	BusyTimeout time.Duration
+	// Clock returns the current time; nil means time.Now. Tests use it.
+	Clock func() time.Time
+}
+
+// Store is the SQLite store. It implements store.Store.
+type Store struct {
+	path   string
+	cfg    Config
+	writer *sql.DB // one connection, owned by the writer goroutine
+	reader *sql.DB // read pool
+	userDB *sql.DB // for callers' own transactions; opened on demand
+	userMu sync.Mutex
+
+	reqs    chan *request
+	closing chan struct{}
+	stopped chan struct{}
+	closeMu sync.Once
+
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt
+
+	typesMu sync.RWMutex
+	types   map[string]time.Duration // known types and their lease timeouts (0: default)
+
+	watchMu  sync.RWMutex
+	watchers map[int]func([]store.Change)
+	watchSeq int
+}
+
+var _ store.Store = (*Store)(nil)
+
+const driverName = "sqlite3"
+
+func dsn(path string, extra url.Values, busy time.Duration) string {
+	v := url.Values{}
+	v.Set("_journal_mode", "WAL")
+	v.Set("_synchronous", "FULL")
+	v.Set("_busy_timeout", strconv.FormatInt(busy.Milliseconds(), 10))
+	v.Set("_foreign_keys", "1")
+	v.Set("_txlock", "immediate")
+	for k, vs := range extra {
+		v[k] = vs
+	}
+	return "file:" + path + "?" + v.Encode()
+}
+
+// Open opens (creating if needed) the database file at path and brings
+// its schema up to date.
+func Open(path string, cfg Config) (*Store, error) {
+	if path == "" {
+		return nil, store.Invalidf("sqlite: database path is empty")
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 256
+	}
+	if cfg.ReadConns <= 0 {
+		cfg.ReadConns = 4
+	}
+	if cfg.BusyTimeout <= 0 {
+		cfg.BusyTimeout = 5 * time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	w, err := sql.Open(driverName, dsn(path, nil, cfg.BusyTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	if err := checkPragmas(w, path); err != nil {
+		w.Close()
+		return nil, err
+	}
+	if err := migrate(w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
+	}
+	r, err := sql.Open(driverName, dsn(path, url.Values{"_query_only": {"1"}}, cfg.BusyTimeout))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(cfg.ReadConns)
+	r.SetMaxIdleConns(cfg.ReadConns)
+	s := &Store{
+		path:     path,
+		cfg:      cfg,
+		writer:   w,
+		reader:   r,
+		reqs:     make(chan *request, cfg.MaxBatch),
+		closing:  make(chan struct{}),
+		stopped:  make(chan struct{}),
+		stmts:    map[string]*sql.Stmt{},
+		types:    map[string]time.Duration{},
+		watchers: map[int]func([]store.Change){},
+	}
+	if err := s.loadTypes(); err != nil {
+		w.Close()
+		r.Close()
+		return nil, err
+	}
+	go s.writeLoop()
+	return s, nil
+}
+
+// checkPragmas verifies that the settings durability depends on took
+// effect, since some builds change their defaults.
+func checkPragmas(db *sql.DB, path string) error {
+	var mode string
+	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("sqlite: open %s: journal_mode is %q, want wal", path, mode)
+	}
+	var syncMode int
+	if err := db.QueryRow("PRAGMA synchronous").Scan(&syncMode); err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if syncMode != 2 {
+		return fmt.Errorf("sqlite: open %s: synchronous is %d, want 2 (FULL)", path, syncMode)
+	}
+	return nil
+}
+
+// SchemaVersion returns the highest migration applied.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.reader.QueryRowContext(ctx, "SELECT coalesce(max(version), 0) FROM rota_migrations").Scan(&v)
+	return v, err
+}
+
+func migrate(db *sql.DB) error {
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: concurrent openers queue here
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec(`CREATE TABLE IF NOT EXISTS rota_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
+		return err
+	}
+	var have int
+	if err := tx.QueryRow(`SELECT coalesce(max(version), 0) FROM rota_migrations`).Scan(&have); err != nil {
+		return err
+	}
+	files, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		name := strings.TrimPrefix(f, "migrations/")
+		v, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("migration %s: bad version prefix", name)
+		}
+		if v <= have {
+			continue
+		}
+		body, err := migrations.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(string(body)); err != nil {
+			return fmt.Errorf("migration %s: %w", name, err)
+		}
+		if _, err := tx.Exec(`INSERT INTO rota_migrations (version, name, applied_at) VALUES (?, ?, ?)`, v, name, time.Now().UnixMicro()); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+func (s *Store) loadTypes() error {
+	rows, err := s.reader.Query(`SELECT name, lease_timeout FROM rota_types`)
+	if err != nil {
+		return fmt.Errorf("sqlite: load types: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var lt int64
+		if err := rows.Scan(&name, &lt); err != nil {
+			return err
+		}
+		s.types[name] = time.Duration(lt) * time.Microsecond
+	}
+	return rows.Err()
+}
+
+// DB returns a handle on the same database file for the caller's own
+// tables and transactions, so that AddTx and FinishTx commit together with
+// the caller's writes. Its transactions begin IMMEDIATE (they take the
+// write lock at BEGIN), which avoids deadlocks between writers.
+func (s *Store) DB() (*sql.DB, error) {
+	s.userMu.Lock()
+	defer s.userMu.Unlock()
+	if s.userDB != nil {
+		return s.userDB, nil
+	}
+	db, err := sql.Open(driverName, dsn(s.path, nil, s.cfg.BusyTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", s.path, err)
+	}
+	s.userDB = db
+	return db, nil
+}
+
+// Path returns the database file path.
+func (s *Store) Path() string { return s.path }
+
+// Close stops the writer, failing requests not yet started with
+// store.ErrClosed, and closes the database.
+func (s *Store) Close() error {
+	var err error
+	s.closeMu.Do(func() {
+		close(s.closing)
+		<-s.stopped
+		s.stmtMu.Lock()
+		for _, st := range s.stmts {
+			st.Close()
+		}
+		s.stmtMu.Unlock()
+		err = errors.Join(s.writer.Close(), s.reader.Close())
+		s.userMu.Lock()
+		if s.userDB != nil {
+			err = errors.Join(err, s.userDB.Close())
+		}
+		s.userMu.Unlock()
+	})
+	return err
+}
+
+// Watch registers fn to receive committed changes.
+func (s *Store) Watch(fn func([]store.Change)) func() {
+	s.watchMu.Lock()
+	s.watchSeq++
+	id := s.watchSeq
+	s.watchers[id] = fn
+	s.watchMu.Unlock()
+	return func() {
+		s.watchMu.Lock()
+		delete(s.watchers, id)
+		s.watchMu.Unlock()
+	}
+}
+
+func (s *Store) publish(changes []store.Change) {
+	if len(changes) == 0 {
+		return
+	}
+	s.watchMu.RLock()
+	defer s.watchMu.RUnlock()
+	for _, fn := range s.watchers {
+		fn(changes)
+	}
+}
+
+// request is one caller's unit of work for the writer. fn runs inside the
+// shared transaction, within a savepoint of its own, so that its failure
+// undoes only its own writes.
+type request struct {
+	ctx     context.Context
+	fn      func(w *writeTx) error
+	durable bool // must be fsynced before the caller is answered
+	done    chan error
+}
+
+// writeTx is the writer's view of one transaction: the transaction, the
+// time of the batch, and the changes to publish after commit.
+type writeTx struct {
+	s       *Store
+	tx      *sql.Tx
+	now     time.Time
+	changes []store.Change
+	own     bool // tx is the writer's (prepared statements apply)
+}
+
+func (w *writeTx) stmt(query string) (*sql.Stmt, error) {
+	if !w.own {
+		return nil, nil
+	}
+	return w.s.prepare(query)
+}
+
+func (w *writeTx) exec(query string, args ...any) (sql.Result, error) {
+	st, err := w.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	if st != nil {
+		return w.tx.Stmt(st).Exec(args...)
+	}
+	return w.tx.Exec(query, args...)
+}
+
+func (w *writeTx) query(query string, args ...any) (*sql.Rows, error) {
+	st, err := w.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	if st != nil {
+		return w.tx.Stmt(st).Query(args...)
+	}
+	return w.tx.Query(query, args...)
+}
+
+func (w *writeTx) queryRow(query string, args ...any) *sql.Row {
+	st, err := w.stmt(query)
+	if err == nil && st != nil {
+		return w.tx.Stmt(st).QueryRow(args...)
+	}
+	return w.tx.QueryRow(query, args...)
+}
+
+func (s *Store) prepare(query string) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if st, ok := s.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := s.writer.Prepare(query)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: prepare: %w", err)
+	}
+	s.stmts[query] = st
+	return st, nil
+}
+
+// write runs fn in the writer's next transaction and waits for its
+// commit.
+func (s *Store) write(ctx context.Context, durable bool, fn func(w *writeTx) error) error {
+	r := &request{ctx: ctx, fn: fn, durable: durable, done: make(chan error, 1)}
+	select {
+	case s.reqs <- r:
+	case <-s.closing:
+		return store.ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Once queued, the request will be answered; waiting for the answer
+	// even when ctx ends keeps "acknowledged" and "committed" the same.
+	return <-r.done
+}
+
+func (s *Store) writeLoop() {
+	defer close(s.stopped)
+	conn, err := s.writer.Conn(context.Background())
+	if err != nil {
+		s.failAll(fmt.Errorf("sqlite: writer connection: %w", err))
+		return
+	}
+	defer conn.Close()
+	fullSync := true
+	batch := make([]*request, 0, s.cfg.MaxBatch)
+	for {
+		batch = batch[:0]
+		select {
+		case r := <-s.reqs:
+			batch = append(batch, r)
+		case <-s.closing:
+			s.failAll(store.ErrClosed)
+			return
+		}
+	fill:
+		for len(batch) < s.cfg.MaxBatch {
+			select {
+			case r := <-s.reqs:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		durable := false
+		for _, r := range batch {
+			durable = durable || r.durable
+		}
+		if durable != fullSync {
+			mode := "NORMAL"
+			if durable {
+				mode = "FULL"
+			}
+			if _, err := s.writer.Exec("PRAGMA synchronous = " + mode); err == nil {
+				fullSync = durable
+			}
+		}
+		s.runBatch(batch)
+	}
+}
+
+func (s *Store) failAll(err error) {
+	for {
+		select {
+		case r := <-s.reqs:
+			r.done <- err
+		default:
+			return
+		}
+	}
+}
+
+func (s *Store) runBatch(batch []*request) {
+	tx, err := s.writer.Begin()
+	if err != nil {
+		err = fmt.Errorf("sqlite: begin: %w", err)
+		for _, r := range batch {
+			r.done <- err
+		}
+		return
+	}
+	w := &writeTx{s: s, tx: tx, now: s.cfg.Clock().UTC(), own: true}
+	errs := make([]error, len(batch))
+	single := len(batch) == 1
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		mark := len(w.changes)
+		if single {
+			errs[i] = r.fn(w)
+			continue
+		}
+		if _, err := tx.Exec("SAVEPOINT req"); err != nil {
+			errs[i] = err
+			continue
+		}
+		if errs[i] = r.fn(w); errs[i] != nil {
+			w.changes = w.changes[:mark]
+			if _, err := tx.Exec("ROLLBACK TO req"); err != nil {
+				errs[i] = errors.Join(errs[i], err)
+			}
+		}
+		if _, err := tx.Exec("RELEASE req"); err != nil && errs[i] == nil {
+			errs[i] = err
+		}
+	}
+	if single && errs[0] != nil {
+		tx.Rollback()
+		batch[0].done <- errs[0]
+		return
+	}
+	if err := tx.Commit(); err != nil {
+		err = fmt.Errorf("sqlite: commit: %w", err)
+		for _, r := range batch {
+			r.done <- err
+		}
+		return
+	}
+	s.publish(w.changes)
+	for i, r := range batch {
+		r.done <- errs[i]
+	}
+}
+
+// isBusy reports whether err is SQLite's "database is locked".
+func isBusy(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
+}

@@ -1,0 +1,393 @@
+// Package store defines the contract between rota's engine and its storage
+// backends: the job row, the parameters of every operation, the errors they
+// return, and the Store interface that each backend (store/sqlite,
+// store/postgres) implements and that store/storetest verifies.
+//
+// Every operation is batch-first: it takes and returns slices, so that a
+// backend can serve many jobs with one transaction and one fsync. A batch
+// that contains bad input is rejected as a whole and changes nothing; an
+// item that fails for a reason of its own (a stale token, a missing job)
+// gets its own error in the per-item results while the rest of the batch
+// proceeds.
+//
+// All state transitions of a backend live in that backend's package, in one
+// place; the engine and the protocols above it translate, they do not
+// re-implement the rules.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors returned by stores. They are matched with errors.Is; stores wrap
+// them with the detail of what failed.
+var (
+	// ErrNotFound: no job has that id, or no job has that type and key.
+	ErrNotFound = errors.New("job not found")
+	// ErrWorkerConflict: the token is stale, or the job is not running.
+	// The caller lost its lease; nothing was changed.
+	ErrWorkerConflict = errors.New("worker conflict: lease token is not current")
+	// ErrCanceled: the job was cancelled or removed while the caller ran
+	// it. Nothing was changed.
+	ErrCanceled = errors.New("job canceled")
+	// ErrFinished: the operation needs a job that has not ended (for
+	// example, cancelling a completed job).
+	ErrFinished = errors.New("job already finished")
+	// ErrInvalid: the input is malformed. Stores wrap it with what is
+	// wrong.
+	ErrInvalid = errors.New("invalid input")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store closed")
+)
+
+// Invalidf returns an error that matches ErrInvalid and says what is wrong.
+func Invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// State is a job's lifecycle state. Scheduled (pending, not yet due) and
+// retrying (pending after a failed attempt) are views of Pending, not states.
+type State uint8
+
+const (
+	Pending   State = iota // waiting to run; due at RunAt
+	Running                // held by a worker under a lease
+	Paused                 // a parent waiting for its children
+	Completed              // finished successfully (terminal)
+	Failed                 // failed for good (terminal)
+	Cancelled              // cancelled (terminal)
+)
+
+var stateNames = [...]string{"pending", "running", "paused", "completed", "failed", "cancelled"}
+
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("State(%d)", s)
+}
+
+// Terminal reports whether the state is one a job does not leave by itself.
+func (s State) Terminal() bool { return s >= Completed && s <= Cancelled }
+
+// Valid reports whether s is one of the defined states.
+func (s State) Valid() bool { return int(s) < len(stateNames) }
+
+// ParseState parses a state name as returned by String.
+func ParseState(name string) (State, error) {
+	for i, n := range stateNames {
+		if n == name {
+			return State(i), nil
+		}
+	}
+	return 0, Invalidf("unknown state %q (want one of pending, running, paused, completed, failed, cancelled)", name)
+}
+
+// MarshalText encodes the state as its name.
+func (s State) MarshalText() ([]byte, error) {
+	if !s.Valid() {
+		return nil, fmt.Errorf("invalid state %d", s)
+	}
+	return []byte(s.String()), nil
+}
+
+// UnmarshalText decodes a state name.
+func (s *State) UnmarshalText(b []byte) error {
+	v, err := ParseState(string(b))
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// AttemptError is the error one attempt ended with.
+type AttemptError struct {
+	Attempt int       `json:"attempt"`
+	At      time.Time `json:"at"`
+	Error   string    `json:"error"`
+}
+
+// Job is one job row as a store returns it.
+type Job struct {
+	ID       int64           `json:"id"`
+	Type     string          `json:"type"`
+	Key      string          `json:"key,omitempty"`
+	Group    string          `json:"group"`
+	Priority int             `json:"priority"`
+	State    State           `json:"state"`
+	RunAt    time.Time       `json:"run_at"`
+	Data     json.RawMessage `json:"data"`
+
+	Attempt     int           `json:"attempt"`
+	MaxAttempts int           `json:"max_attempts"`
+	BackoffBase time.Duration `json:"backoff_base"`
+	BackoffMax  time.Duration `json:"backoff_max"`
+
+	// Token fences worker calls; it is set while the job runs and kept
+	// after it ends so that a repeated finish by the same lease is
+	// recognised.
+	Token      string    `json:"token,omitempty"`
+	Worker     string    `json:"worker,omitempty"`
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+
+	CancelRequested bool `json:"cancel_requested,omitempty"`
+	Resubmit        bool `json:"resubmit,omitempty"`
+
+	Progress  float64         `json:"progress"`
+	LastError string          `json:"last_error,omitempty"`
+	Errors    []AttemptError  `json:"errors,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+
+	CreatedAt  time.Time `json:"created_at"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// Lease returns the job's id and token, which worker calls carry.
+func (j Job) Lease() Lease { return Lease{ID: j.ID, Token: j.Token} }
+
+// Defaults applied by stores when AddParams leaves a field zero.
+const (
+	DefaultMaxAttempts  = 20
+	DefaultBackoffBase  = time.Second
+	DefaultBackoffMax   = time.Hour
+	DefaultLeaseTimeout = 30 * time.Second
+	// MaxDataSize bounds a job's data, result and error texts.
+	MaxDataSize = 1 << 20
+)
+
+// AddParams describes a job to add.
+type AddParams struct {
+	Type string // required; no GLOB metacharacters
+	// Key, when set, is unique within Type: adding a job whose type and
+	// key exist re-adds the existing job (see Outcome).
+	Key      string
+	Group    string
+	Priority int
+	// RunAt is when the job becomes due; zero means now.
+	RunAt time.Time
+	// Data is a JSON object; nil means {}.
+	Data json.RawMessage
+	// MaxAttempts bounds retries; zero means DefaultMaxAttempts.
+	MaxAttempts int
+	// BackoffBase and BackoffMax shape the exponential retry delay
+	// base·2^(attempt−1), capped at BackoffMax, with ±10% jitter. Zero
+	// means the defaults.
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+}
+
+// Outcome says what an add or resubmit did.
+type Outcome uint8
+
+const (
+	Inserted    Outcome = iota + 1 // a new job
+	Updated                        // a pending job got new data and run time
+	Resubmitted                    // a running job will run again when its worker ends
+	Requeued                       // an ended job is pending again
+)
+
+var outcomeNames = [...]string{"", "inserted", "updated", "resubmitted", "requeued"}
+
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return fmt.Sprintf("Outcome(%d)", o)
+}
+
+// MarshalText encodes the outcome as its name.
+func (o Outcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
+
+// AddResult is the result of adding one job.
+type AddResult struct {
+	Job     Job
+	Outcome Outcome
+}
+
+// ResubmitParams asks for a job to run again (couch_jobs' resubmit).
+type ResubmitParams struct {
+	ID int64
+	// RunAt is when it should run again; zero keeps a pending job's run
+	// time and means now otherwise.
+	RunAt time.Time
+	// Data, when set, replaces the job's data for the next run.
+	Data json.RawMessage
+}
+
+// ListParams filters and pages a listing. Jobs come in id order.
+type ListParams struct {
+	Types  []string // exact type names; empty means all
+	States []State  // empty means all
+	Groups []string // empty means all
+	// After is the cursor: only jobs with a larger id (or smaller, when
+	// Descending) are listed. Zero starts at the beginning.
+	After      int64
+	Descending bool
+	Limit      int // 1..1000; zero means 100
+}
+
+// MaxListLimit bounds ListParams.Limit.
+const MaxListLimit = 1000
+
+// ListResult is one page of a listing.
+type ListResult struct {
+	Jobs []Job
+	// Next is the cursor of the next page, zero when this was the last.
+	Next int64
+}
+
+// AcceptParams asks for due jobs to run.
+type AcceptParams struct {
+	// Types are type names or GLOB patterns (* ? [...]); at least one.
+	Types []string
+	// Limit is how many jobs at most; zero means 1.
+	Limit int
+	// DueBy accepts jobs whose RunAt is no later than this; zero means now.
+	DueBy time.Time
+	// Worker names the caller, for people reading the job.
+	Worker string
+	// LeaseTimeout overrides the type's lease timeout when positive.
+	LeaseTimeout time.Duration
+}
+
+// MaxAcceptLimit bounds AcceptParams.Limit.
+const MaxAcceptLimit = 10000
+
+// AcceptResult is what accept hands to a worker.
+type AcceptResult struct {
+	Jobs []Job
+	// NextRunAt is the earliest RunAt among pending jobs of the requested
+	// types that were not due, zero when there are none; a waiting
+	// acceptor sleeps until then.
+	NextRunAt time.Time
+}
+
+// Lease identifies a running job and the token that proves the caller
+// holds it.
+type Lease struct {
+	ID    int64
+	Token string
+}
+
+// HeartbeatParams extends a lease and optionally updates the job.
+type HeartbeatParams struct {
+	Lease
+	Data     json.RawMessage // nil keeps the data
+	Progress *float64        // nil keeps the progress; 0..100
+}
+
+// HeartbeatResult is the answer to one heartbeat.
+type HeartbeatResult struct {
+	LeaseUntil time.Time
+	// Resubmit reports that a producer asked for the job to run again
+	// after this run.
+	Resubmit bool
+	Err      error
+}
+
+// Ending is how a worker ends its hold on a job.
+type Ending uint8
+
+const (
+	Complete Ending = iota + 1 // done; Result is stored
+	Fail                       // failed; retried with back-off unless Permanent or out of attempts
+	Snooze                     // run again at RunAt; the attempt is given back
+	Release                    // hand back unfinished (shutdown); the attempt is given back
+	Cancel                     // the worker cancels the job
+)
+
+var endingNames = [...]string{"", "complete", "fail", "snooze", "release", "cancel"}
+
+func (e Ending) String() string {
+	if int(e) < len(endingNames) {
+		return endingNames[e]
+	}
+	return fmt.Sprintf("Ending(%d)", e)
+}
+
+// FinishParams ends a worker's hold on a job. It is the single fenced
+// transition out of running.
+type FinishParams struct {
+	Lease
+	As Ending
+	// Result is the job's output (Complete); nil means none.
+	Result json.RawMessage
+	// Error is the reason (Fail, Cancel).
+	Error string
+	// Permanent makes a Fail final regardless of attempts left.
+	Permanent bool
+	// RunAt is when a snoozed job runs again.
+	RunAt time.Time
+}
+
+// TypeConfig is per-type configuration.
+type TypeConfig struct {
+	Type string
+	// LeaseTimeout is how long a worker may go without a heartbeat
+	// before its job is taken back; zero means DefaultLeaseTimeout.
+	LeaseTimeout time.Duration
+}
+
+// Change is a committed change to a job, as delivered to Watch callbacks.
+type Change struct {
+	ID       int64
+	Type     string
+	Group    string
+	State    State
+	Removed  bool    // the job was removed; State is its last state
+	Progress float64 // set with running changes
+	// RunAt is the job's RunAt when pending, so that waiting acceptors
+	// know when it becomes due.
+	RunAt time.Time
+}
+
+// Store is a durable job store. Implementations are safe for concurrent use.
+type Store interface {
+	// Add adds jobs, or re-adds existing ones by (type, key).
+	Add(ctx context.Context, jobs []AddParams) ([]AddResult, error)
+	// Get returns the jobs with these ids, in the same order; an id that
+	// does not exist yields a Job with ID 0 in its place.
+	Get(ctx context.Context, ids []int64) ([]Job, error)
+	// GetByKey returns the job with this type and key, or ErrNotFound.
+	GetByKey(ctx context.Context, typ, key string) (Job, error)
+	// List returns a page of jobs.
+	List(ctx context.Context, p ListParams) (ListResult, error)
+	// Resubmit asks for jobs to run again; per-item errors.
+	Resubmit(ctx context.Context, p []ResubmitParams) ([]AddResult, []error, error)
+	// Cancel cancels jobs that have not ended; per-item errors.
+	Cancel(ctx context.Context, ids []int64) ([]error, error)
+	// Remove deletes jobs in any state; per-item errors.
+	Remove(ctx context.Context, ids []int64) ([]error, error)
+
+	// Accept leases due jobs to a worker.
+	Accept(ctx context.Context, p AcceptParams) (AcceptResult, error)
+	// Heartbeat extends leases; per-item results.
+	Heartbeat(ctx context.Context, p []HeartbeatParams) ([]HeartbeatResult, error)
+	// Finish ends leases; per-item errors.
+	Finish(ctx context.Context, p []FinishParams) ([]error, error)
+
+	// ExpireLeases takes back running jobs whose lease ended before now:
+	// they go back to pending, or fail when out of attempts. It returns
+	// how many it took back and the earliest lease still running (zero
+	// when none), so that the caller sleeps until then.
+	ExpireLeases(ctx context.Context, now time.Time) (int, time.Time, error)
+
+	// SetTypeConfig stores per-type configuration.
+	SetTypeConfig(ctx context.Context, c TypeConfig) error
+	// TypeConfigs lists the types the store knows, with their settings.
+	TypeConfigs(ctx context.Context) ([]TypeConfig, error)
+
+	// Watch registers fn to receive every committed change, in commit
+	// order, until the returned function is called. fn must not block.
+	Watch(fn func([]Change)) (stop func())
+
+	// Close releases the store. Pending operations fail with ErrClosed.
+	Close() error
+}

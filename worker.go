@@ -1,0 +1,459 @@
+package rota
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/rotajobs/rota/store"
+)
+
+// Handler runs one job. Returning nil completes it; see SnoozeFor,
+// Permanent and CancelJob for the other outcomes; any other error fails
+// the attempt, and the job retries with back-off until it runs out of
+// attempts. The context is cancelled when the job is cancelled or removed
+// (cause ErrCanceled), when its lease is lost (ErrLeaseLost), or when the
+// worker's shutdown grace period ends (ErrShutdown).
+type Handler interface {
+	Work(ctx context.Context, job *Job) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, job *Job) error
+
+// Work calls f.
+func (f HandlerFunc) Work(ctx context.Context, job *Job) error { return f(ctx, job) }
+
+// Handle registers a typed handler: the job's data is decoded from JSON
+// into a T before fn runs. Data that does not decode fails the job
+// permanently, since running it again would not help.
+func Handle[T any](w *Worker, typ string, fn func(ctx context.Context, job *Job, args T) error) {
+	w.Handle(typ, HandlerFunc(func(ctx context.Context, job *Job) error {
+		var args T
+		if err := json.Unmarshal(job.Data, &args); err != nil {
+			return Permanent(fmt.Errorf("decode %s data into %T: %w", typ, args, err))
+		}
+		return fn(ctx, job, args)
+	}))
+}
+
+// Context causes of a handler's cancellation.
+var (
+	// ErrLeaseLost: the worker no longer holds the job (its lease expired
+	// and the job was taken back).
+	ErrLeaseLost = errors.New("lease lost")
+	// ErrShutdown: the worker shut down before the handler returned; the
+	// job was handed back to pending.
+	ErrShutdown = errors.New("worker shut down")
+)
+
+// SnoozeError asks for the job to run again after Delay without using up
+// an attempt. Return it with SnoozeFor.
+type SnoozeError struct{ Delay time.Duration }
+
+func (e *SnoozeError) Error() string { return fmt.Sprintf("snooze for %v", e.Delay) }
+
+// SnoozeFor returns an error that snoozes the job for d.
+func SnoozeFor(d time.Duration) error { return &SnoozeError{Delay: d} }
+
+// PermanentError fails the job without further retries.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return "permanent failure: " + errText(e.Err) }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Permanent returns an error that fails the job for good.
+func Permanent(err error) error { return &PermanentError{Err: err} }
+
+// CancelError cancels the job from its handler.
+type CancelError struct{ Err error }
+
+func (e *CancelError) Error() string { return "cancelled: " + errText(e.Err) }
+func (e *CancelError) Unwrap() error { return e.Err }
+
+// CancelJob returns an error that cancels the job.
+func CancelJob(err error) error { return &CancelError{Err: err} }
+
+func errText(err error) string {
+	if err == nil {
+		return "no reason given"
+	}
+	return err.Error()
+}
+
+// WorkerConfig tunes a Worker. The zero value is ready to use.
+type WorkerConfig struct {
+	// Name identifies this worker in jobs it runs; zero means
+	// hostname:pid.
+	Name string
+	// Concurrency is how many jobs run at once; zero means 10.
+	Concurrency int
+	// LeaseTimeout overrides the types' lease timeouts when positive.
+	LeaseTimeout time.Duration
+	// PollWait is how long one accept call waits for work; zero means
+	// 30s. Waiting is event-driven: a job added meanwhile starts at once.
+	PollWait time.Duration
+	// ShutdownTimeout is how long Run waits for running handlers after its
+	// context ends, before it cancels them and hands their jobs back to
+	// pending; zero means 10s.
+	ShutdownTimeout time.Duration
+	// Logger receives the worker's logs; nil means the client's.
+	Logger *slog.Logger
+}
+
+// Worker runs jobs with registered handlers. Register handlers, then call
+// Run.
+type Worker struct {
+	c        *Client
+	cfg      WorkerConfig
+	log      *slog.Logger
+	handlers map[string]Handler
+
+	mu      sync.Mutex
+	running map[int64]*runningJob
+	started bool
+}
+
+type runningJob struct {
+	job    Job
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	mu         sync.Mutex
+	leaseUntil time.Time
+	leaseLen   time.Duration
+	ended      bool // the goroutine is finishing, or shutdown released it
+}
+
+// NewWorker returns a worker on c.
+func NewWorker(c *Client, cfg WorkerConfig) *Worker {
+	if cfg.Name == "" {
+		host, _ := os.Hostname()
+		cfg.Name = fmt.Sprintf("%s:%d", host, os.Getpid())
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 10
+	}
+	if cfg.PollWait <= 0 {
+		cfg.PollWait = 30 * time.Second
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = c.log
+	}
+	return &Worker{c: c, cfg: cfg, log: cfg.Logger, handlers: map[string]Handler{}, running: map[int64]*runningJob{}}
+}
+
+// Handle registers h for jobs of type typ. It panics if typ is not a valid
+// type name, already has a handler, or the worker is running.
+func (w *Worker) Handle(typ string, h Handler) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		panic("rota: Handle called on a running worker")
+	}
+	if err := store.CheckType(typ); err != nil {
+		panic("rota: Handle: " + err.Error())
+	}
+	if _, dup := w.handlers[typ]; dup {
+		panic("rota: Handle: type " + typ + " already has a handler")
+	}
+	w.handlers[typ] = h
+}
+
+// Run accepts and runs jobs until ctx ends, then shuts down gracefully: it
+// stops accepting, waits up to ShutdownTimeout for running handlers, then
+// cancels the rest and hands their jobs back to pending. It returns nil
+// after a shutdown caused by ctx.
+func (w *Worker) Run(ctx context.Context) error {
+	w.mu.Lock()
+	if w.started {
+		w.mu.Unlock()
+		return errors.New("rota: worker already running")
+	}
+	if len(w.handlers) == 0 {
+		w.mu.Unlock()
+		return errors.New("rota: worker has no handlers")
+	}
+	w.started = true
+	types := make([]string, 0, len(w.handlers))
+	for t := range w.handlers {
+		types = append(types, t)
+	}
+	w.mu.Unlock()
+	sort.Strings(types)
+
+	// Cancel a handler as soon as its job is cancelled or removed.
+	unwatch := w.c.hub.Watch(func(changes []Event) {
+		for _, ch := range changes {
+			if ch.Removed || ch.State == Cancelled {
+				w.mu.Lock()
+				r := w.running[ch.ID]
+				w.mu.Unlock()
+				if r != nil {
+					r.cancel(ErrCanceled)
+				}
+			}
+		}
+	})
+	defer unwatch()
+
+	base := context.WithoutCancel(ctx) // handlers outlive ctx for the grace period
+	hbCtx, stopHeartbeats := context.WithCancel(base)
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		w.heartbeatLoop(hbCtx)
+	}()
+
+	slots := make(chan struct{}, w.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for ctx.Err() == nil {
+		select { // wait for one free slot, then take what else is free
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			continue
+		}
+		n := 1
+	fill:
+		for n < w.cfg.Concurrency {
+			select {
+			case slots <- struct{}{}:
+				n++
+			default:
+				break fill
+			}
+		}
+		jobs, err := w.c.Accept(ctx, AcceptParams{Types: types, Limit: n, Wait: w.cfg.PollWait, Worker: w.cfg.Name, LeaseTimeout: w.cfg.LeaseTimeout})
+		for i := len(jobs); i < n; i++ {
+			<-slots
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			w.log.Error("accept failed", "err", err)
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+			}
+			continue
+		}
+		for i := range jobs {
+			r := w.start(base, jobs[i])
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-slots }()
+				w.execute(r)
+			}()
+		}
+	}
+
+	// Shutdown: wait for handlers, then cancel and hand back the rest.
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(w.cfg.ShutdownTimeout):
+		w.releaseAll()
+		select {
+		case <-done:
+		case <-time.After(time.Second):
+			w.log.Warn("handlers still running after shutdown; their jobs were handed back")
+		}
+	}
+	stopHeartbeats()
+	<-hbDone
+	return nil
+}
+
+func (w *Worker) start(base context.Context, job Job) *runningJob {
+	ctx, cancel := context.WithCancelCause(base)
+	r := &runningJob{job: job, cancel: cancel, leaseUntil: job.LeaseUntil, leaseLen: time.Until(job.LeaseUntil)}
+	r.ctx = context.WithValue(ctx, runningKey{}, &jobContext{w: w, r: r})
+	w.mu.Lock()
+	w.running[job.ID] = r
+	w.mu.Unlock()
+	return r
+}
+
+func (w *Worker) forget(r *runningJob) {
+	w.mu.Lock()
+	delete(w.running, r.job.ID)
+	w.mu.Unlock()
+	r.cancel(context.Canceled)
+}
+
+// execute runs the handler and finishes the job by its outcome.
+func (w *Worker) execute(r *runningJob) {
+	defer w.forget(r)
+	err := w.call(r)
+	r.mu.Lock()
+	released := r.ended
+	r.ended = true
+	r.mu.Unlock()
+	if released {
+		return
+	}
+	if cause := context.Cause(r.ctx); errors.Is(cause, ErrCanceled) || errors.Is(cause, ErrLeaseLost) {
+		// The job is no longer ours; any finish would be refused.
+		w.log.Info("job abandoned", "id", r.job.ID, "type", r.job.Type, "reason", cause)
+		return
+	}
+	p := FinishParams{Lease: r.job.Lease()}
+	var snooze *SnoozeError
+	var perm *PermanentError
+	var cancelErr *CancelError
+	switch {
+	case err == nil:
+		p.As = Complete
+	case errors.As(err, &snooze):
+		p.As, p.RunAt = Snooze, time.Now().Add(snooze.Delay)
+	case errors.As(err, &cancelErr):
+		p.As, p.Error = Cancel, err.Error()
+	case errors.As(err, &perm):
+		p.As, p.Error, p.Permanent = Fail, err.Error(), true
+	default:
+		p.As, p.Error = Fail, err.Error()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if ferr := w.c.Finish(ctx, p); ferr != nil {
+		level := slog.LevelError
+		if errors.Is(ferr, ErrCanceled) || errors.Is(ferr, ErrWorkerConflict) {
+			level = slog.LevelInfo
+		}
+		w.log.Log(ctx, level, "finish failed", "id", r.job.ID, "type", r.job.Type, "ending", p.As, "err", ferr)
+	}
+}
+
+// call runs the handler, turning a panic into an error with its stack.
+func (w *Worker) call(r *runningJob) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("panic: %v\n%s", v, debug.Stack())
+		}
+	}()
+	h := w.handlers[r.job.Type]
+	job := r.job
+	return h.Work(r.ctx, &job)
+}
+
+// releaseAll cancels running handlers and hands their jobs back to pending
+// without using up an attempt.
+func (w *Worker) releaseAll() {
+	w.mu.Lock()
+	var ps []FinishParams
+	for _, r := range w.running {
+		r.mu.Lock()
+		if !r.ended {
+			r.ended = true
+			ps = append(ps, FinishParams{Lease: r.job.Lease(), As: Release})
+		}
+		r.mu.Unlock()
+		r.cancel(ErrShutdown)
+	}
+	w.mu.Unlock()
+	if len(ps) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := w.c.FinishMany(ctx, ps); err != nil {
+		w.log.Error("handing back unfinished jobs failed; they run again when their leases expire", "jobs", len(ps), "err", err)
+		return
+	}
+	w.log.Info("handed back unfinished jobs", "jobs", len(ps))
+}
+
+// heartbeatLoop extends the leases of running jobs in batches, each when
+// a third of its lease has passed.
+func (w *Worker) heartbeatLoop(ctx context.Context) {
+	tick := time.NewTimer(0)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		now := time.Now()
+		next := time.Second
+		var due []*runningJob
+		w.mu.Lock()
+		for _, r := range w.running {
+			r.mu.Lock()
+			if !r.ended {
+				if r.leaseUntil.Sub(now) < r.leaseLen*2/3 {
+					due = append(due, r)
+				}
+				next = min(next, max(r.leaseLen/4, 5*time.Millisecond))
+			}
+			r.mu.Unlock()
+		}
+		w.mu.Unlock()
+		if len(due) > 0 {
+			w.beat(ctx, due, nil)
+		}
+		tick.Reset(next)
+	}
+}
+
+// beat sends heartbeats and applies their answers.
+func (w *Worker) beat(ctx context.Context, rs []*runningJob, progress *float64) error {
+	ps := make([]HeartbeatParams, len(rs))
+	for i, r := range rs {
+		ps[i] = HeartbeatParams{Lease: r.job.Lease(), Progress: progress}
+	}
+	res, err := w.c.HeartbeatMany(ctx, ps)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("heartbeat failed", "jobs", len(rs), "err", err)
+		}
+		return err
+	}
+	for i, r := range rs {
+		switch {
+		case res[i].Err == nil:
+			r.mu.Lock()
+			r.leaseUntil = res[i].LeaseUntil
+			r.mu.Unlock()
+		case errors.Is(res[i].Err, ErrCanceled):
+			r.cancel(ErrCanceled)
+		default:
+			r.cancel(ErrLeaseLost)
+		}
+	}
+	return res[0].Err
+}
+
+type runningKey struct{}
+
+type jobContext struct {
+	w *Worker
+	r *runningJob
+}
+
+// SetProgress reports a running job's progress (0..100) from inside its
+// handler; it also extends the lease. It fails with ErrCanceled or
+// ErrWorkerConflict when the job is no longer the handler's.
+func SetProgress(ctx context.Context, percent float64) error {
+	jc, ok := ctx.Value(runningKey{}).(*jobContext)
+	if !ok {
+		return errors.New("rota: SetProgress called outside a job handler")
+	}
+	return jc.w.beat(ctx, []*runningJob{jc.r}, &percent)
+}

@@ -119,6 +119,7 @@ type Worker struct {
 	mu      sync.Mutex
 	running map[int64]*runningJob
 	started bool
+	kick    chan struct{} // wakes the heartbeat loop when a job starts
 }
 
 type runningJob struct {
@@ -150,7 +151,7 @@ func NewWorker(c *Client, cfg WorkerConfig) *Worker {
 	if cfg.Logger == nil {
 		cfg.Logger = c.log
 	}
-	return &Worker{c: c, cfg: cfg, log: cfg.Logger, handlers: map[string]Handler{}, running: map[int64]*runningJob{}}
+	return &Worker{c: c, cfg: cfg, log: cfg.Logger, handlers: map[string]Handler{}, running: map[int64]*runningJob{}, kick: make(chan struct{}, 1)}
 }
 
 // Handle registers h for jobs of type typ. It panics if typ is not a valid
@@ -192,16 +193,28 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Unlock()
 	sort.Strings(types)
 
-	// Cancel a handler as soon as its job is cancelled or removed.
+	// Cancel a handler as soon as its job is cancelled or removed, or
+	// taken back from it (its lease expired), without waiting for the
+	// next heartbeat.
 	unwatch := w.c.hub.Watch(func(changes []Event) {
 		for _, ch := range changes {
-			if ch.Removed || ch.State == Cancelled {
-				w.mu.Lock()
-				r := w.running[ch.ID]
-				w.mu.Unlock()
-				if r != nil {
-					r.cancel(ErrCanceled)
-				}
+			if !ch.Removed && ch.State == Running {
+				continue
+			}
+			w.mu.Lock()
+			r := w.running[ch.ID]
+			w.mu.Unlock()
+			if r == nil {
+				continue
+			}
+			r.mu.Lock()
+			ended := r.ended
+			r.mu.Unlock()
+			switch {
+			case ch.Removed || ch.State == Cancelled:
+				r.cancel(ErrCanceled)
+			case !ended:
+				r.cancel(ErrLeaseLost)
 			}
 		}
 	})
@@ -287,6 +300,10 @@ func (w *Worker) start(base context.Context, job Job) *runningJob {
 	w.mu.Lock()
 	w.running[job.ID] = r
 	w.mu.Unlock()
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
 	return r
 }
 
@@ -389,6 +406,7 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case <-w.kick:
 		}
 		now := time.Now()
 		next := time.Second
@@ -407,6 +425,12 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 		w.mu.Unlock()
 		if len(due) > 0 {
 			w.beat(ctx, due, nil)
+		}
+		if !tick.Stop() {
+			select {
+			case <-tick.C:
+			default:
+			}
 		}
 		tick.Reset(next)
 	}

@@ -103,7 +103,7 @@ func (s *Store) AddTx(ctx context.Context, tx *sql.Tx, jobs []store.AddParams) (
 	if err != nil {
 		return nil, err
 	}
-	w := &writeTx{s: s, tx: tx, now: s.cfg.Clock().UTC()}
+	w := &writeTx{s: s, db: tx, now: s.cfg.Clock().UTC()}
 	return w.add(jobs, datas)
 }
 
@@ -681,7 +681,7 @@ func (s *Store) FinishTx(ctx context.Context, tx *sql.Tx, ps []store.FinishParam
 	if err != nil {
 		return nil, err
 	}
-	w := &writeTx{s: s, tx: tx, now: s.cfg.Clock().UTC()}
+	w := &writeTx{s: s, db: tx, now: s.cfg.Clock().UTC()}
 	errs := make([]error, len(ps))
 	for i := range ps {
 		if errs[i], err = w.finish(&ps[i], results[i]); err != nil {

@@ -52,9 +52,10 @@ type Config struct {
 type Store struct {
 	path   string
 	cfg    Config
-	writer *sql.DB // one connection, owned by the writer goroutine
-	reader *sql.DB // read pool
-	userDB *sql.DB // for callers' own transactions; opened on demand
+	writer *sql.DB   // a pool of one connection
+	conn   *sql.Conn // that connection, pinned by the writer goroutine
+	reader *sql.DB   // read pool
+	userDB *sql.DB   // for callers' own transactions; opened on demand
 	userMu sync.Mutex
 
 	reqs    chan *request
@@ -62,8 +63,7 @@ type Store struct {
 	stopped chan struct{}
 	closeMu sync.Once
 
-	stmtMu sync.Mutex
-	stmts  map[string]*sql.Stmt
+	stmts map[string]*sql.Stmt // prepared on conn; writer goroutine only
 
 	typesMu sync.RWMutex
 	types   map[string]time.Duration // known types and their lease timeouts (0: default)
@@ -147,6 +147,11 @@ func Open(path string, cfg Config) (*Store, error) {
 		w.Close()
 		r.Close()
 		return nil, err
+	}
+	if s.conn, err = w.Conn(bg); err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	go s.writeLoop()
 	return s, nil
@@ -266,11 +271,6 @@ func (s *Store) Close() error {
 	s.closeMu.Do(func() {
 		close(s.closing)
 		<-s.stopped
-		s.stmtMu.Lock()
-		for _, st := range s.stmts {
-			st.Close()
-		}
-		s.stmtMu.Unlock()
 		err = errors.Join(s.writer.Close(), s.reader.Close())
 		s.userMu.Lock()
 		if s.userDB != nil {
@@ -316,60 +316,76 @@ type request struct {
 	done    chan error
 }
 
-// writeTx is the writer's view of one transaction: the transaction, the
-// time of the batch, and the changes to publish after commit.
-type writeTx struct {
-	s       *Store
-	tx      *sql.Tx
-	now     time.Time
-	changes []store.Change
-	own     bool // tx is the writer's (prepared statements apply)
+// execer is what transitions run statements on: the writer's pinned
+// connection, or a caller's transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-func (w *writeTx) stmt(query string) (*sql.Stmt, error) {
+// writeTx is the writer's view of one transaction: where statements run,
+// the time of the batch, and the changes to publish after commit.
+type writeTx struct {
+	s       *Store
+	db      execer
+	now     time.Time
+	changes []store.Change
+	own     bool // db is the writer's connection, whose prepared statements apply
+}
+
+var bg = context.Background()
+
+func (w *writeTx) stmt(query string) *sql.Stmt {
 	if !w.own {
-		return nil, nil
+		return nil
 	}
-	return w.s.prepare(query)
+	return w.s.stmts[query]
 }
 
 func (w *writeTx) exec(query string, args ...any) (sql.Result, error) {
-	st, err := w.stmt(query)
-	if err != nil {
-		return nil, err
+	if st := w.stmt(query); st != nil {
+		return st.Exec(args...)
 	}
-	if st != nil {
-		return w.tx.Stmt(st).Exec(args...)
+	if w.own {
+		if st, err := w.s.prepare(query); err == nil {
+			return st.Exec(args...)
+		}
 	}
-	return w.tx.Exec(query, args...)
+	return w.db.ExecContext(bg, query, args...)
 }
 
 func (w *writeTx) query(query string, args ...any) (*sql.Rows, error) {
-	st, err := w.stmt(query)
-	if err != nil {
-		return nil, err
+	if st := w.stmt(query); st != nil {
+		return st.Query(args...)
 	}
-	if st != nil {
-		return w.tx.Stmt(st).Query(args...)
+	if w.own {
+		if st, err := w.s.prepare(query); err == nil {
+			return st.Query(args...)
+		}
 	}
-	return w.tx.Query(query, args...)
+	return w.db.QueryContext(bg, query, args...)
 }
 
 func (w *writeTx) queryRow(query string, args ...any) *sql.Row {
-	st, err := w.stmt(query)
-	if err == nil && st != nil {
-		return w.tx.Stmt(st).QueryRow(args...)
+	if st := w.stmt(query); st != nil {
+		return st.QueryRow(args...)
 	}
-	return w.tx.QueryRow(query, args...)
+	if w.own {
+		if st, err := w.s.prepare(query); err == nil {
+			return st.QueryRow(args...)
+		}
+	}
+	return w.db.QueryRowContext(bg, query, args...)
 }
 
+// prepare prepares a statement on the writer's connection; only the
+// writer goroutine calls it.
 func (s *Store) prepare(query string) (*sql.Stmt, error) {
-	s.stmtMu.Lock()
-	defer s.stmtMu.Unlock()
 	if st, ok := s.stmts[query]; ok {
 		return st, nil
 	}
-	st, err := s.writer.Prepare(query)
+	st, err := s.conn.PrepareContext(bg, query)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: prepare: %w", err)
 	}
@@ -395,12 +411,12 @@ func (s *Store) write(ctx context.Context, durable bool, fn func(w *writeTx) err
 
 func (s *Store) writeLoop() {
 	defer close(s.stopped)
-	conn, err := s.writer.Conn(context.Background())
-	if err != nil {
-		s.failAll(fmt.Errorf("sqlite: writer connection: %w", err))
-		return
-	}
-	defer conn.Close()
+	defer func() {
+		for _, st := range s.stmts {
+			st.Close()
+		}
+		s.conn.Close()
+	}()
 	fullSync := true
 	batch := make([]*request, 0, s.cfg.MaxBatch)
 	for {
@@ -430,7 +446,7 @@ func (s *Store) writeLoop() {
 			if durable {
 				mode = "FULL"
 			}
-			if _, err := s.writer.Exec("PRAGMA synchronous = " + mode); err == nil {
+			if _, err := s.conn.ExecContext(bg, "PRAGMA synchronous = "+mode); err == nil {
 				fullSync = durable
 			}
 		}
@@ -450,15 +466,15 @@ func (s *Store) failAll(err error) {
 }
 
 func (s *Store) runBatch(batch []*request) {
-	tx, err := s.writer.Begin()
-	if err != nil {
+	c := s.conn
+	if _, err := c.ExecContext(bg, "BEGIN IMMEDIATE"); err != nil {
 		err = fmt.Errorf("sqlite: begin: %w", err)
 		for _, r := range batch {
 			r.done <- err
 		}
 		return
 	}
-	w := &writeTx{s: s, tx: tx, now: s.cfg.Clock().UTC(), own: true}
+	w := &writeTx{s: s, db: c, now: s.cfg.Clock().UTC(), own: true}
 	errs := make([]error, len(batch))
 	single := len(batch) == 1
 	for i, r := range batch {
@@ -471,26 +487,27 @@ func (s *Store) runBatch(batch []*request) {
 			errs[i] = r.fn(w)
 			continue
 		}
-		if _, err := tx.Exec("SAVEPOINT req"); err != nil {
+		if _, err := c.ExecContext(bg, "SAVEPOINT req"); err != nil {
 			errs[i] = err
 			continue
 		}
 		if errs[i] = r.fn(w); errs[i] != nil {
 			w.changes = w.changes[:mark]
-			if _, err := tx.Exec("ROLLBACK TO req"); err != nil {
+			if _, err := c.ExecContext(bg, "ROLLBACK TO req"); err != nil {
 				errs[i] = errors.Join(errs[i], err)
 			}
 		}
-		if _, err := tx.Exec("RELEASE req"); err != nil && errs[i] == nil {
+		if _, err := c.ExecContext(bg, "RELEASE req"); err != nil && errs[i] == nil {
 			errs[i] = err
 		}
 	}
 	if single && errs[0] != nil {
-		tx.Rollback()
+		c.ExecContext(bg, "ROLLBACK")
 		batch[0].done <- errs[0]
 		return
 	}
-	if err := tx.Commit(); err != nil {
+	if _, err := c.ExecContext(bg, "COMMIT"); err != nil {
+		c.ExecContext(bg, "ROLLBACK")
 		err = fmt.Errorf("sqlite: commit: %w", err)
 		for _, r := range batch {
 			r.done <- err

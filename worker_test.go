@@ -1,0 +1,432 @@
+package rota_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/store/sqlite"
+)
+
+// newClient opens a client on a fresh SQLite file with fast maintenance.
+func newClient(t *testing.T) *rota.Client {
+	t.Helper()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "rota.db"), sqlite.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rota.NewClient(st, rota.Config{LeaseCheckInterval: 10 * time.Millisecond, PollInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		st.Close()
+	})
+	return c
+}
+
+// runWorker runs w until the test ends and returns a function that stops
+// it and waits for Run to return.
+func runWorker(t *testing.T, w *rota.Worker) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("worker Run returned %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func waitJob(t *testing.T, c *rota.Client, id int64) rota.Job {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	j, err := c.Wait(ctx, id)
+	if err != nil {
+		t.Fatalf("wait for job %d: %v", id, err)
+	}
+	return j
+}
+
+func add(t *testing.T, c *rota.Client, p rota.AddParams) rota.Job {
+	t.Helper()
+	res, err := c.Add(context.Background(), p)
+	if err != nil {
+		t.Fatalf("add %+v: %v", p, err)
+	}
+	return res.Job
+}
+
+type email struct {
+	To string `json:"to"`
+}
+
+func TestWorkerRunsTypedHandlers(t *testing.T) {
+	c := newClient(t)
+	var mu sync.Mutex
+	got := map[string]int{}
+	w := rota.NewWorker(c, rota.WorkerConfig{Concurrency: 8})
+	rota.Handle(w, "email.send", func(ctx context.Context, job *rota.Job, args email) error {
+		mu.Lock()
+		got[args.To]++
+		mu.Unlock()
+		return nil
+	})
+	runWorker(t, w)
+	var ids []int64
+	for i := range 200 {
+		ids = append(ids, add(t, c, rota.AddParams{Type: "email.send", Data: json.RawMessage(fmt.Sprintf(`{"to":"u%d"}`, i))}).ID)
+	}
+	for _, id := range ids {
+		if j := waitJob(t, c, id); j.State != rota.Completed || j.Attempt != 1 {
+			t.Fatalf("job %d ended %s after %d attempts, want completed after 1", id, j.State, j.Attempt)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range 200 {
+		if n := got[fmt.Sprintf("u%d", i)]; n != 1 {
+			t.Errorf("u%d handled %d times, want 1", i, n)
+		}
+	}
+}
+
+func TestWorkerOutcomes(t *testing.T) {
+	c := newClient(t)
+	var tries atomic.Int32
+	w := rota.NewWorker(c, rota.WorkerConfig{Concurrency: 4})
+	w.Handle("flaky", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		if tries.Add(1) < 3 {
+			return errors.New("transient")
+		}
+		return nil
+	}))
+	w.Handle("broken", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		return rota.Permanent(errors.New("bad input"))
+	}))
+	w.Handle("unwanted", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		return rota.CancelJob(errors.New("not needed any more"))
+	}))
+	var snoozed atomic.Bool
+	w.Handle("sleepy", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		if !snoozed.Swap(true) {
+			return rota.SnoozeFor(20 * time.Millisecond)
+		}
+		return nil
+	}))
+	w.Handle("panicky", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		panic("boom")
+	}))
+	rota.Handle(w, "typed", func(ctx context.Context, job *rota.Job, args email) error { return nil })
+	runWorker(t, w)
+
+	fast := rota.AddParams{BackoffBase: 5 * time.Millisecond, BackoffMax: 10 * time.Millisecond}
+	p := fast
+	p.Type = "flaky"
+	if j := waitJob(t, c, add(t, c, p).ID); j.State != rota.Completed || j.Attempt != 3 || len(j.Errors) != 2 || j.LastError != "transient" {
+		t.Errorf("flaky: %s after %d attempts, errors %v, last %q; want completed after 3 with 2 errors", j.State, j.Attempt, j.Errors, j.LastError)
+	}
+	if j := waitJob(t, c, add(t, c, rota.AddParams{Type: "broken"}).ID); j.State != rota.Failed || j.Attempt != 1 || !strings.Contains(j.LastError, "bad input") {
+		t.Errorf("broken: %s after %d attempts (%q), want failed after 1", j.State, j.Attempt, j.LastError)
+	}
+	if j := waitJob(t, c, add(t, c, rota.AddParams{Type: "unwanted"}).ID); j.State != rota.Cancelled || !strings.Contains(j.LastError, "not needed") {
+		t.Errorf("unwanted: %s (%q), want cancelled with the reason", j.State, j.LastError)
+	}
+	if j := waitJob(t, c, add(t, c, rota.AddParams{Type: "sleepy"}).ID); j.State != rota.Completed || j.Attempt != 1 {
+		t.Errorf("sleepy: %s after %d attempts, want completed with the snoozed attempt given back (1)", j.State, j.Attempt)
+	}
+	if j := waitJob(t, c, add(t, c, rota.AddParams{Type: "panicky", MaxAttempts: 1}).ID); j.State != rota.Failed ||
+		!strings.Contains(j.LastError, "panic: boom") || !strings.Contains(j.LastError, "goroutine") {
+		t.Errorf("panicky: %s with %q, want failed with the panic and its stack", j.State, j.LastError)
+	}
+	if j := waitJob(t, c, add(t, c, rota.AddParams{Type: "typed", Data: json.RawMessage(`{"to": 5}`)}).ID); j.State != rota.Failed || j.Attempt != 1 {
+		t.Errorf("typed with undecodable data: %s after %d attempts, want failed at once", j.State, j.Attempt)
+	}
+}
+
+func TestCancelStopsRunningHandler(t *testing.T) {
+	c := newClient(t)
+	started := make(chan struct{})
+	cause := make(chan error, 1)
+	w := rota.NewWorker(c, rota.WorkerConfig{})
+	w.Handle("long", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		close(started)
+		<-ctx.Done()
+		cause <- context.Cause(ctx)
+		return ctx.Err()
+	}))
+	runWorker(t, w)
+	j := add(t, c, rota.AddParams{Type: "long"})
+	<-started
+	if err := c.Cancel(context.Background(), j.ID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-cause:
+		if !errors.Is(err, rota.ErrCanceled) {
+			t.Errorf("handler context cause %v, want ErrCanceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("handler context was not cancelled")
+	}
+	if j := waitJob(t, c, j.ID); j.State != rota.Cancelled {
+		t.Errorf("job is %s, want cancelled", j.State)
+	}
+}
+
+func TestHeartbeatsKeepLongJobAlive(t *testing.T) {
+	c := newClient(t)
+	w := rota.NewWorker(c, rota.WorkerConfig{LeaseTimeout: 60 * time.Millisecond})
+	w.Handle("slow", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		select { // several lease lengths
+		case <-time.After(400 * time.Millisecond):
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}))
+	runWorker(t, w)
+	j := waitJob(t, c, add(t, c, rota.AddParams{Type: "slow"}).ID)
+	if j.State != rota.Completed || j.Attempt != 1 {
+		t.Errorf("slow job %s after %d attempts (%q), want completed after 1: heartbeats must extend the lease", j.State, j.Attempt, j.LastError)
+	}
+}
+
+func TestLeaseExpiryTakesJobBack(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	j := add(t, c, rota.AddParams{Type: "t", MaxAttempts: 2})
+	jobs, err := c.Accept(ctx, rota.AcceptParams{Types: []string{"t"}, LeaseTimeout: 30 * time.Millisecond})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("accept: %v %v", jobs, err)
+	}
+	// No heartbeat: the lease monitor takes it back.
+	again, err := c.Accept(ctx, rota.AcceptParams{Types: []string{"t"}, Wait: 10 * time.Second})
+	if err != nil || len(again) != 1 || again[0].ID != j.ID || again[0].Attempt != 2 {
+		t.Fatalf("re-accept after expiry: %+v %v; want job %d at attempt 2", again, err, j.ID)
+	}
+	if err := c.Complete(ctx, jobs[0].Lease(), nil); !errors.Is(err, rota.ErrWorkerConflict) {
+		t.Errorf("finish with the expired token: %v, want ErrWorkerConflict", err)
+	}
+	if err := c.Complete(ctx, again[0].Lease(), nil); err != nil {
+		t.Errorf("finish with the current token: %v", err)
+	}
+}
+
+func TestGracefulShutdown(t *testing.T) {
+	t.Run("waits for handlers", func(t *testing.T) {
+		c := newClient(t)
+		started := make(chan struct{})
+		w := rota.NewWorker(c, rota.WorkerConfig{ShutdownTimeout: 10 * time.Second})
+		w.Handle("t", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+			close(started)
+			time.Sleep(100 * time.Millisecond)
+			return nil
+		}))
+		stop := runWorker(t, w)
+		j := add(t, c, rota.AddParams{Type: "t"})
+		<-started
+		stop()
+		if got, _ := c.Get(context.Background(), j.ID); got.State != rota.Completed {
+			t.Errorf("after shutdown the job is %s, want completed", got.State)
+		}
+	})
+	t.Run("hands back unfinished jobs", func(t *testing.T) {
+		c := newClient(t)
+		started := make(chan struct{})
+		cause := make(chan error, 1)
+		w := rota.NewWorker(c, rota.WorkerConfig{ShutdownTimeout: 50 * time.Millisecond})
+		w.Handle("t", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+			close(started)
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			return ctx.Err()
+		}))
+		stop := runWorker(t, w)
+		j := add(t, c, rota.AddParams{Type: "t"})
+		<-started
+		stop()
+		if err := <-cause; !errors.Is(err, rota.ErrShutdown) {
+			t.Errorf("handler cause %v, want ErrShutdown", err)
+		}
+		got, _ := c.Get(context.Background(), j.ID)
+		if got.State != rota.Pending || got.Attempt != 0 {
+			t.Errorf("after shutdown the job is %s at attempt %d, want pending with the attempt given back", got.State, got.Attempt)
+		}
+	})
+}
+
+func TestAcceptWaitsWithoutPolling(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	t.Run("wakes on add", func(t *testing.T) {
+		got := make(chan []rota.Job, 1)
+		go func() {
+			jobs, err := c.Accept(ctx, rota.AcceptParams{Types: []string{"w.*"}, Wait: 20 * time.Second})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- jobs
+		}()
+		time.Sleep(30 * time.Millisecond)
+		j := add(t, c, rota.AddParams{Type: "w.one"})
+		if jobs := <-got; len(jobs) != 1 || jobs[0].ID != j.ID {
+			t.Errorf("waiting accept got %v, want job %d", jobs, j.ID)
+		}
+	})
+	t.Run("wakes when due", func(t *testing.T) {
+		runAt := time.Now().Add(150 * time.Millisecond)
+		j := add(t, c, rota.AddParams{Type: "later", RunAt: runAt})
+		jobs, err := c.Accept(ctx, rota.AcceptParams{Types: []string{"later"}, Wait: 20 * time.Second})
+		if err != nil || len(jobs) != 1 || jobs[0].ID != j.ID {
+			t.Fatalf("accept: %v %v, want job %d", jobs, err, j.ID)
+		}
+		if time.Now().Before(runAt) {
+			t.Errorf("accepted before its run time")
+		}
+	})
+	t.Run("times out empty", func(t *testing.T) {
+		jobs, err := c.Accept(ctx, rota.AcceptParams{Types: []string{"nothing"}, Wait: 30 * time.Millisecond})
+		if err != nil || len(jobs) != 0 {
+			t.Errorf("accept on an empty type: %v %v, want nothing and no error", jobs, err)
+		}
+	})
+}
+
+func TestSubscriptions(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	j := add(t, c, rota.AddParams{Type: "s"})
+	sub, err := c.Subscribe(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, err := c.SubscribeTypes(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer types.Close()
+	jobs, _ := c.Accept(ctx, rota.AcceptParams{Types: []string{"s"}})
+	progress := 50.0
+	if _, err := c.Heartbeat(ctx, rota.HeartbeatParams{Lease: jobs[0].Lease(), Progress: &progress}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Complete(ctx, jobs[0].Lease(), json.RawMessage(`{"ok":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	var states []string
+	for ev := range sub.C {
+		states = append(states, fmt.Sprintf("%s/%v", ev.State, ev.Progress))
+	}
+	if want := "pending/0 running/0 running/50 completed/0"; strings.Join(states, " ") != want {
+		t.Errorf("job events %q, want %q", strings.Join(states, " "), want)
+	}
+	for _, want := range []rota.State{rota.Running, rota.Running, rota.Completed} {
+		select {
+		case ev := <-types.C:
+			if ev.State != want {
+				t.Errorf("type event %s, want %s", ev.State, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("type subscription missed an event")
+		}
+	}
+
+	k := add(t, c, rota.AddParams{Type: "s"})
+	done := make(chan error, 1)
+	go func() { _, err := c.Wait(ctx, k.ID); done <- err }()
+	time.Sleep(20 * time.Millisecond)
+	if err := c.Remove(ctx, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, rota.ErrNotFound) {
+		t.Errorf("wait on a removed job: %v, want ErrNotFound", err)
+	}
+	if _, err := c.Subscribe(ctx, 999999); !errors.Is(err, rota.ErrNotFound) {
+		t.Errorf("subscribe to a missing job: %v, want ErrNotFound", err)
+	}
+}
+
+func TestSetProgressFromHandler(t *testing.T) {
+	c := newClient(t)
+	w := rota.NewWorker(c, rota.WorkerConfig{})
+	w.Handle("p", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		return rota.SetProgress(ctx, 42)
+	}))
+	runWorker(t, w)
+	if j := waitJob(t, c, add(t, c, rota.AddParams{Type: "p"}).ID); j.State != rota.Completed || j.Progress != 42 {
+		t.Errorf("job %s with progress %v, want completed at 42", j.State, j.Progress)
+	}
+	if err := rota.SetProgress(context.Background(), 1); err == nil {
+		t.Error("SetProgress outside a handler succeeded")
+	}
+}
+
+func TestCompleteInCallersTransaction(t *testing.T) {
+	c := newClient(t)
+	db, err := c.Store().(*sqlite.Store).DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE receipts (job_id INTEGER PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	var rollback atomic.Bool
+	rollback.Store(true)
+	w := rota.NewWorker(c, rota.WorkerConfig{})
+	w.Handle("pay", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if _, err := tx.Exec(`INSERT INTO receipts (job_id) VALUES (?)`, job.ID); err != nil {
+			return err
+		}
+		if err := c.CompleteTx(ctx, tx, job.Lease(), json.RawMessage(`"paid"`)); err != nil {
+			return err
+		}
+		if rollback.Swap(false) {
+			return errors.New("rolled back on purpose")
+		}
+		return tx.Commit()
+	}))
+	runWorker(t, w)
+
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.AddTx(context.Background(), tx, rota.AddParams{Type: "pay", BackoffBase: time.Millisecond, BackoffMax: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	j := waitJob(t, c, res.Job.ID)
+	if j.State != rota.Completed || j.Attempt != 2 || string(j.Result) != `"paid"` {
+		t.Errorf("job %s after %d attempts with result %s; want completed after 2 (the first rolled back) with \"paid\"", j.State, j.Attempt, j.Result)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM receipts`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("%d receipts (%v), want exactly 1: the rolled-back attempt must leave none", n, err)
+	}
+}

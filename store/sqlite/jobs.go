@@ -79,7 +79,7 @@ func fence(r row, found bool, token string) error {
 
 // Add adds jobs, or re-adds existing ones by (type, key).
 func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddResult, error) {
-	datas, err := checkAdds(jobs)
+	jobs, datas, err := checkAdds(jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddRes
 // by DB, so that they exist only if that transaction commits. Acceptors
 // waiting in this process learn of them at their next poll.
 func (s *Store) AddTx(ctx context.Context, tx *sql.Tx, jobs []store.AddParams) ([]store.AddResult, error) {
-	datas, err := checkAdds(jobs)
+	jobs, datas, err := checkAdds(jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -107,19 +107,22 @@ func (s *Store) AddTx(ctx context.Context, tx *sql.Tx, jobs []store.AddParams) (
 	return w.add(jobs, datas)
 }
 
-func checkAdds(jobs []store.AddParams) ([][]byte, error) {
+// checkAdds validates jobs and fills in defaults, on a copy: callers may
+// share their slice between goroutines.
+func checkAdds(in []store.AddParams) ([]store.AddParams, [][]byte, error) {
+	jobs := slices.Clone(in)
 	datas := make([][]byte, len(jobs))
 	for i := range jobs {
 		d, err := store.CheckAdd(&jobs[i])
 		if err != nil {
 			if len(jobs) > 1 {
-				return nil, fmt.Errorf("job %d of %d: %w", i+1, len(jobs), err)
+				return nil, nil, fmt.Errorf("job %d of %d: %w", i+1, len(jobs), err)
 			}
-			return nil, err
+			return nil, nil, err
 		}
 		datas[i] = d
 	}
-	return datas, nil
+	return jobs, datas, nil
 }
 
 func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) ([]store.AddResult, error) {
@@ -188,12 +191,10 @@ func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) ([]store.AddResult
 }
 
 func (w *writeTx) registerType(name string) error {
-	w.s.typesMu.RLock()
-	_, ok := w.s.types[name]
-	w.s.typesMu.RUnlock()
-	if ok {
-		return nil
-	}
+	// Always write the row, even for a type already in memory: the memory
+	// entry may come from a transaction that rolled back (a caller's AddTx,
+	// or a failed request), and a type missing from rota_types is unknown
+	// to patterns after a restart. The insert is a no-op when the row exists.
 	if _, err := w.exec(`INSERT OR IGNORE INTO rota_types (name, lease_timeout, updated_at) VALUES (?, 0, ?)`, name, micros(w.now)); err != nil {
 		return fmt.Errorf("sqlite: register type %q: %w", name, err)
 	}
@@ -245,7 +246,7 @@ func (w *writeTx) readd(r row, a readd) (store.AddResult, error) {
 		if runAt == 0 {
 			runAt = now
 		}
-		_, err = w.exec(`UPDATE rota_jobs SET resubmit = 1, resubmit_at = ?, next_data = ?, updated_at = ? WHERE id = ?`,
+		_, err = w.exec(`UPDATE rota_jobs SET resubmit = 1, resubmit_at = ?, next_data = coalesce(?, next_data), updated_at = ? WHERE id = ?`,
 			runAt, a.data, now, r.id)
 	default: // ended
 		outcome = store.Requeued
@@ -731,7 +732,7 @@ func (w *writeTx) finish(p *store.FinishParams, result []byte) (error, error) {
 		}
 	}
 	if r.resubmit && p.As != store.Cancel {
-		return nil, w.runAgain(r, result, errText)
+		return nil, w.runAgain(r)
 	}
 	switch p.As {
 	case store.Complete:
@@ -746,7 +747,9 @@ func (w *writeTx) finish(p *store.FinishParams, result []byte) (error, error) {
 			err = w.failTo(r, store.Failed, r.runAt, errText)
 		}
 	case store.Snooze, store.Release:
-		runAt := r.runAt
+		// A released job is due at once; it keeps an earlier run_at, and
+		// with it its place in the queue.
+		runAt := min(r.runAt, now)
 		if p.As == store.Snooze {
 			runAt = now
 			if !p.RunAt.IsZero() {
@@ -785,15 +788,15 @@ func (w *writeTx) failTo(r row, state store.State, runAt int64, errText any) err
 
 // runAgain ends a run whose job was resubmitted meanwhile: it is pending
 // again at the requested time, with the requested data, as a new cycle.
-func (w *writeTx) runAgain(r row, result []byte, errText any) error {
+func (w *writeTx) runAgain(r row) error {
 	now := micros(w.now)
 	runAt := now
 	if r.resubmitAt.Valid {
 		runAt = r.resubmitAt.Int64
 	}
 	_, err := w.exec(`UPDATE rota_jobs SET state = 0, run_at = ?, data = coalesce(next_data, data), next_data = NULL,
-		resubmit = 0, resubmit_at = NULL, attempt = 0, result = ?, last_error = ?, errors = NULL, progress = 0,
-		lease_until = NULL, updated_at = ? WHERE id = ?`, runAt, result, errText, now, r.id)
+		resubmit = 0, resubmit_at = NULL, attempt = 0, result = NULL, last_error = NULL, errors = NULL, progress = 0,
+		lease_until = NULL, updated_at = ? WHERE id = ?`, runAt, now, r.id)
 	if err != nil {
 		return fmt.Errorf("sqlite: requeue job %d: %w", r.id, err)
 	}
@@ -835,11 +838,16 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 			const reason = "lease expired: no heartbeat within the lease timeout"
 			switch {
 			case r.resubmit:
-				err = w.runAgain(r, nil, reason)
+				err = w.runAgain(r)
 			case r.attempt < r.maxAttempts:
 				err = w.failTo(r, store.Pending, micros(w.now), reason)
 			default:
 				err = w.failTo(r, store.Failed, r.runAt, reason)
+			}
+			if err == nil {
+				// The expired lease is dead: no finish with its token may be
+				// taken for a repeat of an earlier one.
+				_, err = w.exec(`UPDATE rota_jobs SET token = NULL WHERE id = ?`, id)
 			}
 			if err != nil {
 				return fmt.Errorf("sqlite: expire job %d: %w", id, err)

@@ -197,6 +197,11 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 
 // TypeConfigs lists known types.
 func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
+	select {
+	case <-s.closing:
+		return nil, store.ErrClosed
+	default:
+	}
 	s.typesMu.RLock()
 	defer s.typesMu.RUnlock()
 	out := make([]store.TypeConfig, 0, len(s.types))

@@ -397,6 +397,13 @@ func (s *Store) prepare(query string) (*sql.Stmt, error) {
 // commit.
 func (s *Store) write(ctx context.Context, durable bool, fn func(w *writeTx) error) error {
 	r := &request{ctx: ctx, fn: fn, durable: durable, done: make(chan error, 1)}
+	// Check closing first: select picks at random among ready cases, and
+	// s.reqs has room even after the writer has stopped.
+	select {
+	case <-s.closing:
+		return store.ErrClosed
+	default:
+	}
 	select {
 	case s.reqs <- r:
 	case <-s.closing:
@@ -404,9 +411,22 @@ func (s *Store) write(ctx context.Context, durable bool, fn func(w *writeTx) err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	// Once queued, the request will be answered; waiting for the answer
-	// even when ctx ends keeps "acknowledged" and "committed" the same.
-	return <-r.done
+	// Once queued, the request is answered, unless the writer stopped
+	// first; waiting for the answer even when ctx ends keeps
+	// "acknowledged" and "committed" the same.
+	select {
+	case err := <-r.done:
+		return err
+	case <-s.stopped:
+		// The writer answers every request of a batch before it stops,
+		// so an answer may still be waiting.
+		select {
+		case err := <-r.done:
+			return err
+		default:
+			return store.ErrClosed
+		}
+	}
 }
 
 func (s *Store) writeLoop() {

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what building and testing rota needs on a fresh Debian machine:
+# Go (expected at /usr/local/go or on PATH) and a C compiler for the cgo
+# SQLite driver. Safe to run again; it installs only what is missing.
+set -euo pipefail
+
+export PATH="$PATH:/usr/local/go/bin"
+if ! command -v go >/dev/null; then
+  echo "setup: Go is not installed; install Go 1.24 or newer from https://go.dev/dl/" >&2
+  exit 1
+fi
+
+need=()
+command -v gcc >/dev/null || need+=(gcc libc6-dev)
+if ((${#need[@]})); then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "setup: installing ${need[*]} from Debian's packages"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
+fi

@@ -151,6 +151,11 @@ func (c *Client) List(ctx context.Context, p ListParams) (ListResult, error) {
 	return c.st.List(ctx, p)
 }
 
+// Stats counts jobs by type, group and state.
+func (c *Client) Stats(ctx context.Context) ([]Count, error) {
+	return c.st.Stats(ctx)
+}
+
 // Cancel cancels a job that has not ended. A running job's handler sees
 // its context cancelled, and its worker's later calls fail with
 // ErrCanceled.

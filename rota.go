@@ -55,6 +55,8 @@ type (
 	TypeConfig = store.TypeConfig
 	// Event is a committed change to a job, as subscriptions deliver it.
 	Event = store.Change
+	// Count is how many jobs of a type and group are in a state.
+	Count = store.Count
 	// AttemptError is the error one attempt ended with.
 	AttemptError = store.AttemptError
 )

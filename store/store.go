@@ -335,6 +335,14 @@ type TypeConfig struct {
 	LeaseTimeout time.Duration
 }
 
+// Count is how many jobs of one type and group are in one state.
+type Count struct {
+	Type  string `json:"type"`
+	Group string `json:"group"`
+	State State  `json:"state"`
+	Jobs  int64  `json:"jobs"`
+}
+
 // Change is a committed change to a job, as delivered to Watch callbacks.
 type Change struct {
 	ID       int64
@@ -359,6 +367,9 @@ type Store interface {
 	GetByKey(ctx context.Context, typ, key string) (Job, error)
 	// List returns a page of jobs.
 	List(ctx context.Context, p ListParams) (ListResult, error)
+	// Stats counts jobs by type, group and state, ordered by those; combinations
+	// with no jobs are left out. The counts are one consistent snapshot.
+	Stats(ctx context.Context) ([]Count, error)
 	// Resubmit asks for jobs to run again; per-item errors.
 	Resubmit(ctx context.Context, p []ResubmitParams) ([]AddResult, []error, error)
 	// Cancel cancels jobs that have not ended; per-item errors.

@@ -137,19 +137,14 @@ func runDemo(ctx context.Context, out io.Writer, dataDir string, n, concurrency 
 	return nil
 }
 
-func countStates(ctx context.Context, c *rota.Client) (map[rota.State]int, error) {
-	counts := map[rota.State]int{}
-	for _, st := range []rota.State{rota.Pending, rota.Running, rota.Completed, rota.Failed} {
-		for cursor := int64(0); ; {
-			page, err := c.List(ctx, rota.ListParams{States: []rota.State{st}, After: cursor, Limit: 1000})
-			if err != nil {
-				return nil, err
-			}
-			counts[st] += len(page.Jobs)
-			if cursor = page.Next; cursor == 0 {
-				break
-			}
-		}
+func countStates(ctx context.Context, c *rota.Client) (map[rota.State]int64, error) {
+	stats, err := c.Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	counts := map[rota.State]int64{}
+	for _, s := range stats {
+		counts[s.State] += s.Jobs
 	}
 	return counts, nil
 }

@@ -195,6 +195,31 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 	return res, nil
 }
 
+// Stats counts jobs by type, group and state. It reads every row, so it
+// costs in proportion to the table: fine for an operator's view, not for a
+// hot path.
+func (s *Store) Stats(ctx context.Context) ([]store.Count, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT type, grp, state, count(*) FROM rota_jobs GROUP BY type, grp, state ORDER BY type, grp, state`)
+	if err != nil {
+		return nil, s.readErr(err)
+	}
+	defer rows.Close()
+	var out []store.Count
+	for rows.Next() {
+		var c store.Count
+		var state int
+		if err := rows.Scan(&c.Type, &c.Group, &state, &c.Jobs); err != nil {
+			return nil, fmt.Errorf("sqlite: stats: %w", err)
+		}
+		c.State = store.State(state)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr(err)
+	}
+	return out, nil
+}
+
 // TypeConfigs lists known types.
 func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
 	select {

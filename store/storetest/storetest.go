@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("ExpireLeases", func(t *testing.T) { testExpireLeases(t, open) })
 	t.Run("Watch", func(t *testing.T) { testWatch(t, open) })
 	t.Run("TypeConfig", func(t *testing.T) { testTypeConfig(t, open) })
+	t.Run("Stats", func(t *testing.T) { testStats(t, open) })
 	t.Run("Close", func(t *testing.T) { testClose(t, open) })
 }
 
@@ -2343,6 +2344,7 @@ func testClose(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ExpireLeases", func() error { _, _, err := s.ExpireLeases(ctx, time.Now()); return err }},
 		{"SetTypeConfig", func() error { return s.SetTypeConfig(ctx, store.TypeConfig{Type: "t"}) }},
 		{"TypeConfigs", func() error { _, err := s.TypeConfigs(ctx); return err }},
+		{"Stats", func() error { _, err := s.Stats(ctx); return err }},
 	}
 	for _, c := range calls {
 		// Each call several times: a store must refuse every call after
@@ -2357,5 +2359,31 @@ func testClose(t *testing.T, open func(t *testing.T) store.Store) {
 				t.Errorf("%s after Close did not return within 5s, want ErrClosed at once", c.name)
 			}
 		}
+	}
+}
+
+func testStats(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	if got, err := s.Stats(t.Context()); err != nil || len(got) != 0 {
+		t.Fatalf("Stats on an empty store: %v %v, want nothing", got, err)
+	}
+	add(t, s, store.AddParams{Type: "a", Group: "g1"}, store.AddParams{Type: "a", Group: "g1"},
+		store.AddParams{Type: "a", Group: "g2"}, store.AddParams{Type: "b"})
+	j := start(t, s, store.AddParams{Type: "d"})
+	mustFinish(t, s, store.FinishParams{Lease: lease(j), As: store.Complete})
+	start(t, s, store.AddParams{Type: "c", Group: "g1"})
+	got, err := s.Stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.Count{
+		{Type: "a", Group: "g1", State: store.Pending, Jobs: 2},
+		{Type: "a", Group: "g2", State: store.Pending, Jobs: 1},
+		{Type: "b", Group: "", State: store.Pending, Jobs: 1},
+		{Type: "c", Group: "g1", State: store.Running, Jobs: 1},
+		{Type: "d", Group: "", State: store.Completed, Jobs: 1},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Stats = %+v\nwant    %+v", got, want)
 	}
 }

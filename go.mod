@@ -1,6 +1,6 @@
 module github.com/rotajobs/rota
 
-go 1.24.0
+go 1.25
 
 require (
 	github.com/gobwas/glob v1.1.0

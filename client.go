@@ -41,7 +41,8 @@ type Client struct {
 	cfg     Config
 	log     *slog.Logger
 	hub     *notify.Hub
-	unwatch func()
+	watchMu sync.Mutex
+	unwatch func() // set once the store's change feed is attached
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
 	once    sync.Once
@@ -77,7 +78,6 @@ func NewClient(st store.Store, cfg Config) (*Client, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Client{st: st, cfg: cfg, log: cfg.Logger, hub: notify.New(), stop: cancel}
-	c.unwatch = st.Watch(c.hub.Publish)
 	if !cfg.NoMaintenance {
 		m := &expiry.Monitor{Store: st, Interval: cfg.LeaseCheckInterval, Logger: c.log}
 		c.wg.Add(1)
@@ -87,6 +87,18 @@ func NewClient(st store.Store, cfg Config) (*Client, error) {
 		}()
 	}
 	return c, nil
+}
+
+// watch attaches the store's change feed to the hub on first use, so that
+// a client that only adds jobs never opens a feed (for a remote store, an
+// event stream).
+func (c *Client) watch() *notify.Hub {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	if c.unwatch == nil {
+		c.unwatch = c.st.Watch(c.hub.Publish)
+	}
+	return c.hub
 }
 
 // Store returns the store the client runs on, for store-specific features
@@ -100,7 +112,11 @@ func (c *Client) Close() error {
 	c.once.Do(func() {
 		c.stop()
 		c.wg.Wait()
-		c.unwatch()
+		c.watchMu.Lock()
+		if c.unwatch != nil {
+			c.unwatch()
+		}
+		c.watchMu.Unlock()
 		if c.ownsSt {
 			err = c.st.Close()
 		}
@@ -279,11 +295,15 @@ func (c *Client) Accept(ctx context.Context, p AcceptParams) ([]Job, error) {
 		res, err := c.st.Accept(ctx, sp)
 		return res.Jobs, err
 	}
+	if wa, ok := c.st.(WaitAccepter); ok {
+		res, err := wa.AcceptWait(ctx, sp, p.Wait)
+		return res.Jobs, err
+	}
 	pats, err := compilePatterns(p.Types)
 	if err != nil {
 		return nil, err
 	}
-	w := c.hub.Wait(pats)
+	w := c.watch().Wait(pats)
 	defer w.Stop()
 	deadline := time.Now().Add(p.Wait)
 	timer := time.NewTimer(p.Wait)
@@ -322,6 +342,13 @@ func (c *Client) Accept(ctx context.Context, p AcceptParams) ([]Job, error) {
 		case <-timer.C:
 		}
 	}
+}
+
+// WaitAccepter is implemented by stores that wait for due jobs themselves,
+// such as a remote server's long-polling accept; Accept with Wait defers to
+// them instead of waiting on the change feed.
+type WaitAccepter interface {
+	AcceptWait(ctx context.Context, p store.AcceptParams, wait time.Duration) (store.AcceptResult, error)
 }
 
 func compilePatterns(types []string) ([]store.Pattern, error) {
@@ -407,7 +434,7 @@ func (s *Subscription) Close() { s.stop() }
 func (c *Client) Subscribe(ctx context.Context, id int64) (*Subscription, error) {
 	// Register before reading, so that a change between the read and the
 	// registration is not lost (couch_jobs' subscription race).
-	sub := c.hub.SubscribeJob(id)
+	sub := c.watch().SubscribeJob(id)
 	j, err := c.Get(ctx, id)
 	if err != nil {
 		sub.Stop()
@@ -460,7 +487,7 @@ func (c *Client) SubscribeTypes(ctx context.Context, patterns ...string) (*Subsc
 	if err != nil {
 		return nil, err
 	}
-	sub := c.hub.SubscribeTypes(pats)
+	sub := c.watch().SubscribeTypes(pats)
 	out := make(chan Event, 64)
 	ctx, cancel := context.WithCancel(ctx)
 	go func() {

@@ -196,7 +196,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Cancel a handler as soon as its job is cancelled or removed, or
 	// taken back from it (its lease expired), without waiting for the
 	// next heartbeat.
-	unwatch := w.c.hub.Watch(func(changes []Event) {
+	unwatch := w.c.watch().Watch(func(changes []Event) {
 		for _, ch := range changes {
 			if !ch.Removed && ch.State == Running {
 				continue

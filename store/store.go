@@ -125,7 +125,7 @@ type Job struct {
 
 	Attempt     int           `json:"attempt"`
 	MaxAttempts int           `json:"max_attempts"`
-	BackoffBase time.Duration `json:"backoff_base"`
+	BackoffBase time.Duration `json:"backoff_base"` // JSON: a Go duration string, "1s"
 	BackoffMax  time.Duration `json:"backoff_max"`
 
 	// Token fences worker calls; it is set while the job runs and kept
@@ -147,6 +147,42 @@ type Job struct {
 	StartedAt  time.Time `json:"started_at,omitzero"`
 	FinishedAt time.Time `json:"finished_at,omitzero"`
 	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// jobJSON is Job's JSON form: durations are strings such as "1.5s", which
+// people and other languages read more easily than nanoseconds.
+type jobJSON struct {
+	*jobAlias
+	BackoffBase string `json:"backoff_base"`
+	BackoffMax  string `json:"backoff_max"`
+}
+
+type jobAlias Job
+
+// MarshalJSON encodes the job with durations as strings.
+func (j Job) MarshalJSON() ([]byte, error) {
+	a := jobAlias(j)
+	return json.Marshal(jobJSON{jobAlias: &a, BackoffBase: j.BackoffBase.String(), BackoffMax: j.BackoffMax.String()})
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes.
+func (j *Job) UnmarshalJSON(b []byte) error {
+	v := jobJSON{jobAlias: (*jobAlias)(j)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	var err error
+	if v.BackoffBase != "" {
+		if j.BackoffBase, err = time.ParseDuration(v.BackoffBase); err != nil {
+			return fmt.Errorf("backoff_base: %w", err)
+		}
+	}
+	if v.BackoffMax != "" {
+		if j.BackoffMax, err = time.ParseDuration(v.BackoffMax); err != nil {
+			return fmt.Errorf("backoff_max: %w", err)
+		}
+	}
+	return nil
 }
 
 // Lease returns the job's id and token, which worker calls carry.
@@ -345,15 +381,15 @@ type Count struct {
 
 // Change is a committed change to a job, as delivered to Watch callbacks.
 type Change struct {
-	ID       int64
-	Type     string
-	Group    string
-	State    State
-	Removed  bool    // the job was removed; State is its last state
-	Progress float64 // set with running changes
+	ID       int64   `json:"id"`
+	Type     string  `json:"type"`
+	Group    string  `json:"group"`
+	State    State   `json:"state"`
+	Removed  bool    `json:"removed,omitempty"` // the job was removed; State is its last state
+	Progress float64 `json:"progress"`          // set with running changes
 	// RunAt is the job's RunAt when pending, so that waiting acceptors
 	// know when it becomes due.
-	RunAt time.Time
+	RunAt time.Time `json:"run_at,omitzero"`
 }
 
 // Store is a durable job store. Implementations are safe for concurrent use.

@@ -1,0 +1,185 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/rotajobs/rota/store"
+)
+
+// Error codes. They are part of the API: clients match on them.
+const (
+	CodeInvalid        = "invalid_input"
+	CodeNotFound       = "not_found"
+	CodeWorkerConflict = "worker_conflict"
+	CodeCanceled       = "canceled"
+	CodeFinished       = "finished"
+	CodeTooLarge       = "too_large"
+	CodeUnauthorized   = "unauthorized"
+	CodeForbidden      = "forbidden"
+	CodeMethod         = "method_not_allowed"
+	CodeUnavailable    = "unavailable"
+	CodeInternal       = "internal"
+)
+
+var codeErrors = []struct {
+	code   string
+	err    error
+	status int
+}{
+	{CodeInvalid, store.ErrInvalid, http.StatusBadRequest},
+	{CodeNotFound, store.ErrNotFound, http.StatusNotFound},
+	{CodeWorkerConflict, store.ErrWorkerConflict, http.StatusConflict},
+	{CodeCanceled, store.ErrCanceled, http.StatusConflict},
+	{CodeFinished, store.ErrFinished, http.StatusConflict},
+	{CodeUnavailable, store.ErrClosed, http.StatusServiceUnavailable},
+}
+
+// errorOf maps an error to its code and status.
+func errorOf(err error) (code string, status int) {
+	for _, c := range codeErrors {
+		if errors.Is(err, c.err) {
+			return c.code, c.status
+		}
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return CodeTooLarge, http.StatusRequestEntityTooLarge
+	}
+	return CodeInternal, http.StatusInternalServerError
+}
+
+// wireError is an error's body for a batch item.
+func wireError(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	code, _ := errorOf(err)
+	return &Error{Code: code, Message: err.Error()}
+}
+
+// AsError turns a wire error back into an error that matches the store's
+// sentinel errors with errors.Is, so that remote callers match the same
+// errors as in-process ones.
+func AsError(e *Error) error {
+	if e == nil {
+		return nil
+	}
+	for _, c := range codeErrors {
+		if c.code == e.Code {
+			return &remoteError{msg: e.Message, sentinel: c.err}
+		}
+	}
+	return &remoteError{msg: e.Code + ": " + e.Message}
+}
+
+type remoteError struct {
+	msg      string
+	sentinel error
+}
+
+func (e *remoteError) Error() string { return e.msg }
+func (e *remoteError) Unwrap() error { return e.sentinel }
+
+// writeError sends err as {"error": {...}}.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		return // the client went away
+	}
+	code, status := errorOf(err)
+	msg := err.Error()
+	if status == http.StatusInternalServerError {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		msg = "internal error; the server log has the details"
+	}
+	writeJSON(w, status, ErrorResponse{Error: Error{Code: code, Message: msg}})
+}
+
+func writeErrorCode(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, ErrorResponse{Error: Error{Code: code, Message: msg}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.Encode(v)
+}
+
+// decode reads a request body into v strictly: one JSON value, no unknown
+// fields, no wrong types, within the size limit. The Content-Type is not
+// checked: the body is JSON whatever a client (curl -d) labels it. Its errors say what is
+// wrong and match store.ErrInvalid (or are *http.MaxBytesError).
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return fmt.Errorf("request body is larger than %d bytes: %w", s.cfg.MaxBodyBytes, err)
+		}
+		return store.Invalidf("reading the body: %v", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if optional {
+			return nil
+		}
+		return store.Invalidf("the request body is empty; want a JSON object")
+	}
+	return decodeStrict(body, v)
+}
+
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return store.Invalidf("%s", describeJSONError(err))
+	}
+	if dec.More() {
+		return store.Invalidf("the body holds more than one JSON value")
+	}
+	return nil
+}
+
+func describeJSONError(err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	var tpe *time.ParseError
+	switch {
+	case errors.As(err, &tpe):
+		return fmt.Sprintf("time %s is not an RFC 3339 time such as \"2026-01-02T15:04:05Z\"", tpe.Value)
+	case errors.As(err, &syn):
+		return fmt.Sprintf("malformed JSON at byte %d: %v", syn.Offset, syn)
+	case errors.As(err, &typ):
+		if typ.Field != "" {
+			return fmt.Sprintf("field %q: want %s, got JSON %s", typ.Field, jsonKind(typ.Type.Kind().String()), typ.Value)
+		}
+		return fmt.Sprintf("want %s, got JSON %s", jsonKind(typ.Type.Kind().String()), typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return "malformed JSON: the body ends too early"
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	return msg
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "int", "int64", "int32", "uint", "uint64", "float64":
+		return "a number"
+	case "bool":
+		return "true or false"
+	case "slice", "array":
+		return "an array"
+	case "struct", "map", "ptr":
+		return "an object"
+	}
+	return goKind
+}

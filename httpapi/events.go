@@ -1,0 +1,120 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/store"
+)
+
+// keepAlive is how often an idle event stream gets a comment line, so that
+// proxies and clients see the connection is alive.
+const keepAlive = 15 * time.Second
+
+// events streams job changes as Server-Sent Events. With ?job=ID it follows
+// one job: its current state first, then each change, and an "end" event
+// after a terminal state or removal. With ?type=PATTERN (repeatable;
+// default all types) it follows every job of matching types until the
+// client disconnects.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	for name := range q {
+		if name != "job" && name != "type" {
+			s.writeError(w, r, store.Invalidf("unknown query parameter %q (want job or type)", name))
+			return
+		}
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		s.writeError(w, r, fmt.Errorf("streaming is not supported by this connection"))
+		return
+	}
+	types := queryList(r, "type")
+	var sub *rota.Subscription
+	var err error
+	switch jobs := queryList(r, "job"); {
+	case len(jobs) > 1 || (len(jobs) == 1 && len(types) > 0):
+		err = store.Invalidf("give one job, or type patterns, not both")
+	case len(jobs) == 1:
+		var id int64
+		if id, err = strconv.ParseInt(jobs[0], 10, 64); err != nil || id <= 0 {
+			err = store.Invalidf("job %q is not a positive integer", jobs[0])
+			break
+		}
+		sub, err = s.c.Subscribe(r.Context(), id)
+	default:
+		if len(types) == 0 {
+			types = []string{"*"}
+		}
+		sub, err = s.c.SubscribeTypes(r.Context(), types...)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer sub.Close()
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, ": rota event stream\n\n")
+	flusher.Flush()
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	for seq := 1; ; seq++ {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+			fmt.Fprint(w, ": keep-alive\n\n")
+			flusher.Flush()
+			seq--
+		case ev, ok := <-sub.C:
+			if !ok {
+				if r.Context().Err() == nil {
+					fmt.Fprintf(w, "id: %d\nevent: end\ndata: {}\n\n", seq)
+					flusher.Flush()
+				}
+				return
+			}
+			data, _ := json.Marshal(Event{Change: ev, At: time.Now().UTC()})
+			fmt.Fprintf(w, "id: %d\nevent: job\ndata: %s\n\n", seq, data)
+			flusher.Flush()
+		}
+	}
+}
+
+// ParseEventStream reads Server-Sent Events from lines and calls fn with
+// each event's name and data; it returns when the stream ends or fn returns
+// false. The remote client uses it.
+func ParseEventStream(next func() (string, bool), fn func(event string, data []byte) bool) {
+	var name string
+	var data []string
+	for {
+		line, ok := next()
+		if !ok {
+			return
+		}
+		switch {
+		case line == "":
+			if len(data) > 0 || name != "" {
+				if !fn(name, []byte(strings.Join(data, "\n"))) {
+					return
+				}
+			}
+			name, data = "", data[:0]
+		case strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(line, "event:"):
+			name = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
+		case strings.HasPrefix(line, "data:"):
+			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+		}
+	}
+}

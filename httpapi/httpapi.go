@@ -1,0 +1,686 @@
+// Package httpapi is rota's HTTP/JSON API: a resource-oriented API under
+// /v1 (jobs, accept, heartbeat, finish, stats, Server-Sent Events), plus
+// /healthz, /metrics and the OpenAPI document. It translates requests to a
+// rota.Client's operations and errors to JSON; it holds no job semantics
+// of its own.
+package httpapi
+
+import (
+	"context"
+	"crypto/subtle"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/store"
+)
+
+//go:embed openapi.json
+var openAPI []byte
+
+// OpenAPI returns the API's OpenAPI 3.1 document.
+func OpenAPI() []byte { return slices.Clone(openAPI) }
+
+// Config tunes a Server. The zero value is ready to use and has no
+// authentication.
+type Config struct {
+	// AuthToken, when set, is required as "Authorization: Bearer <token>"
+	// on every request except /healthz.
+	AuthToken string
+	// MaxBodyBytes bounds request bodies; zero means 8 MiB.
+	MaxBodyBytes int64
+	// MaxWait bounds an accept's long-poll wait; zero means 60s.
+	MaxWait time.Duration
+	// Logger receives request errors; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Server serves the API for one client. Create it with New.
+type Server struct {
+	c       *rota.Client
+	cfg     Config
+	log     *slog.Logger
+	mux     *http.ServeMux
+	metrics *metrics
+	stop    func()
+}
+
+// New returns the API for c. Close releases what it holds.
+func New(c *rota.Client, cfg Config) *Server {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 8 << 20
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = 60 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{c: c, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+	s.metrics, s.stop = newMetrics(c)
+	s.routes()
+	return s
+}
+
+// Close stops the server's background work (the metrics feed).
+func (s *Server) Close() { s.stop() }
+
+// Routes lists the API's routes as "METHOD /path/{param}", as the OpenAPI
+// document must describe them.
+var Routes = []string{
+	"GET /healthz",
+	"GET /metrics",
+	"GET /v1/openapi.json",
+	"POST /v1/jobs",
+	"GET /v1/jobs",
+	"GET /v1/jobs/{id}",
+	"DELETE /v1/jobs/{id}",
+	"POST /v1/jobs/{id}/cancel",
+	"POST /v1/jobs/{id}/resubmit",
+	"POST /v1/jobs/{id}/heartbeat",
+	"POST /v1/jobs/{id}/finish",
+	"POST /v1/jobs/{id}/fail",
+	"POST /v1/jobs/{id}/snooze",
+	"POST /v1/jobs/{id}/release",
+	"POST /v1/accept",
+	"POST /v1/heartbeat",
+	"POST /v1/finish",
+	"GET /v1/stats",
+	"GET /v1/events",
+	"GET /v1/types",
+	"PUT /v1/types/{type}",
+}
+
+func (s *Server) routes() {
+	handlers := map[string]http.HandlerFunc{
+		"GET /healthz":                 s.healthz,
+		"GET /metrics":                 s.metrics.handler.ServeHTTP,
+		"GET /v1/openapi.json":         s.openapi,
+		"POST /v1/jobs":                s.add,
+		"GET /v1/jobs":                 s.list,
+		"GET /v1/jobs/{id}":            s.get,
+		"DELETE /v1/jobs/{id}":         s.remove,
+		"POST /v1/jobs/{id}/cancel":    s.cancel,
+		"POST /v1/jobs/{id}/resubmit":  s.resubmit,
+		"POST /v1/jobs/{id}/heartbeat": s.heartbeatOne,
+		"POST /v1/jobs/{id}/finish":    s.finishOne,
+		"POST /v1/jobs/{id}/fail":      s.failOne,
+		"POST /v1/jobs/{id}/snooze":    s.snoozeOne,
+		"POST /v1/jobs/{id}/release":   s.releaseOne,
+		"POST /v1/accept":              s.accept,
+		"POST /v1/heartbeat":           s.heartbeatBatch,
+		"POST /v1/finish":              s.finishBatch,
+		"GET /v1/stats":                s.stats,
+		"GET /v1/events":               s.events,
+		"GET /v1/types":                s.types,
+		"PUT /v1/types/{type}":         s.setType,
+	}
+	for _, route := range Routes {
+		h := handlers[route]
+		if h == nil {
+			panic("httpapi: no handler for " + route)
+		}
+		s.mux.Handle(route, h)
+	}
+	// Anything else under /v1 is a JSON 404 or 405, never an HTML page.
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		for _, route := range Routes {
+			method, path, _ := strings.Cut(route, " ")
+			if pathMatches(path, r.URL.Path) && method != r.Method {
+				writeErrorCode(w, http.StatusMethodNotAllowed, CodeMethod, fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path))
+				return
+			}
+		}
+		writeErrorCode(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
+	})
+}
+
+func pathMatches(pattern, path string) bool {
+	ps, xs := strings.Split(pattern, "/"), strings.Split(path, "/")
+	if len(ps) != len(xs) {
+		return false
+	}
+	for i := range ps {
+		if !strings.HasPrefix(ps[i], "{") && ps[i] != xs[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// ServeHTTP checks authentication and dispatches.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.AuthToken != "" && r.URL.Path != "/healthz" {
+		auth := r.Header.Get("Authorization")
+		token, ok := strings.CutPrefix(auth, "Bearer ")
+		switch {
+		case auth == "":
+			w.Header().Set("WWW-Authenticate", `Bearer realm="rota"`)
+			writeErrorCode(w, http.StatusUnauthorized, CodeUnauthorized, "this server needs an Authorization: Bearer <token> header")
+			return
+		case !ok || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.AuthToken)) != 1:
+			writeErrorCode(w, http.StatusForbidden, CodeForbidden, "the bearer token is not valid for this server")
+			return
+		}
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	if _, err := s.c.List(ctx, store.ListParams{Limit: 1}); err != nil {
+		writeErrorCode(w, http.StatusServiceUnavailable, CodeUnavailable, "store: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(openAPI)
+}
+
+func pathID(r *http.Request) (int64, error) {
+	raw := r.PathValue("id")
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, store.Invalidf("job id %q is not a positive integer", raw)
+	}
+	return id, nil
+}
+
+// hideToken removes the lease token from jobs shown to anyone but the
+// worker that holds them.
+func hideToken(j store.Job) store.Job {
+	j.Token = ""
+	return j
+}
+
+// ---- producer side ----
+
+func (s *Server) add(w http.ResponseWriter, r *http.Request) {
+	var raw json.RawMessage
+	if err := s.decode(w, r, &raw, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		s.writeError(w, r, store.Invalidf("the body must be a JSON object: a job, or {\"jobs\": [...]}"))
+		return
+	}
+	if _, batch := probe["jobs"]; batch {
+		var req AddBatchRequest
+		if err := decodeStrict(raw, &req); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if len(req.Jobs) == 0 {
+			s.writeError(w, r, store.Invalidf("\"jobs\" is empty"))
+			return
+		}
+		ps := make([]store.AddParams, len(req.Jobs))
+		for i, j := range req.Jobs {
+			ps[i] = j.Params()
+		}
+		res, err := s.c.AddMany(r.Context(), ps)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		out := AddBatchResponse{Results: make([]AddResponse, len(res))}
+		for i, x := range res {
+			out.Results[i] = AddResponse{Job: hideToken(x.Job), Outcome: x.Outcome}
+			s.metrics.added.WithLabelValues(x.Job.Type).Inc()
+		}
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	var req AddRequest
+	if err := decodeStrict(raw, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.c.Add(r.Context(), req.Params())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.metrics.added.WithLabelValues(res.Job.Type).Inc()
+	status := http.StatusOK
+	if res.Outcome == store.Inserted {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, AddResponse{Job: hideToken(res.Job), Outcome: res.Outcome})
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	j, err := s.c.Get(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, JobResponse{Job: hideToken(j)})
+}
+
+// queryList reads a repeatable query parameter; values may also be
+// comma-separated.
+func queryList(r *http.Request, name string) []string {
+	var out []string
+	for _, v := range r.URL.Query()[name] {
+		for _, part := range strings.Split(v, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
+}
+
+var listParams = []string{"type", "state", "group", "limit", "cursor", "order", "key", "id"}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	for name := range q {
+		if !slices.Contains(listParams, name) {
+			s.writeError(w, r, store.Invalidf("unknown query parameter %q (want one of %s)", name, strings.Join(listParams, ", ")))
+			return
+		}
+	}
+	if ids := queryList(r, "id"); len(ids) > 0 {
+		s.listByID(w, r, ids)
+		return
+	}
+	p := store.ListParams{Types: queryList(r, "type"), Groups: queryList(r, "group")}
+	if key := q.Get("key"); key != "" {
+		if len(p.Types) != 1 {
+			s.writeError(w, r, store.Invalidf("key needs exactly one type"))
+			return
+		}
+		j, err := s.c.GetByKey(r.Context(), p.Types[0], key)
+		if errors.Is(err, store.ErrNotFound) {
+			writeJSON(w, http.StatusOK, ListResponse{Jobs: []store.Job{}})
+			return
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, ListResponse{Jobs: []store.Job{hideToken(j)}})
+		return
+	}
+	for _, name := range queryList(r, "state") {
+		st, err := store.ParseState(name)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		p.States = append(p.States, st)
+	}
+	var err error
+	if v := q.Get("limit"); v != "" {
+		if p.Limit, err = strconv.Atoi(v); err != nil || p.Limit <= 0 {
+			s.writeError(w, r, store.Invalidf("limit %q is not a number in 1..%d", v, store.MaxListLimit))
+			return
+		}
+	}
+	if v := q.Get("cursor"); v != "" {
+		if p.After, err = strconv.ParseInt(v, 10, 64); err != nil || p.After <= 0 {
+			s.writeError(w, r, store.Invalidf("cursor %q is not one this server gave out", v))
+			return
+		}
+	}
+	switch q.Get("order") {
+	case "", "asc":
+	case "desc":
+		p.Descending = true
+	default:
+		s.writeError(w, r, store.Invalidf("order %q: want asc or desc", q.Get("order")))
+		return
+	}
+	res, err := s.c.List(r.Context(), p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := ListResponse{Jobs: make([]store.Job, len(res.Jobs))}
+	for i, j := range res.Jobs {
+		out.Jobs[i] = hideToken(j)
+	}
+	if res.Next != 0 {
+		out.NextCursor = strconv.FormatInt(res.Next, 10)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) listByID(w http.ResponseWriter, r *http.Request, raw []string) {
+	if len(raw) > store.MaxListLimit {
+		s.writeError(w, r, store.Invalidf("at most %d ids at once", store.MaxListLimit))
+		return
+	}
+	ids := make([]int64, len(raw))
+	for i, v := range raw {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || id <= 0 {
+			s.writeError(w, r, store.Invalidf("id %q is not a positive integer", v))
+			return
+		}
+		ids[i] = id
+	}
+	jobs, err := s.c.GetMany(r.Context(), ids)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := ListResponse{Jobs: []store.Job{}}
+	for _, j := range jobs {
+		if j.ID != 0 {
+			out.Jobs = append(out.Jobs, hideToken(j))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err == nil {
+		err = s.c.Cancel(r.Context(), id)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.get(w, r)
+}
+
+func (s *Server) resubmit(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req ResubmitRequest
+	if err := s.decode(w, r, &req, true); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p := store.ResubmitParams{ID: id, Data: req.Data}
+	if req.RunAt != nil {
+		p.RunAt = *req.RunAt
+	}
+	res, err := s.c.Resubmit(r.Context(), p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, AddResponse{Job: hideToken(res.Job), Outcome: res.Outcome})
+}
+
+func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err == nil {
+		err = s.c.Remove(r.Context(), id)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
+	counts, err := s.c.Stats(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := StatsResponse{Counts: counts, ByState: map[string]int64{}}
+	if out.Counts == nil {
+		out.Counts = []store.Count{}
+	}
+	for st := store.Pending; st.Valid(); st++ {
+		out.ByState[st.String()] = 0
+	}
+	for _, c := range counts {
+		out.ByState[c.State.String()] += c.Jobs
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) types(w http.ResponseWriter, r *http.Request) {
+	tcs, err := s.c.Store().TypeConfigs(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := TypesResponse{Types: []TypeConfig{}}
+	for _, tc := range tcs {
+		out.Types = append(out.Types, TypeConfig{Type: tc.Type, LeaseTimeout: Duration(tc.LeaseTimeout)})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) setType(w http.ResponseWriter, r *http.Request) {
+	var req TypeConfig
+	if err := s.decode(w, r, &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	typ := r.PathValue("type")
+	if req.Type != "" && req.Type != typ {
+		s.writeError(w, r, store.Invalidf("body names type %q but the path names %q", req.Type, typ))
+		return
+	}
+	if err := s.c.SetTypeConfig(r.Context(), store.TypeConfig{Type: typ, LeaseTimeout: time.Duration(req.LeaseTimeout)}); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, TypeConfig{Type: typ, LeaseTimeout: req.LeaseTimeout})
+}
+
+// ---- worker side ----
+
+func (s *Server) accept(w http.ResponseWriter, r *http.Request) {
+	var req AcceptRequest
+	if err := s.decode(w, r, &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.Wait < 0 || time.Duration(req.Wait) > s.cfg.MaxWait {
+		s.writeError(w, r, store.Invalidf("wait %v is out of range 0..%v", time.Duration(req.Wait), s.cfg.MaxWait))
+		return
+	}
+	p := req.Params()
+	start := time.Now()
+	jobs, err := s.c.Accept(r.Context(), rota.AcceptParams{Types: p.Types, Limit: p.Limit, DueBy: p.DueBy,
+		Wait: time.Duration(req.Wait), Worker: p.Worker, LeaseTimeout: p.LeaseTimeout})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if len(jobs) > 0 || req.Wait == 0 {
+		s.metrics.acceptLatency.Observe(time.Since(start).Seconds())
+	}
+	for _, j := range jobs {
+		s.metrics.accepted.WithLabelValues(j.Type).Inc()
+	}
+	if jobs == nil {
+		jobs = []store.Job{}
+	}
+	writeJSON(w, http.StatusOK, AcceptResponse{Jobs: jobs})
+}
+
+func (s *Server) heartbeatOne(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req HeartbeatRequest
+	if err := s.decode(w, r, &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.c.Heartbeat(r.Context(), store.HeartbeatParams{Lease: store.Lease{ID: id, Token: req.Token}, Data: req.Data, Progress: req.Progress})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, HeartbeatResponse{LeaseUntil: res.LeaseUntil, Resubmit: res.Resubmit})
+}
+
+func (s *Server) heartbeatBatch(w http.ResponseWriter, r *http.Request) {
+	var req HeartbeatBatchRequest
+	if err := s.decode(w, r, &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ps := make([]store.HeartbeatParams, len(req.Items))
+	for i, it := range req.Items {
+		ps[i] = store.HeartbeatParams{Lease: store.Lease{ID: it.ID, Token: it.Token}, Data: it.Data, Progress: it.Progress}
+	}
+	res, err := s.c.HeartbeatMany(r.Context(), ps)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := HeartbeatBatchResponse{Results: make([]HeartbeatResult, len(res))}
+	for i, x := range res {
+		out.Results[i] = HeartbeatResult{LeaseUntil: x.LeaseUntil, Resubmit: x.Resubmit, Error: wireError(x.Err)}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// finish runs fenced endings and answers a single one.
+func (s *Server) finishSingle(w http.ResponseWriter, r *http.Request, p store.FinishParams) {
+	if err := s.finishMany(r.Context(), []store.FinishParams{p})[0]; err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) finishMany(ctx context.Context, ps []store.FinishParams) []error {
+	start := time.Now()
+	errs, err := s.c.FinishMany(ctx, ps)
+	if err != nil {
+		errs = make([]error, len(ps))
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	s.metrics.finishLatency.Observe(time.Since(start).Seconds())
+	return errs
+}
+
+func (s *Server) finishOne(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req FinishRequest
+	if err := s.decode(w, r, &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.finishSingle(w, r, store.FinishParams{Lease: store.Lease{ID: id, Token: req.Token}, As: store.Complete, Result: req.Result})
+}
+
+func (s *Server) failOne(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req FailRequest
+	if err := s.decode(w, r, &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.finishSingle(w, r, store.FinishParams{Lease: store.Lease{ID: id, Token: req.Token}, As: store.Fail, Error: req.Error, Permanent: req.Permanent})
+}
+
+func (s *Server) snoozeOne(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req SnoozeRequest
+	if err := s.decode(w, r, &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.RunAt != nil && req.Delay != 0 {
+		s.writeError(w, r, store.Invalidf("give run_at or delay, not both"))
+		return
+	}
+	if req.Delay < 0 {
+		s.writeError(w, r, store.Invalidf("delay %v must not be negative", time.Duration(req.Delay)))
+		return
+	}
+	runAt := time.Now().Add(time.Duration(req.Delay))
+	if req.RunAt != nil {
+		runAt = *req.RunAt
+	}
+	s.finishSingle(w, r, store.FinishParams{Lease: store.Lease{ID: id, Token: req.Token}, As: store.Snooze, RunAt: runAt})
+}
+
+func (s *Server) releaseOne(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req TokenRequest
+	if err := s.decode(w, r, &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.finishSingle(w, r, store.FinishParams{Lease: store.Lease{ID: id, Token: req.Token}, As: store.Release})
+}
+
+func (s *Server) finishBatch(w http.ResponseWriter, r *http.Request) {
+	var req FinishBatchRequest
+	if err := s.decode(w, r, &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ps := make([]store.FinishParams, len(req.Items))
+	for i, it := range req.Items {
+		p, err := it.Params()
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		ps[i] = p
+	}
+	start := time.Now()
+	errs, err := s.c.FinishMany(r.Context(), ps)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.metrics.finishLatency.Observe(time.Since(start).Seconds())
+	out := FinishBatchResponse{Results: make([]ItemResult, len(errs))}
+	for i, e := range errs {
+		out.Results[i] = ItemResult{Error: wireError(e)}
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,285 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/rotajobs/rota/store"
+)
+
+// The request and response bodies of the API. The remote client uses the
+// same types, so both ends agree by construction.
+
+// Duration is a JSON duration written as a Go duration string ("1.5s",
+// "10m").
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("want a duration string such as \"1.5s\" or \"10m\", got %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("bad duration %q: want a form such as \"1.5s\" or \"10m\"", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// AddRequest is one job to add: POST /v1/jobs with this object, or with
+// {"jobs": [...]} for a batch.
+type AddRequest struct {
+	Type        string          `json:"type"`
+	Key         string          `json:"key,omitempty"`
+	Group       string          `json:"group,omitempty"`
+	Priority    int             `json:"priority,omitempty"`
+	RunAt       *time.Time      `json:"run_at,omitempty"`
+	Data        json.RawMessage `json:"data,omitempty"`
+	MaxAttempts int             `json:"max_attempts,omitempty"`
+	BackoffBase Duration        `json:"backoff_base,omitempty"`
+	BackoffMax  Duration        `json:"backoff_max,omitempty"`
+}
+
+// Params converts the request to store parameters.
+func (a AddRequest) Params() store.AddParams {
+	p := store.AddParams{Type: a.Type, Key: a.Key, Group: a.Group, Priority: a.Priority, Data: a.Data,
+		MaxAttempts: a.MaxAttempts, BackoffBase: time.Duration(a.BackoffBase), BackoffMax: time.Duration(a.BackoffMax)}
+	if a.RunAt != nil {
+		p.RunAt = *a.RunAt
+	}
+	return p
+}
+
+// NewAddRequest converts store parameters to a request.
+func NewAddRequest(p store.AddParams) AddRequest {
+	a := AddRequest{Type: p.Type, Key: p.Key, Group: p.Group, Priority: p.Priority, Data: p.Data,
+		MaxAttempts: p.MaxAttempts, BackoffBase: Duration(p.BackoffBase), BackoffMax: Duration(p.BackoffMax)}
+	if !p.RunAt.IsZero() {
+		t := p.RunAt
+		a.RunAt = &t
+	}
+	return a
+}
+
+// AddBatchRequest adds several jobs in one transaction.
+type AddBatchRequest struct {
+	Jobs []AddRequest `json:"jobs"`
+}
+
+// AddResponse answers a single add.
+type AddResponse struct {
+	Job     store.Job     `json:"job"`
+	Outcome store.Outcome `json:"outcome"`
+}
+
+// AddBatchResponse answers a batch add, in request order.
+type AddBatchResponse struct {
+	Results []AddResponse `json:"results"`
+}
+
+// JobResponse carries one job.
+type JobResponse struct {
+	Job store.Job `json:"job"`
+}
+
+// ListResponse is one page of jobs. NextCursor, when set, is passed as
+// ?cursor= for the next page.
+type ListResponse struct {
+	Jobs       []store.Job `json:"jobs"`
+	NextCursor string      `json:"next_cursor,omitempty"`
+}
+
+// ResubmitRequest asks for a job to run again; both fields are optional.
+type ResubmitRequest struct {
+	RunAt *time.Time      `json:"run_at,omitempty"`
+	Data  json.RawMessage `json:"data,omitempty"`
+}
+
+// AcceptRequest leases due jobs: POST /v1/accept.
+type AcceptRequest struct {
+	Types        []string   `json:"types"`
+	Limit        int        `json:"limit,omitempty"`
+	DueBy        *time.Time `json:"due_by,omitempty"`
+	Wait         Duration   `json:"wait,omitempty"`
+	Worker       string     `json:"worker,omitempty"`
+	LeaseTimeout Duration   `json:"lease_timeout,omitempty"`
+}
+
+// Params converts the request to store parameters.
+func (a AcceptRequest) Params() store.AcceptParams {
+	p := store.AcceptParams{Types: a.Types, Limit: a.Limit, Worker: a.Worker, LeaseTimeout: time.Duration(a.LeaseTimeout)}
+	if a.DueBy != nil {
+		p.DueBy = *a.DueBy
+	}
+	return p
+}
+
+// AcceptResponse carries the leased jobs, each with its token.
+type AcceptResponse struct {
+	Jobs []store.Job `json:"jobs"`
+}
+
+// HeartbeatRequest extends one lease: POST /v1/jobs/{id}/heartbeat.
+type HeartbeatRequest struct {
+	Token    string          `json:"token"`
+	Data     json.RawMessage `json:"data,omitempty"`
+	Progress *float64        `json:"progress,omitempty"`
+}
+
+// HeartbeatResponse answers one heartbeat.
+type HeartbeatResponse struct {
+	LeaseUntil time.Time `json:"lease_until"`
+	Resubmit   bool      `json:"resubmit"`
+}
+
+// HeartbeatItem is one lease in a batch heartbeat.
+type HeartbeatItem struct {
+	ID       int64           `json:"id"`
+	Token    string          `json:"token"`
+	Data     json.RawMessage `json:"data,omitempty"`
+	Progress *float64        `json:"progress,omitempty"`
+}
+
+// HeartbeatBatchRequest extends several leases: POST /v1/heartbeat.
+type HeartbeatBatchRequest struct {
+	Items []HeartbeatItem `json:"items"`
+}
+
+// HeartbeatResult is one item's answer in a batch.
+type HeartbeatResult struct {
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+	Resubmit   bool      `json:"resubmit,omitempty"`
+	Error      *Error    `json:"error,omitempty"`
+}
+
+// HeartbeatBatchResponse answers a batch heartbeat, in request order.
+type HeartbeatBatchResponse struct {
+	Results []HeartbeatResult `json:"results"`
+}
+
+// FinishRequest completes a job: POST /v1/jobs/{id}/finish.
+type FinishRequest struct {
+	Token  string          `json:"token"`
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// FailRequest records a failed attempt: POST /v1/jobs/{id}/fail.
+type FailRequest struct {
+	Token     string `json:"token"`
+	Error     string `json:"error"`
+	Permanent bool   `json:"permanent,omitempty"`
+}
+
+// SnoozeRequest puts a job back until later without using up an attempt:
+// POST /v1/jobs/{id}/snooze with run_at or delay.
+type SnoozeRequest struct {
+	Token string     `json:"token"`
+	RunAt *time.Time `json:"run_at,omitempty"`
+	Delay Duration   `json:"delay,omitempty"`
+}
+
+// TokenRequest carries only a token: POST /v1/jobs/{id}/release.
+type TokenRequest struct {
+	Token string `json:"token"`
+}
+
+// FinishItem is one ending in a batch: POST /v1/finish. As is one of
+// complete, fail, snooze, release, cancel.
+type FinishItem struct {
+	ID        int64           `json:"id"`
+	Token     string          `json:"token"`
+	As        string          `json:"as"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	Error     string          `json:"error,omitempty"`
+	Permanent bool            `json:"permanent,omitempty"`
+	RunAt     *time.Time      `json:"run_at,omitempty"`
+}
+
+// FinishBatchRequest ends several leases in one call.
+type FinishBatchRequest struct {
+	Items []FinishItem `json:"items"`
+}
+
+// ItemResult is one item's answer in a batch: empty on success.
+type ItemResult struct {
+	Error *Error `json:"error,omitempty"`
+}
+
+// FinishBatchResponse answers a batch finish, in request order.
+type FinishBatchResponse struct {
+	Results []ItemResult `json:"results"`
+}
+
+// StatsResponse counts jobs by type, group and state, and in total by
+// state.
+type StatsResponse struct {
+	Counts  []store.Count    `json:"counts"`
+	ByState map[string]int64 `json:"by_state"`
+}
+
+// TypeConfig is a type's settings: GET /v1/types, PUT /v1/types/{type}.
+type TypeConfig struct {
+	Type         string   `json:"type,omitempty"`
+	LeaseTimeout Duration `json:"lease_timeout,omitempty"`
+}
+
+// TypesResponse lists known types.
+type TypesResponse struct {
+	Types []TypeConfig `json:"types"`
+}
+
+// Event is one Server-Sent Event's data on GET /v1/events.
+type Event struct {
+	store.Change
+	At time.Time `json:"at"`
+}
+
+// ErrorResponse is every error's body.
+type ErrorResponse struct {
+	Error Error `json:"error"`
+}
+
+// Error says what failed: Code is stable and matchable (see the OpenAPI
+// document), Message is for people.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Endings by their wire names.
+var endingByName = map[string]store.Ending{
+	"complete": store.Complete, "fail": store.Fail, "snooze": store.Snooze,
+	"release": store.Release, "cancel": store.Cancel,
+}
+
+// EndingName is the wire name of an ending.
+func EndingName(e store.Ending) string { return e.String() }
+
+// FinishItemParams converts a batch item to store parameters.
+func (f FinishItem) Params() (store.FinishParams, error) {
+	as, ok := endingByName[f.As]
+	if !ok {
+		return store.FinishParams{}, store.Invalidf("job %d: \"as\" is %q, want one of complete, fail, snooze, release, cancel", f.ID, f.As)
+	}
+	p := store.FinishParams{Lease: store.Lease{ID: f.ID, Token: f.Token}, As: as, Result: f.Result, Error: f.Error, Permanent: f.Permanent}
+	if f.RunAt != nil {
+		p.RunAt = *f.RunAt
+	}
+	return p, nil
+}
+
+// NewFinishItem converts store parameters to a batch item.
+func NewFinishItem(p store.FinishParams) FinishItem {
+	f := FinishItem{ID: p.ID, Token: p.Token, As: EndingName(p.As), Result: p.Result, Error: p.Error, Permanent: p.Permanent}
+	if !p.RunAt.IsZero() {
+		t := p.RunAt
+		f.RunAt = &t
+	}
+	return f
+}

@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/store"
+	"github.com/rotajobs/rota/store/sqlite"
+)
+
+func serveCommand() *cobra.Command {
+	var (
+		dataDir, storeSpec, addr string
+		token, tokenFile         string
+		allowOpen                bool
+		maxBody                  int64
+		logLevel                 string
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the rota server (HTTP API on 127.0.0.1:7700)",
+		Long: `serve runs the rota server: the HTTP/JSON API under /v1, Server-Sent
+Events, /healthz and Prometheus /metrics. Jobs live in an embedded SQLite
+database in --data unless --store names another store.
+
+It binds to loopback by default. With --auth-token (or --auth-token-file),
+every request needs "Authorization: Bearer <token>". It refuses to bind a
+non-loopback address without a token unless --allow-unauthenticated is given.
+SIGINT or SIGTERM shuts it down gracefully.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			level := slog.LevelInfo
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level %q: want debug, info, warn or error", logLevel)
+			}
+			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			if tokenFile != "" {
+				if token != "" {
+					return errors.New("give --auth-token or --auth-token-file, not both")
+				}
+				b, err := os.ReadFile(tokenFile)
+				if err != nil {
+					return fmt.Errorf("--auth-token-file: %w", err)
+				}
+				token = strings.TrimSpace(string(b))
+				if token == "" {
+					return fmt.Errorf("--auth-token-file %s is empty", tokenFile)
+				}
+			}
+			return serve(cmd.Context(), logger, serveOptions{
+				dataDir: dataDir, storeSpec: storeSpec, addr: addr, token: token,
+				allowOpen: allowOpen, maxBody: maxBody,
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dataDir, "data", "rota-data", "directory of the embedded SQLite database")
+	f.StringVar(&storeSpec, "store", "", "store to use instead: a SQLite file path, sqlite:PATH, or postgres://…")
+	f.StringVar(&addr, "http", "127.0.0.1:7700", "address to serve the HTTP API on")
+	f.StringVar(&token, "auth-token", "", "require this bearer token on every request")
+	f.StringVar(&tokenFile, "auth-token-file", "", "read the bearer token from this file")
+	f.BoolVar(&allowOpen, "allow-unauthenticated", false, "allow a non-loopback address without a token")
+	f.Int64Var(&maxBody, "max-body", 8<<20, "largest request body in bytes")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+type serveOptions struct {
+	dataDir, storeSpec, addr, token string
+	allowOpen                       bool
+	maxBody                         int64
+}
+
+func serve(ctx context.Context, logger *slog.Logger, o serveOptions) error {
+	if o.maxBody <= 0 {
+		return fmt.Errorf("--max-body must be positive")
+	}
+	host, _, err := net.SplitHostPort(o.addr)
+	if err != nil {
+		return fmt.Errorf("--http %q: want host:port: %w", o.addr, err)
+	}
+	if !isLoopback(host) && o.token == "" && !o.allowOpen {
+		return fmt.Errorf("--http %s is not a loopback address: set --auth-token (or --auth-token-file), or pass --allow-unauthenticated to serve without one", o.addr)
+	}
+	st, desc, err := openStore(ctx, o.storeSpec, o.dataDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	client, err := rota.NewClient(st, rota.Config{Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	api := httpapi.New(client, httpapi.Config{AuthToken: o.token, MaxBodyBytes: o.maxBody, Logger: logger})
+	defer api.Close()
+
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.addr, err)
+	}
+	// Long polls and event streams end when the server shuts down.
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	srv.RegisterOnShutdown(cancelBase)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	auth := "no auth token (loopback only)"
+	if o.token != "" {
+		auth = "bearer token required"
+	} else if !isLoopback(host) {
+		auth = "NO auth token on a non-loopback address"
+	}
+	logger.Info("rota serving", "http", "http://"+ln.Addr().String(), "store", desc, "auth", auth)
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		logger.Warn("shutdown did not finish in time", "err", err)
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// openStore opens the store a --store flag names, or the embedded SQLite
+// database in dataDir. It returns the store and a description for logs.
+func openStore(ctx context.Context, spec, dataDir string) (store.Store, string, error) {
+	switch {
+	case strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://"):
+		return openPostgres(ctx, spec)
+	case spec == "":
+		if err := os.MkdirAll(dataDir, 0o755); err != nil {
+			return nil, "", fmt.Errorf("--data: %w", err)
+		}
+		spec = filepath.Join(dataDir, "rota.db")
+	case strings.Contains(spec, "://"):
+		return nil, "", fmt.Errorf("--store %q: want a SQLite path, sqlite:PATH or postgres://…", spec)
+	}
+	path := strings.TrimPrefix(spec, "sqlite:")
+	st, err := sqlite.Open(path, sqlite.Config{})
+	if err != nil {
+		return nil, "", err
+	}
+	return st, "sqlite " + path, nil
+}

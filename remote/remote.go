@@ -1,0 +1,526 @@
+// Package remote is a client for a rota server. Its Store implements
+// store.Store over the HTTP API, so the same rota.Client and worker runtime
+// that run in-process run unchanged against a server:
+//
+//	client, err := remote.NewClient("http://127.0.0.1:7700", remote.Config{})
+//	w := rota.NewWorker(client, rota.WorkerConfig{Concurrency: 32})
+//
+// Accept waits on the server's long poll; concurrent finishes and
+// heartbeats are coalesced into one request each while the previous one is
+// in flight, so a remote worker is not bound by round trips.
+package remote
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/store"
+)
+
+// Config tunes a Store. The zero value is ready to use.
+type Config struct {
+	// Token is sent as "Authorization: Bearer <token>" when set.
+	Token string
+	// HTTPClient makes the requests; nil means a client with sensible
+	// connection reuse and no overall timeout (long polls and event
+	// streams last long).
+	HTTPClient *http.Client
+	// MaxBatch bounds how many finishes or heartbeats share one request;
+	// zero means 500.
+	MaxBatch int
+}
+
+// Store talks to a rota server. It is safe for concurrent use.
+type Store struct {
+	base   *url.URL
+	cfg    Config
+	http   *http.Client
+	finish *batcher[store.FinishParams, error]
+	beat   *batcher[store.HeartbeatParams, store.HeartbeatResult]
+
+	closeOnce sync.Once
+	closed    chan struct{}
+
+	watchMu  sync.Mutex
+	watchers map[int]func([]store.Change)
+	watchSeq int
+	streamOn bool
+	stopFeed context.CancelFunc
+}
+
+var (
+	_ store.Store       = (*Store)(nil)
+	_ rota.WaitAccepter = (*Store)(nil)
+)
+
+// New returns a store for the server at baseURL (for example
+// "http://127.0.0.1:7700").
+func New(baseURL string, cfg Config) (*Store, error) {
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("remote: server address %q: want http://host:port or https://host:port", baseURL)
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 500
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64
+		hc = &http.Client{Transport: tr}
+	}
+	s := &Store{base: u, cfg: cfg, http: hc, closed: make(chan struct{}), watchers: map[int]func([]store.Change){}}
+	s.finish = newBatcher(cfg.MaxBatch, s.finishBatch)
+	s.beat = newBatcher(cfg.MaxBatch, s.heartbeatBatch)
+	return s, nil
+}
+
+// NewClient returns a rota.Client on the server at baseURL. The server runs
+// the lease monitor, so the client runs no maintenance of its own.
+func NewClient(baseURL string, cfg Config) (*rota.Client, error) {
+	st, err := New(baseURL, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return rota.NewClient(st, rota.Config{NoMaintenance: true})
+}
+
+// Close stops the event stream and fails later calls with store.ErrClosed.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		s.watchMu.Lock()
+		if s.stopFeed != nil {
+			s.stopFeed()
+		}
+		s.watchMu.Unlock()
+		s.finish.close()
+		s.beat.close()
+	})
+	return nil
+}
+
+func (s *Store) isClosed() bool {
+	select {
+	case <-s.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// do sends a request and decodes a JSON answer into out (unless nil). An
+// error answer becomes an error that matches the store's sentinels.
+func (s *Store) do(ctx context.Context, method, path string, query url.Values, in, out any) error {
+	if s.isClosed() {
+		return store.ErrClosed
+	}
+	u := *s.base
+	u.Path += path
+	u.RawQuery = query.Encode()
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("remote: encode %s %s: %w", method, path, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return fmt.Errorf("remote: %w", err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if s.cfg.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.cfg.Token)
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("remote: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		var e httpapi.ErrorResponse
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if json.Unmarshal(raw, &e) != nil || e.Error.Code == "" {
+			return fmt.Errorf("remote: %s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(raw))
+		}
+		return httpapi.AsError(&e.Error)
+	}
+	if out == nil {
+		io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("remote: %s %s: decode answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// ---- producer side ----
+
+// Add adds jobs in one request.
+func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddResult, error) {
+	req := httpapi.AddBatchRequest{Jobs: make([]httpapi.AddRequest, len(jobs))}
+	for i, p := range jobs {
+		req.Jobs[i] = httpapi.NewAddRequest(p)
+	}
+	var resp httpapi.AddBatchResponse
+	if err := s.do(ctx, "POST", "/v1/jobs", nil, req, &resp); err != nil {
+		return nil, err
+	}
+	out := make([]store.AddResult, len(resp.Results))
+	for i, r := range resp.Results {
+		out[i] = store.AddResult{Job: r.Job, Outcome: r.Outcome}
+	}
+	return out, nil
+}
+
+// Get returns jobs by id, in order; missing ids give zero Jobs.
+func (s *Store) Get(ctx context.Context, ids []int64) ([]store.Job, error) {
+	out := make([]store.Job, len(ids))
+	for start := 0; start < len(ids); start += store.MaxListLimit {
+		chunk := ids[start:min(start+store.MaxListLimit, len(ids))]
+		parts := make([]string, len(chunk))
+		for i, id := range chunk {
+			parts[i] = strconv.FormatInt(id, 10)
+		}
+		var resp httpapi.ListResponse
+		if err := s.do(ctx, "GET", "/v1/jobs", url.Values{"id": {strings.Join(parts, ",")}}, nil, &resp); err != nil {
+			return nil, err
+		}
+		byID := make(map[int64]store.Job, len(resp.Jobs))
+		for _, j := range resp.Jobs {
+			byID[j.ID] = j
+		}
+		for i, id := range chunk {
+			out[start+i] = byID[id]
+		}
+	}
+	return out, nil
+}
+
+// GetByKey returns the job with this type and key.
+func (s *Store) GetByKey(ctx context.Context, typ, key string) (store.Job, error) {
+	if typ == "" || key == "" {
+		return store.Job{}, store.Invalidf("type and key are both required")
+	}
+	var resp httpapi.ListResponse
+	if err := s.do(ctx, "GET", "/v1/jobs", url.Values{"type": {typ}, "key": {key}}, nil, &resp); err != nil {
+		return store.Job{}, err
+	}
+	if len(resp.Jobs) == 0 {
+		return store.Job{}, fmt.Errorf("type %q key %q: %w", typ, key, store.ErrNotFound)
+	}
+	return resp.Jobs[0], nil
+}
+
+// List returns a page of jobs.
+func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult, error) {
+	q := url.Values{}
+	if len(p.Types) > 0 {
+		q.Set("type", strings.Join(p.Types, ","))
+	}
+	if len(p.Groups) > 0 {
+		q["group"] = p.Groups // groups may contain commas; send them one by one
+	}
+	for _, st := range p.States {
+		if !st.Valid() {
+			return store.ListResult{}, store.Invalidf("unknown state %d", st)
+		}
+		q.Add("state", st.String())
+	}
+	if p.Limit != 0 {
+		q.Set("limit", strconv.Itoa(p.Limit))
+	}
+	if p.After != 0 {
+		q.Set("cursor", strconv.FormatInt(p.After, 10))
+	}
+	if p.Descending {
+		q.Set("order", "desc")
+	}
+	var resp httpapi.ListResponse
+	if err := s.do(ctx, "GET", "/v1/jobs", q, nil, &resp); err != nil {
+		return store.ListResult{}, err
+	}
+	res := store.ListResult{Jobs: resp.Jobs}
+	if resp.NextCursor != "" {
+		next, err := strconv.ParseInt(resp.NextCursor, 10, 64)
+		if err != nil {
+			return store.ListResult{}, fmt.Errorf("remote: list: bad cursor %q from the server", resp.NextCursor)
+		}
+		res.Next = next
+	}
+	return res, nil
+}
+
+// Stats counts jobs by type, group and state.
+func (s *Store) Stats(ctx context.Context) ([]store.Count, error) {
+	var resp httpapi.StatsResponse
+	if err := s.do(ctx, "GET", "/v1/stats", nil, nil, &resp); err != nil {
+		return nil, err
+	}
+	return resp.Counts, nil
+}
+
+// Resubmit asks for jobs to run again, one request per job.
+func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]store.AddResult, []error, error) {
+	out := make([]store.AddResult, len(ps))
+	errs := make([]error, len(ps))
+	for i, p := range ps {
+		req := httpapi.ResubmitRequest{Data: p.Data}
+		if !p.RunAt.IsZero() {
+			t := p.RunAt
+			req.RunAt = &t
+		}
+		var resp httpapi.AddResponse
+		err := s.do(ctx, "POST", jobPath(p.ID, "resubmit"), nil, req, &resp)
+		if err != nil && !isItemError(err) {
+			return nil, nil, err
+		}
+		out[i], errs[i] = store.AddResult{Job: resp.Job, Outcome: resp.Outcome}, err
+	}
+	return out, errs, nil
+}
+
+// Cancel cancels jobs, one request per job.
+func (s *Store) Cancel(ctx context.Context, ids []int64) ([]error, error) {
+	return s.each(ctx, ids, func(id int64) error { return s.do(ctx, "POST", jobPath(id, "cancel"), nil, nil, nil) })
+}
+
+// Remove deletes jobs, one request per job.
+func (s *Store) Remove(ctx context.Context, ids []int64) ([]error, error) {
+	return s.each(ctx, ids, func(id int64) error { return s.do(ctx, "DELETE", jobPath(id, ""), nil, nil, nil) })
+}
+
+func (s *Store) each(ctx context.Context, ids []int64, fn func(int64) error) ([]error, error) {
+	for _, id := range ids {
+		if id <= 0 {
+			return nil, store.Invalidf("job id %d is not valid", id)
+		}
+	}
+	errs := make([]error, len(ids))
+	for i, id := range ids {
+		err := fn(id)
+		if err != nil && !isItemError(err) {
+			return nil, err
+		}
+		errs[i] = err
+	}
+	return errs, nil
+}
+
+// isItemError reports whether err is about one job (and the batch goes
+// on) rather than about the call.
+func isItemError(err error) bool {
+	return errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrFinished) ||
+		errors.Is(err, store.ErrCanceled) || errors.Is(err, store.ErrWorkerConflict)
+}
+
+func jobPath(id int64, action string) string {
+	p := "/v1/jobs/" + strconv.FormatInt(id, 10)
+	if action != "" {
+		p += "/" + action
+	}
+	return p
+}
+
+// SetTypeConfig stores a type's settings on the server.
+func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
+	if err := store.CheckType(c.Type); err != nil {
+		return err
+	}
+	return s.do(ctx, "PUT", "/v1/types/"+url.PathEscape(c.Type), nil, httpapi.TypeConfig{LeaseTimeout: httpapi.Duration(c.LeaseTimeout)}, nil)
+}
+
+// TypeConfigs lists the server's types.
+func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
+	var resp httpapi.TypesResponse
+	if err := s.do(ctx, "GET", "/v1/types", nil, nil, &resp); err != nil {
+		return nil, err
+	}
+	out := make([]store.TypeConfig, len(resp.Types))
+	for i, t := range resp.Types {
+		out[i] = store.TypeConfig{Type: t.Type, LeaseTimeout: time.Duration(t.LeaseTimeout)}
+	}
+	return out, nil
+}
+
+// ---- worker side ----
+
+// Accept leases due jobs without waiting.
+func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptResult, error) {
+	return s.AcceptWait(ctx, p, 0)
+}
+
+// AcceptWait leases due jobs, waiting on the server's long poll for up to
+// wait (the server bounds it, 60 s by default).
+func (s *Store) AcceptWait(ctx context.Context, p store.AcceptParams, wait time.Duration) (store.AcceptResult, error) {
+	req := httpapi.AcceptRequest{Types: p.Types, Limit: p.Limit, Wait: httpapi.Duration(wait), Worker: p.Worker, LeaseTimeout: httpapi.Duration(p.LeaseTimeout)}
+	if !p.DueBy.IsZero() {
+		t := p.DueBy
+		req.DueBy = &t
+	}
+	var resp httpapi.AcceptResponse
+	if err := s.do(ctx, "POST", "/v1/accept", nil, req, &resp); err != nil {
+		return store.AcceptResult{}, err
+	}
+	return store.AcceptResult{Jobs: resp.Jobs}, nil
+}
+
+// Heartbeat extends leases; concurrent calls share requests.
+func (s *Store) Heartbeat(ctx context.Context, ps []store.HeartbeatParams) ([]store.HeartbeatResult, error) {
+	return s.beat.do(ctx, ps)
+}
+
+func (s *Store) heartbeatBatch(ctx context.Context, ps []store.HeartbeatParams) ([]store.HeartbeatResult, error) {
+	req := httpapi.HeartbeatBatchRequest{Items: make([]httpapi.HeartbeatItem, len(ps))}
+	for i, p := range ps {
+		req.Items[i] = httpapi.HeartbeatItem{ID: p.ID, Token: p.Token, Data: p.Data, Progress: p.Progress}
+	}
+	var resp httpapi.HeartbeatBatchResponse
+	if err := s.do(ctx, "POST", "/v1/heartbeat", nil, req, &resp); err != nil {
+		return nil, err
+	}
+	if len(resp.Results) != len(ps) {
+		return nil, fmt.Errorf("remote: heartbeat: %d answers for %d leases", len(resp.Results), len(ps))
+	}
+	out := make([]store.HeartbeatResult, len(ps))
+	for i, r := range resp.Results {
+		out[i] = store.HeartbeatResult{LeaseUntil: r.LeaseUntil, Resubmit: r.Resubmit, Err: httpapi.AsError(r.Error)}
+	}
+	return out, nil
+}
+
+// Finish ends leases; concurrent calls share requests.
+func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, error) {
+	return s.finish.do(ctx, ps)
+}
+
+func (s *Store) finishBatch(ctx context.Context, ps []store.FinishParams) ([]error, error) {
+	req := httpapi.FinishBatchRequest{Items: make([]httpapi.FinishItem, len(ps))}
+	for i, p := range ps {
+		req.Items[i] = httpapi.NewFinishItem(p)
+	}
+	var resp httpapi.FinishBatchResponse
+	if err := s.do(ctx, "POST", "/v1/finish", nil, req, &resp); err != nil {
+		return nil, err
+	}
+	if len(resp.Results) != len(ps) {
+		return nil, fmt.Errorf("remote: finish: %d answers for %d leases", len(resp.Results), len(ps))
+	}
+	out := make([]error, len(ps))
+	for i, r := range resp.Results {
+		out[i] = httpapi.AsError(r.Error)
+	}
+	return out, nil
+}
+
+// ExpireLeases does nothing: the server runs the lease monitor.
+func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time, error) {
+	if s.isClosed() {
+		return 0, time.Time{}, store.ErrClosed
+	}
+	return 0, time.Time{}, nil
+}
+
+// ---- change feed ----
+
+// Watch registers fn for changes from the server's event stream, which is
+// opened with the first watcher and reconnects by itself.
+func (s *Store) Watch(fn func([]store.Change)) func() {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	s.watchSeq++
+	id := s.watchSeq
+	s.watchers[id] = fn
+	if !s.streamOn && !s.isClosed() {
+		s.streamOn = true
+		ctx, cancel := context.WithCancel(context.Background())
+		s.stopFeed = cancel
+		go s.feed(ctx)
+	}
+	return func() {
+		s.watchMu.Lock()
+		delete(s.watchers, id)
+		s.watchMu.Unlock()
+	}
+}
+
+func (s *Store) feed(ctx context.Context) {
+	for backoff := 100 * time.Millisecond; ctx.Err() == nil; {
+		connected := s.stream(ctx)
+		if connected {
+			backoff = 100 * time.Millisecond
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+// stream reads one connection of the event stream until it breaks.
+func (s *Store) stream(ctx context.Context) bool {
+	u := *s.base
+	u.Path += "/v1/events"
+	req, err := http.NewRequestWithContext(ctx, "GET", u.String(), nil)
+	if err != nil {
+		return false
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if s.cfg.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.cfg.Token)
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	httpapi.ParseEventStream(func() (string, bool) {
+		if !sc.Scan() {
+			return "", false
+		}
+		return sc.Text(), true
+	}, func(event string, data []byte) bool {
+		if event != "job" {
+			return true
+		}
+		var ev httpapi.Event
+		if json.Unmarshal(data, &ev) != nil {
+			return true
+		}
+		s.watchMu.Lock()
+		for _, fn := range s.watchers {
+			fn([]store.Change{ev.Change})
+		}
+		s.watchMu.Unlock()
+		return true
+	})
+	return true
+}

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/rotajobs/rota/store"
 )
@@ -20,6 +21,9 @@ type batcher[P, R any] struct {
 	running bool
 	closed  bool
 }
+
+// requestTimeout bounds one batched request.
+const requestTimeout = time.Minute
 
 type call[P, R any] struct {
 	items []P
@@ -81,7 +85,11 @@ func (b *batcher[P, R]) loop() {
 		for _, c := range calls {
 			items = append(items, c.items...)
 		}
-		res, err := b.send(context.Background(), items)
+		// Finishes and heartbeats are quick on a healthy server; the bound
+		// keeps a wedged connection from holding every caller forever.
+		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		res, err := b.send(ctx, items)
+		cancel()
 		for _, c := range calls {
 			if err != nil {
 				c.err = err

@@ -305,7 +305,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		s.listByID(w, r, ids)
 		return
 	}
-	p := store.ListParams{Types: queryList(r, "type"), Groups: queryList(r, "group")}
+	p := store.ListParams{Types: queryList(r, "type"), Groups: r.URL.Query()["group"]} // group names may contain commas
 	if key := q.Get("key"); key != "" {
 		if len(p.Types) != 1 {
 			s.writeError(w, r, store.Invalidf("key needs exactly one type"))

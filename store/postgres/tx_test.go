@@ -37,7 +37,10 @@ var txKinds = []struct {
 			t.Fatal(err)
 		}
 		return userTx{
-			exec: func(ctx context.Context, q string, args ...any) error { _, err := tx.ExecContext(ctx, q, args...); return err },
+			exec: func(ctx context.Context, q string, args ...any) error {
+				_, err := tx.ExecContext(ctx, q, args...)
+				return err
+			},
 			add: func(ctx context.Context, jobs []store.AddParams) ([]store.AddResult, error) {
 				return s.AddTx(ctx, tx, jobs)
 			},

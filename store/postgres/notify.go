@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -282,7 +283,11 @@ func (s *Store) listenLoop(conn *pgx.Conn) {
 				if s.ctx.Err() != nil {
 					return
 				}
-				s.log.Warn("rota postgres: LISTEN connection failed; retrying", "in", backoff, "err", err)
+				lvl := slog.LevelDebug // the loss was logged; retries are routine
+				if backoff >= 5*time.Second {
+					lvl = slog.LevelWarn
+				}
+				s.log.Log(s.ctx, lvl, "rota postgres: LISTEN connection failed; retrying", "in", backoff, "err", err)
 				select {
 				case <-time.After(backoff):
 				case <-s.ctx.Done():

@@ -43,6 +43,7 @@ type runner struct {
 	client  *rota.Client
 	stderr  io.Writer
 	progs   *programs
+	handled *handledJobs
 	// stopNow ends when running programs must stop at once; shutdown
 	// ends when the worker's shutdown grace period has passed.
 	stopNow  context.Context
@@ -122,6 +123,7 @@ func (r *runner) Work(ctx context.Context, job *rota.Job) error {
 			log.Info("job handed back: the worker is stopping", "took", took)
 		default: // cancelled, removed, lease lost, shutdown: not ours to finish
 			log.Info("job stopped", "reason", cause, "took", took)
+			r.handled.add(job.ID) // this says what the runtime's "job abandoned" would
 			return cause
 		}
 	case waitErr == nil || errors.Is(waitErr, exec.ErrWaitDelay):
@@ -147,30 +149,98 @@ func (r *runner) Work(ctx context.Context, job *rota.Job) error {
 		log.Error("job failed", "err", waitErr, "took", took)
 	}
 
-	if g.isDetached() {
-		// The runtime gave the job up, so it will not finish it.
-		return r.finish(log, p)
-	}
-	switch p.As {
-	case rota.Release:
-		return rota.SnoozeFor(0) // the runtime hands back with a snooze
-	case rota.Fail:
-		if p.Permanent {
+	// Finish the job here rather than through the handler's return
+	// value: the runtime's own completion carries no result, and it
+	// finishes nothing at all when it has (wrongly) given the job up (see
+	// guard). The runtime's own finish that follows, with the same lease,
+	// then changes nothing; r.handled keeps its complaint out of the log.
+	err := r.finish(log, p)
+	if err != nil && !lost(err) {
+		// Let the runtime try once more.
+		switch {
+		case p.As == rota.Release:
+			return rota.SnoozeFor(0)
+		case p.As == rota.Fail && p.Permanent:
 			return rota.Permanent(errors.New(p.Error))
+		case p.As == rota.Fail:
+			return errors.New(p.Error)
 		}
-		return errors.New(p.Error)
-	}
-	if p.Result == nil {
-		log.Info("job completed", "took", took)
-		return nil // the runtime completes it
-	}
-	// The runtime's own completion carries no result, so complete the job
-	// here; the runtime's finish with the same lease then changes nothing.
-	if err := r.finish(log, p); err != nil {
 		return err
 	}
-	log.Info("job completed", "took", took, "result_bytes", len(p.Result))
+	r.handled.add(job.ID)
+	if err == nil && p.As == rota.Complete {
+		log.Info("job completed", "took", took, "result_bytes", len(p.Result))
+	}
 	return nil
+}
+
+// handledJobs are jobs their handler finished itself, whose redundant
+// finish by the runtime (or its "abandoned" notice) is not worth logging.
+type handledJobs struct {
+	mu    sync.Mutex
+	jobs  map[int64]time.Time
+	sweep int // size at which to drop old entries
+}
+
+func (h *handledJobs) add(id int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.jobs == nil {
+		h.jobs = map[int64]time.Time{}
+	}
+	now := time.Now()
+	// The runtime logs right after the handler returns, or never (a
+	// second completion just succeeds), so old entries are dropped.
+	if len(h.jobs) >= h.sweep {
+		for id, at := range h.jobs {
+			if now.Sub(at) > time.Minute {
+				delete(h.jobs, id)
+			}
+		}
+		h.sweep = max(256, 2*len(h.jobs))
+	}
+	h.jobs[id] = now
+}
+
+func (h *handledJobs) take(id int64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.jobs[id]
+	delete(h.jobs, id)
+	return ok
+}
+
+// quietHandler drops the runtime's log records about jobs their handler
+// already finished: "finish failed" (the job was no longer running) and
+// "job abandoned".
+type quietHandler struct {
+	slog.Handler
+	handled *handledJobs
+}
+
+func (q quietHandler) Handle(ctx context.Context, rec slog.Record) error {
+	if rec.Message == "finish failed" || rec.Message == "job abandoned" {
+		var id int64
+		rec.Attrs(func(a slog.Attr) bool {
+			if a.Key == "id" && a.Value.Kind() == slog.KindInt64 {
+				id = a.Value.Int64()
+				return false
+			}
+			return true
+		})
+		if id != 0 && q.handled.take(id) {
+			return nil
+		}
+	}
+	return q.Handler.Handle(ctx, rec)
+}
+
+func (q quietHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return quietHandler{q.Handler.WithAttrs(attrs), q.handled}
+}
+
+func (q quietHandler) WithGroup(name string) slog.Handler {
+	return quietHandler{q.Handler.WithGroup(name), q.handled}
 }
 
 // finish ends the job with p, retrying a failed request twice.
@@ -182,9 +252,9 @@ func (r *runner) finish(log *slog.Logger, p rota.FinishParams) error {
 		if err == nil || p.As == rota.Release && errors.Is(err, rota.ErrWorkerConflict) {
 			return nil // a release may race with the runtime's own
 		}
-		if errors.Is(err, rota.ErrCanceled) || errors.Is(err, rota.ErrWorkerConflict) || errors.Is(err, rota.ErrInvalid) || i == 2 {
+		if lost(err) || errors.Is(err, rota.ErrInvalid) || i == 2 {
 			log.Warn("could not record how the job ended", "ending", p.As, "err", err)
-			return fmt.Errorf("could not record how the job ended (%s): %w", p.As, err)
+			return err
 		}
 		time.Sleep(time.Duration(i+1) * 500 * time.Millisecond)
 	}
@@ -233,7 +303,7 @@ func (g *guard) watch(ctx context.Context, stop context.CancelCauseFunc, done <-
 		stop(cause)
 		return
 	}
-	g.log.Info("the runtime reported the job's lease lost, but the server says the job is still ours; carrying on")
+	g.log.Debug("the runtime reported the job's lease lost, but the server says the job is still ours; carrying on")
 	g.mu.Lock()
 	g.detached = true
 	g.mu.Unlock()
@@ -605,13 +675,14 @@ func (p *progressReporter) send() {
 		return
 	}
 	var err error
-	switch {
-	case p.g.isDetached():
-		err = p.g.heartbeat(&v)
-	case p.ctx.Err() == nil:
+	if p.ctx.Err() == nil {
 		err = rota.SetProgress(p.ctx, v)
+	} else {
+		// The runtime let the job go; it may have been wrong (see guard),
+		// and a heartbeat is fenced anyway.
+		err = p.g.heartbeat(&v)
 	}
-	if err != nil && !lost(err) && p.ctx.Err() == nil {
+	if err != nil && !lost(err) && !errors.Is(err, context.Canceled) {
 		p.log.Warn("reporting progress failed", "progress", v, "err", err)
 	}
 }

@@ -127,12 +127,12 @@ func workCommand(g *globals) *cobra.Command {
 func runWork(cmd *cobra.Command, g *globals, o workOptions, argv []string) error {
 	ctx := cmd.Context()
 	errw := cmd.ErrOrStderr()
-	var logger *slog.Logger
+	handled := &handledJobs{}
+	var h slog.Handler = slog.NewTextHandler(errw, nil)
 	if g.json {
-		logger = slog.New(slog.NewJSONHandler(errw, nil))
-	} else {
-		logger = slog.New(slog.NewTextHandler(errw, nil))
+		h = slog.NewJSONHandler(errw, nil)
 	}
+	logger := slog.New(quietHandler{h, handled})
 	c, err := g.client()
 	if err != nil {
 		return err
@@ -197,7 +197,7 @@ func runWork(cmd *cobra.Command, g *globals, o workOptions, argv []string) error
 	progs := &programs{running: map[int]struct{}{}}
 	r := &runner{
 		argv: argv, timeout: o.timeout, grace: o.killGrace, log: logger,
-		client: c, stderr: &lockedWriter{w: errw}, progs: progs, stopNow: stopNow, shutdown: shutdown,
+		client: c, stderr: &lockedWriter{w: errw}, progs: progs, handled: handled, stopNow: stopNow, shutdown: shutdown,
 	}
 	w := rota.NewWorker(c, rota.WorkerConfig{
 		Name: o.name, Concurrency: o.concurrency, LeaseTimeout: o.lease,

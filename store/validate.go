@@ -19,15 +19,21 @@ const MaxNameLen = 255
 
 const globMeta = "*?[]{}\\"
 
+// typeForbidden are characters a type may not contain: the GLOB
+// metacharacters, so a type is never mistaken for a pattern, and the comma,
+// which separates types in lists (query strings, flags).
+const typeForbidden = globMeta + ","
+
 // CheckType reports whether name can be a job type: 1..255 bytes of
-// UTF-8, no control characters, and none of the GLOB metacharacters
-// * ? [ ] { } \ (so that a type is never mistaken for a pattern).
+// UTF-8, no control characters, none of the GLOB metacharacters
+// * ? [ ] { } \ (so that a type is never mistaken for a pattern), and no
+// comma (which separates types in lists).
 func CheckType(name string) error {
 	if err := checkName("type", name, true); err != nil {
 		return err
 	}
-	if strings.ContainsAny(name, globMeta) {
-		return Invalidf("type %q contains a GLOB metacharacter (one of %s)", name, globMeta)
+	if strings.ContainsAny(name, typeForbidden) {
+		return Invalidf("type %q contains a comma or a GLOB metacharacter (one of %s)", name, typeForbidden)
 	}
 	return nil
 }

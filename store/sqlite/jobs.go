@@ -55,7 +55,7 @@ func (w *writeTx) load(id int64) (row, bool, error) {
 }
 
 func (w *writeTx) changed(r row, state store.State, runAt int64) {
-	w.changes = append(w.changes, store.Change{ID: r.id, Type: r.typ, Group: r.grp, State: state, RunAt: fromMicros(runAt)})
+	w.changes = append(w.changes, store.Change{ID: r.id, Type: r.typ, Group: r.grp, State: state, RunAt: fromMicros(runAt), Lease: store.LeaseTag(r.token)})
 }
 
 // fence applies the worker-call rule: a missing or cancelled job is
@@ -385,7 +385,7 @@ func (s *Store) Remove(ctx context.Context, ids []int64) ([]error, error) {
 			if _, err := w.exec(`DELETE FROM rota_jobs WHERE id = ?`, id); err != nil {
 				return fmt.Errorf("sqlite: remove job %d: %w", id, err)
 			}
-			w.changes = append(w.changes, store.Change{ID: id, Type: r.typ, Group: r.grp, State: r.state, Removed: true})
+			w.changes = append(w.changes, store.Change{ID: id, Type: r.typ, Group: r.grp, State: r.state, Removed: true, Lease: store.LeaseTag(r.token)})
 		}
 		return nil
 	})
@@ -567,7 +567,7 @@ func (w *writeTx) accept(p store.AcceptParams, types []string) (store.AcceptResu
 			return res, fmt.Errorf("sqlite: accept job %d: %w", c.id, err)
 		}
 		res.Jobs = append(res.Jobs, j)
-		w.changes = append(w.changes, store.Change{ID: j.ID, Type: j.Type, Group: j.Group, State: store.Running})
+		w.changes = append(w.changes, store.Change{ID: j.ID, Type: j.Type, Group: j.Group, State: store.Running, Lease: store.LeaseTag(j.Token)})
 	}
 	if len(res.Jobs) < p.Limit {
 		var next int64
@@ -636,7 +636,7 @@ func (s *Store) Heartbeat(ctx context.Context, ps []store.HeartbeatParams) ([]st
 			}
 			out[i] = store.HeartbeatResult{LeaseUntil: fromMicros(until), Resubmit: r.resubmit}
 			if p.Progress != nil || p.Data != nil {
-				c := store.Change{ID: r.id, Type: r.typ, Group: r.grp, State: store.Running}
+				c := store.Change{ID: r.id, Type: r.typ, Group: r.grp, State: store.Running, Lease: store.LeaseTag(r.token)}
 				if p.Progress != nil {
 					c.Progress = *p.Progress
 				}

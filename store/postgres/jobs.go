@@ -646,8 +646,14 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 	if len(res.Jobs) >= p.Limit {
 		return res, nil
 	}
+	// What follows only tells a waiting acceptor when to look again. Jobs
+	// already leased are returned even if it fails, rather than left to
+	// their leases.
 	next, types, err := s.nextRun(ctx, names)
 	if err != nil {
+		if len(res.Jobs) > 0 {
+			return res, nil
+		}
 		return res, err
 	}
 	patterned := slices.ContainsFunc(pats, func(p store.Pattern) bool { return !p.Literal() })
@@ -655,6 +661,9 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 		// Another node registered a type this node has not heard of:
 		// a pattern may match it.
 		if err := s.reloadTypes(ctx); err != nil {
+			if len(res.Jobs) > 0 {
+				return res, nil
+			}
 			return res, err
 		}
 		var added []string
@@ -668,6 +677,9 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 			more.Limit = p.Limit - len(res.Jobs)
 			jobs, err := s.claim(ctx, more, added)
 			if err != nil {
+				if len(res.Jobs) > 0 {
+					return res, nil
+				}
 				return res, err
 			}
 			res.Jobs = append(res.Jobs, jobs...)
@@ -677,7 +689,7 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 				return res, nil
 			}
 			if next, _, err = s.nextRun(ctx, names); err != nil {
-				return res, err
+				return res, nil
 			}
 		}
 	}
@@ -977,11 +989,12 @@ func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, e
 	}
 	errs := make([]error, len(ps))
 	rest := seq(0, len(ps))
-	// The common case, completions of distinct running jobs, is one
-	// statement; whatever it leaves (other endings, repeats, stale tokens,
-	// resubmitted jobs) takes the general path in a transaction.
-	distinct := len(rounds(len(ps), func(i int) int64 { return ps[i].ID })) == 1
-	if distinct && !slices.ContainsFunc(ps, func(p store.FinishParams) bool { return p.As != store.Complete }) {
+	// The common case, completions of running jobs, is one statement;
+	// whatever it leaves (other endings, repeats, stale tokens, resubmitted
+	// jobs) takes the general path in a transaction. (With a job named
+	// twice in the batch, all of it takes the general path, which applies
+	// the items in order.)
+	if len(rounds(len(ps), func(i int) int64 { return ps[i].ID })) == 1 {
 		if rest, err = s.completeFast(ctx, ps, results); err != nil {
 			return nil, err
 		}
@@ -1003,7 +1016,7 @@ func (s *Store) completeFast(ctx context.Context, ps []store.FinishParams, resul
 	var ids []int64
 	tokens, res := newIDMap(), newIDMap()
 	for i, p := range ps {
-		if !utf8.Valid(results[i]) || !pgText(p.Token) { // not for a JSON map: the general path takes it
+		if p.As != store.Complete || !utf8.Valid(results[i]) || !pgText(p.Token) { // the general path takes it
 			continue
 		}
 		ids = append(ids, p.ID)
@@ -1013,6 +1026,9 @@ func (s *Store) completeFast(ctx context.Context, ps []store.FinishParams, resul
 		}
 	}
 	done := map[int64]bool{}
+	if len(ids) == 0 {
+		return seq(0, len(ps)), nil
+	}
 	err := s.autocommit(ctx, "finish", func(t *txn) error {
 		r, err := t.query(completeSQL, ids, tokens.json(), res.json())
 		if err != nil {

@@ -90,6 +90,12 @@ type Config struct {
 	NoListen bool
 	// NoNotify disables sending changes to other nodes with NOTIFY.
 	NoNotify bool
+	// SessionDSN, when set, is where the two connections that need a
+	// session of their own go: the LISTEN connection and the sweep
+	// leader's (which holds a session-level advisory lock). Behind a
+	// connection pooler in transaction mode, point it at PostgreSQL
+	// directly. Empty means the DSN given to Open.
+	SessionDSN string
 	// NotifyMaxPayloads bounds how many NOTIFY payloads (of under 8000
 	// bytes each) one flush sends before it summarises the rest as
 	// per-type hints; zero means 16.
@@ -111,9 +117,10 @@ var ErrUnavailable = errors.New("database unavailable")
 // Store is the PostgreSQL store. It implements store.Store.
 type Store struct {
 	cfg     Config
-	schema  string // quoted identifier
-	channel string // NOTIFY channel
-	node    string // this Store's id in notifications
+	session *pgx.ConnConfig // for the LISTEN and leader connections
+	schema  string          // quoted identifier
+	channel string          // NOTIFY channel
+	node    string          // this Store's id in notifications
 	pool    *pgxpool.Pool
 	log     *slog.Logger
 
@@ -165,6 +172,12 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, store.Invalidf("postgres: bad connection string: %v", err)
 	}
+	session := pc.ConnConfig
+	if cfg.SessionDSN != "" {
+		if session, err = pgx.ParseConfig(cfg.SessionDSN); err != nil {
+			return nil, store.Invalidf("postgres: bad session connection string: %v", err)
+		}
+	}
 	if cfg.MaxConns > 0 {
 		pc.MaxConns = cfg.MaxConns
 	}
@@ -175,6 +188,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	sctx, cancel := context.WithCancel(context.Background())
 	s := &Store{
 		cfg:      cfg,
+		session:  session,
 		schema:   pgx.Identifier{cfg.Schema}.Sanitize(),
 		channel:  channelName(cfg.Schema),
 		node:     store.NewToken()[:16],

@@ -260,7 +260,7 @@ func (o *outbox) close() {
 // ---- listening ----
 
 func (s *Store) listen(ctx context.Context) (*pgx.Conn, error) {
-	conn, err := pgx.ConnectConfig(ctx, s.session.Copy())
+	conn, err := pgx.ConnectConfig(ctx, s.sessionConfig("rota listen"))
 	if err != nil {
 		return nil, err
 	}

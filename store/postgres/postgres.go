@@ -245,6 +245,17 @@ func checkSchemaName(name string) error {
 	return nil
 }
 
+// sessionConfig is the configuration of a connection of its own (LISTEN,
+// leader), named so that pg_stat_activity shows what it is.
+func (s *Store) sessionConfig(name string) *pgx.ConnConfig {
+	c := s.session.Copy()
+	if c.RuntimeParams == nil {
+		c.RuntimeParams = map[string]string{}
+	}
+	c.RuntimeParams["application_name"] = name
+	return c
+}
+
 // channelName is the NOTIFY channel of a schema: one per schema, so that
 // stores in different schemas of one database do not hear each other.
 func channelName(schema string) string {

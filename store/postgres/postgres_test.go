@@ -83,6 +83,7 @@ func open(t testing.TB) *postgres.Store {
 }
 
 func TestConformance(t *testing.T) {
+	testDSN(t) // once, rather than in every subtest
 	storetest.Run(t, func(t *testing.T) store.Store { return open(t) })
 }
 

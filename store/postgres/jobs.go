@@ -151,16 +151,16 @@ func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddRes
 		out, err = t.add(jobs, datas, newTypes)
 		return err
 	}
-	keyed := slices.ContainsFunc(jobs, func(p store.AddParams) bool { return p.Key != "" })
-	if keyed {
-		err = s.inTx(ctx, "add", run)
-	} else {
-		err = s.autocommit(ctx, "add", run) // one INSERT
+	if slices.ContainsFunc(jobs, func(p store.AddParams) bool { return p.Key != "" }) {
+		if err := s.inTx(ctx, "add", run); err != nil {
+			return nil, err
+		}
+		return out, nil
 	}
-	if err != nil {
-		return nil, err
+	if s.closed.Load() {
+		return nil, s.wrap("add", store.ErrClosed)
 	}
-	return out, nil
+	return s.addBatched(ctx, jobs, datas, newTypes) // one INSERT, shared with concurrent adds
 }
 
 // AddTx adds jobs inside the caller's database/sql transaction on this

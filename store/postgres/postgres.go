@@ -142,6 +142,7 @@ type Store struct {
 
 	out    *outbox // changes waiting to be sent to other nodes
 	leader leader
+	adder  adder // group commit of concurrent adds
 
 	userMu sync.Mutex
 	userDB *sql.DB

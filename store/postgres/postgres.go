@@ -208,8 +208,13 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	if err := pool.Ping(ctx); err != nil {
+	var encoding string
+	if err := pool.QueryRow(ctx, `SHOW server_encoding`).Scan(&encoding); err != nil {
 		return fail(s.wrap("open", err))
+	}
+	if encoding != "UTF8" {
+		// Job data, names and errors are UTF-8 text to the database.
+		return fail(fmt.Errorf("postgres: open: the database's encoding is %s; rota needs a UTF8 database", encoding))
 	}
 	if !cfg.SkipMigrate {
 		if err := s.Migrate(ctx); err != nil {

@@ -454,10 +454,35 @@ func (c *Client) Subscribe(ctx context.Context, id int64) (*Subscription, error)
 		if j.State.Terminal() {
 			return
 		}
+		// Changes can be lost between nodes (a store may send a hint
+		// instead); re-reading the job now and then bounds how late a
+		// follower learns of them.
+		poll := time.NewTicker(c.cfg.PollInterval)
+		defer poll.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
+			case <-poll.C:
+				js, err := c.st.Get(ctx, []int64{id})
+				if err != nil {
+					continue
+				}
+				ev := Event{ID: id, Type: j.Type, Group: js[0].Group, State: js[0].State, Progress: js[0].Progress, RunAt: js[0].RunAt}
+				if js[0].ID == 0 {
+					ev.Removed, ev.State = true, last.State
+				} else if ev.State == last.State && ev.Progress == last.Progress {
+					continue
+				}
+				last = ev
+				select {
+				case out <- ev:
+				case <-ctx.Done():
+					return
+				}
+				if ev.Removed || ev.State.Terminal() {
+					return
+				}
 			case ev, ok := <-sub.C:
 				if !ok {
 					return

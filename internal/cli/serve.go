@@ -46,6 +46,7 @@ SIGINT or SIGTERM shuts it down gracefully.`,
 				return fmt.Errorf("--log-level %q: want debug, info, warn or error", logLevel)
 			}
 			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			slog.SetDefault(logger) // stores log through the default logger
 			if tokenFile != "" {
 				if token != "" {
 					return errors.New("give --auth-token or --auth-token-file, not both")

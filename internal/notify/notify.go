@@ -33,7 +33,10 @@ func New() *Hub {
 	}
 }
 
-// Publish delivers committed changes. It is the store's Watch callback.
+// Publish delivers committed changes. It is the store's Watch callback. A
+// change with ID 0 is a hint that some jobs of its type changed (a store
+// that could not report them one by one); it wakes waiters and nothing
+// else.
 func (h *Hub) Publish(changes []store.Change) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -53,6 +56,9 @@ func (h *Hub) Publish(changes []store.Change) {
 		}
 	}
 	for _, c := range changes {
+		if c.ID == 0 {
+			continue // a hint that jobs of c.Type changed: for waiters only
+		}
 		if subs, ok := h.jobs[c.ID]; ok {
 			for s := range subs {
 				s.push(c)

@@ -371,7 +371,7 @@ func TestWorkScript(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "exit status 65") {
 		t.Errorf("wait for a job failed for good: %v", r)
 	}
-	if j := s.get(t, bad); j.State != "failed" || j.Attempt != 1 || !strings.Contains(j.LastError, `bad data: {"oops":true}`) {
+	if j := s.get(t, bad); j.State != "failed" || j.Attempt != 1 || j.LastError != `exit status 65: bad data: {"oops":true}` {
 		t.Errorf("job failed for good: state %s, attempt %d, last error %q", j.State, j.Attempt, j.LastError)
 	}
 

@@ -40,18 +40,18 @@ type runner struct {
 	timeout time.Duration
 	grace   time.Duration
 	log     *slog.Logger
-	client  *rota.Client
 	stderr  io.Writer
 	progs   *programs
-	handled *handledJobs
-	// stopNow ends when running programs must stop at once; shutdown
-	// ends when the worker's shutdown grace period has passed.
-	stopNow  context.Context
-	shutdown context.Context
+	// stopNow ends when running programs must stop at once.
+	stopNow context.Context
 }
 
-// Work runs the program for one job and turns how it ended into the job's
-// outcome.
+// Work runs the program for one job and turns how it ended into the
+// handler's outcome; the worker runtime records it. The runtime cancels
+// ctx when the job is cancelled or removed, when its lease is lost, and
+// when the worker's shutdown grace period ends (it then hands the job
+// back itself): the program is stopped, and what Work returns then
+// changes nothing.
 func (r *runner) Work(ctx context.Context, job *rota.Job) error {
 	start := time.Now()
 	log := r.log.With("id", job.ID, "type", job.Type, "attempt", job.Attempt)
@@ -64,13 +64,12 @@ func (r *runner) Work(ctx context.Context, job *rota.Job) error {
 		t := time.AfterFunc(r.timeout, func() { stop(errTimedOut) })
 		defer t.Stop()
 	}
+	stopLost := context.AfterFunc(ctx, func() { stop(context.Cause(ctx)) })
+	defer stopLost()
 	stopAfter := context.AfterFunc(r.stopNow, func() { stop(errStopNow) })
 	defer stopAfter()
-	g := &guard{c: r.client, log: log, lease: job.Lease(), leaseLen: time.Until(job.LeaseUntil), shutdown: r.shutdown}
-	programDone := make(chan struct{})
-	go g.watch(ctx, stop, programDone)
 
-	progress := newProgressReporter(ctx, g, log)
+	progress := newProgressReporter(ctx, log)
 	out := &stdoutParser{limit: store.MaxDataSize, onProgress: progress.set,
 		onBad: func(line string) {
 			log.Warn("ignoring a bad progress line; want \"rota:progress N\" with N in 0..100", "line", line)
@@ -100,246 +99,88 @@ func (r *runner) Work(ctx context.Context, job *rota.Job) error {
 	cmd.WaitDelay = r.grace
 
 	startErr, waitErr, stopped := runProgram(stopCtx, cmd, r.grace, r.progs)
-	close(programDone)
 	out.flush()
 	echo.flush()
 	progress.stop()
 	took := time.Since(start).Round(time.Millisecond)
 
-	// Decide the outcome.
-	p := rota.FinishParams{Lease: job.Lease()}
 	var exitErr *exec.ExitError
 	switch {
 	case startErr != nil:
-		p.As, p.Error = rota.Fail, fmt.Sprintf("cannot start %s: %v", r.argv[0], startErr)
 		log.Error("job failed: cannot start the program", "err", startErr)
+		return fmt.Errorf("cannot start %s: %v", r.argv[0], startErr)
 	case stopped:
 		switch cause := context.Cause(stopCtx); {
 		case errors.Is(cause, errTimedOut):
-			p.As, p.Error = rota.Fail, withTail(fmt.Sprintf("timed out after %v and was stopped", r.timeout), tail)
-			log.Warn("job failed", "err", firstLine(p.Error), "took", took)
-		case errors.Is(cause, errStopNow) || errors.Is(cause, rota.ErrShutdown) && g.isDetached():
-			p.As = rota.Release // gives the attempt back
+			msg := withTail(fmt.Sprintf("timed out after %v and was stopped", r.timeout), tail)
+			log.Warn("job failed", "err", firstLine(msg), "took", took)
+			return errors.New(msg)
+		case errors.Is(cause, errStopNow):
+			// A snooze with no delay hands the job back to pending now,
+			// without using up the attempt, as the runtime's own
+			// shutdown would once its grace period ended.
 			log.Info("job handed back: the worker is stopping", "took", took)
-		default: // cancelled, removed, lease lost, shutdown: not ours to finish
-			log.Info("job stopped", "reason", cause, "took", took)
-			r.handled.add(job.ID) // this says what the runtime's "job abandoned" would
+			return rota.SnoozeFor(0)
+		case errors.Is(cause, rota.ErrShutdown):
+			// The runtime has handed the job back.
+			log.Info("job stopped: the worker shut down", "took", took)
+			return cause
+		default: // cancelled, removed or lease lost: not ours to finish
+			// The runtime logs it as "job abandoned", with the reason.
+			log.Debug("job stopped", "reason", cause, "took", took)
 			return cause
 		}
 	case waitErr == nil || errors.Is(waitErr, exec.ErrWaitDelay):
 		if waitErr != nil {
 			log.Warn("the program exited but something it started kept its output open; carrying on without it")
 		}
-		p.As, p.Result = rota.Complete, out.result()
+		result := out.result()
+		if result != nil {
+			if err := rota.SetResult(ctx, result); err != nil {
+				log.Error("job failed: cannot record its result", "err", err, "took", took)
+				return err
+			}
+		}
+		if ctx.Err() == nil { // else the job is no longer the worker's to complete
+			log.Info("job completed", "took", took, "result_bytes", len(result))
+		}
+		return nil
 	case errors.As(waitErr, &exitErr):
-		ws, _ := exitErr.Sys().(syscall.WaitStatus)
-		if ws.Signaled() {
-			p.Error = withTail("killed by signal "+ws.Signal().String(), tail)
+		var msg string
+		if ws, _ := exitErr.Sys().(syscall.WaitStatus); ws.Signaled() {
+			msg = withTail("killed by signal "+ws.Signal().String(), tail)
 		} else {
-			p.Error = withTail(fmt.Sprintf("exit status %d", exitErr.ExitCode()), tail)
+			msg = withTail(fmt.Sprintf("exit status %d", exitErr.ExitCode()), tail)
 		}
-		p.As, p.Permanent = rota.Fail, exitErr.ExitCode() == exitPermanent
-		if p.Permanent {
-			log.Warn("job failed for good", "err", firstLine(p.Error), "took", took)
-		} else {
-			log.Warn("job failed", "err", firstLine(p.Error), "took", took)
+		if exitErr.ExitCode() == exitPermanent {
+			log.Warn("job failed for good", "err", firstLine(msg), "took", took)
+			return permanentError(msg)
 		}
+		log.Warn("job failed", "err", firstLine(msg), "took", took)
+		return errors.New(msg)
 	default:
-		p.As, p.Error = rota.Fail, withTail(waitErr.Error(), tail)
 		log.Error("job failed", "err", waitErr, "took", took)
-	}
-
-	// Finish the job here rather than through the handler's return
-	// value: the runtime's own completion carries no result, and it
-	// finishes nothing at all when it has (wrongly) given the job up (see
-	// guard). The runtime's own finish that follows, with the same lease,
-	// then changes nothing; r.handled keeps its complaint out of the log.
-	err := r.finish(log, p)
-	if err != nil && !lost(err) {
-		// Let the runtime try once more.
-		switch {
-		case p.As == rota.Release:
-			return rota.SnoozeFor(0)
-		case p.As == rota.Fail && p.Permanent:
-			return rota.Permanent(errors.New(p.Error))
-		case p.As == rota.Fail:
-			return errors.New(p.Error)
-		}
-		return err
-	}
-	r.handled.add(job.ID)
-	if err == nil && p.As == rota.Complete {
-		log.Info("job completed", "took", took, "result_bytes", len(p.Result))
-	}
-	return nil
-}
-
-// handledJobs are jobs their handler finished itself, whose redundant
-// finish by the runtime (or its "abandoned" notice) is not worth logging.
-type handledJobs struct {
-	mu    sync.Mutex
-	jobs  map[int64]time.Time
-	sweep int // size at which to drop old entries
-}
-
-func (h *handledJobs) add(id int64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.jobs == nil {
-		h.jobs = map[int64]time.Time{}
-	}
-	now := time.Now()
-	// The runtime logs right after the handler returns, or never (a
-	// second completion just succeeds), so old entries are dropped.
-	if len(h.jobs) >= h.sweep {
-		for id, at := range h.jobs {
-			if now.Sub(at) > time.Minute {
-				delete(h.jobs, id)
-			}
-		}
-		h.sweep = max(256, 2*len(h.jobs))
-	}
-	h.jobs[id] = now
-}
-
-func (h *handledJobs) take(id int64) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	_, ok := h.jobs[id]
-	delete(h.jobs, id)
-	return ok
-}
-
-// quietHandler drops the runtime's log records about jobs their handler
-// already finished: "finish failed" (the job was no longer running) and
-// "job abandoned".
-type quietHandler struct {
-	slog.Handler
-	handled *handledJobs
-}
-
-func (q quietHandler) Handle(ctx context.Context, rec slog.Record) error {
-	if rec.Message == "finish failed" || rec.Message == "job abandoned" {
-		var id int64
-		rec.Attrs(func(a slog.Attr) bool {
-			if a.Key == "id" && a.Value.Kind() == slog.KindInt64 {
-				id = a.Value.Int64()
-				return false
-			}
-			return true
-		})
-		if id != 0 && q.handled.take(id) {
-			return nil
-		}
-	}
-	return q.Handler.Handle(ctx, rec)
-}
-
-func (q quietHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return quietHandler{q.Handler.WithAttrs(attrs), q.handled}
-}
-
-func (q quietHandler) WithGroup(name string) slog.Handler {
-	return quietHandler{q.Handler.WithGroup(name), q.handled}
-}
-
-// finish ends the job with p, retrying a failed request twice.
-func (r *runner) finish(log *slog.Logger, p rota.FinishParams) error {
-	for i := 0; ; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err := r.client.Finish(ctx, p)
-		cancel()
-		if err == nil || p.As == rota.Release && errors.Is(err, rota.ErrWorkerConflict) {
-			return nil // a release may race with the runtime's own
-		}
-		if lost(err) || errors.Is(err, rota.ErrInvalid) || i == 2 {
-			log.Warn("could not record how the job ended", "ending", p.As, "err", err)
-			return err
-		}
-		time.Sleep(time.Duration(i+1) * 500 * time.Millisecond)
+		return errors.New(withTail(waitErr.Error(), tail))
 	}
 }
 
-// guard decides when a job's program must stop because the job is no
-// longer the worker's.
-//
-// The runtime cancels a handler's context when it believes the lease lost.
-// Over a remote server it can be wrong: the event stream may deliver the
-// job's own earlier "pending" change (from its add, or a retry) after the
-// accept answer, which the runtime takes for a lost lease. So before
-// stopping the program for a lost lease, the guard asks the server with a
-// heartbeat. If the job is still ours, it carries on "detached": it keeps
-// checking the lease itself, reports progress with plain heartbeats, and
-// finishes the job itself, since the runtime will not.
-type guard struct {
-	c        *rota.Client
-	log      *slog.Logger
-	lease    rota.Lease
-	leaseLen time.Duration
-	shutdown context.Context
-
-	mu       sync.Mutex
-	detached bool
+// permanentError fails a job for good with msg as its error. The runtime
+// stores the text of the error the handler returns, and rota.Permanent's
+// own text starts with "permanent failure: "; the wrapper keeps the
+// documented "exit status 65: ..." while errors.As still finds the
+// rota.PermanentError.
+func permanentError(msg string) error {
+	return &textError{msg: msg, err: rota.Permanent(errors.New(msg))}
 }
 
-func (g *guard) isDetached() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.detached
+// textError is err with its own text.
+type textError struct {
+	msg string
+	err error
 }
 
-func (g *guard) watch(ctx context.Context, stop context.CancelCauseFunc, done <-chan struct{}) {
-	select {
-	case <-done:
-		return
-	case <-ctx.Done():
-	}
-	cause := context.Cause(ctx)
-	if !errors.Is(cause, rota.ErrLeaseLost) {
-		stop(cause)
-		return
-	}
-	if err := g.heartbeat(nil); lost(err) {
-		stop(cause)
-		return
-	}
-	g.log.Debug("the runtime reported the job's lease lost, but the server says the job is still ours; carrying on")
-	g.mu.Lock()
-	g.detached = true
-	g.mu.Unlock()
-	interval := max(g.leaseLen/3, 500*time.Millisecond)
-	for {
-		select {
-		case <-done:
-			return
-		case <-g.shutdown.Done():
-			// The runtime hands back running jobs now; a detached one
-			// is handed back by its handler.
-			stop(rota.ErrShutdown)
-			return
-		case <-time.After(interval):
-		}
-		if err := g.heartbeat(nil); lost(err) {
-			stop(err)
-			return
-		} else if err != nil {
-			g.log.Warn("heartbeat failed", "err", err)
-		}
-	}
-}
-
-// heartbeat extends the lease, and sets the progress if given.
-func (g *guard) heartbeat(progress *float64) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err := g.c.Heartbeat(ctx, rota.HeartbeatParams{Lease: g.lease, Progress: progress})
-	return err
-}
-
-// lost reports whether err says the job is no longer the worker's.
-func lost(err error) bool {
-	return errors.Is(err, rota.ErrCanceled) || errors.Is(err, rota.ErrWorkerConflict) || errors.Is(err, rota.ErrNotFound)
-}
+func (e *textError) Error() string { return e.msg }
+func (e *textError) Unwrap() error { return e.err }
 
 // runProgram starts cmd in its own process group and waits for it. When
 // ctx ends first, it sends SIGTERM to the group, and SIGKILL after grace
@@ -623,11 +464,11 @@ func (l *linePrefixer) flush() {
 
 // ---- progress ----
 
-// progressReporter sends the latest progress a program reported, one
-// heartbeat at a time, without holding up the program's output.
+// progressReporter sends the latest progress a program reported with
+// rota.SetProgress, one at a time, without holding up the program's
+// output.
 type progressReporter struct {
 	ctx  context.Context
-	g    *guard
 	log  *slog.Logger
 	mu   sync.Mutex
 	val  float64
@@ -637,8 +478,8 @@ type progressReporter struct {
 	done chan struct{}
 }
 
-func newProgressReporter(ctx context.Context, g *guard, log *slog.Logger) *progressReporter {
-	p := &progressReporter{ctx: ctx, g: g, log: log, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+func newProgressReporter(ctx context.Context, log *slog.Logger) *progressReporter {
+	p := &progressReporter{ctx: ctx, log: log, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go p.loop()
 	return p
 }
@@ -671,18 +512,12 @@ func (p *progressReporter) send() {
 	v, has := p.val, p.has
 	p.has = false
 	p.mu.Unlock()
-	if !has {
-		return
+	if !has || p.ctx.Err() != nil {
+		return // the job is no longer the worker's, or it is shutting down
 	}
-	var err error
-	if p.ctx.Err() == nil {
-		err = rota.SetProgress(p.ctx, v)
-	} else {
-		// The runtime let the job go; it may have been wrong (see guard),
-		// and a heartbeat is fenced anyway.
-		err = p.g.heartbeat(&v)
-	}
-	if err != nil && !lost(err) && !errors.Is(err, context.Canceled) {
+	// SetProgress fails, and ends the context, when the job is no longer
+	// the worker's: that is not worth a warning.
+	if err := rota.SetProgress(p.ctx, v); err != nil && p.ctx.Err() == nil {
 		p.log.Warn("reporting progress failed", "progress", v, "err", err)
 	}
 }

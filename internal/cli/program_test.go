@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/rotajobs/rota"
 )
 
 func TestStdoutParser(t *testing.T) {
@@ -206,5 +209,18 @@ func TestRunProgramKillsGroup(t *testing.T) {
 	}
 	if len(progs.running) != 0 {
 		t.Errorf("programs still tracked: %v", progs.running)
+	}
+}
+
+// TestPermanentError checks that exit status 65 fails a job for good
+// with the documented error text, without rota.Permanent's prefix.
+func TestPermanentError(t *testing.T) {
+	err := permanentError("exit status 65: bad data")
+	var perm *rota.PermanentError
+	if !errors.As(err, &perm) {
+		t.Errorf("%v is not a rota.PermanentError", err)
+	}
+	if err.Error() != "exit status 65: bad data" {
+		t.Errorf("error text %q, want the message alone", err.Error())
 	}
 }

@@ -127,12 +127,11 @@ func workCommand(g *globals) *cobra.Command {
 func runWork(cmd *cobra.Command, g *globals, o workOptions, argv []string) error {
 	ctx := cmd.Context()
 	errw := cmd.ErrOrStderr()
-	handled := &handledJobs{}
 	var h slog.Handler = slog.NewTextHandler(errw, nil)
 	if g.json {
 		h = slog.NewJSONHandler(errw, nil)
 	}
-	logger := slog.New(quietHandler{h, handled})
+	logger := slog.New(h)
 	c, err := g.client()
 	if err != nil {
 		return err
@@ -177,27 +176,10 @@ func runWork(cmd *cobra.Command, g *globals, o workOptions, argv []string) error
 		}
 	}()
 
-	// shutdown ends when the runtime's shutdown grace period has passed.
-	shutdown, shutdownDue := context.WithCancel(context.Background())
-	defer shutdownDue()
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-shutdown.Done():
-			return
-		}
-		select {
-		case <-time.After(o.shutdownTimeout):
-		case <-stopNow.Done():
-		case <-shutdown.Done():
-		}
-		shutdownDue()
-	}()
-
 	progs := &programs{running: map[int]struct{}{}}
 	r := &runner{
 		argv: argv, timeout: o.timeout, grace: o.killGrace, log: logger,
-		client: c, stderr: &lockedWriter{w: errw}, progs: progs, handled: handled, stopNow: stopNow, shutdown: shutdown,
+		stderr: &lockedWriter{w: errw}, progs: progs, stopNow: stopNow,
 	}
 	w := rota.NewWorker(c, rota.WorkerConfig{
 		Name: o.name, Concurrency: o.concurrency, LeaseTimeout: o.lease,
@@ -210,9 +192,12 @@ func runWork(cmd *cobra.Command, g *globals, o workOptions, argv []string) error
 		"concurrency", o.concurrency, "command", strings.Join(argv, " "))
 	err = w.Run(ctx)
 	// The runtime returns at most a second after handing back unfinished
-	// jobs; programs that outlived that are killed now.
-	progs.killAll()
-	progs.wait(o.killGrace + time.Second)
+	// jobs, whose programs it has asked to stop: they get the rest of
+	// their --kill-grace, and whatever is left then is killed.
+	if !progs.wait(o.killGrace + time.Second) {
+		progs.killAll()
+		progs.wait(time.Second)
+	}
 	stopAll()
 	if err != nil {
 		return err
@@ -251,7 +236,9 @@ func (p *programs) killAll() {
 	}
 }
 
-func (p *programs) wait(d time.Duration) {
+// wait waits up to d for the programs to end, and reports whether they
+// did.
+func (p *programs) wait(d time.Duration) bool {
 	done := make(chan struct{})
 	go func() {
 		p.wg.Wait()
@@ -259,7 +246,9 @@ func (p *programs) wait(d time.Duration) {
 	}()
 	select {
 	case <-done:
+		return true
 	case <-time.After(d):
+		return false
 	}
 }
 

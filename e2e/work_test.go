@@ -1,0 +1,169 @@
+package e2e_test
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// pidsScript is a worker script that records its pid and the pid of a
+// child of its own in DIR/pids.ID, then waits for the child.
+func pidsScript(dir string) string {
+	return `sleep 300 &
+echo $$ $! > '` + dir + `'/tmp.$ROTA_JOB_ID
+mv '` + dir + `'/tmp.$ROTA_JOB_ID '` + dir + `'/pids.$ROTA_JOB_ID
+wait`
+}
+
+// readPids waits until the script of job jid has recorded its pids, and
+// returns them.
+func readPids(t *testing.T, dir string, jid int64) []int {
+	t.Helper()
+	var pids []int
+	eventually(t, "the script records its pids", func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "pids."+id(jid)))
+		if err != nil {
+			return false
+		}
+		for _, f := range strings.Fields(string(b)) {
+			n, _ := strconv.Atoi(f)
+			pids = append(pids, n)
+		}
+		return true
+	})
+	for _, pid := range pids {
+		if !alive(pid) {
+			t.Fatalf("process %d of job %d is not running", pid, jid)
+		}
+	}
+	return pids
+}
+
+// TestWorkManyJobs runs many overlapping jobs, and re-adds some while
+// they run: every job completes on its first attempt with its result, and
+// the worker never takes the events about its jobs (their add, their
+// re-add) for a lost lease.
+func TestWorkManyJobs(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	w := s.start(t, "work", "--type", "e2e.many", "--concurrency", "8", "--shutdown-timeout", "2s", "--",
+		"sh", "-c", `read -r data; echo "rota:progress 10"; sleep 0.2; echo "rota:progress 90"; echo "{\"id\": $ROTA_JOB_ID, \"in\": $data}"`)
+	var jobs []int64
+	for i := range 24 {
+		jobs = append(jobs, s.add(t, "e2e.many", `{"i":`+strconv.Itoa(i)+`}`, "--key", "k"+strconv.Itoa(i)))
+	}
+	// Re-add some of them, running or not: each runs once more after the
+	// attempt under way, if any.
+	for i := 0; i < 24; i += 4 {
+		s.add(t, "e2e.many", `{"i":`+strconv.Itoa(i)+`,"again":true}`, "--key", "k"+strconv.Itoa(i))
+	}
+	for i, jid := range jobs {
+		if r := s.run(t, "", "wait", id(jid)); r.code != 0 {
+			t.Fatalf("%v", r)
+		}
+		j := s.get(t, jid)
+		want := `{"id":` + id(jid) + `,"in":{"i":` + strconv.Itoa(i)
+		if i%4 == 0 {
+			want += `,"again":true`
+		}
+		want += "}}"
+		if j.State != "completed" || j.Attempt != 1 || compact(j.Result) != want || j.Progress != 90 {
+			t.Errorf("job %d: state %s, attempt %d, progress %v, result %s; want completed on attempt 1 with %s", jid, j.State, j.Attempt, j.Progress, j.Result, want)
+		}
+	}
+	if code := w.signal(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("worker exited with status %d", code)
+	}
+	for _, bad := range []string{"job stopped", "lease lost", "job abandoned", "finish failed", "level=ERROR", "level=WARN"} {
+		if strings.Contains(w.stderr.String(), bad) {
+			t.Errorf("the worker's log says %q:\n%s", bad, w.stderr)
+		}
+	}
+}
+
+// TestWorkLeaseLost checks that a program is stopped when its worker
+// loses the job's lease, and that the job runs again.
+func TestWorkLeaseLost(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	dir := t.TempDir()
+	script := `[ "$ROTA_JOB_ATTEMPT" -gt 1 ] && { echo "{\"attempt\": $ROTA_JOB_ATTEMPT}"; exit 0; }
+` + pidsScript(dir)
+	// One at a time, so that the worker has no accept in flight while it
+	// is stopped.
+	w := s.start(t, "work", "--type", "e2e.lease", "--lease", "1s", "--kill-grace", "1s", "--shutdown-timeout", "2s", "--", "sh", "-c", script)
+	jid := s.add(t, "e2e.lease")
+	pids := readPids(t, dir, jid)
+
+	// A stopped worker sends no heartbeats; its lease expires.
+	w.cmd.Process.Signal(syscall.SIGSTOP)
+	eventually(t, "the lease expires", func() bool { return s.get(t, jid).State != "running" })
+	w.cmd.Process.Signal(syscall.SIGCONT)
+	eventually(t, "the program is stopped", func() bool { return !alive(pids[0]) && !alive(pids[1]) })
+	if r := s.run(t, "", "wait", id(jid)); r.code != 0 {
+		t.Fatalf("%v", r)
+	}
+	if j := s.get(t, jid); j.State != "completed" || j.Attempt != 2 || compact(j.Result) != `{"attempt":2}` {
+		t.Errorf("job %d: state %s, attempt %d, result %s; want completed by a second attempt", jid, j.State, j.Attempt, j.Result)
+	}
+	if !strings.Contains(w.stderr.String(), "lease lost") {
+		t.Errorf("the worker's log does not say that the lease was lost:\n%s", w.stderr)
+	}
+}
+
+// TestWorkShutdownGrace checks that on shutdown a program gets
+// --kill-grace between SIGTERM and SIGKILL, and its job is handed back.
+func TestWorkShutdownGrace(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "cleaned-up")
+	script := `trap 'sleep 2; echo done > "` + marker + `"; exit 1' TERM
+` + pidsScript(dir)
+	w := s.start(t, "work", "--type", "e2e.grace", "--kill-grace", "10s", "--shutdown-timeout", "200ms", "--", "sh", "-c", script)
+	jid := s.add(t, "e2e.grace")
+	pids := readPids(t, dir, jid)
+	start := time.Now()
+	if code := w.signal(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("worker exited with status %d", code)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("the program did not finish cleaning up after SIGTERM (worker stopped after %v): %v", time.Since(start), err)
+	}
+	if alive(pids[0]) || alive(pids[1]) {
+		t.Errorf("processes %v outlived the worker", pids)
+	}
+	if j := s.get(t, jid); j.State != "pending" || j.Attempt != 0 {
+		t.Errorf("after shutdown, job %d is %s with attempt %d; want pending with the attempt given back", jid, j.State, j.Attempt)
+	}
+}
+
+// TestWorkStopNow checks that a second signal stops running programs at
+// once, without waiting for --shutdown-timeout, and hands their jobs back.
+func TestWorkStopNow(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	dir := t.TempDir()
+	w := s.start(t, "work", "--type", "e2e.now", "--kill-grace", "1s", "--shutdown-timeout", "60s", "--", "sh", "-c", pidsScript(dir))
+	jid := s.add(t, "e2e.now")
+	pids := readPids(t, dir, jid)
+	w.cmd.Process.Signal(syscall.SIGTERM)
+	eventually(t, "the worker is shutting down", func() bool { return strings.Contains(w.stderr.String(), "shutting down") })
+	start := time.Now()
+	if code := w.signal(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("worker exited with status %d", code)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the worker took %v to stop after the second signal", d)
+	}
+	if alive(pids[0]) || alive(pids[1]) {
+		t.Errorf("processes %v outlived the worker", pids)
+	}
+	if j := s.get(t, jid); j.State != "pending" || j.Attempt != 0 {
+		t.Errorf("after a second signal, job %d is %s with attempt %d; want pending with the attempt given back", jid, j.State, j.Attempt)
+	}
+}

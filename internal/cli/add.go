@@ -108,12 +108,14 @@ resubmitted or requeued. With --json it prints the API's answer,
 			if p.Data, err = readData(cmd.InOrStdin(), arg, dataFile, len(args) == 2); err != nil {
 				return err
 			}
-			if _, err := g.baseURL(); err != nil {
-				return err
-			}
-			res, err := g.add(cmd.Context(), p)
+			c, err := g.client()
 			if err != nil {
 				return err
+			}
+			defer c.Close()
+			res, err := c.Add(cmd.Context(), p)
+			if err != nil {
+				return g.explain(err)
 			}
 			out := cmd.OutOrStdout()
 			switch {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -228,103 +227,6 @@ func parseIDs(args []string) ([]int64, error) {
 		}
 	}
 	return ids, nil
-}
-
-// ---- direct requests ----
-
-// call sends one API request and decodes the answer into out (unless
-// nil). The CLI uses it where the remote client cannot serve: the remote
-// store cannot decode the "outcome" of add and resubmit answers, because
-// store.Outcome has no UnmarshalText.
-func (g *globals) call(ctx context.Context, method, path string, in, out any) error {
-	base, err := g.baseURL()
-	if err != nil {
-		return err
-	}
-	u := *base
-	u.Path += path
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
-	if err != nil {
-		return usageError{err}
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if t := g.bearer(); t != "" {
-		req.Header.Set("Authorization", "Bearer "+t)
-	}
-	resp, err := streamClient.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return g.explain(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
-	}
-	if resp.StatusCode >= 300 {
-		var e httpapi.ErrorResponse
-		if json.Unmarshal(raw, &e) != nil || e.Error.Code == "" {
-			return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(raw))
-		}
-		return g.explain(httpapi.AsError(&e.Error))
-	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			return fmt.Errorf("%s %s: decoding the answer: %w", method, path, err)
-		}
-	}
-	return nil
-}
-
-// addAnswer is an add or resubmit answer with the outcome as its name.
-type addAnswer struct {
-	Job     rota.Job `json:"job"`
-	Outcome string   `json:"outcome"`
-}
-
-func (a addAnswer) result() rota.AddResult {
-	r := rota.AddResult{Job: a.Job}
-	for o := rota.Inserted; o <= rota.Requeued; o++ {
-		if o.String() == a.Outcome {
-			r.Outcome = o
-		}
-	}
-	return r
-}
-
-// add adds one job.
-func (g *globals) add(ctx context.Context, p rota.AddParams) (rota.AddResult, error) {
-	var a addAnswer
-	if err := g.call(ctx, "POST", "/v1/jobs", httpapi.NewAddRequest(p), &a); err != nil {
-		return rota.AddResult{}, err
-	}
-	return a.result(), nil
-}
-
-// resubmit resubmits one job.
-func (g *globals) resubmit(ctx context.Context, p rota.ResubmitParams) (rota.AddResult, error) {
-	req := httpapi.ResubmitRequest{Data: p.Data}
-	if !p.RunAt.IsZero() {
-		t := p.RunAt
-		req.RunAt = &t
-	}
-	var a addAnswer
-	if err := g.call(ctx, "POST", "/v1/jobs/"+strconv.FormatInt(p.ID, 10)+"/resubmit", req, &a); err != nil {
-		return rota.AddResult{}, err
-	}
-	return a.result(), nil
 }
 
 // ---- the event stream ----

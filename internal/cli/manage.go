@@ -184,16 +184,18 @@ It prints each job's id and outcome. With --json it prints
 					return err
 				}
 			}
-			if _, err := g.baseURL(); err != nil {
+			c, err := g.client()
+			if err != nil {
 				return err
 			}
+			defer c.Close()
 			res := make([]itemResult, len(ids))
 			errs := make([]error, len(ids))
 			for i, id := range ids {
 				res[i].ID = id
-				r, err := g.resubmit(cmd.Context(), rota.ResubmitParams{ID: id, RunAt: runAt, Data: d})
+				r, err := c.Resubmit(cmd.Context(), rota.ResubmitParams{ID: id, RunAt: runAt, Data: d})
 				if err != nil && !isItemError(err) {
-					return err
+					return g.explain(err)
 				}
 				if errs[i] = err; err == nil {
 					j := r.Job

@@ -301,6 +301,11 @@ func (w *Worker) start(base context.Context, job Job) *runningJob {
 	r := &runningJob{job: job, tag: store.LeaseTag(job.Token), cancel: cancel, leaseUntil: job.LeaseUntil, leaseLen: time.Until(job.LeaseUntil)}
 	r.ctx = context.WithValue(ctx, runningKey{}, &jobContext{w: w, r: r})
 	w.mu.Lock()
+	if old := w.running[job.ID]; old != nil {
+		// The job was taken back from an earlier run of this worker and
+		// handed to it again: the earlier lease is lost.
+		old.cancel(ErrLeaseLost)
+	}
 	w.running[job.ID] = r
 	w.mu.Unlock()
 	select {
@@ -312,7 +317,9 @@ func (w *Worker) start(base context.Context, job Job) *runningJob {
 
 func (w *Worker) forget(r *runningJob) {
 	w.mu.Lock()
-	delete(w.running, r.job.ID)
+	if w.running[r.job.ID] == r { // not a later run of the same job
+		delete(w.running, r.job.ID)
+	}
 	w.mu.Unlock()
 	r.cancel(context.Canceled)
 }

@@ -88,20 +88,30 @@ func TestWorkManyJobs(t *testing.T) {
 // TestWorkLeaseLost checks that a program is stopped when its worker
 // loses the job's lease, and that the job runs again.
 func TestWorkLeaseLost(t *testing.T) {
-	t.Parallel()
+	for _, concurrency := range []string{"1", "2"} {
+		t.Run("concurrency="+concurrency, func(t *testing.T) {
+			t.Parallel()
+			testWorkLeaseLost(t, concurrency)
+		})
+	}
+}
+
+// testWorkLeaseLost stops a worker until its lease expires. With
+// concurrency 2 the worker also has an accept waiting on the server, which
+// can hand it the same job again while the first run is still going: the
+// first run must then stop, and the second must keep its lease.
+func testWorkLeaseLost(t *testing.T, concurrency string) {
 	s := startServer(t)
 	dir := t.TempDir()
 	script := `[ "$ROTA_JOB_ATTEMPT" -gt 1 ] && { echo "{\"attempt\": $ROTA_JOB_ATTEMPT}"; exit 0; }
 ` + pidsScript(dir)
-	// One at a time, so that the worker has no accept in flight while it
-	// is stopped.
-	w := s.start(t, "work", "--type", "e2e.lease", "--lease", "1s", "--kill-grace", "1s", "--shutdown-timeout", "2s", "--", "sh", "-c", script)
+	w := s.start(t, "work", "--type", "e2e.lease", "--concurrency", concurrency, "--lease", "1s", "--kill-grace", "1s", "--shutdown-timeout", "2s", "--", "sh", "-c", script)
 	jid := s.add(t, "e2e.lease")
 	pids := readPids(t, dir, jid)
 
 	// A stopped worker sends no heartbeats; its lease expires.
 	w.cmd.Process.Signal(syscall.SIGSTOP)
-	eventually(t, "the lease expires", func() bool { return s.get(t, jid).State != "running" })
+	eventually(t, "the lease expires", func() bool { return s.get(t, jid).State != "running" || s.get(t, jid).Attempt > 1 })
 	w.cmd.Process.Signal(syscall.SIGCONT)
 	eventually(t, "the program is stopped", func() bool { return !alive(pids[0]) && !alive(pids[1]) })
 	if r := s.run(t, "", "wait", id(jid)); r.code != 0 {

@@ -20,7 +20,7 @@ func Main(args []string) int {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCommand(), demoCommand(), versionCommand())
+	root.AddCommand(serveCommand(), benchCommand(), demoCommand(), versionCommand())
 	root.SetArgs(args)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

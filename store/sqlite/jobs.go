@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -200,7 +199,7 @@ func (w *writeTx) registerType(name string) error {
 	}
 	w.s.typesMu.Lock()
 	if _, ok := w.s.types[name]; !ok {
-		w.s.types[name] = 0
+		w.s.types[name] = typeConfig{}
 	}
 	w.s.typesMu.Unlock()
 	return nil
@@ -404,36 +403,6 @@ func checkIDs(ids []int64) error {
 	return nil
 }
 
-// SetTypeConfig stores a type's settings.
-func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
-	if err := store.CheckType(c.Type); err != nil {
-		return err
-	}
-	if c.LeaseTimeout < 0 {
-		return store.Invalidf("lease timeout %v must not be negative", c.LeaseTimeout)
-	}
-	if c.LeaseTimeout > 0 && c.LeaseTimeout < time.Millisecond {
-		return store.Invalidf("lease timeout %v is shorter than 1ms", c.LeaseTimeout)
-	}
-	err := s.write(ctx, true, func(w *writeTx) error {
-		_, err := w.exec(`INSERT INTO rota_types (name, lease_timeout, updated_at) VALUES (?, ?, ?)
-			ON CONFLICT (name) DO UPDATE SET lease_timeout = excluded.lease_timeout, updated_at = excluded.updated_at`,
-			c.Type, c.LeaseTimeout.Microseconds(), micros(w.now))
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("sqlite: set type %q: %w", c.Type, err)
-	}
-	s.typesMu.Lock()
-	s.types[c.Type] = c.LeaseTimeout
-	s.typesMu.Unlock()
-	return nil
-}
-
-func sortTypeConfigs(c []store.TypeConfig) {
-	slices.SortFunc(c, func(a, b store.TypeConfig) int { return cmp.Compare(a.Type, b.Type) })
-}
-
 // ---- worker side ----
 
 // Accept leases due jobs to a worker, in priority, run time, id order.
@@ -470,121 +439,6 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 		return err
 	})
 	return res, err
-}
-
-// resolve turns patterns into the known type names they match.
-func (s *Store) resolve(pats []store.Pattern) []string {
-	var names []string
-	s.typesMu.RLock()
-	defer s.typesMu.RUnlock()
-	for _, p := range pats {
-		if p.Literal() {
-			names = append(names, p.String())
-			continue
-		}
-		for name := range s.types {
-			if p.Match(name) {
-				names = append(names, name)
-			}
-		}
-	}
-	slices.Sort(names)
-	return slices.Compact(names)
-}
-
-func (s *Store) leaseFor(typ string, override time.Duration) time.Duration {
-	if override > 0 {
-		return override
-	}
-	s.typesMu.RLock()
-	d := s.types[typ]
-	s.typesMu.RUnlock()
-	if d <= 0 {
-		d = store.DefaultLeaseTimeout
-	}
-	return d
-}
-
-type candidate struct {
-	id       int64
-	priority int
-	runAt    int64
-	typ      string
-}
-
-func (w *writeTx) accept(p store.AcceptParams, types []string) (store.AcceptResult, error) {
-	var res store.AcceptResult
-	now := micros(w.now)
-	dueBy := now
-	if !p.DueBy.IsZero() {
-		dueBy = micros(p.DueBy)
-	}
-	var cands []candidate
-	for _, t := range types {
-		rows, err := w.query(`SELECT id, priority, run_at FROM rota_jobs WHERE state = 0 AND type = ? AND run_at <= ?
-			ORDER BY priority DESC, run_at, id LIMIT ?`, t, dueBy, p.Limit)
-		if err != nil {
-			return res, fmt.Errorf("sqlite: accept: %w", err)
-		}
-		for rows.Next() {
-			c := candidate{typ: t}
-			if err := rows.Scan(&c.id, &c.priority, &c.runAt); err != nil {
-				rows.Close()
-				return res, fmt.Errorf("sqlite: accept: %w", err)
-			}
-			cands = append(cands, c)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return res, fmt.Errorf("sqlite: accept: %w", err)
-		}
-	}
-	if len(types) > 1 {
-		slices.SortFunc(cands, func(a, b candidate) int {
-			if c := cmp.Compare(b.priority, a.priority); c != 0 {
-				return c
-			}
-			if c := cmp.Compare(a.runAt, b.runAt); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.id, b.id)
-		})
-	}
-	if len(cands) > p.Limit {
-		cands = cands[:p.Limit]
-	}
-	var worker any
-	if p.Worker != "" {
-		worker = p.Worker
-	}
-	for _, c := range cands {
-		lease := w.s.leaseFor(c.typ, p.LeaseTimeout)
-		j, err := scanJob(w.queryRow(`UPDATE rota_jobs SET state = 1, token = ?, worker = ?, lease_until = ?,
-			lease_timeout = ?, attempt = attempt + 1, started_at = ?, cancel_requested = 0, updated_at = ?
-			WHERE id = ? RETURNING `+jobColumns,
-			store.NewToken(), worker, now+lease.Microseconds(), lease.Microseconds(), now, now, c.id))
-		if err != nil {
-			return res, fmt.Errorf("sqlite: accept job %d: %w", c.id, err)
-		}
-		res.Jobs = append(res.Jobs, j)
-		w.changes = append(w.changes, store.Change{ID: j.ID, Type: j.Type, Group: j.Group, State: store.Running})
-	}
-	if len(res.Jobs) < p.Limit {
-		var next int64
-		for _, t := range types {
-			var v sql.NullInt64
-			if err := w.queryRow(`SELECT min(run_at) FROM rota_jobs WHERE state = 0 AND type = ?`, t).Scan(&v); err != nil {
-				return res, fmt.Errorf("sqlite: accept: %w", err)
-			}
-			if v.Valid && (next == 0 || v.Int64 < next) {
-				next = v.Int64
-			}
-		}
-		if next != 0 {
-			res.NextRunAt = fromMicros(next)
-		}
-	}
-	return res, nil
 }
 
 // Heartbeat extends leases and optionally updates data and progress.

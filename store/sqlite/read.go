@@ -220,26 +220,6 @@ func (s *Store) Stats(ctx context.Context) ([]store.Count, error) {
 	return out, nil
 }
 
-// TypeConfigs lists known types.
-func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
-	select {
-	case <-s.closing:
-		return nil, store.ErrClosed
-	default:
-	}
-	s.typesMu.RLock()
-	defer s.typesMu.RUnlock()
-	out := make([]store.TypeConfig, 0, len(s.types))
-	for name, lt := range s.types {
-		if lt == 0 {
-			lt = store.DefaultLeaseTimeout
-		}
-		out = append(out, store.TypeConfig{Type: name, LeaseTimeout: lt})
-	}
-	sortTypeConfigs(out)
-	return out, nil
-}
-
 func (s *Store) readErr(err error) error {
 	select {
 	case <-s.closing:

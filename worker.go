@@ -124,13 +124,15 @@ type Worker struct {
 
 type runningJob struct {
 	job    Job
+	tag    string // store.LeaseTag of the job's token
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
 	mu         sync.Mutex
 	leaseUntil time.Time
 	leaseLen   time.Duration
-	ended      bool // the goroutine is finishing, or shutdown released it
+	ended      bool            // the goroutine is finishing, or shutdown released it
+	result     json.RawMessage // set by SetResult
 }
 
 // NewWorker returns a worker on c.
@@ -195,7 +197,8 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	// Cancel a handler as soon as its job is cancelled or removed, or
 	// taken back from it (its lease expired), without waiting for the
-	// next heartbeat.
+	// next heartbeat. Only changes about the handler's own lease count: a
+	// late event about an earlier run must not cancel this one.
 	unwatch := w.c.watch().Watch(func(changes []Event) {
 		for _, ch := range changes {
 			if !ch.Removed && ch.State == Running {
@@ -204,7 +207,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.mu.Lock()
 			r := w.running[ch.ID]
 			w.mu.Unlock()
-			if r == nil {
+			if r == nil || ch.Lease != r.tag {
 				continue
 			}
 			r.mu.Lock()
@@ -295,7 +298,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 func (w *Worker) start(base context.Context, job Job) *runningJob {
 	ctx, cancel := context.WithCancelCause(base)
-	r := &runningJob{job: job, cancel: cancel, leaseUntil: job.LeaseUntil, leaseLen: time.Until(job.LeaseUntil)}
+	r := &runningJob{job: job, tag: store.LeaseTag(job.Token), cancel: cancel, leaseUntil: job.LeaseUntil, leaseLen: time.Until(job.LeaseUntil)}
 	r.ctx = context.WithValue(ctx, runningKey{}, &jobContext{w: w, r: r})
 	w.mu.Lock()
 	w.running[job.ID] = r
@@ -336,7 +339,9 @@ func (w *Worker) execute(r *runningJob) {
 	var cancelErr *CancelError
 	switch {
 	case err == nil:
-		p.As = Complete
+		r.mu.Lock()
+		p.As, p.Result = Complete, r.result
+		r.mu.Unlock()
 	case errors.As(err, &snooze):
 		p.As, p.RunAt = Snooze, time.Now().Add(snooze.Delay)
 	case errors.As(err, &cancelErr):
@@ -469,6 +474,26 @@ type runningKey struct{}
 type jobContext struct {
 	w *Worker
 	r *runningJob
+}
+
+// SetResult records the result a job completes with, from inside its
+// handler: v is encoded as JSON and stored when the handler returns nil.
+func SetResult(ctx context.Context, v any) error {
+	jc, ok := ctx.Value(runningKey{}).(*jobContext)
+	if !ok {
+		return errors.New("rota: SetResult called outside a job handler")
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("rota: SetResult: %w", err)
+	}
+	if _, err := store.NormalizeResult(b); err != nil {
+		return fmt.Errorf("rota: SetResult: %w", err)
+	}
+	jc.r.mu.Lock()
+	jc.r.result = b
+	jc.r.mu.Unlock()
+	return nil
 }
 
 // SetProgress reports a running job's progress (0..100) from inside its

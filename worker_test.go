@@ -368,11 +368,17 @@ func TestSetProgressFromHandler(t *testing.T) {
 	c := newClient(t)
 	w := rota.NewWorker(c, rota.WorkerConfig{})
 	w.Handle("p", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		if err := rota.SetResult(ctx, map[string]int{"pages": 7}); err != nil {
+			return err
+		}
 		return rota.SetProgress(ctx, 42)
 	}))
 	runWorker(t, w)
-	if j := waitJob(t, c, add(t, c, rota.AddParams{Type: "p"}).ID); j.State != rota.Completed || j.Progress != 42 {
-		t.Errorf("job %s with progress %v, want completed at 42", j.State, j.Progress)
+	if j := waitJob(t, c, add(t, c, rota.AddParams{Type: "p"}).ID); j.State != rota.Completed || j.Progress != 42 || string(j.Result) != `{"pages":7}` {
+		t.Errorf("job %s with progress %v and result %s, want completed at 42 with {\"pages\":7}", j.State, j.Progress, j.Result)
+	}
+	if err := rota.SetResult(context.Background(), 1); err == nil {
+		t.Error("SetResult outside a handler succeeded")
 	}
 	if err := rota.SetProgress(context.Background(), 1); err == nil {
 		t.Error("SetProgress outside a handler succeeded")

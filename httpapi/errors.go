@@ -141,7 +141,7 @@ func decodeStrict(body []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return store.Invalidf("%s", describeJSONError(err))
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF { // anything after the value, even a stray } or ]
 		return store.Invalidf("the body holds more than one JSON value")
 	}
 	return nil

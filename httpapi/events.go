@@ -34,7 +34,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("streaming is not supported by this connection"))
 		return
 	}
-	types := queryList(r, "type")
+	types := r.URL.Query()["type"] // not split at commas: patterns such as {a,b} have them
 	var sub *rota.Subscription
 	var err error
 	switch jobs := queryList(r, "job"); {

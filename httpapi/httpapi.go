@@ -124,6 +124,8 @@ func (s *Server) routes() {
 		"GET /v1/events":               s.events,
 		"GET /v1/types":                s.types,
 		"PUT /v1/types/{type}":         s.setType,
+		"GET /v1/groups":               s.groups,
+		"PUT /v1/groups":               s.setGroup,
 	}
 	for _, route := range Routes {
 		h := handlers[route]
@@ -307,7 +309,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		s.listByID(w, r, ids)
 		return
 	}
-	p := store.ListParams{Types: queryList(r, "type"), Groups: queryList(r, "group")}
+	p := store.ListParams{Types: queryList(r, "type"), Groups: r.URL.Query()["group"]} // group names may contain commas
 	if key := q.Get("key"); key != "" {
 		if len(p.Types) != 1 {
 			s.writeError(w, r, store.Invalidf("key needs exactly one type"))

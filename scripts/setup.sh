@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing rota needs on a fresh Debian machine:
-# Go (expected at /usr/local/go or on PATH) and a C compiler for the cgo
-# SQLite driver. Safe to run again; it installs only what is missing.
+# Go (expected at /usr/local/go or on PATH), a C compiler for the cgo
+# SQLite driver, and PostgreSQL for the PostgreSQL store's tests. Safe to
+# run again; it installs only what is missing.
 set -euo pipefail
 
 export PATH="$PATH:/usr/local/go/bin"
@@ -12,6 +13,7 @@ fi
 
 need=()
 command -v gcc >/dev/null || need+=(gcc libc6-dev)
+compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need+=(postgresql)
 if ((${#need[@]})); then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -6,6 +6,28 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 export PATH="$PATH:/usr/local/go/bin" CGO_ENABLED=1
 
+# The PostgreSQL store's tests run against ROTA_TEST_POSTGRES when it is set,
+# and otherwise against the local cluster, started here if needed, with a
+# role and database of their own. ROTA_REQUIRE_POSTGRES makes them fail
+# rather than skip when no database is given.
+if [ -z "${ROTA_TEST_POSTGRES:-}" ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  as_postgres() { (cd / && if [ -z "$sudo" ]; then runuser -u postgres -- "$@"; else sudo -u postgres "$@"; fi); }
+  pgver=$(ls /usr/lib/postgresql | sort -V | tail -n1)
+  cluster() { pg_lsclusters -h | awk -v v="$pgver" '$1 == v && $2 == "main"'; }
+  [ -n "$(cluster)" ] || $sudo pg_createcluster "$pgver" main >/dev/null
+  [ "$(cluster | awk '{print $4}')" = online ] || $sudo pg_ctlcluster "$pgver" main start
+  pgport=$(cluster | awk '{print $3}')
+  psql_admin() { as_postgres psql -p "$pgport" -v ON_ERROR_STOP=1 -qAt "$@"; }
+  [ "$(psql_admin -c "SELECT 1 FROM pg_roles WHERE rolname = 'rota'")" = 1 ] ||
+    psql_admin -c "CREATE ROLE rota LOGIN PASSWORD 'rota'"
+  [ "$(psql_admin -c "SELECT 1 FROM pg_database WHERE datname = 'rota_test'")" = 1 ] ||
+    psql_admin -c "CREATE DATABASE rota_test OWNER rota"
+  export ROTA_TEST_POSTGRES="postgres://rota:rota@127.0.0.1:$pgport/rota_test?sslmode=disable"
+fi
+export ROTA_REQUIRE_POSTGRES=1
+
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './tools/*'))
 if [ -n "$unformatted" ]; then
   echo "not gofmt-formatted:"; echo "$unformatted"; exit 1

@@ -22,3 +22,33 @@ func TestJobJSONRoundTrip(t *testing.T) {
 		t.Fatalf("%s\n%s", b, b2)
 	}
 }
+
+func TestOutcomeText(t *testing.T) {
+	for o := Inserted; o <= Requeued; o++ {
+		b, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Outcome
+		if err := json.Unmarshal(b, &back); err != nil || back != o {
+			t.Errorf("%s: round trip gave %v, %v", o, back, err)
+		}
+	}
+	var o Outcome
+	if err := json.Unmarshal([]byte(`"bogus"`), &o); err == nil {
+		t.Error("decoding an unknown outcome succeeded")
+	}
+}
+
+func TestTypeNames(t *testing.T) {
+	for _, bad := range []string{"", "a,b", "a*", "a?", "a[b]", "{a}", "a\\b", "tab\t"} {
+		if err := CheckType(bad); err == nil {
+			t.Errorf("CheckType(%q) accepted a bad type name", bad)
+		}
+	}
+	for _, good := range []string{"email.send", "a/b", "Ünïcode", "a-b_c:d"} {
+		if err := CheckType(good); err != nil {
+			t.Errorf("CheckType(%q): %v", good, err)
+		}
+	}
+}

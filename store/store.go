@@ -20,6 +20,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"strconv"
 	"time"
 )
 
@@ -185,6 +187,17 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// LeaseTag returns the fingerprint of a lease token that changes carry;
+// empty for an empty token.
+func LeaseTag(token string) string {
+	if token == "" {
+		return ""
+	}
+	h := fnv.New64a()
+	h.Write([]byte(token))
+	return strconv.FormatUint(h.Sum64(), 16)
+}
+
 // Lease returns the job's id and token, which worker calls carry.
 func (j Job) Lease() Lease { return Lease{ID: j.ID, Token: j.Token} }
 
@@ -239,7 +252,23 @@ func (o Outcome) String() string {
 }
 
 // MarshalText encodes the outcome as its name.
-func (o Outcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
+func (o Outcome) MarshalText() ([]byte, error) {
+	if o == 0 || int(o) >= len(outcomeNames) {
+		return nil, fmt.Errorf("invalid outcome %d", o)
+	}
+	return []byte(o.String()), nil
+}
+
+// UnmarshalText decodes an outcome name.
+func (o *Outcome) UnmarshalText(b []byte) error {
+	for i, n := range outcomeNames {
+		if i > 0 && n == string(b) {
+			*o = Outcome(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown outcome %q (want inserted, updated, resubmitted or requeued)", b)
+}
 
 // AddResult is the result of adding one job.
 type AddResult struct {
@@ -423,23 +452,6 @@ func (b Bands) Next(n int) bool {
 	return n%(b.High+b.Low) < b.High
 }
 
-// CheckTypeConfig validates a TypeConfig.
-func CheckTypeConfig(c TypeConfig) error {
-	if err := CheckType(c.Type); err != nil {
-		return err
-	}
-	if c.LeaseTimeout < 0 {
-		return Invalidf("lease timeout %v must not be negative", c.LeaseTimeout)
-	}
-	if c.LeaseTimeout > 0 && c.LeaseTimeout < time.Millisecond {
-		return Invalidf("lease timeout %v is shorter than 1ms", c.LeaseTimeout)
-	}
-	if c.GroupMaxRunning < 0 {
-		return Invalidf("group max running %d must not be negative", c.GroupMaxRunning)
-	}
-	return c.Bands.check()
-}
-
 // GroupConfig sets a group's share of the workers and a bound on its
 // running jobs. A group without one has weight 1 and no bound of its own.
 type GroupConfig struct {
@@ -459,28 +471,6 @@ type GroupConfig struct {
 // MaxWeight bounds GroupConfig.Weight.
 const MaxWeight = 1000
 
-// CheckGroupConfig validates a GroupConfig.
-func CheckGroupConfig(c GroupConfig) error {
-	if err := checkName("group", c.Group, false); err != nil {
-		return err
-	}
-	if c.Type != "" {
-		if err := CheckType(c.Type); err != nil {
-			return err
-		}
-	}
-	if c.MaxRunning < 0 {
-		return Invalidf("max running %d must not be negative", c.MaxRunning)
-	}
-	if c.Weight < 0 || c.Weight > MaxWeight || c.Weight != c.Weight {
-		return Invalidf("weight %v is outside 0..%d", c.Weight, MaxWeight)
-	}
-	if c.Weight > 0 && c.Weight < 0.001 {
-		return Invalidf("weight %v is below 0.001", c.Weight)
-	}
-	return nil
-}
-
 // Count is how many jobs of one type and group are in one state.
 type Count struct {
 	Type  string `json:"type"`
@@ -497,6 +487,12 @@ type Change struct {
 	State    State   `json:"state"`
 	Removed  bool    `json:"removed,omitempty"` // the job was removed; State is its last state
 	Progress float64 `json:"progress"`          // set with running changes
+	// Lease fingerprints the lease the change concerns (LeaseTag of its
+	// token; empty when none): a worker acts only on changes about its
+	// own lease, so that a late event about an earlier run (over a
+	// network, events can arrive after the answer to an accept) never
+	// cancels the current one. It reveals nothing of the token.
+	Lease string `json:"lease,omitempty"`
 	// RunAt is the job's RunAt when pending, so that waiting acceptors
 	// know when it becomes due.
 	RunAt time.Time `json:"run_at,omitzero"`

@@ -3,7 +3,10 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"iter"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -16,15 +19,21 @@ const MaxNameLen = 255
 
 const globMeta = "*?[]{}\\"
 
+// typeForbidden are characters a type may not contain: the GLOB
+// metacharacters, so a type is never mistaken for a pattern, and the comma,
+// which separates types in lists (query strings, flags).
+const typeForbidden = globMeta + ","
+
 // CheckType reports whether name can be a job type: 1..255 bytes of
-// UTF-8, no control characters, and none of the GLOB metacharacters
-// * ? [ ] { } \ (so that a type is never mistaken for a pattern).
+// UTF-8, no control characters, none of the GLOB metacharacters
+// * ? [ ] { } \ (so that a type is never mistaken for a pattern), and no
+// comma (which separates types in lists).
 func CheckType(name string) error {
 	if err := checkName("type", name, true); err != nil {
 		return err
 	}
-	if strings.ContainsAny(name, globMeta) {
-		return Invalidf("type %q contains a GLOB metacharacter (one of %s)", name, globMeta)
+	if strings.ContainsAny(name, typeForbidden) {
+		return Invalidf("type %q contains a comma or a GLOB metacharacter (one of %s)", name, typeForbidden)
 	}
 	return nil
 }
@@ -224,4 +233,225 @@ func NewToken() string {
 		b[16+i] = hex[c>>(4*i)&0xf]
 	}
 	return string(b[:])
+}
+
+// The batch checks below are what every store runs before it touches its
+// database, so that a batch with bad input is rejected whole, with the same
+// errors on every backend.
+
+// CheckAdds validates a batch of adds and fills in defaults, on a copy
+// (callers may share their slice between goroutines). It returns the
+// completed params and each job's compacted data.
+func CheckAdds(in []AddParams) ([]AddParams, [][]byte, error) {
+	jobs := make([]AddParams, len(in))
+	copy(jobs, in)
+	datas := make([][]byte, len(jobs))
+	for i := range jobs {
+		d, err := CheckAdd(&jobs[i])
+		if err != nil {
+			if len(jobs) > 1 {
+				return nil, nil, fmt.Errorf("job %d of %d: %w", i+1, len(jobs), err)
+			}
+			return nil, nil, err
+		}
+		datas[i] = d
+	}
+	return jobs, datas, nil
+}
+
+// CheckIDs rejects ids that cannot name a job.
+func CheckIDs(ids []int64) error {
+	for _, id := range ids {
+		if id <= 0 {
+			return Invalidf("job id %d is not valid", id)
+		}
+	}
+	return nil
+}
+
+// CheckResubmits validates a batch of resubmits and returns each item's
+// compacted data, nil where the item keeps the job's data.
+func CheckResubmits(ps []ResubmitParams) ([][]byte, error) {
+	datas := make([][]byte, len(ps))
+	for i, p := range ps {
+		if p.ID <= 0 {
+			return nil, Invalidf("job id %d is not valid", p.ID)
+		}
+		if err := CheckTime("run_at", p.RunAt); err != nil {
+			return nil, err
+		}
+		if p.Data != nil {
+			d, err := NormalizeData("data", p.Data)
+			if err != nil {
+				return nil, err
+			}
+			datas[i] = d
+		}
+	}
+	return datas, nil
+}
+
+// CheckTypeConfig validates a TypeConfig.
+func CheckTypeConfig(c TypeConfig) error {
+	if err := CheckType(c.Type); err != nil {
+		return err
+	}
+	if c.LeaseTimeout < 0 {
+		return Invalidf("lease timeout %v must not be negative", c.LeaseTimeout)
+	}
+	if c.LeaseTimeout > 0 && c.LeaseTimeout < time.Millisecond {
+		return Invalidf("lease timeout %v is shorter than 1ms", c.LeaseTimeout)
+	}
+	if c.GroupMaxRunning < 0 {
+		return Invalidf("group max running %d must not be negative", c.GroupMaxRunning)
+	}
+	return c.Bands.check()
+}
+
+// CheckGroupConfig validates a GroupConfig.
+func CheckGroupConfig(c GroupConfig) error {
+	if err := checkName("group", c.Group, false); err != nil {
+		return err
+	}
+	if c.Type != "" {
+		if err := CheckType(c.Type); err != nil {
+			return err
+		}
+	}
+	if c.MaxRunning < 0 {
+		return Invalidf("max running %d must not be negative", c.MaxRunning)
+	}
+	if c.Weight < 0 || c.Weight > MaxWeight || c.Weight != c.Weight {
+		return Invalidf("weight %v is outside 0..%d", c.Weight, MaxWeight)
+	}
+	if c.Weight > 0 && c.Weight < 0.001 {
+		return Invalidf("weight %v is below 0.001", c.Weight)
+	}
+	return nil
+}
+
+// CheckAccept validates an accept, sets a zero Limit to 1, and returns the
+// compiled type patterns.
+func CheckAccept(p *AcceptParams) ([]Pattern, error) {
+	if len(p.Types) == 0 {
+		return nil, Invalidf("accept needs at least one type or pattern")
+	}
+	pats := make([]Pattern, len(p.Types))
+	for i, t := range p.Types {
+		var err error
+		if pats[i], err = CompilePattern(t); err != nil {
+			return nil, err
+		}
+	}
+	if p.Limit < 0 || p.Limit > MaxAcceptLimit {
+		return nil, Invalidf("accept limit %d is out of range 1..%d", p.Limit, MaxAcceptLimit)
+	}
+	if p.Limit == 0 {
+		p.Limit = 1
+	}
+	if p.LeaseTimeout < 0 {
+		return nil, Invalidf("lease timeout %v must not be negative", p.LeaseTimeout)
+	}
+	if len(p.Worker) > MaxNameLen {
+		return nil, Invalidf("worker name is longer than %d bytes", MaxNameLen)
+	}
+	if err := CheckTime("due_by", p.DueBy); err != nil {
+		return nil, err
+	}
+	return pats, nil
+}
+
+// CheckHeartbeats validates a batch of heartbeats and returns each item's
+// compacted data, nil where the item keeps the job's data.
+func CheckHeartbeats(ps []HeartbeatParams) ([][]byte, error) {
+	datas := make([][]byte, len(ps))
+	for i, p := range ps {
+		if p.ID <= 0 || p.Token == "" {
+			return nil, Invalidf("heartbeat needs a job id and a token")
+		}
+		if p.Progress != nil && (*p.Progress < 0 || *p.Progress > 100 || *p.Progress != *p.Progress) {
+			return nil, Invalidf("job %d: progress %v is outside 0..100", p.ID, *p.Progress)
+		}
+		if p.Data != nil {
+			d, err := NormalizeData("data", p.Data)
+			if err != nil {
+				return nil, fmt.Errorf("job %d: %w", p.ID, err)
+			}
+			datas[i] = d
+		}
+	}
+	return datas, nil
+}
+
+// CheckFinishes validates a batch of finishes and returns each item's
+// compacted result (nil when it has none).
+func CheckFinishes(ps []FinishParams) ([][]byte, error) {
+	results := make([][]byte, len(ps))
+	for i := range ps {
+		if err := CheckFinish(&ps[i]); err != nil {
+			return nil, err
+		}
+		r, err := NormalizeResult(ps[i].Result)
+		if err != nil {
+			return nil, fmt.Errorf("job %d: %w", ps[i].ID, err)
+		}
+		results[i] = r
+	}
+	return results, nil
+}
+
+// CheckList validates a listing and sets a zero Limit to 100.
+func CheckList(p *ListParams) error {
+	if p.Limit < 0 || p.Limit > MaxListLimit {
+		return Invalidf("limit %d is out of range 1..%d", p.Limit, MaxListLimit)
+	}
+	if p.Limit == 0 {
+		p.Limit = 100
+	}
+	if p.After < 0 {
+		return Invalidf("cursor %d is not valid", p.After)
+	}
+	for _, st := range p.States {
+		if !st.Valid() {
+			return Invalidf("unknown state %d", st)
+		}
+	}
+	return nil
+}
+
+// Fence applies the worker-call rule to job id, given whether it exists,
+// its state and current token: a missing or cancelled job is ErrCanceled,
+// anything else that is not running under token is ErrWorkerConflict.
+func Fence(id int64, exists bool, state State, current, token string) error {
+	switch {
+	case !exists:
+		return fmt.Errorf("job %d was removed: %w", id, ErrCanceled)
+	case state == Cancelled:
+		return fmt.Errorf("job %d: %w", id, ErrCanceled)
+	case state != Running:
+		return fmt.Errorf("job %d is %s: %w", id, state, ErrWorkerConflict)
+	case current != token:
+		return fmt.Errorf("job %d: %w", id, ErrWorkerConflict)
+	}
+	return nil
+}
+
+// MatchTypes returns the type names that pats select: literal names as
+// they are (known or not), patterns matched against the known names;
+// sorted, each once.
+func MatchTypes(pats []Pattern, known iter.Seq[string]) []string {
+	var names []string
+	for _, p := range pats {
+		if p.Literal() {
+			names = append(names, p.String())
+			continue
+		}
+		for name := range known {
+			if p.Match(name) {
+				names = append(names, name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }

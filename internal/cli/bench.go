@@ -44,7 +44,7 @@ backlogged (1 is even; 1/groups is one group taking everything).`,
 			out := cmd.OutOrStdout()
 			run := cfg
 			if !asJSON {
-				run.Progress = progressBar(cmd.ErrOrStderr())
+				run.Progress = benchProgress(cmd.ErrOrStderr())
 			}
 			res, err := bench.Fairness(cmd.Context(), run)
 			if !asJSON {
@@ -89,8 +89,8 @@ backlogged (1 is even; 1/groups is one group taking everything).`,
 	return cmd
 }
 
-// progressBar draws a bar on w, updated in place.
-func progressBar(w io.Writer) func(done, total int) {
+// benchProgress draws a bar on w, updated in place.
+func benchProgress(w io.Writer) func(done, total int) {
 	if fi, err := os.Stderr.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
 		return nil // not a terminal
 	}

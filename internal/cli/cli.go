@@ -21,12 +21,15 @@ func Main(args []string) int {
 		SilenceErrors: true,
 	}
 	root.AddCommand(serveCommand(), benchCommand(), demoCommand(), versionCommand())
+	g := &globals{}
+	addGlobalFlags(root, g)
+	root.AddCommand(addCommand(g), getCommand(g), lsCommand(g), cancelCommand(g), retryCommand(g),
+		rmCommand(g), statsCommand(g), watchCommand(g), waitCommand(g), workCommand(g))
 	root.SetArgs(args)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "rota:", err)
-		return 1
+		return report(os.Stderr, err)
 	}
 	return 0
 }

@@ -366,7 +366,7 @@ func (w *writeTx) accept(p store.AcceptParams, types []string) (store.AcceptResu
 		res.Jobs = append(res.Jobs, jobs...)
 		q.served(g, len(jobs))
 		for _, j := range jobs {
-			w.changes = append(w.changes, store.Change{ID: j.ID, Type: j.Type, Group: j.Group, State: store.Running})
+			w.changes = append(w.changes, store.Change{ID: j.ID, Type: j.Type, Group: j.Group, State: store.Running, Lease: store.LeaseTag(j.Token)})
 		}
 		return nil
 	}

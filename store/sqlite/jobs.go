@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/rotajobs/rota/store"
@@ -54,7 +53,7 @@ func (w *writeTx) load(id int64) (row, bool, error) {
 }
 
 func (w *writeTx) changed(r row, state store.State, runAt int64) {
-	w.changes = append(w.changes, store.Change{ID: r.id, Type: r.typ, Group: r.grp, State: state, RunAt: fromMicros(runAt)})
+	w.changes = append(w.changes, store.Change{ID: r.id, Type: r.typ, Group: r.grp, State: state, RunAt: fromMicros(runAt), Lease: store.LeaseTag(r.token)})
 }
 
 // fence applies the worker-call rule: a missing or cancelled job is
@@ -78,7 +77,7 @@ func fence(r row, found bool, token string) error {
 
 // Add adds jobs, or re-adds existing ones by (type, key).
 func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddResult, error) {
-	jobs, datas, err := checkAdds(jobs)
+	jobs, datas, err := store.CheckAdds(jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -98,30 +97,12 @@ func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddRes
 // by DB, so that they exist only if that transaction commits. Acceptors
 // waiting in this process learn of them at their next poll.
 func (s *Store) AddTx(ctx context.Context, tx *sql.Tx, jobs []store.AddParams) ([]store.AddResult, error) {
-	jobs, datas, err := checkAdds(jobs)
+	jobs, datas, err := store.CheckAdds(jobs)
 	if err != nil {
 		return nil, err
 	}
 	w := &writeTx{s: s, db: tx, now: s.cfg.Clock().UTC()}
 	return w.add(jobs, datas)
-}
-
-// checkAdds validates jobs and fills in defaults, on a copy: callers may
-// share their slice between goroutines.
-func checkAdds(in []store.AddParams) ([]store.AddParams, [][]byte, error) {
-	jobs := slices.Clone(in)
-	datas := make([][]byte, len(jobs))
-	for i := range jobs {
-		d, err := store.CheckAdd(&jobs[i])
-		if err != nil {
-			if len(jobs) > 1 {
-				return nil, nil, fmt.Errorf("job %d of %d: %w", i+1, len(jobs), err)
-			}
-			return nil, nil, err
-		}
-		datas[i] = d
-	}
-	return jobs, datas, nil
 }
 
 func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) ([]store.AddResult, error) {
@@ -283,25 +264,13 @@ func nonZero(v int64) any {
 
 // Resubmit asks for jobs to run again.
 func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]store.AddResult, []error, error) {
-	datas := make([][]byte, len(ps))
-	for i, p := range ps {
-		if p.ID <= 0 {
-			return nil, nil, store.Invalidf("job id %d is not valid", p.ID)
-		}
-		if err := store.CheckTime("run_at", p.RunAt); err != nil {
-			return nil, nil, err
-		}
-		if p.Data != nil {
-			d, err := store.NormalizeData("data", p.Data)
-			if err != nil {
-				return nil, nil, err
-			}
-			datas[i] = d
-		}
+	datas, err := store.CheckResubmits(ps)
+	if err != nil {
+		return nil, nil, err
 	}
 	out := make([]store.AddResult, len(ps))
 	errs := make([]error, len(ps))
-	err := s.write(ctx, true, func(w *writeTx) error {
+	err = s.write(ctx, true, func(w *writeTx) error {
 		for i, p := range ps {
 			r, found, err := w.load(p.ID)
 			if err != nil {
@@ -330,7 +299,7 @@ func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]stor
 // Cancel cancels jobs that have not ended. A running job's worker learns
 // of it on its next call, which fails with ErrCanceled.
 func (s *Store) Cancel(ctx context.Context, ids []int64) ([]error, error) {
-	if err := checkIDs(ids); err != nil {
+	if err := store.CheckIDs(ids); err != nil {
 		return nil, err
 	}
 	errs := make([]error, len(ids))
@@ -367,7 +336,7 @@ func (s *Store) Cancel(ctx context.Context, ids []int64) ([]error, error) {
 
 // Remove deletes jobs in any state.
 func (s *Store) Remove(ctx context.Context, ids []int64) ([]error, error) {
-	if err := checkIDs(ids); err != nil {
+	if err := store.CheckIDs(ids); err != nil {
 		return nil, err
 	}
 	errs := make([]error, len(ids))
@@ -384,7 +353,7 @@ func (s *Store) Remove(ctx context.Context, ids []int64) ([]error, error) {
 			if _, err := w.exec(`DELETE FROM rota_jobs WHERE id = ?`, id); err != nil {
 				return fmt.Errorf("sqlite: remove job %d: %w", id, err)
 			}
-			w.changes = append(w.changes, store.Change{ID: id, Type: r.typ, Group: r.grp, State: r.state, Removed: true})
+			w.changes = append(w.changes, store.Change{ID: id, Type: r.typ, Group: r.grp, State: r.state, Removed: true, Lease: store.LeaseTag(r.token)})
 		}
 		return nil
 	})
@@ -394,46 +363,16 @@ func (s *Store) Remove(ctx context.Context, ids []int64) ([]error, error) {
 	return errs, nil
 }
 
-func checkIDs(ids []int64) error {
-	for _, id := range ids {
-		if id <= 0 {
-			return store.Invalidf("job id %d is not valid", id)
-		}
-	}
-	return nil
-}
-
 // ---- worker side ----
 
-// Accept leases due jobs to a worker, in priority, run time, id order.
+// Accept leases due jobs to a worker, fairly across groups (accept.go).
 func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptResult, error) {
-	if len(p.Types) == 0 {
-		return store.AcceptResult{}, store.Invalidf("accept needs at least one type or pattern")
-	}
-	pats := make([]store.Pattern, len(p.Types))
-	for i, t := range p.Types {
-		var err error
-		if pats[i], err = store.CompilePattern(t); err != nil {
-			return store.AcceptResult{}, err
-		}
-	}
-	if p.Limit < 0 || p.Limit > store.MaxAcceptLimit {
-		return store.AcceptResult{}, store.Invalidf("accept limit %d is out of range 1..%d", p.Limit, store.MaxAcceptLimit)
-	}
-	if p.Limit == 0 {
-		p.Limit = 1
-	}
-	if p.LeaseTimeout < 0 {
-		return store.AcceptResult{}, store.Invalidf("lease timeout %v must not be negative", p.LeaseTimeout)
-	}
-	if len(p.Worker) > store.MaxNameLen {
-		return store.AcceptResult{}, store.Invalidf("worker name is longer than %d bytes", store.MaxNameLen)
-	}
-	if err := store.CheckTime("due_by", p.DueBy); err != nil {
+	pats, err := store.CheckAccept(&p)
+	if err != nil {
 		return store.AcceptResult{}, err
 	}
 	var res store.AcceptResult
-	err := s.write(ctx, false, func(w *writeTx) error {
+	err = s.write(ctx, false, func(w *writeTx) error {
 		var err error
 		res, err = w.accept(p, s.resolve(pats))
 		return err
@@ -443,28 +382,16 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 
 // Heartbeat extends leases and optionally updates data and progress.
 func (s *Store) Heartbeat(ctx context.Context, ps []store.HeartbeatParams) ([]store.HeartbeatResult, error) {
-	datas := make([][]byte, len(ps))
-	for i, p := range ps {
-		if p.ID <= 0 || p.Token == "" {
-			return nil, store.Invalidf("heartbeat needs a job id and a token")
-		}
-		if p.Progress != nil && (*p.Progress < 0 || *p.Progress > 100 || *p.Progress != *p.Progress) {
-			return nil, store.Invalidf("job %d: progress %v is outside 0..100", p.ID, *p.Progress)
-		}
-		if p.Data != nil {
-			d, err := store.NormalizeData("data", p.Data)
-			if err != nil {
-				return nil, fmt.Errorf("job %d: %w", p.ID, err)
-			}
-			datas[i] = d
-		}
+	datas, err := store.CheckHeartbeats(ps)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]store.HeartbeatResult, len(ps))
 	durable := false
 	for _, p := range ps {
 		durable = durable || p.Data != nil
 	}
-	err := s.write(ctx, durable, func(w *writeTx) error {
+	err = s.write(ctx, durable, func(w *writeTx) error {
 		now := micros(w.now)
 		for i, p := range ps {
 			r, found, err := w.load(p.ID)
@@ -490,7 +417,7 @@ func (s *Store) Heartbeat(ctx context.Context, ps []store.HeartbeatParams) ([]st
 			}
 			out[i] = store.HeartbeatResult{LeaseUntil: fromMicros(until), Resubmit: r.resubmit}
 			if p.Progress != nil || p.Data != nil {
-				c := store.Change{ID: r.id, Type: r.typ, Group: r.grp, State: store.Running}
+				c := store.Change{ID: r.id, Type: r.typ, Group: r.grp, State: store.Running, Lease: store.LeaseTag(r.token)}
 				if p.Progress != nil {
 					c.Progress = *p.Progress
 				}
@@ -507,7 +434,7 @@ func (s *Store) Heartbeat(ctx context.Context, ps []store.HeartbeatParams) ([]st
 
 // Finish ends leases: complete, fail, snooze, release or cancel.
 func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, error) {
-	results, err := checkFinishes(ps)
+	results, err := store.CheckFinishes(ps)
 	if err != nil {
 		return nil, err
 	}
@@ -532,7 +459,7 @@ func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, e
 // back together. It returns one error per item; a stale token gives
 // ErrWorkerConflict, and the caller should then roll back.
 func (s *Store) FinishTx(ctx context.Context, tx *sql.Tx, ps []store.FinishParams) ([]error, error) {
-	results, err := checkFinishes(ps)
+	results, err := store.CheckFinishes(ps)
 	if err != nil {
 		return nil, err
 	}
@@ -544,21 +471,6 @@ func (s *Store) FinishTx(ctx context.Context, tx *sql.Tx, ps []store.FinishParam
 		}
 	}
 	return errs, nil
-}
-
-func checkFinishes(ps []store.FinishParams) ([][]byte, error) {
-	results := make([][]byte, len(ps))
-	for i := range ps {
-		if err := store.CheckFinish(&ps[i]); err != nil {
-			return nil, err
-		}
-		r, err := store.NormalizeResult(ps[i].Result)
-		if err != nil {
-			return nil, fmt.Errorf("job %d: %w", ps[i].ID, err)
-		}
-		results[i] = r
-	}
-	return results, nil
 }
 
 // finish is the one fenced transition out of running. The first result is

@@ -1,0 +1,214 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/store"
+)
+
+// schedule is the --at/--in pair of flags.
+type schedule struct {
+	at string
+	in time.Duration
+}
+
+func (s *schedule) register(cmd *cobra.Command, what string) {
+	cmd.Flags().StringVar(&s.at, "at", "", what+" at this time (RFC 3339, e.g. 2026-01-02T15:04:05Z)")
+	cmd.Flags().DurationVar(&s.in, "in", 0, what+" after this long (e.g. 90s, 10m, 2h)")
+}
+
+// runAt returns the time the flags ask for; zero when neither is set.
+func (s *schedule) runAt(cmd *cobra.Command, now time.Time) (time.Time, error) {
+	atSet, inSet := cmd.Flags().Changed("at"), cmd.Flags().Changed("in")
+	switch {
+	case atSet && inSet:
+		return time.Time{}, usageErrorf("give --at or --in, not both")
+	case atSet:
+		t, err := time.Parse(time.RFC3339, s.at)
+		if err != nil {
+			return time.Time{}, usageErrorf("--at %q is not an RFC 3339 time such as 2026-01-02T15:04:05Z or 2026-01-02T15:04:05+01:00", s.at)
+		}
+		if err := store.CheckTime("--at", t); err != nil {
+			return time.Time{}, usageError{err}
+		}
+		return t, nil
+	case inSet:
+		if s.in < 0 {
+			return time.Time{}, usageErrorf("--in %v must not be negative", s.in)
+		}
+		return now.Add(s.in), nil
+	}
+	return time.Time{}, nil
+}
+
+func addCommand(g *globals) *cobra.Command {
+	var (
+		p        rota.AddParams
+		dataFile string
+		sched    schedule
+		quiet    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "add TYPE [DATA-JSON | -]",
+		Short: "Add a job",
+		Long: `add adds a job of TYPE with DATA-JSON as its data (a JSON object; {} when
+left out). "-" reads the data from standard input, as does --data-file -.
+
+With --key, the job is unique within its type: adding a job whose type and
+key exist re-adds that job instead (a pending job is updated, a running one
+runs again after its attempt, an ended one is queued again).
+
+It prints the job's id and what the add did: inserted, updated,
+resubmitted or requeued. With --json it prints the API's answer,
+{"job": {...}, "outcome": "inserted"}.`,
+		Example: `  rota add email.send '{"to":"ada@example.com"}'
+  rota add report.build - --key 2026-01 --in 10m < params.json
+  id=$(rota add -q resize '{"image":"a.png"}')`,
+		Args: rangeArgs(1, 2, "a TYPE and optional DATA-JSON"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p.Type = args[0]
+			if err := store.CheckType(p.Type); err != nil {
+				return usageError{err}
+			}
+			if err := checkName("--key", p.Key); err != nil {
+				return err
+			}
+			if err := checkName("--group", p.Group); err != nil {
+				return err
+			}
+			if p.MaxAttempts < 0 {
+				return usageErrorf("--max-attempts %d must not be negative", p.MaxAttempts)
+			}
+			if p.BackoffBase < 0 || p.BackoffMax < 0 {
+				return usageErrorf("--backoff-base and --backoff-max must not be negative")
+			}
+			if p.BackoffBase > 0 && p.BackoffMax > 0 && p.BackoffMax < p.BackoffBase {
+				return usageErrorf("--backoff-max %v is less than --backoff-base %v", p.BackoffMax, p.BackoffBase)
+			}
+			var err error
+			if p.RunAt, err = sched.runAt(cmd, time.Now()); err != nil {
+				return err
+			}
+			arg := ""
+			if len(args) == 2 {
+				arg = args[1]
+			}
+			if p.Data, err = readData(cmd.InOrStdin(), arg, dataFile, len(args) == 2); err != nil {
+				return err
+			}
+			if _, err := g.baseURL(); err != nil {
+				return err
+			}
+			res, err := g.add(cmd.Context(), p)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			switch {
+			case g.json:
+				return printJSON(out, httpapi.AddResponse{Job: res.Job, Outcome: res.Outcome})
+			case quiet:
+				fmt.Fprintln(out, res.Job.ID)
+			default:
+				fmt.Fprintf(out, "%d %s\n", res.Job.ID, res.Outcome)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&p.Key, "key", "", "unique key within the type (re-adding updates the job)")
+	f.StringVar(&p.Group, "group", "", "fairness group, such as a tenant")
+	f.IntVar(&p.Priority, "priority", 0, "higher runs first")
+	sched.register(cmd, "run")
+	f.IntVar(&p.MaxAttempts, "max-attempts", 0, fmt.Sprintf("most attempts the job gets (default %d)", store.DefaultMaxAttempts))
+	f.DurationVar(&p.BackoffBase, "backoff-base", 0, fmt.Sprintf("first retry delay, doubled each retry (default %v)", store.DefaultBackoffBase))
+	f.DurationVar(&p.BackoffMax, "backoff-max", 0, fmt.Sprintf("longest retry delay (default %v)", store.DefaultBackoffMax))
+	f.StringVar(&dataFile, "data-file", "", `read the data from this file ("-" for standard input)`)
+	f.BoolVarP(&quiet, "quiet", "q", false, "print only the job id")
+	return cmd
+}
+
+// readData returns the job data from the argument, a file, or standard
+// input, checked to be a JSON object.
+func readData(stdin io.Reader, arg, file string, haveArg bool) (json.RawMessage, error) {
+	if haveArg && file != "" {
+		return nil, usageErrorf("give the data as an argument or with --data-file, not both")
+	}
+	var raw []byte
+	source := "DATA-JSON"
+	switch {
+	case file == "-" || (haveArg && arg == "-"):
+		b, err := io.ReadAll(io.LimitReader(stdin, store.MaxDataSize+1))
+		if err != nil {
+			return nil, fmt.Errorf("reading the data from standard input: %w", err)
+		}
+		raw, source = b, "the data on standard input"
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, usageErrorf("--data-file: %v", err)
+		}
+		raw, source = b, "--data-file "+file
+	case haveArg:
+		raw = []byte(arg)
+	default:
+		return nil, nil
+	}
+	return checkData(raw, source)
+}
+
+// checkData checks that raw is a JSON object of at most MaxDataSize bytes
+// and returns it compacted.
+func checkData(raw []byte, source string) (json.RawMessage, error) {
+	if len(raw) > store.MaxDataSize {
+		return nil, usageErrorf("%s is larger than %d bytes", source, store.MaxDataSize)
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, usageErrorf("%s is empty; want a JSON object such as {} or {\"n\": 1}", source)
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			return nil, usageErrorf("%s is not valid JSON: %v (at byte %d)", source, syn, syn.Offset)
+		}
+		return nil, usageErrorf("%s is not valid JSON: %v", source, err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, usageErrorf("%s must be a JSON object such as {\"n\": 1}, not %s", source, strings.TrimSpace(truncate(string(raw), 40)))
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, usageErrorf("%s: %v", source, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// checkName checks a key or group as the server would: at most 255 bytes
+// of UTF-8 without control characters.
+func checkName(what, s string) error {
+	if len(s) > store.MaxNameLen {
+		return usageErrorf("%s is %d bytes long, more than %d", what, len(s), store.MaxNameLen)
+	}
+	if !utf8.ValidString(s) {
+		return usageErrorf("%s is not valid UTF-8", what)
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return usageErrorf("%s %q contains a control character", what, s)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,423 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/remote"
+)
+
+// defaultServer is where the client commands look for a server when
+// neither --server nor ROTA_SERVER says otherwise; it is where `rota serve`
+// listens by default.
+const defaultServer = "http://127.0.0.1:7700"
+
+// Exit statuses of the client commands.
+const (
+	exitFailed  = 1 // the operation failed (or, for wait, the job did)
+	exitUsage   = 2 // bad input, or no usable server (connection, auth)
+	exitTimeout = 124
+	exitSignal  = 130
+)
+
+// globals are the flags every client command shares.
+type globals struct {
+	server string
+	token  string
+	json   bool
+}
+
+// addGlobalFlags registers --server, --token and --json on root as
+// persistent flags, with defaults from ROTA_SERVER and ROTA_TOKEN.
+func addGlobalFlags(root *cobra.Command, g *globals) {
+	server := os.Getenv("ROTA_SERVER")
+	if server == "" {
+		server = defaultServer
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.server, "server", server, "URL of the rota server (env ROTA_SERVER)")
+	pf.StringVar(&g.token, "token", "", "bearer token for the server (default $ROTA_TOKEN)")
+	pf.BoolVar(&g.json, "json", false, "print JSON for scripts instead of text for people")
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return usageError{fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())}
+	})
+}
+
+// bearer is the token to send: --token, else $ROTA_TOKEN. (The flag's
+// default is not taken from the environment, so that --help does not show
+// the token.)
+func (g *globals) bearer() string {
+	if g.token != "" {
+		return g.token
+	}
+	return os.Getenv("ROTA_TOKEN")
+}
+
+// baseURL checks --server without contacting it.
+func (g *globals) baseURL() (*url.URL, error) {
+	u, err := url.Parse(strings.TrimRight(g.server, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usageErrorf("--server %q: want a URL such as %s", g.server, defaultServer)
+	}
+	return u, nil
+}
+
+// client returns a rota.Client on the server. It checks the address but
+// does not contact the server.
+func (g *globals) client() (*rota.Client, error) {
+	if _, err := g.baseURL(); err != nil {
+		return nil, err
+	}
+	c, err := remote.NewClient(g.server, remote.Config{Token: g.bearer()})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return c, nil
+}
+
+// explain turns errors about reaching the server (nobody listening, a
+// missing or wrong token) into messages that say what to do, with exit
+// status 2. Other errors pass through.
+func (g *globals) explain(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ue usageError
+	var ee *exitError
+	if errors.As(err, &ue) || errors.As(err, &ee) {
+		return err
+	}
+	server := strings.TrimRight(g.server, "/")
+	var opErr *net.OpError
+	var dnsErr *net.DNSError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return &exitError{code: exitUsage, err: &unreachableError{fmt.Sprintf("no rota server answered at %s (connection refused); start one with `rota serve`, or point --server or ROTA_SERVER at a running server", server)}}
+	case errors.As(err, &dnsErr):
+		return &exitError{code: exitUsage, err: &unreachableError{fmt.Sprintf("no rota server answered at %s: cannot resolve host %q; check --server or ROTA_SERVER", server, dnsErr.Name)}}
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return &exitError{code: exitUsage, err: &unreachableError{fmt.Sprintf("no rota server answered at %s (%v); start one with `rota serve`, or check --server or ROTA_SERVER", server, opErr.Err)}}
+	}
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, httpapi.CodeUnauthorized+":"):
+		return &exitError{code: exitUsage, err: fmt.Errorf("the server at %s needs a token: pass --token or set ROTA_TOKEN", server)}
+	case strings.HasPrefix(msg, httpapi.CodeForbidden+":"):
+		return &exitError{code: exitUsage, err: fmt.Errorf("the server at %s did not accept the token given by --token or ROTA_TOKEN", server)}
+	}
+	return err
+}
+
+// unreachableError says that no server answered.
+type unreachableError struct{ msg string }
+
+func (e *unreachableError) Error() string { return e.msg }
+
+// ---- exit statuses ----
+
+// usageError is bad input on the command line: exit status 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// exitError ends the command with a given status; a nil err prints
+// nothing more.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+func (e *exitError) Unwrap() error { return e.err }
+
+// report prints err (unless it asks for silence) and returns the exit
+// status it stands for.
+func report(w io.Writer, err error) int {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(w, "rota:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(w, "rota:", err)
+	var ue usageError
+	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
+		return exitUsage
+	}
+	return exitFailed
+}
+
+// ---- arguments ----
+
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErrorf("%s wants %s, got %d argument(s) (usage: %s)", cmd.CommandPath(), what, len(args), cmd.UseLine())
+		}
+		return nil
+	}
+}
+
+func rangeArgs(lo, hi int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < lo || len(args) > hi {
+			return usageErrorf("%s wants %s, got %d argument(s) (usage: %s)", cmd.CommandPath(), what, len(args), cmd.UseLine())
+		}
+		return nil
+	}
+}
+
+func minArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < n {
+			return usageErrorf("%s wants %s (usage: %s)", cmd.CommandPath(), what, cmd.UseLine())
+		}
+		return nil
+	}
+}
+
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("%s takes no arguments, got %q (usage: %s)", cmd.CommandPath(), args[0], cmd.UseLine())
+	}
+	return nil
+}
+
+// parseID parses a job id.
+func parseID(s string) (int64, error) {
+	id, err := strconv.ParseInt(strings.TrimPrefix(s, "#"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, usageErrorf("bad job id %q: want a positive integer", s)
+	}
+	return id, nil
+}
+
+func parseIDs(args []string) ([]int64, error) {
+	ids := make([]int64, len(args))
+	for i, a := range args {
+		var err error
+		if ids[i], err = parseID(a); err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
+}
+
+// ---- direct requests ----
+
+// call sends one API request and decodes the answer into out (unless
+// nil). The CLI uses it where the remote client cannot serve: the remote
+// store cannot decode the "outcome" of add and resubmit answers, because
+// store.Outcome has no UnmarshalText.
+func (g *globals) call(ctx context.Context, method, path string, in, out any) error {
+	base, err := g.baseURL()
+	if err != nil {
+		return err
+	}
+	u := *base
+	u.Path += path
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return usageError{err}
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if t := g.bearer(); t != "" {
+		req.Header.Set("Authorization", "Bearer "+t)
+	}
+	resp, err := streamClient.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return g.explain(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		var e httpapi.ErrorResponse
+		if json.Unmarshal(raw, &e) != nil || e.Error.Code == "" {
+			return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(raw))
+		}
+		return g.explain(httpapi.AsError(&e.Error))
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("%s %s: decoding the answer: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+// addAnswer is an add or resubmit answer with the outcome as its name.
+type addAnswer struct {
+	Job     rota.Job `json:"job"`
+	Outcome string   `json:"outcome"`
+}
+
+func (a addAnswer) result() rota.AddResult {
+	r := rota.AddResult{Job: a.Job}
+	for o := rota.Inserted; o <= rota.Requeued; o++ {
+		if o.String() == a.Outcome {
+			r.Outcome = o
+		}
+	}
+	return r
+}
+
+// add adds one job.
+func (g *globals) add(ctx context.Context, p rota.AddParams) (rota.AddResult, error) {
+	var a addAnswer
+	if err := g.call(ctx, "POST", "/v1/jobs", httpapi.NewAddRequest(p), &a); err != nil {
+		return rota.AddResult{}, err
+	}
+	return a.result(), nil
+}
+
+// resubmit resubmits one job.
+func (g *globals) resubmit(ctx context.Context, p rota.ResubmitParams) (rota.AddResult, error) {
+	req := httpapi.ResubmitRequest{Data: p.Data}
+	if !p.RunAt.IsZero() {
+		t := p.RunAt
+		req.RunAt = &t
+	}
+	var a addAnswer
+	if err := g.call(ctx, "POST", "/v1/jobs/"+strconv.FormatInt(p.ID, 10)+"/resubmit", req, &a); err != nil {
+		return rota.AddResult{}, err
+	}
+	return a.result(), nil
+}
+
+// ---- the event stream ----
+
+// eventStream reads GET /v1/events. The CLI reads the stream itself
+// rather than through rota.Client's subscriptions so that it can filter on
+// the server, see each event's time, and report a refused connection or
+// token instead of retrying silently.
+type eventStream struct {
+	body io.ReadCloser
+	sc   *bufio.Scanner
+}
+
+// streamEvent is one event: a job change, or the end of a job's stream.
+type streamEvent struct {
+	End bool
+	httpapi.Event
+}
+
+// openEvents opens the event stream with the given filter (job=ID, or
+// type=PATTERN repeated).
+func (g *globals) openEvents(ctx context.Context, q url.Values) (*eventStream, error) {
+	base, err := g.baseURL()
+	if err != nil {
+		return nil, err
+	}
+	u := *base
+	u.Path += "/v1/events"
+	u.RawQuery = q.Encode()
+	req, err := http.NewRequestWithContext(ctx, "GET", u.String(), nil)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if t := g.bearer(); t != "" {
+		req.Header.Set("Authorization", "Bearer "+t)
+	}
+	resp, err := streamClient.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, g.explain(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		var e httpapi.ErrorResponse
+		if json.Unmarshal(raw, &e) != nil || e.Error.Code == "" {
+			return nil, fmt.Errorf("GET /v1/events: %s: %s", resp.Status, strings.TrimSpace(string(raw)))
+		}
+		return nil, g.explain(httpapi.AsError(&e.Error))
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	return &eventStream{body: resp.Body, sc: sc}, nil
+}
+
+var streamClient = &http.Client{}
+
+// Next returns the next event; io.EOF when the stream ended (the server
+// closed it, or the context ended).
+func (s *eventStream) Next() (streamEvent, error) {
+	var out streamEvent
+	var perr error
+	got := false
+	httpapi.ParseEventStream(func() (string, bool) {
+		if !s.sc.Scan() {
+			return "", false
+		}
+		return s.sc.Text(), true
+	}, func(event string, data []byte) bool {
+		switch event {
+		case "end":
+			out, got = streamEvent{End: true}, true
+			return false
+		case "job":
+			if err := json.Unmarshal(data, &out.Event); err != nil {
+				perr = fmt.Errorf("event stream: bad event %q: %w", data, err)
+			}
+			got = true
+			return false
+		}
+		return true
+	})
+	if perr != nil {
+		return streamEvent{}, perr
+	}
+	if !got {
+		return streamEvent{}, io.EOF
+	}
+	return out, nil
+}
+
+// Close ends the stream.
+func (s *eventStream) Close() error { return s.body.Close() }

@@ -1,0 +1,252 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/httpapi"
+)
+
+// itemResult is one job's answer in the --json output of cancel, retry
+// and rm.
+type itemResult struct {
+	ID      int64          `json:"id"`
+	Job     *rota.Job      `json:"job,omitempty"`
+	Outcome rota.Outcome   `json:"outcome,omitempty"`
+	Error   *httpapi.Error `json:"error,omitempty"`
+}
+
+type itemResults struct {
+	Results []itemResult `json:"results"`
+}
+
+// errorCode is the API's error code for an error about one job.
+func errorCode(err error) string {
+	switch {
+	case errors.Is(err, rota.ErrNotFound):
+		return httpapi.CodeNotFound
+	case errors.Is(err, rota.ErrFinished):
+		return httpapi.CodeFinished
+	case errors.Is(err, rota.ErrCanceled):
+		return httpapi.CodeCanceled
+	case errors.Is(err, rota.ErrWorkerConflict):
+		return httpapi.CodeWorkerConflict
+	case errors.Is(err, rota.ErrInvalid):
+		return httpapi.CodeInvalid
+	}
+	return httpapi.CodeInternal
+}
+
+// finishItems prints the results of an operation on several jobs and
+// returns an error when any of them failed.
+func finishItems(w, errw io.Writer, g *globals, res []itemResult, errs []error, verb string) error {
+	failed := 0
+	for i := range res {
+		if errs[i] != nil {
+			failed++
+			res[i].Error = &httpapi.Error{Code: errorCode(errs[i]), Message: errs[i].Error()}
+		}
+	}
+	if g.json {
+		if err := printJSON(w, itemResults{Results: res}); err != nil {
+			return err
+		}
+	} else {
+		for i, r := range res {
+			switch {
+			case errs[i] != nil:
+				fmt.Fprintf(errw, "rota: %d: %v\n", r.ID, errs[i])
+			case r.Outcome != 0:
+				fmt.Fprintf(w, "%d %s\n", r.ID, r.Outcome)
+			default:
+				fmt.Fprintf(w, "%d %s\n", r.ID, verb)
+			}
+		}
+	}
+	switch {
+	case failed == 0:
+		return nil
+	case len(res) == 1 && !g.json:
+		return &exitError{code: exitFailed} // the error is printed
+	}
+	return &exitError{code: exitFailed, err: fmt.Errorf("%d of %d jobs failed", failed, len(res))}
+}
+
+// withJobs fills in the jobs of the results that succeeded.
+func withJobs(ctx context.Context, c *rota.Client, res []itemResult, errs []error) error {
+	var ids []int64
+	for i, r := range res {
+		if errs[i] == nil {
+			ids = append(ids, r.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	jobs, err := c.GetMany(ctx, ids)
+	if err != nil {
+		return err
+	}
+	byID := map[int64]rota.Job{}
+	for _, j := range jobs {
+		if j.ID != 0 {
+			byID[j.ID] = j
+		}
+	}
+	for i := range res {
+		if j, ok := byID[res[i].ID]; ok && errs[i] == nil {
+			res[i].Job = &j
+		}
+	}
+	return nil
+}
+
+func cancelCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel ID...",
+		Short: "Cancel jobs",
+		Long: `cancel cancels jobs that have not ended. A running job's worker is told at
+once (a program run by "rota work" is stopped). Cancelling a cancelled job
+succeeds and changes nothing; cancelling a completed or failed job is an
+error. The exit status is 1 if any job could not be cancelled.
+
+With --json it prints {"results": [{"id", "job"} or {"id", "error"}...]}.`,
+		Example: `  rota cancel 42
+  rota cancel 42 43 44 --json`,
+		Args: minArgs(1, "at least one job ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := parseIDs(args)
+			if err != nil {
+				return err
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			errs, err := c.CancelMany(cmd.Context(), ids)
+			if err != nil {
+				return g.explain(err)
+			}
+			res := make([]itemResult, len(ids))
+			for i, id := range ids {
+				res[i].ID = id
+			}
+			if g.json {
+				if err := withJobs(cmd.Context(), c, res, errs); err != nil {
+					return g.explain(err)
+				}
+			}
+			return finishItems(cmd.OutOrStdout(), cmd.ErrOrStderr(), g, res, errs, "cancelled")
+		},
+	}
+}
+
+func retryCommand(g *globals) *cobra.Command {
+	var (
+		sched    schedule
+		data     string
+		dataFile string
+	)
+	cmd := &cobra.Command{
+		Use:   "retry ID...",
+		Short: "Run jobs again (resubmit)",
+		Long: `retry resubmits jobs: an ended job (completed, failed or cancelled) is
+pending again with its attempts reset (requeued); a pending job moves to
+the new time (updated); a running job runs again once its current attempt
+ends (resubmitted). Without --at or --in an ended job runs now and a
+pending one keeps its time. --data replaces the job's data.
+
+It prints each job's id and outcome. With --json it prints
+{"results": [{"id", "job", "outcome"} or {"id", "error"}...]}.`,
+		Example: `  rota retry 42
+  rota retry 42 43 --in 5m
+  rota retry 42 --data '{"force":true}'`,
+		Args: minArgs(1, "at least one job ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := parseIDs(args)
+			if err != nil {
+				return err
+			}
+			runAt, err := sched.runAt(cmd, time.Now())
+			if err != nil {
+				return err
+			}
+			var d []byte
+			if cmd.Flags().Changed("data") || dataFile != "" {
+				if d, err = readData(cmd.InOrStdin(), data, dataFile, cmd.Flags().Changed("data")); err != nil {
+					return err
+				}
+			}
+			if _, err := g.baseURL(); err != nil {
+				return err
+			}
+			res := make([]itemResult, len(ids))
+			errs := make([]error, len(ids))
+			for i, id := range ids {
+				res[i].ID = id
+				r, err := g.resubmit(cmd.Context(), rota.ResubmitParams{ID: id, RunAt: runAt, Data: d})
+				if err != nil && !isItemError(err) {
+					return err
+				}
+				if errs[i] = err; err == nil {
+					j := r.Job
+					res[i].Job, res[i].Outcome = &j, r.Outcome
+				}
+			}
+			return finishItems(cmd.OutOrStdout(), cmd.ErrOrStderr(), g, res, errs, "resubmitted")
+		},
+	}
+	sched.register(cmd, "run again")
+	cmd.Flags().StringVar(&data, "data", "", `replace the job's data with this JSON object ("-" reads standard input)`)
+	cmd.Flags().StringVar(&dataFile, "data-file", "", `replace the job's data with this file's ("-" for standard input)`)
+	return cmd
+}
+
+// isItemError reports whether err is about one job rather than the call.
+func isItemError(err error) bool {
+	return errors.Is(err, rota.ErrNotFound) || errors.Is(err, rota.ErrFinished) ||
+		errors.Is(err, rota.ErrCanceled) || errors.Is(err, rota.ErrWorkerConflict) || errors.Is(err, rota.ErrInvalid)
+}
+
+func rmCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rm ID...",
+		Short: "Remove jobs",
+		Long: `rm deletes jobs in any state. A running job's worker is told as for a
+cancel. The exit status is 1 if any job could not be removed (for
+example, it does not exist).
+
+With --json it prints {"results": [{"id"} or {"id", "error"}...]}.`,
+		Example: `  rota rm 42 43`,
+		Args:    minArgs(1, "at least one job ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := parseIDs(args)
+			if err != nil {
+				return err
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			errs := make([]error, len(ids))
+			res := make([]itemResult, len(ids))
+			for i, id := range ids {
+				res[i].ID = id
+				err := c.Remove(cmd.Context(), id)
+				if err != nil && !isItemError(err) {
+					return g.explain(err)
+				}
+				errs[i] = err
+			}
+			return finishItems(cmd.OutOrStdout(), cmd.ErrOrStderr(), g, res, errs, "removed")
+		},
+	}
+}

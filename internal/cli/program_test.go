@@ -1,0 +1,210 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+func TestStdoutParser(t *testing.T) {
+	var got []float64
+	var bad []string
+	p := &stdoutParser{limit: 1 << 20, onProgress: func(v float64) { got = append(got, v) }, onBad: func(l string) { bad = append(bad, l) }}
+	// Progress lines split across writes, mixed with output.
+	for _, chunk := range []string{"rota:pro", "gress 10\n{\"a\":", " 1}\nrota:progress 42.5%\n", "rota:progress\t99\r\n", "rota:progress x\n", "rota:progressive\n", "rota:progress 100"} {
+		p.Write([]byte(chunk))
+	}
+	p.flush()
+	if want := []float64{10, 42.5, 99, 100}; !equalFloats(got, want) {
+		t.Errorf("progress = %v, want %v", got, want)
+	}
+	if len(bad) != 2 {
+		t.Errorf("bad lines = %q, want the two malformed directives", bad)
+	}
+	if r := string(p.result()); r != `{"a": 1}` {
+		t.Errorf("result = %s, want the JSON without the progress lines", r)
+	}
+}
+
+func equalFloats(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestStdoutParserResults(t *testing.T) {
+	parse := func(out string, limit int) string {
+		p := &stdoutParser{limit: limit, onProgress: func(float64) {}, onBad: func(string) {}}
+		// Write byte by byte, the worst case for line splitting.
+		for i := 0; i < len(out); i++ {
+			p.Write([]byte{out[i]})
+		}
+		p.flush()
+		return string(p.result())
+	}
+	for _, tc := range []struct{ out, want string }{
+		{"", ""},
+		{"  \n", ""},
+		{"rota:progress 5\n", ""},
+		{"[1, 2]\n", "[1, 2]"},
+		{"42", "42"},
+		{"\"quoted\"\n", `"quoted"`},
+		{"hello <world> & co\n", `"hello <world> & co"`},
+		{"line one\nline two\n", `"line one\nline two"`},
+		{"{\"a\":1}\nrota:progress 50\n", `{"a":1}`},
+		{"{\"a\":1}\n{\"b\":2}\n", `"{\"a\":1}\n{\"b\":2}"`},
+		{"xrota:progress 5\n", `"xrota:progress 5"`},
+	} {
+		if got := parse(tc.out, 1<<20); got != tc.want {
+			t.Errorf("stdout %q: result %s, want %s", tc.out, got, tc.want)
+		}
+	}
+	// Output over the limit is never taken for JSON.
+	if got := parse(`{"a": "0123456789"}`, 10); got != `"{\"a\": \"012"` {
+		t.Errorf("overflowing JSON: result %s", got)
+	}
+	// A long line that starts like a directive is output.
+	long := "rota:progress " + strings.Repeat("1", 100) + "\n"
+	if got := parse(long, 1<<20); got != strconv.Quote(strings.TrimSpace(long)) {
+		t.Errorf("long line: result %s", got)
+	}
+}
+
+func TestTextResultCap(t *testing.T) {
+	text := strings.Repeat("é", maxTextResult) // 2 bytes each
+	raw := textResult([]byte(text))
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s) > maxTextResult || len(s) < maxTextResult-1 || !utf8.ValidString(s) {
+		t.Errorf("capped result is %d bytes (valid UTF-8: %v), want about %d", len(s), utf8.ValidString(s), maxTextResult)
+	}
+}
+
+func TestParseProgress(t *testing.T) {
+	for line, want := range map[string]float64{"rota:progress 0": 0, "rota:progress 100": 100, "rota:progress 3.25": 3.25, "rota:progress  7 %": 7} {
+		if v, ok := parseProgress(line); !ok || v != want {
+			t.Errorf("%q = %v, %v; want %v", line, v, ok, want)
+		}
+	}
+	for _, line := range []string{"rota:progress", "rota:progress -1", "rota:progress 101", "rota:progress NaN", "rota:progress1", "rota:progress 5 6"} {
+		if v, ok := parseProgress(line); ok {
+			t.Errorf("%q = %v, want rejected", line, v)
+		}
+	}
+}
+
+func TestTailBuffer(t *testing.T) {
+	tb := &tailBuffer{max: 10}
+	tb.Write([]byte("short\n"))
+	if got := tb.text(); got != "short" {
+		t.Errorf("text = %q", got)
+	}
+	for i := 0; i < 100; i++ {
+		tb.Write([]byte("abcdefgh\n"))
+	}
+	tb.Write([]byte("the end\n"))
+	if got := tb.text(); got != "…h\nthe end" {
+		t.Errorf("text = %q, want the last 10 bytes after an ellipsis", got)
+	}
+	tb = &tailBuffer{max: 3}
+	tb.Write([]byte("xéé")) // 5 bytes; the cut falls inside the first é
+	if got := tb.text(); got != "…é" {
+		t.Errorf("text = %q, want a whole character", got)
+	}
+}
+
+func TestLinePrefixer(t *testing.T) {
+	var b strings.Builder
+	l := &linePrefixer{w: &b, prefix: "job 1 | "}
+	l.Write([]byte("a\nb"))
+	l.Write([]byte("c\n\nd"))
+	l.flush()
+	if want := "job 1 | a\njob 1 | bc\njob 1 | \njob 1 | d\n"; b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}
+
+// alive reports whether a process exists and is not a zombie.
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) == 0 || fields[0] != "Z"
+}
+
+// TestRunProgramKillsGroup checks that stopping a program stops what it
+// started too, and that a program that ignores SIGTERM gets SIGKILL.
+func TestRunProgramKillsGroup(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pids")
+	script := `trap '' TERM; sleep 60 & echo $$ $! > ` + pidFile + `.tmp; mv ` + pidFile + `.tmp ` + pidFile + `; wait`
+	cmd := exec.Command("sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ctx, cancel := context.WithCancel(context.Background())
+	progs := &programs{running: map[int]struct{}{}}
+	type result struct {
+		startErr, waitErr error
+		stopped           bool
+	}
+	done := make(chan result, 1)
+	go func() {
+		s, w, st := runProgram(ctx, cmd, 200*time.Millisecond, progs)
+		done <- result{s, w, st}
+	}()
+	var pids []int
+	deadline := time.Now().Add(10 * time.Second)
+	for len(pids) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the script did not write its pids")
+		}
+		if b, err := os.ReadFile(pidFile); err == nil {
+			for _, f := range strings.Fields(string(b)) {
+				n, _ := strconv.Atoi(f)
+				pids = append(pids, n)
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("runProgram did not return after its context ended")
+	}
+	if r.startErr != nil || !r.stopped {
+		t.Fatalf("startErr %v, stopped %v; want a stopped program", r.startErr, r.stopped)
+	}
+	for time.Now().Before(deadline) && (alive(pids[0]) || alive(pids[1])) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("process %d is still running", pid)
+		}
+	}
+	if len(progs.running) != 0 {
+		t.Errorf("programs still tracked: %v", progs.running)
+	}
+}

@@ -1,0 +1,250 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/httpapi"
+)
+
+func waitCommand(g *globals) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "wait ID",
+		Short: "Wait until a job ends",
+		Long: `wait blocks until the job ends and says how: completed (with its result),
+failed (with its last error) or cancelled. While it waits, it shows the
+job's progress: a bar updated in place when standard output is a
+terminal, otherwise a line for every change of state or progress.
+
+Exit status:
+  0    the job completed
+  1    the job failed, was cancelled, or was removed
+  2    bad input, no such job, or no usable server
+  124  --timeout passed first
+  130  interrupted (Ctrl-C)
+
+With --json it prints nothing while waiting and then the job as the API
+returns it, {"job": {...}}, whatever its end.`,
+		Example: `  rota wait 42
+  rota wait 42 --timeout 10m && echo done
+  id=$(rota add -q resize '{}') && rota wait "$id" --json | jq .job.result`,
+		Args: exactArgs(1, "one job ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			if timeout < 0 {
+				return usageErrorf("--timeout %v must not be negative", timeout)
+			}
+			if _, err := g.baseURL(); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			out := cmd.OutOrStdout()
+			var d progressDisplay
+			if !g.json {
+				d = newProgressDisplay(out, id)
+			}
+			last, err := followJob(ctx, g, id, d)
+			if d != nil {
+				d.done()
+			}
+			if err != nil {
+				switch {
+				case cmd.Context().Err() != nil:
+					return &exitError{code: exitSignal}
+				case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+					msg := fmt.Sprintf("job %d has not ended after --timeout %v", id, timeout)
+					if last.ID != 0 {
+						msg += " (it is " + last.State.String() + ")"
+					}
+					return &exitError{code: exitTimeout, err: errors.New(msg)}
+				case errors.Is(err, rota.ErrNotFound):
+					return &exitError{code: exitUsage, err: err}
+				}
+				return err
+			}
+			if last.Removed {
+				return &exitError{code: exitFailed, err: fmt.Errorf("job %d was removed", id)}
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			j, err := c.Get(context.WithoutCancel(ctx), id)
+			if errors.Is(err, rota.ErrNotFound) {
+				return &exitError{code: exitFailed, err: fmt.Errorf("job %d was removed", id)}
+			}
+			if err != nil {
+				return g.explain(err)
+			}
+			return reportEnd(out, g.json, j)
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (exit status 124); 0 waits for ever")
+	return cmd
+}
+
+// followJob follows a job's events until it ends (a terminal state or its
+// removal) and returns the last event. It reconnects when the stream
+// breaks.
+func followJob(ctx context.Context, g *globals, id int64, d progressDisplay) (rota.Event, error) {
+	q := url.Values{"job": {strconv.FormatInt(id, 10)}}
+	var last rota.Event
+	stream, err := g.openEvents(ctx, q)
+	if err != nil {
+		return last, err
+	}
+	for {
+		ev, err := stream.Next()
+		if errors.Is(err, io.EOF) {
+			stream.Close()
+			if ctx.Err() != nil {
+				return last, ctx.Err()
+			}
+			if stream, err = reconnect(ctx, g, q); err != nil {
+				return last, err
+			}
+			continue
+		}
+		if err != nil {
+			stream.Close()
+			return last, err
+		}
+		if ev.End {
+			stream.Close()
+			return last, nil
+		}
+		last = ev.Change
+		if d != nil {
+			d.update(ev.Change)
+		}
+		if ev.Removed || ev.State.Terminal() {
+			stream.Close()
+			return last, nil
+		}
+	}
+}
+
+// reportEnd says how the job ended and returns the exit status for it.
+func reportEnd(w io.Writer, asJSON bool, j rota.Job) error {
+	if asJSON {
+		if err := printJSON(w, httpapi.JobResponse{Job: j}); err != nil {
+			return err
+		}
+	}
+	switch j.State {
+	case rota.Completed:
+		if !asJSON {
+			fmt.Fprintf(w, "job %d completed\n", j.ID)
+			if len(j.Result) > 0 {
+				fmt.Fprintln(w, "result:", string(j.Result))
+			}
+		}
+		return nil
+	case rota.Failed:
+		msg := fmt.Sprintf("job %d failed after %d of %d attempts", j.ID, j.Attempt, j.MaxAttempts)
+		if j.LastError != "" {
+			msg += ": " + j.LastError
+		}
+		return &exitError{code: exitFailed, err: errors.New(msg)}
+	case rota.Cancelled:
+		msg := fmt.Sprintf("job %d was cancelled", j.ID)
+		if j.LastError != "" {
+			msg += ": " + j.LastError
+		}
+		return &exitError{code: exitFailed, err: errors.New(msg)}
+	}
+	return &exitError{code: exitFailed, err: fmt.Errorf("job %d is %s", j.ID, j.State)}
+}
+
+// progressDisplay shows a waited-for job's state and progress.
+type progressDisplay interface {
+	update(ev rota.Event)
+	done()
+}
+
+func newProgressDisplay(w io.Writer, id int64) progressDisplay {
+	if f, ok := w.(*os.File); ok && isTerminal(f) {
+		return &barDisplay{w: w, id: id}
+	}
+	return &lineDisplay{w: w, id: id}
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// lineDisplay prints a line for every change of state or progress.
+type lineDisplay struct {
+	w       io.Writer
+	id      int64
+	started bool
+	last    rota.Event
+}
+
+func (d *lineDisplay) update(ev rota.Event) {
+	if d.started && ev.State == d.last.State && ev.Progress == d.last.Progress {
+		return
+	}
+	d.started, d.last = true, ev
+	switch {
+	case ev.Removed || ev.State.Terminal():
+		// reportEnd says how it ended.
+	case ev.State == rota.Running && ev.Progress > 0:
+		fmt.Fprintf(d.w, "job %d: running %s\n", d.id, percent(ev.Progress))
+	default:
+		fmt.Fprintf(d.w, "job %d: %s\n", d.id, ev.State)
+	}
+}
+
+func (d *lineDisplay) done() {}
+
+// barDisplay redraws one line in place: a bar, the percentage, the state.
+type barDisplay struct {
+	w     io.Writer
+	id    int64
+	drawn bool
+}
+
+const barWidth = 30
+
+func (d *barDisplay) update(ev rota.Event) {
+	if ev.Removed || ev.State.Terminal() {
+		return
+	}
+	fmt.Fprintf(d.w, "\r\033[K%s", progressBar(d.id, ev))
+	d.drawn = true
+}
+
+func (d *barDisplay) done() {
+	if d.drawn {
+		fmt.Fprint(d.w, "\r\033[K")
+	}
+}
+
+// progressBar renders "[#######.......]  42%  job 12 running".
+func progressBar(id int64, ev rota.Event) string {
+	p := min(max(ev.Progress, 0), 100)
+	filled := int(p / 100 * barWidth)
+	return fmt.Sprintf("[%s%s] %5s  job %d %s", strings.Repeat("#", filled), strings.Repeat(".", barWidth-filled), percent(p), id, ev.State)
+}

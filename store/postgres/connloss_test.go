@@ -1,0 +1,243 @@
+package postgres_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rotajobs/rota/store"
+	"github.com/rotajobs/rota/store/postgres"
+)
+
+// restartCommand returns the command that restarts the test database
+// server: ROTA_TEST_POSTGRES_RESTART when set, else pg_ctlcluster for the
+// local Debian cluster that serves the DSN's port, when the test runs as
+// root. Otherwise the test does not control the server and is skipped.
+func restartCommand(t *testing.T) []string {
+	t.Helper()
+	if cmd := os.Getenv("ROTA_TEST_POSTGRES_RESTART"); cmd != "" {
+		return []string{"sh", "-c", cmd}
+	}
+	u, err := url.Parse(testDSN(t))
+	if err != nil || u.Scheme == "" {
+		t.Skip("the connection-loss test needs a postgres:// URL in ROTA_TEST_POSTGRES to find the server it restarts")
+	}
+	if h := u.Hostname(); h != "localhost" && h != "127.0.0.1" && h != "::1" && h != "" {
+		t.Skipf("the connection-loss test restarts the server; %s is not local (set ROTA_TEST_POSTGRES_RESTART to a command that restarts it)", h)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the connection-loss test restarts the local PostgreSQL with pg_ctlcluster, which needs root (or set ROTA_TEST_POSTGRES_RESTART)")
+	}
+	port := u.Port()
+	if port == "" {
+		port = "5432"
+	}
+	out, err := exec.Command("pg_lsclusters", "-h").Output()
+	if err != nil {
+		t.Skipf("the connection-loss test needs pg_lsclusters to find the local cluster: %v", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 4 && f[2] == port && f[3] == "online" {
+			return []string{"pg_ctlcluster", f[0], f[1], "restart"}
+		}
+	}
+	t.Skipf("no local cluster is online on port %s; cannot restart the server", port)
+	return nil
+}
+
+// TestConnectionLoss restarts PostgreSQL while producers add jobs and
+// workers take and complete them: calls during the restart fail with
+// errors that say the database is unavailable, the store recovers by
+// itself (pool, LISTEN connection, leadership), and every add and finish
+// that was acknowledged is there afterwards.
+func TestConnectionLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("restarts the database server")
+	}
+	restart := restartCommand(t)
+	schema := newSchema(t)
+	a := openIn(t, schema, postgres.Config{LeaderRetry: 50 * time.Millisecond})
+	b := openIn(t, schema, postgres.Config{})
+	ctx := t.Context()
+
+	var (
+		mu        sync.Mutex
+		added     = map[int64]bool{}
+		finished  = map[int64]bool{}
+		failures  []error
+		restarted atomic.Bool
+		okAfter   [4]atomic.Int64 // successes of each goroutine after the restart
+		stop      atomic.Bool
+		wg        sync.WaitGroup
+	)
+	fail := func(err error) {
+		mu.Lock()
+		failures = append(failures, err)
+		mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+	}
+	ok := func(g int) {
+		if restarted.Load() {
+			okAfter[g].Add(1)
+		}
+	}
+	for g := range 2 { // producers
+		wg.Go(func() {
+			for i := 0; !stop.Load(); i++ {
+				ps := make([]store.AddParams, 10)
+				for k := range ps {
+					ps[k] = store.AddParams{Type: "cl", Data: []byte(fmt.Sprintf(`{"p":%d,"i":%d}`, g, i))}
+				}
+				res, err := a.Add(ctx, ps)
+				if err != nil {
+					fail(err)
+					continue
+				}
+				mu.Lock()
+				for _, r := range res {
+					added[r.Job.ID] = true
+				}
+				mu.Unlock()
+				ok(g)
+			}
+		})
+	}
+	for g := 2; g < 4; g++ { // workers
+		wg.Go(func() {
+			for !stop.Load() {
+				res, err := a.Accept(ctx, store.AcceptParams{Types: []string{"cl"}, Limit: 10})
+				if err != nil {
+					fail(err)
+					continue
+				}
+				if len(res.Jobs) == 0 {
+					time.Sleep(5 * time.Millisecond)
+					continue
+				}
+				ps := make([]store.FinishParams, len(res.Jobs))
+				for i, j := range res.Jobs {
+					ps[i] = store.FinishParams{Lease: j.Lease(), As: store.Complete}
+				}
+				errs, err := a.Finish(ctx, ps)
+				if err != nil {
+					fail(err)
+					continue
+				}
+				mu.Lock()
+				for i, e := range errs {
+					if e == nil {
+						finished[ps[i].ID] = true
+					}
+				}
+				mu.Unlock()
+				ok(g)
+			}
+		})
+	}
+	defer func() { stop.Store(true); wg.Wait() }()
+
+	waitFor := func(what string, limit time.Duration, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(limit)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within %v", what, limit)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitFor("load running", 30*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(added) >= 300 && len(finished) >= 100
+	})
+	if _, _, err := a.ExpireLeases(ctx, time.Now()); err != nil || !a.IsLeader() {
+		t.Fatalf("ExpireLeases before the restart: %v (leader %v)", err, a.IsLeader())
+	}
+
+	mu.Lock()
+	before := len(failures)
+	mu.Unlock()
+	if out, err := exec.Command(restart[0], restart[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("restarting PostgreSQL (%s): %v\n%s", strings.Join(restart, " "), err, out)
+	}
+	restarted.Store(true)
+	t.Logf("PostgreSQL restarted under load (%s)", strings.Join(restart, " "))
+
+	// Every producer and worker gets going again by itself.
+	waitFor("producers and workers recovered after the restart", 60*time.Second, func() bool {
+		for g := range okAfter {
+			if okAfter[g].Load() < 20 {
+				return false
+			}
+		}
+		return true
+	})
+	stop.Store(true)
+	wg.Wait()
+
+	mu.Lock()
+	failed := failures[before:]
+	mu.Unlock()
+	if len(failed) == 0 {
+		t.Errorf("no call failed while the server restarted; the test did not exercise connection loss")
+	}
+	for i, err := range failed {
+		if !errors.Is(err, postgres.ErrUnavailable) || !strings.HasPrefix(err.Error(), "postgres: ") {
+			t.Errorf("a call during the restart failed with %q; want an error that names the store and matches ErrUnavailable", err)
+		} else if i < 3 {
+			t.Logf("a call during the restart: %v", err)
+		}
+	}
+	t.Logf("%d calls failed during the restart; %d adds and %d finishes acknowledged", len(failed), len(added), len(finished))
+
+	// Nothing acknowledged was lost.
+	all := readAll(t, a, added)
+	for id := range added {
+		if all[id].ID != id {
+			t.Errorf("acknowledged add of job %d is lost", id)
+		}
+	}
+	for id := range finished {
+		if all[id].State != store.Completed {
+			t.Errorf("acknowledged finish of job %d is lost: the job is %v", id, all[id].State)
+		}
+	}
+
+	// The sweep leadership and the LISTEN connection came back too: the
+	// leader sweeps again, and node B hears of a job node A adds.
+	waitFor("the leader sweeps again", 30*time.Second, func() bool {
+		_, _, err := a.ExpireLeases(ctx, time.Now())
+		return err == nil && a.IsLeader()
+	})
+	heard := make(chan int64, 100)
+	unwatch := b.Watch(func(cs []store.Change) {
+		for _, c := range cs {
+			heard <- c.ID
+		}
+	})
+	defer unwatch()
+	res, err := a.Add(ctx, []store.AddParams{{Type: "after.restart"}})
+	if err != nil {
+		t.Fatalf("Add after the restart: %v", err)
+	}
+	timeout := time.After(30 * time.Second)
+	for id := int64(0); id != res[0].Job.ID; {
+		select {
+		case id = <-heard:
+		case <-timeout:
+			t.Fatal("node B did not hear of a job added on node A after the restart: its LISTEN connection did not come back")
+		}
+	}
+}

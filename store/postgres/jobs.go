@@ -1,0 +1,1204 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/rotajobs/rota/store"
+)
+
+// This file holds every state transition of the PostgreSQL store, with the
+// semantics of store/sqlite/jobs.go (docs/concepts.md). Transitions that
+// read a job before they write it lock its row first (FOR UPDATE, in id
+// order, so that concurrent batches cannot deadlock), so concurrent nodes
+// see each other's changes whole. The hot paths (add, accept, heartbeat,
+// complete, lease expiry) are set-based statements over arrays.
+
+// row is the part of a job that transitions decide on.
+type row struct {
+	id          int64
+	typ, grp    string
+	state       store.State
+	token       string
+	attempt     int64
+	maxAttempts int64
+	base, maxB  int64 // µs
+	resubmit    bool
+	runAt       time.Time
+}
+
+const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max, resubmit, run_at`
+
+func (r *row) change(state store.State, runAt time.Time) store.Change {
+	return store.Change{ID: r.id, Type: r.typ, Group: r.grp, State: state, RunAt: runAt.UTC()}
+}
+
+// lock locks and reads the jobs with these ids. A job moving between the
+// hot and the ended table while this waits for its lock is looked for
+// again in the other table, so a job that exists is always found.
+func (t *txn) lock(ids []int64) (map[int64]*row, error) {
+	want := slices.Clone(ids)
+	slices.Sort(want)
+	want = slices.Compact(want)
+	found := make(map[int64]*row, len(want))
+	for _, table := range []string{"rota.jobs", "rota.jobs_ended", "rota.jobs"} {
+		if len(want) == 0 {
+			break
+		}
+		rs, err := scanRows(t.query(`SELECT `+rowColumns+` FROM `+table+` WHERE id = ANY($1) ORDER BY id FOR UPDATE`, want))
+		if err != nil {
+			return nil, fmt.Errorf("lock jobs: %w", err)
+		}
+		for _, x := range rs {
+			found[x.id] = x
+		}
+		want = slices.DeleteFunc(want, func(id int64) bool { return found[id] != nil })
+	}
+	return found, nil
+}
+
+// fence applies the worker-call rule to a job read as r (nil when it does
+// not exist).
+func fence(id int64, r *row, token string) error {
+	if r == nil {
+		return store.Fence(id, false, 0, "", token)
+	}
+	return store.Fence(id, true, r.state, r.token, token)
+}
+
+// scanRows reads rows of rowColumns.
+func scanRows(r rows, err error) ([]*row, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var out []*row
+	for r.Next() {
+		x := new(row)
+		var state int16
+		if err := r.Scan(&x.id, &x.typ, &x.grp, &state, &x.token, &x.attempt, &x.maxAttempts,
+			&x.base, &x.maxB, &x.resubmit, &x.runAt); err != nil {
+			return nil, err
+		}
+		x.state = store.State(state)
+		out = append(out, x)
+	}
+	return out, r.Err()
+}
+
+// moveSQL builds a statement that moves rows between the job tables in one
+// step: del is the DELETE's target and condition (the deleted table is
+// aliased j), set overrides columns with expressions over the deleted row
+// d (and whatever from joins in), and returning lists what comes back.
+func moveSQL(with, del, from string, set map[string]string, to, returning string) string {
+	exprs := make([]string, len(columns))
+	for i, c := range columns {
+		if e, ok := set[c]; ok {
+			exprs[i] = e
+		} else {
+			exprs[i] = "d." + c
+		}
+	}
+	if with != "" {
+		with += ", "
+	}
+	return "WITH " + with + "d AS (DELETE FROM " + del + " RETURNING j.*) INSERT INTO " + to +
+		" (" + strings.Join(columns, ", ") + ") SELECT " + strings.Join(exprs, ", ") + " FROM " + from +
+		" RETURNING " + returning
+}
+
+// errorsAppend is the errors column with one more attempt error: $err, at
+// the database's now.
+const errorsAppend = `coalesce(%[1]s.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', %[1]s.attempt, 'at', now(), 'error', %[2]s::text))`
+
+func us(d time.Duration) int64 { return d.Microseconds() }
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// ---- producer side ----
+
+// Add adds jobs, or re-adds existing ones by (type, key).
+func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddResult, error) {
+	jobs, datas, err := store.CheckAdds(jobs)
+	if err != nil {
+		return nil, err
+	}
+	newTypes := s.unknownTypes(jobs)
+	var out []store.AddResult
+	run := func(t *txn) error {
+		var err error
+		out, err = t.add(jobs, datas, newTypes)
+		return err
+	}
+	keyed := slices.ContainsFunc(jobs, func(p store.AddParams) bool { return p.Key != "" })
+	if keyed {
+		err = s.inTx(ctx, "add", run)
+	} else {
+		err = s.autocommit(ctx, "add", run) // one INSERT
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AddTx adds jobs inside the caller's database/sql transaction on this
+// database (for example one begun on DB()), so that they exist only if it
+// commits. Other nodes, and this one's acceptors, learn of them by a
+// notification that PostgreSQL delivers when, and only if, it commits.
+func (s *Store) AddTx(ctx context.Context, tx *sql.Tx, jobs []store.AddParams) ([]store.AddResult, error) {
+	return s.addIn(ctx, sqlDB{tx}, jobs)
+}
+
+// AddPgxTx is AddTx for a pgx transaction, such as one begun on Pool().
+func (s *Store) AddPgxTx(ctx context.Context, tx pgx.Tx, jobs []store.AddParams) ([]store.AddResult, error) {
+	return s.addIn(ctx, pgxDB{tx}, jobs)
+}
+
+func (s *Store) addIn(ctx context.Context, d db, jobs []store.AddParams) ([]store.AddResult, error) {
+	jobs, datas, err := store.CheckAdds(jobs)
+	if err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, s.wrap("add", store.ErrClosed)
+	}
+	t := &txn{s: s, ctx: ctx, db: d, user: true}
+	// Every type of the batch is (re)registered: the known types must only
+	// hold committed names, and this transaction may roll back.
+	var types []string
+	for _, j := range jobs {
+		types = append(types, j.Type)
+	}
+	slices.Sort(types)
+	out, err := t.add(jobs, datas, slices.Compact(types))
+	if err == nil {
+		err = t.notifyInTx()
+	}
+	if err != nil {
+		return nil, s.wrap("add", err)
+	}
+	return out, nil
+}
+
+type typeKey struct{ typ, key string }
+
+func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]store.AddResult, error) {
+	out := make([]store.AddResult, len(jobs))
+	// Items with a key that exists, or that an earlier item of the batch
+	// inserts, re-add that job; the others are inserted.
+	existing, err := t.lockKeys(jobs)
+	if err != nil {
+		return nil, err
+	}
+	target := make([]int64, len(jobs))   // the job an item re-adds
+	insertedBy := make([]int, len(jobs)) // or the earlier item whose insert it re-adds, plus one
+	first := map[typeKey]int{}
+	var ins []int
+	for i, p := range jobs {
+		if p.Key != "" {
+			k := typeKey{p.Type, p.Key}
+			if id, ok := existing[k]; ok {
+				target[i] = id
+				continue
+			}
+			if j, ok := first[k]; ok {
+				insertedBy[i] = j + 1
+				continue
+			}
+			first[k] = i
+		}
+		ins = append(ins, i)
+	}
+	if err := t.insert(jobs, datas, ins, newTypes, out); err != nil {
+		return nil, err
+	}
+	for i, p := range jobs {
+		id := target[i]
+		if insertedBy[i] > 0 {
+			id = out[insertedBy[i]-1].Job.ID
+		}
+		if id == 0 {
+			continue
+		}
+		rs, err := t.lock([]int64{id})
+		if err != nil {
+			return nil, err
+		}
+		r := rs[id]
+		if r == nil { // cannot happen while the key lock is held
+			return nil, fmt.Errorf("job %d with key %q vanished", id, p.Key)
+		}
+		prio, grp := int64(p.Priority), p.Group
+		maxAtt, base, maxB := int64(p.MaxAttempts), us(p.BackoffBase), us(p.BackoffMax)
+		if out[i], err = t.readd(r, readd{
+			runAt: optTime(p.RunAt), data: datas[i], priority: &prio, group: &grp,
+			maxAttempts: &maxAtt, base: &base, maxB: &maxB,
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if !t.user {
+		t.after = append(t.after, func() { t.s.addTypes(newTypes) })
+	}
+	return out, nil
+}
+
+// lockKeys serialises adds of the same (type, key) across nodes with
+// transaction-level advisory locks (taken in one order, so adds cannot
+// deadlock), then finds the jobs that hold those keys. The unique indexes
+// of each table back this up; the lock is what makes "look in both tables,
+// then insert or re-add" safe against a concurrent add of the same key.
+func (t *txn) lockKeys(jobs []store.AddParams) (map[typeKey]int64, error) {
+	var locks []int64
+	var types, keys []string
+	for _, p := range jobs {
+		if p.Key != "" {
+			locks = append(locks, hash64("key", t.s.cfg.Schema, p.Type, p.Key))
+			types, keys = append(types, p.Type), append(keys, p.Key)
+		}
+	}
+	if len(locks) == 0 {
+		return nil, nil
+	}
+	slices.Sort(locks)
+	if _, err := t.exec(`SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k`, slices.Compact(locks)); err != nil {
+		return nil, fmt.Errorf("lock keys: %w", err)
+	}
+	r, err := t.query(bothTables(`SELECT type, key, id FROM %s WHERE (type, key) IN (SELECT * FROM unnest($1::text[], $2::text[]))`), types, keys)
+	if err != nil {
+		return nil, fmt.Errorf("find keys: %w", err)
+	}
+	defer r.Close()
+	out := map[typeKey]int64{}
+	for r.Next() {
+		var k typeKey
+		var id int64
+		if err := r.Scan(&k.typ, &k.key, &id); err != nil {
+			return nil, fmt.Errorf("find keys: %w", err)
+		}
+		out[k] = id
+	}
+	return out, r.Err()
+}
+
+// insertSQL inserts a batch from arrays in one statement, registering new
+// types in the same statement. Rows are inserted, and so get their ids,
+// in the order of the batch.
+const insertSQL = `WITH ty AS (
+	INSERT INTO rota.types (name, updated_at) SELECT unnest($1::text[]), now() ON CONFLICT DO NOTHING)
+INSERT INTO rota.jobs (type, key, grp, priority, state, run_at, data, max_attempts, backoff_base, backoff_max, created_at, updated_at)
+SELECT u.type, u.key, u.grp, u.priority, 0, coalesce(u.run_at, now()), u.data, u.max_attempts, u.base, u.maxb, now(), now()
+FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], $7::bytea[], $8::bigint[], $9::bigint[], $10::bigint[])
+	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, ord)
+ORDER BY u.ord
+RETURNING id, run_at, created_at`
+
+func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes []string, out []store.AddResult) error {
+	if len(ins) == 0 {
+		if len(newTypes) > 0 {
+			_, err := t.exec(`INSERT INTO rota.types (name, updated_at) SELECT unnest($1::text[]), now() ON CONFLICT DO NOTHING`, newTypes)
+			return err
+		}
+		return nil
+	}
+	n := len(ins)
+	types, grps := make([]string, n), make([]string, n)
+	keys := make([]*string, n)
+	prios, maxAtts, bases, maxBs := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	runAts := make([]*time.Time, n)
+	ds := make([][]byte, n)
+	for k, i := range ins {
+		p := &jobs[i]
+		types[k], keys[k], grps[k], prios[k] = p.Type, optString(p.Key), p.Group, int64(p.Priority)
+		runAts[k], ds[k] = optTime(p.RunAt), datas[i]
+		maxAtts[k], bases[k], maxBs[k] = int64(p.MaxAttempts), us(p.BackoffBase), us(p.BackoffMax)
+	}
+	if newTypes == nil {
+		newTypes = []string{}
+	}
+	r, err := t.query(insertSQL, newTypes, types, keys, grps, prios, runAts, ds, maxAtts, bases, maxBs)
+	if err != nil {
+		return fmt.Errorf("insert: %w", err)
+	}
+	defer r.Close()
+	k := 0
+	for r.Next() {
+		if k == n {
+			return fmt.Errorf("insert: more rows returned than inserted")
+		}
+		var id int64
+		var runAt, created time.Time
+		if err := r.Scan(&id, &runAt, &created); err != nil {
+			return fmt.Errorf("insert: %w", err)
+		}
+		p := &jobs[ins[k]]
+		j := store.Job{
+			ID: id, Type: p.Type, Key: p.Key, Group: p.Group, Priority: p.Priority, State: store.Pending,
+			RunAt: runAt.UTC(), Data: ds[k], MaxAttempts: p.MaxAttempts,
+			BackoffBase: p.BackoffBase.Truncate(time.Microsecond), BackoffMax: p.BackoffMax.Truncate(time.Microsecond),
+			CreatedAt: created.UTC(), UpdatedAt: created.UTC(),
+		}
+		out[ins[k]] = store.AddResult{Job: j, Outcome: store.Inserted}
+		t.changed(store.Change{ID: id, Type: p.Type, Group: p.Group, State: store.Pending, RunAt: j.RunAt})
+		k++
+	}
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("insert: %w", err)
+	}
+	if k != n {
+		return fmt.Errorf("insert: %d rows returned for %d jobs", k, n)
+	}
+	return nil
+}
+
+// readd holds what a re-add (by key) or resubmit (by id) asks for. Nil
+// pointers keep what the job has.
+type readd struct {
+	runAt *time.Time
+	// keepRunAt: without runAt, a pending job keeps its run time
+	// (resubmit); otherwise it is due now (add).
+	keepRunAt               bool
+	data                    []byte
+	priority                *int64
+	group                   *string
+	maxAttempts, base, maxB *int64
+}
+
+var requeueSQL = moveSQL("", "rota.jobs_ended j WHERE j.id = $1", "d", map[string]string{
+	"state": "0", "run_at": "coalesce($2, now())", "data": "coalesce($3, d.data)",
+	"priority": "coalesce($4, d.priority)", "grp": "coalesce($5, d.grp)",
+	"max_attempts": "coalesce($6, d.max_attempts)", "backoff_base": "coalesce($7, d.backoff_base)",
+	"backoff_max": "coalesce($8, d.backoff_max)", "attempt": "0", "errors": "NULL", "last_error": "NULL",
+	"result": "NULL", "progress": "0", "finished_at": "NULL", "lease_until": "NULL",
+	"cancel_requested": "false", "updated_at": "now()",
+}, "rota.jobs", jobColumns)
+
+// readd is couch_jobs' resubmit, without its bugs: a pending job takes the
+// new data and time; a running one is marked to run again when its worker
+// ends; an ended one is pending again.
+func (t *txn) readd(r *row, a readd) (store.AddResult, error) {
+	var outcome store.Outcome
+	var jobs []store.Job
+	var err error
+	switch {
+	case r.state == store.Pending || r.state == store.Paused:
+		outcome = store.Updated
+		jobs, err = scanJobs(t.query(`UPDATE rota.jobs SET run_at = coalesce($2, CASE WHEN $3 THEN run_at ELSE now() END),
+			data = coalesce($4, data), priority = coalesce($5, priority), grp = coalesce($6, grp),
+			max_attempts = coalesce($7, max_attempts), backoff_base = coalesce($8, backoff_base),
+			backoff_max = coalesce($9, backoff_max), updated_at = now() WHERE id = $1 RETURNING `+jobColumns,
+			r.id, a.runAt, a.keepRunAt, a.data, a.priority, a.group, a.maxAttempts, a.base, a.maxB))
+	case r.state == store.Running:
+		outcome = store.Resubmitted
+		jobs, err = scanJobs(t.query(`UPDATE rota.jobs SET resubmit = true, resubmit_at = coalesce($2, now()),
+			next_data = coalesce($3, next_data), updated_at = now() WHERE id = $1 RETURNING `+jobColumns,
+			r.id, a.runAt, a.data))
+	default: // ended
+		outcome = store.Requeued
+		jobs, err = scanJobs(t.query(requeueSQL, r.id, a.runAt, a.data, a.priority, a.group, a.maxAttempts, a.base, a.maxB))
+	}
+	if err == nil && len(jobs) != 1 {
+		err = fmt.Errorf("%d rows changed", len(jobs))
+	}
+	if err != nil {
+		return store.AddResult{}, fmt.Errorf("re-add job %d: %w", r.id, err)
+	}
+	j := jobs[0]
+	if outcome != store.Resubmitted {
+		t.changed(store.Change{ID: j.ID, Type: j.Type, Group: j.Group, State: j.State, RunAt: j.RunAt})
+	}
+	*r = row{id: j.ID, typ: j.Type, grp: j.Group, state: j.State, token: j.Token, attempt: int64(j.Attempt),
+		maxAttempts: int64(j.MaxAttempts), base: us(j.BackoffBase), maxB: us(j.BackoffMax), resubmit: j.Resubmit, runAt: j.RunAt}
+	return store.AddResult{Job: j, Outcome: outcome}, nil
+}
+
+// Resubmit asks for jobs to run again.
+func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]store.AddResult, []error, error) {
+	datas, err := store.CheckResubmits(ps)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []store.AddResult
+	var errs []error
+	err = s.inTx(ctx, "resubmit", func(t *txn) error {
+		out, errs = make([]store.AddResult, len(ps)), make([]error, len(ps))
+		ids := make([]int64, len(ps))
+		for i, p := range ps {
+			ids[i] = p.ID
+		}
+		rs, err := t.lock(ids)
+		if err != nil {
+			return err
+		}
+		for i, p := range ps {
+			r := rs[p.ID]
+			if r == nil {
+				errs[i] = fmt.Errorf("job %d: %w", p.ID, store.ErrNotFound)
+				continue
+			}
+			if out[i], err = t.readd(r, readd{runAt: optTime(p.RunAt), keepRunAt: true, data: datas[i]}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, errs, nil
+}
+
+var cancelSQL = moveSQL("", "rota.jobs j WHERE j.id = ANY($1)", "d", map[string]string{
+	"state": "5", "cancel_requested": "d.state = 1", "lease_until": "NULL", "resubmit": "false",
+	"finished_at": "now()", "updated_at": "now()",
+}, "rota.jobs_ended", "id")
+
+// Cancel cancels jobs that have not ended. A running job's worker learns
+// of it on its next call, which fails with ErrCanceled.
+func (s *Store) Cancel(ctx context.Context, ids []int64) ([]error, error) {
+	if err := store.CheckIDs(ids); err != nil {
+		return nil, err
+	}
+	var errs []error
+	err := s.inTx(ctx, "cancel", func(t *txn) error {
+		errs = make([]error, len(ids))
+		rs, err := t.lock(ids)
+		if err != nil {
+			return err
+		}
+		var move []int64
+		for i, id := range ids {
+			r := rs[id]
+			switch {
+			case r == nil:
+				errs[i] = fmt.Errorf("job %d: %w", id, store.ErrNotFound)
+				continue
+			case r.state == store.Cancelled:
+				continue
+			case r.state.Terminal():
+				errs[i] = fmt.Errorf("job %d is %s: %w", id, r.state, store.ErrFinished)
+				continue
+			}
+			move = append(move, id)
+			t.changed(r.change(store.Cancelled, r.runAt))
+			r.state = store.Cancelled
+		}
+		if len(move) > 0 {
+			n, err := t.exec(cancelSQL, move)
+			if err != nil {
+				return fmt.Errorf("cancel: %w", err)
+			}
+			if n != int64(len(move)) {
+				return fmt.Errorf("cancel: %d of %d locked jobs moved", n, len(move))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+// Remove deletes jobs in any state.
+func (s *Store) Remove(ctx context.Context, ids []int64) ([]error, error) {
+	if err := store.CheckIDs(ids); err != nil {
+		return nil, err
+	}
+	var errs []error
+	err := s.inTx(ctx, "remove", func(t *txn) error {
+		errs = make([]error, len(ids))
+		rs, err := t.lock(ids)
+		if err != nil {
+			return err
+		}
+		var del []int64
+		for i, id := range ids {
+			r := rs[id]
+			if r == nil {
+				errs[i] = fmt.Errorf("job %d: %w", id, store.ErrNotFound)
+				continue
+			}
+			del = append(del, id)
+			t.changed(store.Change{ID: id, Type: r.typ, Group: r.grp, State: r.state, Removed: true})
+			delete(rs, id) // a repeated id in the batch finds it gone
+		}
+		if len(del) == 0 {
+			return nil
+		}
+		for _, table := range []string{"rota.jobs", "rota.jobs_ended"} {
+			if _, err := t.exec(`DELETE FROM `+table+` WHERE id = ANY($1)`, del); err != nil {
+				return fmt.Errorf("remove: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+// SetTypeConfig stores a type's settings; every node reads them at its
+// next accept.
+func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
+	if err := store.CheckTypeConfig(c); err != nil {
+		return err
+	}
+	err := s.autocommit(ctx, "set type "+c.Type, func(t *txn) error {
+		_, err := t.exec(`INSERT INTO rota.types (name, lease_timeout, updated_at) VALUES ($1, $2, now())
+			ON CONFLICT (name) DO UPDATE SET lease_timeout = excluded.lease_timeout, updated_at = excluded.updated_at`,
+			c.Type, us(c.LeaseTimeout))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.addTypes([]string{c.Type})
+	return nil
+}
+
+// ---- worker side ----
+
+// The claim: lock up to $3 due jobs in accept order, skipping rows other
+// claimers hold, and lease them, in one statement. The lease length comes
+// from the request ($4), else the type's setting, else the default ($5).
+// set_config makes this transaction commit without waiting for the WAL
+// flush: losing a claim in a database crash only makes the job run again.
+const claimTail = `,
+lt AS (SELECT p.id, coalesce($4::bigint, nullif(t.lease_timeout, 0), $5::bigint) AS us
+	FROM picked p LEFT JOIN rota.types t ON t.name = p.type)
+UPDATE rota.jobs j SET state = 1, token = translate(gen_random_uuid()::text, '-', ''), worker = $6,
+	lease_timeout = lt.us, lease_until = now() + lt.us * interval '1 microsecond', attempt = j.attempt + 1,
+	started_at = now(), cancel_requested = false, updated_at = now()
+FROM lt WHERE j.id = lt.id AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL
+RETURNING `
+
+var (
+	claimOneSQL = `WITH picked AS (
+	SELECT id, type FROM rota.jobs
+	WHERE state = 0 AND type = $1 AND run_at <= coalesce($2::timestamptz, now())
+	ORDER BY priority DESC, run_at, id
+	LIMIT $3
+	FOR UPDATE SKIP LOCKED)` + claimTail + prefixed("j.", jobColumns)
+
+	// With several types, each is read from the index in order (a scan
+	// over "type = ANY" would sort every due job of the types).
+	claimManySQL = `WITH picked AS (
+	SELECT c.id, c.type FROM unnest($1::text[]) AS n(name)
+	CROSS JOIN LATERAL (SELECT id, type, priority, run_at FROM rota.jobs
+		WHERE state = 0 AND type = n.name AND run_at <= coalesce($2::timestamptz, now())
+		ORDER BY priority DESC, run_at, id
+		LIMIT $3
+		FOR UPDATE SKIP LOCKED) c
+	ORDER BY c.priority DESC, c.run_at, c.id
+	LIMIT $3)` + claimTail + prefixed("j.", jobColumns)
+
+	nextRunSQL = `SELECT min(x.run_at), (SELECT count(*) FROM rota.types) FROM unnest($1::text[]) AS n(name)
+	CROSS JOIN LATERAL (SELECT run_at FROM rota.jobs WHERE state = 0 AND type = n.name ORDER BY run_at LIMIT 1) x`
+)
+
+// Accept leases due jobs to a worker, in priority, run time, id order.
+func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptResult, error) {
+	pats, err := store.CheckAccept(&p)
+	if err != nil {
+		return store.AcceptResult{}, err
+	}
+	var res store.AcceptResult
+	names := s.resolve(pats)
+	if res.Jobs, err = s.claim(ctx, p, names); err != nil {
+		return res, err
+	}
+	if len(res.Jobs) >= p.Limit {
+		return res, nil
+	}
+	next, types, err := s.nextRun(ctx, names)
+	if err != nil {
+		return res, err
+	}
+	patterned := slices.ContainsFunc(pats, func(p store.Pattern) bool { return !p.Literal() })
+	if patterned && types > s.knownTypes() {
+		// Another node registered a type this node has not heard of:
+		// a pattern may match it.
+		if err := s.reloadTypes(ctx); err != nil {
+			return res, err
+		}
+		var added []string
+		for _, n := range s.resolve(pats) {
+			if !slices.Contains(names, n) {
+				added = append(added, n)
+			}
+		}
+		if len(added) > 0 {
+			more := p
+			more.Limit = p.Limit - len(res.Jobs)
+			jobs, err := s.claim(ctx, more, added)
+			if err != nil {
+				return res, err
+			}
+			res.Jobs = append(res.Jobs, jobs...)
+			sortAccepted(res.Jobs)
+			names = append(names, added...)
+			if len(res.Jobs) >= p.Limit {
+				return res, nil
+			}
+			if next, _, err = s.nextRun(ctx, names); err != nil {
+				return res, err
+			}
+		}
+	}
+	res.NextRunAt = next
+	return res, nil
+}
+
+func sortAccepted(jobs []store.Job) {
+	slices.SortFunc(jobs, func(a, b store.Job) int {
+		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+			return c
+		}
+		if c := a.RunAt.Compare(b.RunAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+}
+
+func (s *Store) claim(ctx context.Context, p store.AcceptParams, names []string) ([]store.Job, error) {
+	if len(names) == 0 {
+		if s.closed.Load() {
+			return nil, s.wrap("accept", store.ErrClosed)
+		}
+		return nil, nil
+	}
+	var override *int64
+	if p.LeaseTimeout > 0 {
+		v := us(p.LeaseTimeout)
+		override = &v
+	}
+	var jobs []store.Job
+	err := s.autocommit(ctx, "accept", func(t *txn) error {
+		var err error
+		if len(names) == 1 {
+			jobs, err = scanJobs(t.query(claimOneSQL, names[0], optTime(p.DueBy), p.Limit, override, us(store.DefaultLeaseTimeout), optString(p.Worker)))
+		} else {
+			jobs, err = scanJobs(t.query(claimManySQL, names, optTime(p.DueBy), p.Limit, override, us(store.DefaultLeaseTimeout), optString(p.Worker)))
+		}
+		if err != nil {
+			return err
+		}
+		sortAccepted(jobs)
+		for _, j := range jobs {
+			t.changed(store.Change{ID: j.ID, Type: j.Type, Group: j.Group, State: store.Running})
+		}
+		return nil
+	})
+	return jobs, err
+}
+
+// nextRun returns the earliest run time of the pending jobs of these types
+// and how many types the types table holds.
+func (s *Store) nextRun(ctx context.Context, names []string) (time.Time, int, error) {
+	var next sql.NullTime
+	var types int
+	err := s.read(ctx, "accept", func(t *txn) error {
+		if names == nil {
+			names = []string{}
+		}
+		_, err := t.queryRow(nextRunSQL, []any{names}, &next, &types)
+		return err
+	})
+	return nullTime(next), types, err
+}
+
+// heartbeatSQL extends leases by each job's lease length and updates data
+// and progress, where the token is current. Items it does not return
+// failed the fence.
+const heartbeatSQL = `UPDATE rota.jobs j SET lease_until = now() + coalesce(nullif(j.lease_timeout, 0), $5) * interval '1 microsecond',
+	data = coalesce(i.data, j.data), progress = coalesce(i.progress, j.progress), updated_at = now()
+FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::float8[]) AS i(id, token, data, progress)
+WHERE j.id = i.id AND j.state = 1 AND j.token = i.token %s
+RETURNING j.id, j.lease_until, j.resubmit, j.type, j.grp`
+
+var (
+	heartbeatSyncSQL = fmt.Sprintf(heartbeatSQL, "")
+	// Without data, losing the heartbeat in a database crash only ends the
+	// lease early, so it need not wait for the WAL flush.
+	heartbeatAsyncSQL = fmt.Sprintf(heartbeatSQL, "AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL")
+)
+
+// Heartbeat extends leases and optionally updates data and progress.
+func (s *Store) Heartbeat(ctx context.Context, ps []store.HeartbeatParams) ([]store.HeartbeatResult, error) {
+	datas, err := store.CheckHeartbeats(ps)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.HeartbeatResult, len(ps))
+	// Items for the same job run one after the other, as if sent apart.
+	for _, round := range rounds(len(ps), func(i int) int64 { return ps[i].ID }) {
+		if err := s.heartbeat(ctx, ps, datas, round, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// rounds splits the items 0..n-1 into runs in which no id repeats, keeping
+// their order, so that set-based statements see each job once.
+func rounds(n int, id func(int) int64) [][]int {
+	var out [][]int
+	seen := map[int64]bool{}
+	start := 0
+	for i := 0; i < n; i++ {
+		if seen[id(i)] {
+			out = append(out, seq(start, i))
+			clear(seen)
+			start = i
+		}
+		seen[id(i)] = true
+	}
+	if start < n {
+		out = append(out, seq(start, n))
+	}
+	return out
+}
+
+func seq(from, to int) []int {
+	s := make([]int, to-from)
+	for i := range s {
+		s[i] = from + i
+	}
+	return s
+}
+
+func (s *Store) heartbeat(ctx context.Context, ps []store.HeartbeatParams, datas [][]byte, items []int, out []store.HeartbeatResult) error {
+	n := len(items)
+	ids, tokens := make([]int64, n), make([]string, n)
+	ds := make([][]byte, n)
+	progress := make([]*float64, n)
+	durable := false
+	for k, i := range items {
+		ids[k], tokens[k], ds[k], progress[k] = ps[i].ID, ps[i].Token, datas[i], ps[i].Progress
+		durable = durable || ps[i].Data != nil
+	}
+	query := heartbeatAsyncSQL
+	if durable {
+		query = heartbeatSyncSQL
+	}
+	done := map[int64]bool{}
+	err := s.autocommit(ctx, "heartbeat", func(t *txn) error {
+		r, err := t.query(query, ids, tokens, ds, progress, us(store.DefaultLeaseTimeout))
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		byID := map[int64]store.HeartbeatResult{}
+		types := map[int64][2]string{}
+		for r.Next() {
+			var id int64
+			var res store.HeartbeatResult
+			var typ, grp string
+			if err := r.Scan(&id, &res.LeaseUntil, &res.Resubmit, &typ, &grp); err != nil {
+				return err
+			}
+			res.LeaseUntil = res.LeaseUntil.UTC()
+			byID[id] = res
+			types[id] = [2]string{typ, grp}
+		}
+		if err := r.Err(); err != nil {
+			return err
+		}
+		for k, i := range items {
+			res, ok := byID[ids[k]]
+			if !ok {
+				continue
+			}
+			out[i] = res
+			done[ids[k]] = true
+			p := ps[i]
+			if p.Progress != nil || p.Data != nil {
+				c := store.Change{ID: p.ID, Type: types[p.ID][0], Group: types[p.ID][1], State: store.Running}
+				if p.Progress != nil {
+					c.Progress = *p.Progress
+				}
+				t.changed(c)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(done) == n {
+		return nil
+	}
+	// The others failed the fence; say why.
+	var failed []int64
+	for _, id := range ids {
+		if !done[id] {
+			failed = append(failed, id)
+		}
+	}
+	rs, err := s.peek(ctx, "heartbeat", failed)
+	if err != nil {
+		return err
+	}
+	for k, i := range items {
+		if !done[ids[k]] {
+			out[i].Err = fence(ids[k], rs[ids[k]], tokens[k])
+			if out[i].Err == nil { // re-leased in between with this token: cannot happen, tokens are fresh
+				out[i].Err = fmt.Errorf("job %d: %w", ids[k], store.ErrWorkerConflict)
+			}
+		}
+	}
+	return nil
+}
+
+// peek reads jobs without locking them, to explain a failed fence.
+func (s *Store) peek(ctx context.Context, op string, ids []int64) (map[int64]*row, error) {
+	out := map[int64]*row{}
+	err := s.read(ctx, op, func(t *txn) error {
+		rs, err := scanRows(t.query(bothTables(`SELECT `+rowColumns+` FROM %s WHERE id = ANY($1)`), ids))
+		for _, x := range rs {
+			out[x.id] = x
+		}
+		return err
+	})
+	return out, err
+}
+
+// completeSQL completes running jobs whose token is current and that were
+// not resubmitted, moving them to the ended table with their results, in
+// one statement. Items it does not return take the general path.
+var completeSQL = moveSQL("i AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::bytea[]) AS i(id, token, result))",
+	"rota.jobs j USING i WHERE j.id = i.id AND j.state = 1 AND j.token = i.token AND NOT j.resubmit",
+	"d JOIN i ON i.id = d.id", map[string]string{
+		"state": "3", "result": "i.result", "lease_until": "NULL", "finished_at": "now()", "updated_at": "now()",
+	}, "rota.jobs_ended", "id, type, grp, run_at")
+
+// Finish ends leases: complete, fail, snooze, release or cancel.
+func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, error) {
+	results, err := store.CheckFinishes(ps)
+	if err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(ps))
+	rest := seq(0, len(ps))
+	// The common case, completions of distinct running jobs, is one
+	// statement; whatever it leaves (other endings, repeats, stale tokens,
+	// resubmitted jobs) takes the general path in a transaction.
+	distinct := len(rounds(len(ps), func(i int) int64 { return ps[i].ID })) == 1
+	if distinct && !slices.ContainsFunc(ps, func(p store.FinishParams) bool { return p.As != store.Complete }) {
+		if rest, err = s.completeFast(ctx, ps, results); err != nil {
+			return nil, err
+		}
+		if len(rest) == 0 {
+			return errs, nil
+		}
+	}
+	err = s.inTx(ctx, "finish", func(t *txn) error {
+		return t.finishAll(ps, results, rest, errs)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+// completeFast runs completeSQL and returns the items it did not complete.
+func (s *Store) completeFast(ctx context.Context, ps []store.FinishParams, results [][]byte) ([]int, error) {
+	n := len(ps)
+	ids, tokens := make([]int64, n), make([]string, n)
+	for i, p := range ps {
+		ids[i], tokens[i] = p.ID, p.Token
+	}
+	done := map[int64]bool{}
+	err := s.autocommit(ctx, "finish", func(t *txn) error {
+		r, err := t.query(completeSQL, ids, tokens, results)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		for r.Next() {
+			var x row
+			if err := r.Scan(&x.id, &x.typ, &x.grp, &x.runAt); err != nil {
+				return err
+			}
+			done[x.id] = true
+			t.changed(x.change(store.Completed, x.runAt))
+		}
+		return r.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	var rest []int
+	for i, id := range ids {
+		if !done[id] {
+			rest = append(rest, i)
+		}
+	}
+	return rest, nil
+}
+
+// FinishTx ends leases inside the caller's database/sql transaction on
+// this database, so that a job's effect and its completion commit or roll
+// back together. It returns one error per item; a stale token gives
+// ErrWorkerConflict, and the caller should then roll back.
+func (s *Store) FinishTx(ctx context.Context, tx *sql.Tx, ps []store.FinishParams) ([]error, error) {
+	return s.finishIn(ctx, sqlDB{tx}, ps)
+}
+
+// FinishPgxTx is FinishTx for a pgx transaction, such as one begun on
+// Pool().
+func (s *Store) FinishPgxTx(ctx context.Context, tx pgx.Tx, ps []store.FinishParams) ([]error, error) {
+	return s.finishIn(ctx, pgxDB{tx}, ps)
+}
+
+func (s *Store) finishIn(ctx context.Context, d db, ps []store.FinishParams) ([]error, error) {
+	results, err := store.CheckFinishes(ps)
+	if err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, s.wrap("finish", store.ErrClosed)
+	}
+	t := &txn{s: s, ctx: ctx, db: d, user: true}
+	errs := make([]error, len(ps))
+	err = t.finishAll(ps, results, seq(0, len(ps)), errs)
+	if err == nil {
+		err = t.notifyInTx()
+	}
+	if err != nil {
+		return nil, s.wrap("finish", err)
+	}
+	return errs, nil
+}
+
+func (t *txn) finishAll(ps []store.FinishParams, results [][]byte, items []int, errs []error) error {
+	ids := make([]int64, len(items))
+	for k, i := range items {
+		ids[k] = ps[i].ID
+	}
+	rs, err := t.lock(ids)
+	if err != nil {
+		return err
+	}
+	for _, i := range items {
+		errs[i] = nil
+		if errs[i], err = t.finish(&ps[i], rs[ps[i].ID], results[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var (
+	endSQL = moveSQL("", "rota.jobs j WHERE j.id = $1", "d", map[string]string{
+		"state": "$2::smallint", "result": "$3::bytea", "last_error": "$4::text",
+		"errors":      "CASE WHEN $5::boolean THEN " + fmt.Sprintf(errorsAppend, "d", "$4") + " ELSE d.errors END",
+		"resubmit":    "CASE WHEN $2::smallint = 5 THEN false ELSE d.resubmit END",
+		"token":       "CASE WHEN $6::boolean THEN NULL ELSE d.token END",
+		"lease_until": "NULL", "finished_at": "now()", "updated_at": "now()",
+	}, "rota.jobs_ended", "run_at")
+
+	retrySQL = `UPDATE rota.jobs j SET state = 0, run_at = now() + $2::bigint * interval '1 microsecond', last_error = $3::text,
+	errors = ` + fmt.Sprintf(errorsAppend, "j", "$3") + `, lease_until = NULL, finished_at = NULL,
+	token = CASE WHEN $4 THEN NULL ELSE token END, updated_at = now()
+WHERE id = $1 RETURNING run_at`
+
+	runAgainSQL = `UPDATE rota.jobs SET state = 0, run_at = coalesce(resubmit_at, now()), data = coalesce(next_data, data),
+	next_data = NULL, resubmit = false, resubmit_at = NULL, attempt = 0, result = NULL, last_error = NULL, errors = NULL,
+	progress = 0, lease_until = NULL, token = CASE WHEN $2 THEN NULL ELSE token END, updated_at = now()
+WHERE id = $1 RETURNING run_at`
+)
+
+// finish is the one fenced transition out of running. The first result is
+// the item's own error (fencing), the second a failure of the store. r is
+// the locked row, updated in place so that a repeated id in the batch sees
+// this item's effect.
+func (t *txn) finish(p *store.FinishParams, r *row, result []byte) (error, error) {
+	if r != nil && r.state == store.Completed && r.token == p.Token && p.As == store.Complete {
+		// Already completed by this lease (for example inside the
+		// caller's transaction): the same finish again is a success.
+		t.changed(r.change(store.Completed, r.runAt))
+		return nil, nil
+	}
+	if err := fence(p.ID, r, p.Token); err != nil {
+		return err, nil
+	}
+	var errText *string
+	if p.As == store.Fail || p.As == store.Cancel {
+		e := p.Error
+		if e == "" {
+			e = p.As.String()
+		}
+		errText = &e
+	}
+	if r.resubmit && p.As != store.Cancel {
+		return nil, t.runAgain(r, false)
+	}
+	var err error
+	switch p.As {
+	case store.Complete:
+		err = t.end(r, store.Completed, result, nil, false)
+	case store.Fail:
+		if !p.Permanent && r.attempt < r.maxAttempts {
+			err = t.retry(r, store.Backoff(time.Duration(r.base)*time.Microsecond, time.Duration(r.maxB)*time.Microsecond, int(r.attempt)), *errText, false)
+		} else {
+			err = t.end(r, store.Failed, nil, errText, false)
+		}
+	case store.Snooze, store.Release:
+		// A released job is due at once; it keeps an earlier run_at, and
+		// with it its place in the queue.
+		set := `least(run_at, now())`
+		var runAt *time.Time
+		if p.As == store.Snooze {
+			set, runAt = `coalesce($2::timestamptz, now())`, optTime(p.RunAt)
+		}
+		args := []any{r.id}
+		if p.As == store.Snooze {
+			args = append(args, runAt)
+		}
+		var ra time.Time
+		_, err = t.queryRow(`UPDATE rota.jobs SET state = 0, run_at = `+set+`, attempt = greatest(attempt - 1, 0),
+			lease_until = NULL, updated_at = now() WHERE id = $1 RETURNING run_at`, args, &ra)
+		if err == nil {
+			t.changed(r.change(store.Pending, ra))
+			r.state = store.Pending
+		}
+	case store.Cancel:
+		err = t.end(r, store.Cancelled, nil, errText, false)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("finish job %d: %w", r.id, err)
+	}
+	return nil, nil
+}
+
+// end moves a running job to the ended table in state, with a result or
+// an error (recorded as the attempt's). killToken clears the token, for
+// leases that expired.
+func (t *txn) end(r *row, state store.State, result []byte, errText *string, killToken bool) error {
+	var runAt time.Time
+	found, err := t.queryRow(endSQL, []any{r.id, int16(state), result, errText, errText != nil, killToken}, &runAt)
+	if err == nil && !found {
+		err = fmt.Errorf("job %d vanished", r.id)
+	}
+	if err != nil {
+		return err
+	}
+	t.changed(r.change(state, runAt))
+	r.state = state
+	return nil
+}
+
+// retry records an attempt's error and makes the job pending again after
+// backoff.
+func (t *txn) retry(r *row, backoff time.Duration, errText string, killToken bool) error {
+	var runAt time.Time
+	if _, err := t.queryRow(retrySQL, []any{r.id, us(backoff), errText, killToken}, &runAt); err != nil {
+		return err
+	}
+	t.changed(r.change(store.Pending, runAt))
+	r.state = store.Pending
+	return nil
+}
+
+// runAgain ends a run whose job was resubmitted meanwhile: it is pending
+// again at the requested time, with the requested data, as a new cycle.
+func (t *txn) runAgain(r *row, killToken bool) error {
+	var runAt time.Time
+	if _, err := t.queryRow(runAgainSQL, []any{r.id, killToken}, &runAt); err != nil {
+		return fmt.Errorf("requeue job %d: %w", r.id, err)
+	}
+	t.changed(r.change(store.Pending, runAt))
+	r.state, r.resubmit = store.Pending, false
+	return nil
+}
+
+// ExpireLeases takes back running jobs whose lease ended before now (read
+// relative to this node's clock, see the package doc). Only the elected
+// leader sweeps; on other nodes it returns at once with no jobs and a time
+// to call again.
+func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time, error) {
+	if s.closed.Load() {
+		return 0, time.Time{}, s.wrap("expire leases", store.ErrClosed)
+	}
+	delta := now.Sub(time.Now())
+	l := &s.leader
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	conn, err := l.acquire(ctx)
+	if err != nil {
+		return 0, time.Time{}, s.wrap("expire leases: elect", err)
+	}
+	if conn == nil {
+		return 0, time.Now().Add(s.cfg.LeaderRetry), nil
+	}
+	var n int
+	var next time.Time
+	err = s.inTxOn(ctx, "expire leases", conn, func(t *txn) error {
+		var err error
+		n, next, err = t.expire(delta)
+		return err
+	})
+	if err != nil && (isConnErr(err) || conn.IsClosed()) {
+		l.lost()
+	}
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	return n, next, nil
+}
+
+const leaseExpired = "lease expired: no heartbeat within the lease timeout"
+
+func (t *txn) expire(delta time.Duration) (int, time.Time, error) {
+	expired, err := scanRows(t.query(`SELECT `+rowColumns+` FROM rota.jobs
+		WHERE state = 1 AND lease_until < now() + $1::bigint * interval '1 microsecond'
+		ORDER BY lease_until LIMIT 1000 FOR UPDATE SKIP LOCKED`, us(delta)))
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	reason := leaseExpired
+	for _, x := range expired {
+		// The expired lease is dead: its token is cleared, so no finish
+		// with it is taken for a repeat of an earlier one.
+		switch {
+		case x.resubmit:
+			err = t.runAgain(x, true)
+		case x.attempt < x.maxAttempts:
+			err = t.retry(x, 0, reason, true)
+		default:
+			err = t.end(x, store.Failed, nil, &reason, true)
+		}
+		if err != nil {
+			return 0, time.Time{}, fmt.Errorf("expire job %d: %w", x.id, err)
+		}
+	}
+	var next sql.NullTime
+	if _, err := t.queryRow(`SELECT min(lease_until) FROM rota.jobs WHERE state = 1`, nil, &next); err != nil {
+		return 0, time.Time{}, err
+	}
+	return len(expired), nullTime(next), nil
+}

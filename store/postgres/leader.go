@@ -1,0 +1,110 @@
+package postgres
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// leader elects the one node that runs the sweeps that must run once. The
+// leader holds a session-level advisory lock on a connection of its own and
+// runs the sweeps on that connection, so it sweeps only while its session,
+// and with it the lock, is alive. When the leader's process dies or its
+// connection breaks, PostgreSQL ends the session and releases the lock;
+// the other nodes try to take it at their next sweep (at most once per
+// Config.LeaderRetry), so one of them takes over.
+//
+// A leader that stops sweeping (its client closed, the store stays open)
+// resigns after a few idle retry periods, so that it does not hold the lock
+// for nothing.
+//
+// Election is for efficiency, not for safety: every sweep locks the rows
+// it changes, so two nodes that briefly both believe they lead (one's
+// session ended without it noticing yet) still change each job once.
+type leader struct {
+	s         *Store
+	mu        sync.Mutex // held while electing or sweeping
+	conn      *pgx.Conn  // holds the lock while non-nil
+	lastTry   time.Time
+	lastSweep time.Time
+	idle      *time.Timer
+}
+
+func (l *leader) key() int64 { return hash64("leader", l.s.cfg.Schema) }
+
+// acquire returns the leader's connection, trying to become the leader if
+// this node is not and has not tried within LeaderRetry. It returns nil
+// when another node leads. The caller holds l.mu.
+func (l *leader) acquire(ctx context.Context) (*pgx.Conn, error) {
+	l.lastSweep = time.Now()
+	if l.idle == nil {
+		l.idle = time.AfterFunc(time.Hour, l.resignIfIdle)
+	}
+	l.idle.Reset(5 * l.s.cfg.LeaderRetry)
+	if l.conn != nil {
+		return l.conn, nil
+	}
+	if !l.lastTry.IsZero() && time.Since(l.lastTry) < l.s.cfg.LeaderRetry {
+		return nil, nil
+	}
+	l.lastTry = time.Now()
+	conn, err := pgx.ConnectConfig(ctx, l.s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return nil, err
+	}
+	var got bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, l.key()).Scan(&got); err != nil {
+		conn.Close(context.Background())
+		return nil, err
+	}
+	if !got {
+		conn.Close(context.Background())
+		return nil, nil
+	}
+	l.conn = conn
+	l.s.log.Info("rota postgres: this node now runs the sweeps", "schema", l.s.cfg.Schema)
+	return conn, nil
+}
+
+// lost drops the leader's connection after an error on it: if the session
+// is gone, so is the lock. The caller holds l.mu.
+func (l *leader) lost() {
+	if l.conn != nil {
+		l.conn.Close(context.Background())
+		l.conn = nil
+		l.lastTry = time.Time{} // try again at the next sweep
+	}
+}
+
+func (l *leader) resignIfIdle() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conn != nil && time.Since(l.lastSweep) >= 5*l.s.cfg.LeaderRetry {
+		l.s.log.Info("rota postgres: no sweeps lately; resigning as leader", "schema", l.s.cfg.Schema)
+		l.conn.Close(context.Background()) // ends the session, releasing the lock
+		l.conn = nil
+	}
+}
+
+// resign gives up leadership, at Close.
+func (l *leader) resign() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.idle != nil {
+		l.idle.Stop()
+	}
+	if l.conn != nil {
+		l.conn.Close(context.Background())
+		l.conn = nil
+	}
+}
+
+// IsLeader reports whether this store currently holds the sweep
+// leadership.
+func (s *Store) IsLeader() bool {
+	s.leader.mu.Lock()
+	defer s.leader.mu.Unlock()
+	return s.leader.conn != nil
+}

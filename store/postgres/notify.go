@@ -1,0 +1,363 @@
+package postgres
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/rotajobs/rota/store"
+)
+
+// Watch registers fn to receive committed changes: this store's own after
+// each commit, and other nodes' as their notifications arrive.
+func (s *Store) Watch(fn func([]store.Change)) func() {
+	s.watchMu.Lock()
+	s.watchSeq++
+	id := s.watchSeq
+	s.watchers[id] = fn
+	s.watchMu.Unlock()
+	return func() {
+		s.watchMu.Lock()
+		delete(s.watchers, id)
+		s.watchMu.Unlock()
+	}
+}
+
+func (s *Store) deliver(changes []store.Change) {
+	if len(changes) == 0 {
+		return
+	}
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	for _, fn := range s.watchers {
+		fn(changes)
+	}
+}
+
+// committed publishes the changes of a committed transaction of this store:
+// to its watchers now, to other nodes through the outbox.
+func (s *Store) committed(changes []store.Change) {
+	if len(changes) == 0 {
+		return
+	}
+	s.deliver(changes)
+	if !s.cfg.NoNotify {
+		s.out.add(changes)
+	}
+}
+
+// ---- payloads ----
+
+// A notification payload is text: a header line "rota1 <node>", then one
+// line per record with tab-separated fields (types and groups cannot hold
+// control characters, so tabs and newlines never occur inside a field):
+//
+//	c <id> <state> <removed 0|1> <run_at µs or -> <progress> <type> <group>
+//	h <type>
+//
+// "c" is a change, "h" a hint that jobs of the type changed. The node "-"
+// marks notifications sent inside a caller's transaction, which every node
+// (the sender's too) delivers, since the sender could not see the commit.
+const (
+	payloadHeader = "rota1 "
+	maxPayload    = 7900 // PostgreSQL's limit is 8000 bytes
+	anyNode       = "-"
+)
+
+func encodeChange(b []byte, c store.Change) []byte {
+	b = append(b, 'c', '\t')
+	b = strconv.AppendInt(b, c.ID, 10)
+	b = append(b, '\t')
+	b = strconv.AppendInt(b, int64(c.State), 10)
+	if c.Removed {
+		b = append(b, "\t1\t"...)
+	} else {
+		b = append(b, "\t0\t"...)
+	}
+	if c.RunAt.IsZero() {
+		b = append(b, '-')
+	} else {
+		b = strconv.AppendInt(b, c.RunAt.UnixMicro(), 10)
+	}
+	b = append(b, '\t')
+	b = strconv.AppendFloat(b, c.Progress, 'g', -1, 64)
+	b = append(b, '\t')
+	b = append(b, c.Type...)
+	b = append(b, '\t')
+	b = append(b, c.Group...)
+	return append(b, '\n')
+}
+
+// encode packs changes into payloads of under maxPayload bytes, at most
+// maxPayloads of them; the changes that do not fit become one hint per
+// type.
+func encode(node string, changes []store.Change, maxPayloads int) []string {
+	var out []string
+	header := payloadHeader + node + "\n"
+	buf := []byte(header)
+	var line []byte
+	i := 0
+	for ; i < len(changes); i++ {
+		line = encodeChange(line[:0], changes[i])
+		if len(buf)+len(line) > maxPayload {
+			if len(out) == maxPayloads-1 {
+				break // keep the last payload for hints
+			}
+			out = append(out, string(buf))
+			buf = append(buf[:0], header...)
+		}
+		buf = append(buf, line...)
+	}
+	if i < len(changes) {
+		var types []string
+		for _, c := range changes[i:] {
+			types = append(types, c.Type)
+		}
+		slices.Sort(types)
+		for _, typ := range slices.Compact(types) {
+			line = append(append(append(line[:0], 'h', '\t'), typ...), '\n')
+			if len(buf)+len(line) > maxPayload {
+				out = append(out, string(buf))
+				buf = append(buf[:0], header...)
+			}
+			buf = append(buf, line...)
+		}
+	}
+	if len(buf) > len(header) {
+		out = append(out, string(buf))
+	}
+	return out
+}
+
+// decode parses a payload; malformed lines are skipped. Hints come back as
+// changes with ID 0 and State Pending.
+func decode(payload string) (node string, changes []store.Change, ok bool) {
+	head, rest, _ := strings.Cut(payload, "\n")
+	node, ok = strings.CutPrefix(head, payloadHeader)
+	if !ok {
+		return "", nil, false
+	}
+	for line := range strings.SplitSeq(rest, "\n") {
+		f := strings.Split(line, "\t")
+		switch {
+		case len(f) == 2 && f[0] == "h" && f[1] != "":
+			changes = append(changes, store.Change{Type: f[1], State: store.Pending})
+		case len(f) == 8 && f[0] == "c":
+			id, err1 := strconv.ParseInt(f[1], 10, 64)
+			st, err2 := strconv.Atoi(f[2])
+			prog, err3 := strconv.ParseFloat(f[5], 64)
+			if err1 != nil || err2 != nil || err3 != nil || !store.State(st).Valid() || id <= 0 {
+				continue
+			}
+			c := store.Change{ID: id, State: store.State(st), Removed: f[3] == "1", Progress: prog, Type: f[6], Group: f[7]}
+			if f[4] != "-" {
+				us, err := strconv.ParseInt(f[4], 10, 64)
+				if err != nil {
+					continue
+				}
+				c.RunAt = time.UnixMicro(us).UTC()
+			}
+			changes = append(changes, c)
+		}
+	}
+	return node, changes, true
+}
+
+// notifyInTx sends changes with NOTIFY inside a caller's transaction, so
+// that every node (this one too) learns of them when, and only if, the
+// transaction commits.
+func (t *txn) notifyInTx() error {
+	if len(t.changes) == 0 || t.s.cfg.NoNotify {
+		return nil
+	}
+	payloads := encode(anyNode, t.changes, t.s.cfg.NotifyMaxPayloads)
+	_, err := t.db.exec(t.ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, t.s.channel, payloads)
+	return err
+}
+
+// ---- sending ----
+
+// outbox holds changes committed by this store until a sender goroutine
+// publishes them. One NOTIFY transaction is in flight at a time: changes
+// committed meanwhile wait and go out together with the next one, which
+// debounces notifications under load without delaying them when idle.
+type outbox struct {
+	s       *Store
+	mu      sync.Mutex
+	pending []store.Change
+	wake    chan struct{}
+	closing chan struct{}
+	done    chan struct{}
+	once    sync.Once
+}
+
+func newOutbox(s *Store) *outbox {
+	return &outbox{s: s, wake: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
+}
+
+// maxPending bounds the queue: past it only the types matter (the flush
+// turns the surplus into hints anyway).
+const maxPending = 100_000
+
+func (o *outbox) add(changes []store.Change) {
+	o.mu.Lock()
+	if len(o.pending) < maxPending {
+		o.pending = append(o.pending, changes...)
+	}
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (o *outbox) run() {
+	defer o.s.wg.Done()
+	defer close(o.done)
+	for {
+		select {
+		case <-o.wake:
+		case <-o.closing:
+			o.flush() // committed changes still go out before Close returns
+			return
+		}
+		o.flush()
+	}
+}
+
+func (o *outbox) flush() {
+	o.mu.Lock()
+	batch := o.pending
+	o.pending = nil
+	o.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	payloads := encode(o.s.node, batch, o.s.cfg.NotifyMaxPayloads)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// Its own statement, after the writes committed: the NOTIFY lock is
+	// never held across a writing transaction.
+	if _, err := o.s.pool.Exec(ctx, o.s.q(`SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`), o.s.channel, payloads); err != nil {
+		// Other nodes' acceptors re-poll; a lost notification only
+		// delays them.
+		o.s.log.Warn("rota postgres: could not notify other nodes", "changes", len(batch), "err", err)
+	}
+}
+
+func (o *outbox) close() {
+	o.once.Do(func() { close(o.closing) })
+}
+
+// ---- listening ----
+
+func (s *Store) listen(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
+		conn.Close(context.Background())
+		return nil, err
+	}
+	return conn, nil
+}
+
+// listenLoop delivers other nodes' notifications until Close, reconnecting
+// with back-off when the connection is lost. After a reconnect, whatever
+// was sent meanwhile is lost: it reloads the types and wakes every acceptor
+// with a hint per known type, so that they look again.
+func (s *Store) listenLoop(conn *pgx.Conn) {
+	defer s.wg.Done()
+	backoff := 50 * time.Millisecond
+	for {
+		if conn == nil {
+			var err error
+			if conn, err = s.listen(s.ctx); err != nil {
+				if s.ctx.Err() != nil {
+					return
+				}
+				lvl := slog.LevelDebug // the loss was logged; retries are routine
+				if backoff >= 5*time.Second {
+					lvl = slog.LevelWarn
+				}
+				s.log.Log(s.ctx, lvl, "rota postgres: LISTEN connection failed; retrying", "in", backoff, "err", err)
+				select {
+				case <-time.After(backoff):
+				case <-s.ctx.Done():
+					return
+				}
+				backoff = min(backoff*2, 5*time.Second)
+				continue
+			}
+			backoff = 50 * time.Millisecond
+			s.log.Info("rota postgres: LISTEN connection restored")
+			s.afterReconnect()
+		}
+		n, err := conn.WaitForNotification(s.ctx)
+		if err != nil {
+			conn.Close(context.Background())
+			conn = nil
+			if s.ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("rota postgres: LISTEN connection lost; reconnecting", "err", err)
+			continue
+		}
+		s.received(n.Payload)
+	}
+}
+
+func (s *Store) received(payload string) {
+	node, changes, ok := decode(payload)
+	if !ok || node == s.node || len(changes) == 0 {
+		return
+	}
+	s.learnTypes(changes)
+	s.deliver(changes)
+}
+
+func (s *Store) afterReconnect() {
+	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+	defer cancel()
+	if err := s.reloadTypes(ctx); err != nil {
+		s.log.Warn("rota postgres: could not reload types", "err", err)
+	}
+	s.typesMu.RLock()
+	hints := make([]store.Change, 0, len(s.types))
+	for name := range s.types {
+		hints = append(hints, store.Change{Type: name, State: store.Pending})
+	}
+	s.typesMu.RUnlock()
+	s.deliver(hints)
+}
+
+// learnTypes adds the types of other nodes' changes to the known types, so
+// that patterns match them.
+func (s *Store) learnTypes(changes []store.Change) {
+	s.typesMu.RLock()
+	missing := false
+	for _, c := range changes {
+		if _, ok := s.types[c.Type]; !ok && c.Type != "" {
+			missing = true
+			break
+		}
+	}
+	s.typesMu.RUnlock()
+	if !missing {
+		return
+	}
+	s.typesMu.Lock()
+	for _, c := range changes {
+		if c.Type != "" {
+			s.types[c.Type] = struct{}{}
+		}
+	}
+	s.typesMu.Unlock()
+}

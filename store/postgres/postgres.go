@@ -1,0 +1,676 @@
+// Package postgres is rota's store for many nodes: every rota process (a
+// server, or a program that embeds the library) points at one PostgreSQL
+// database and shares its jobs. It implements store.Store with the same
+// semantics as store/sqlite and passes the same conformance suite.
+//
+// Layout: jobs live in a hot table (pending, running, paused) with small
+// partial indexes for claims, next-run lookups and lease sweeps, and move to
+// a table of ended jobs in the transaction that ends them, so that the hot
+// table's size follows the backlog rather than the history. Claims use
+// FOR UPDATE SKIP LOCKED in batches; completions and inserts are set-based
+// statements over arrays.
+//
+// Time: the store stamps rows with the database's clock (now(), the start of
+// the transaction), so that leases set and checked on different nodes agree.
+// Times that callers pass (RunAt, DueBy, Snooze) are absolute and stored as
+// given. ExpireLeases(now) is read relative to the calling node's clock: it
+// sweeps leases that ended before the database's now plus (now − the node's
+// now), so a monitor passing time.Now() sweeps by the database's clock.
+//
+// Durability: adds, finishes, cancels and other producer writes commit with
+// the database's synchronous_commit (on by default), so an acknowledged
+// write survives a crash of any node or of the database. Claims and
+// heartbeats without data commit with synchronous_commit = off: losing one
+// in a database crash only makes a job run again, and the next synchronous
+// commit flushes them too.
+//
+// Wake-ups across nodes: after each commit the store delivers its changes to
+// its own Watch callbacks and queues them for other nodes, which a sender
+// goroutine publishes with NOTIFY outside the writing transaction, batched
+// (one NOTIFY transaction in flight per node) and split into payloads under
+// 8000 bytes. Each node LISTENs on a dedicated connection that reconnects by
+// itself; lost notifications only delay a wake-up, since acceptors re-poll.
+// When a flush has more changes than Config.NotifyMaxPayloads can carry, the
+// rest go out as per-type hints, which Watch delivers as a Change with ID 0
+// and State Pending: "jobs of this type changed on another node".
+//
+// Sweeps that must run once (ExpireLeases) run on one elected node: the one
+// holding a session-level advisory lock on a dedicated connection. Others
+// return at once from ExpireLeases and try to take over at their next call,
+// so when the leader dies (its session ends and PostgreSQL releases the
+// lock) another node sweeps within about one Config.LeaderRetry.
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/rotajobs/rota/store"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Config tunes a Store. The zero value is ready to use.
+type Config struct {
+	// Schema holds rota's tables; it is created if missing. Give it a
+	// schema of its own. Empty means "rota".
+	Schema string
+	// MaxConns bounds the connection pool; zero means the DSN's
+	// pool_max_conns, or else max(4, number of CPUs). A node uses up to
+	// MaxConns connections plus one for LISTEN and one while it is the
+	// sweep leader.
+	MaxConns int32
+	// SkipMigrate makes Open leave the schema alone, for deployments that
+	// run migrations explicitly (rota migrate, or Migrate). Operations fail
+	// if the schema is missing or older than this rota needs.
+	SkipMigrate bool
+	// NoListen disables the LISTEN connection, for connection poolers in
+	// transaction mode (see docs/postgres.md). Changes from other nodes
+	// are then not delivered to Watch; acceptors fall back to polling.
+	NoListen bool
+	// NoNotify disables sending changes to other nodes with NOTIFY.
+	NoNotify bool
+	// NotifyMaxPayloads bounds how many NOTIFY payloads (of under 8000
+	// bytes each) one flush sends before it summarises the rest as
+	// per-type hints; zero means 16.
+	NotifyMaxPayloads int
+	// LeaderRetry is how often a node that is not the sweep leader tries to
+	// become it, and how long ExpireLeases tells it to sleep; zero means 1s.
+	LeaderRetry time.Duration
+	// Logger receives connection-loss and reconnection messages; nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// ErrUnavailable marks errors caused by a lost or refused database
+// connection. The pool and the LISTEN connection reconnect by themselves;
+// the call can be retried. A write whose connection broke after the
+// statement was sent may or may not have been applied.
+var ErrUnavailable = errors.New("database unavailable")
+
+// Store is the PostgreSQL store. It implements store.Store.
+type Store struct {
+	cfg     Config
+	schema  string // quoted identifier
+	channel string // NOTIFY channel
+	node    string // this Store's id in notifications
+	pool    *pgxpool.Pool
+	log     *slog.Logger
+
+	closed  atomic.Bool
+	closeMu sync.Once
+	ctx     context.Context // ends at Close
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+
+	sqlMu sync.RWMutex
+	sql   map[string]string // query text with the schema filled in
+
+	typesMu sync.RWMutex
+	types   map[string]struct{} // type names committed in the types table
+
+	watchMu  sync.Mutex // serialises deliveries, so each watcher sees one sequence
+	watchers map[int]func([]store.Change)
+	watchSeq int
+
+	out    *outbox // changes waiting to be sent to other nodes
+	leader leader
+
+	userMu sync.Mutex
+	userDB *sql.DB
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the database at dsn (a postgres:// URL or key=value
+// string, as pgx accepts), brings the schema up to date unless
+// cfg.SkipMigrate, and starts listening for other nodes' changes.
+func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
+	if cfg.Schema == "" {
+		cfg.Schema = "rota"
+	}
+	if err := checkSchemaName(cfg.Schema); err != nil {
+		return nil, err
+	}
+	if cfg.NotifyMaxPayloads <= 0 {
+		cfg.NotifyMaxPayloads = 16
+	}
+	if cfg.LeaderRetry <= 0 {
+		cfg.LeaderRetry = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, store.Invalidf("postgres: bad connection string: %v", err)
+	}
+	if cfg.MaxConns > 0 {
+		pc.MaxConns = cfg.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	s := &Store{
+		cfg:      cfg,
+		schema:   pgx.Identifier{cfg.Schema}.Sanitize(),
+		channel:  channelName(cfg.Schema),
+		node:     store.NewToken()[:16],
+		pool:     pool,
+		log:      cfg.Logger,
+		ctx:      sctx,
+		cancel:   cancel,
+		sql:      map[string]string{},
+		types:    map[string]struct{}{},
+		watchers: map[int]func([]store.Change){},
+	}
+	s.out = newOutbox(s)
+	s.leader.s = s
+	fail := func(err error) (*Store, error) {
+		cancel()
+		pool.Close()
+		return nil, err
+	}
+	if err := pool.Ping(ctx); err != nil {
+		return fail(s.wrap("open", err))
+	}
+	if !cfg.SkipMigrate {
+		if err := s.Migrate(ctx); err != nil {
+			return fail(err)
+		}
+	}
+	if err := s.reloadTypes(ctx); err != nil && !cfg.SkipMigrate {
+		return fail(err)
+	}
+	if !cfg.NoListen {
+		l, err := s.listen(ctx)
+		if err != nil {
+			return fail(s.wrap("listen", err))
+		}
+		s.wg.Add(1)
+		go s.listenLoop(l)
+	}
+	if !cfg.NoNotify {
+		s.wg.Add(1)
+		go s.out.run()
+	}
+	return s, nil
+}
+
+func checkSchemaName(name string) error {
+	if len(name) > 63 {
+		return store.Invalidf("postgres: schema name %q is longer than 63 bytes", name)
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f {
+			return store.Invalidf("postgres: schema name %q contains a control character", name)
+		}
+	}
+	return nil
+}
+
+// channelName is the NOTIFY channel of a schema: one per schema, so that
+// stores in different schemas of one database do not hear each other.
+func channelName(schema string) string {
+	c := "rota:" + schema
+	if len(c) > 63 { // NAMEDATALEN − 1
+		c = fmt.Sprintf("rota:%016x", hash64("channel", schema))
+	}
+	return c
+}
+
+func hash64(parts ...string) int64 {
+	h := fnv.New64a()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return int64(h.Sum64())
+}
+
+// q returns query with the schema filled in: queries name tables as
+// rota.jobs, rota.jobs_ended and rota.types.
+func (s *Store) q(query string) string {
+	s.sqlMu.RLock()
+	out, ok := s.sql[query]
+	s.sqlMu.RUnlock()
+	if ok {
+		return out
+	}
+	out = strings.ReplaceAll(query, "rota.", s.schema+".")
+	s.sqlMu.Lock()
+	s.sql[query] = out
+	s.sqlMu.Unlock()
+	return out
+}
+
+// ---- migrations ----
+
+// LatestSchemaVersion is the schema version this package migrates to.
+func LatestSchemaVersion() int {
+	files, _ := migrationFiles()
+	if len(files) == 0 {
+		return 0
+	}
+	return files[len(files)-1].version
+}
+
+type migration struct {
+	version int
+	name    string
+}
+
+func migrationFiles() ([]migration, error) {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, f := range names {
+		name := strings.TrimPrefix(f, "migrations/")
+		v, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
+		if err != nil {
+			return nil, fmt.Errorf("migration %s: bad version prefix", name)
+		}
+		out = append(out, migration{v, name})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	return out, nil
+}
+
+// Migrate brings the schema up to date. It is safe to run from many nodes
+// at once: a transaction-level advisory lock queues them, and each applies
+// only the migrations missing when it gets the lock. All pending
+// migrations apply in one transaction, so a failure leaves the schema as
+// it was.
+func (s *Store) Migrate(ctx context.Context) error {
+	if s.closed.Load() {
+		return fmt.Errorf("postgres: migrate: %w", store.ErrClosed)
+	}
+	files, err := migrationFiles()
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, hash64("migrate", s.cfg.Schema)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+s.schema); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+s.schema); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return err
+		}
+		var have int
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+			return err
+		}
+		for _, m := range files {
+			if m.version <= have {
+				continue
+			}
+			body, err := migrations.ReadFile("migrations/" + m.name)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, string(body)); err != nil {
+				return fmt.Errorf("migration %s: %w", m.name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return s.wrap("migrate schema "+s.cfg.Schema, err)
+	}
+	return nil
+}
+
+// SchemaVersion returns the highest migration applied, 0 when the schema
+// has none.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	if s.closed.Load() {
+		return 0, fmt.Errorf("postgres: schema version: %w", store.ErrClosed)
+	}
+	var exists bool
+	if err := s.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, s.schema+".schema_migrations").Scan(&exists); err != nil {
+		return 0, s.wrap("schema version", err)
+	}
+	if !exists {
+		return 0, nil
+	}
+	var v int
+	if err := s.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+s.schema+`.schema_migrations`).Scan(&v); err != nil {
+		return 0, s.wrap("schema version", err)
+	}
+	return v, nil
+}
+
+// Schema returns the name of the schema that holds the store's tables.
+func (s *Store) Schema() string { return s.cfg.Schema }
+
+// Pool returns the store's connection pool, for the caller's own queries
+// and for AddPgxTx and FinishPgxTx.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// DB returns a database/sql handle on the store's pool (pgx's stdlib
+// driver), for callers who use database/sql: its transactions can be
+// passed to AddTx and FinishTx.
+func (s *Store) DB() *sql.DB {
+	s.userMu.Lock()
+	defer s.userMu.Unlock()
+	if s.userDB == nil {
+		s.userDB = stdlib.OpenDBFromPool(s.pool)
+	}
+	return s.userDB
+}
+
+// Close stops the store's goroutines, sends changes still waiting for
+// other nodes, and closes its connections. Calls after Close fail with
+// store.ErrClosed; calls in progress finish first.
+func (s *Store) Close() error {
+	s.closeMu.Do(func() {
+		s.closed.Store(true)
+		s.out.close()
+		s.cancel()
+		s.wg.Wait()
+		s.leader.resign()
+		s.userMu.Lock()
+		if s.userDB != nil {
+			s.userDB.Close()
+		}
+		s.userMu.Unlock()
+		s.pool.Close()
+	})
+	return nil
+}
+
+// ---- errors ----
+
+// wrap turns a database error into the store's: ErrClosed after Close,
+// context errors as they are, and ErrUnavailable for lost connections.
+func (s *Store) wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if s.closed.Load() {
+		return fmt.Errorf("postgres: %s: %w", op, store.ErrClosed)
+	}
+	if errors.Is(err, store.ErrInvalid) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	if isConnErr(err) {
+		return fmt.Errorf("postgres: %s: %w: %w", op, ErrUnavailable, err)
+	}
+	return fmt.Errorf("postgres: %s: %w", op, err)
+}
+
+// isConnErr reports whether err comes from a lost, refused or closing
+// connection rather than from the statement.
+func isConnErr(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
+			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", // shutdown, crash, cannot connect now
+			pgErr.Code == "53300": // too many connections
+			return true
+		}
+		return false
+	}
+	var connErr *pgconn.ConnectError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &connErr), errors.As(err, &netErr),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
+		pgconn.SafeToRetry(err):
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "conn busy") ||
+		strings.Contains(msg, "connection reset") || strings.Contains(msg, "broken pipe")
+}
+
+// retryable reports whether a failed transaction changed nothing and may
+// simply run again: a serialisation failure or deadlock, or a connection
+// lost before the commit was sent.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "40001" || pgErr.Code == "40P01"
+	}
+	return isConnErr(err)
+}
+
+// ---- running statements ----
+
+// db is what transitions run statements on: the pool, one of the store's
+// transactions, or a caller's transaction (pgx or database/sql).
+type db interface {
+	exec(ctx context.Context, query string, args ...any) (int64, error)
+	query(ctx context.Context, query string, args ...any) (rows, error)
+}
+
+type rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// pgxQuerier is satisfied by *pgxpool.Pool, *pgx.Conn and pgx.Tx.
+type pgxQuerier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+type pgxDB struct{ q pgxQuerier }
+
+func (d pgxDB) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := d.q.Exec(ctx, query, args...)
+	return tag.RowsAffected(), err
+}
+
+func (d pgxDB) query(ctx context.Context, query string, args ...any) (rows, error) {
+	return d.q.Query(ctx, query, args...)
+}
+
+// sqlDB runs statements in a caller's database/sql transaction; pgx's
+// stdlib driver passes arguments such as slices through to pgx unchanged.
+type sqlDB struct{ tx *sql.Tx }
+
+func (d sqlDB) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := d.tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (d sqlDB) query(ctx context.Context, query string, args ...any) (rows, error) {
+	r, err := d.tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{r}, nil
+}
+
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { r.Rows.Close() }
+
+// txn is one unit of work: where statements run, and the changes to
+// publish once it commits.
+type txn struct {
+	s       *Store
+	ctx     context.Context
+	db      db
+	user    bool // a caller's transaction: its commit is not ours to see
+	changes []store.Change
+	after   []func() // run once the transaction committed, before its changes are published
+}
+
+func (t *txn) exec(query string, args ...any) (int64, error) {
+	return t.db.exec(t.ctx, t.s.q(query), args...)
+}
+
+func (t *txn) query(query string, args ...any) (rows, error) {
+	return t.db.query(t.ctx, t.s.q(query), args...)
+}
+
+// queryRow runs a query expected to return at most one row; found is false
+// when it returns none.
+func (t *txn) queryRow(query string, args []any, dest ...any) (found bool, err error) {
+	r, err := t.query(query, args...)
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	if !r.Next() {
+		return false, r.Err()
+	}
+	if err := r.Scan(dest...); err != nil {
+		return false, err
+	}
+	r.Close()
+	return true, r.Err()
+}
+
+func (t *txn) changed(c store.Change) { t.changes = append(t.changes, c) }
+
+// committed runs the after-commit hooks and publishes the changes.
+func (t *txn) committed() {
+	for _, f := range t.after {
+		f()
+	}
+	t.s.committed(t.changes)
+}
+
+// begin checks that the store is open and returns a unit of work on the
+// pool, outside any transaction.
+func (s *Store) begin(ctx context.Context) (*txn, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	return &txn{s: s, ctx: ctx, db: pgxDB{s.pool}}, nil
+}
+
+// autocommit runs fn, whose statements each commit by themselves, and
+// publishes its changes. A failure before anything was sent is retried
+// once, on another connection.
+func (s *Store) autocommit(ctx context.Context, op string, fn func(t *txn) error) error {
+	for attempt := 0; ; attempt++ {
+		t, err := s.begin(ctx)
+		if err != nil {
+			return s.wrap(op, err)
+		}
+		err = fn(t)
+		if err == nil {
+			t.committed()
+			return nil
+		}
+		s.committed(t.changes) // the statements before the failing one committed
+		if attempt == 0 && pgconn.SafeToRetry(err) && ctx.Err() == nil && !s.closed.Load() {
+			continue
+		}
+		return s.wrap(op, err)
+	}
+}
+
+// inTx runs fn in a transaction of its own and publishes its changes after
+// the commit. A transaction that failed before its commit changed nothing,
+// so after a deadlock, a serialisation failure or a lost connection it runs
+// again, a few times; a failed commit is reported, since its outcome is
+// unknown.
+func (s *Store) inTx(ctx context.Context, op string, fn func(t *txn) error) error {
+	return s.inTxOn(ctx, op, s.pool, fn)
+}
+
+type beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+func (s *Store) inTxOn(ctx context.Context, op string, on beginner, fn func(t *txn) error) error {
+	for attempt := 0; ; attempt++ {
+		if s.closed.Load() {
+			return s.wrap(op, store.ErrClosed)
+		}
+		t := &txn{s: s, ctx: ctx}
+		err, committing := s.runTx(ctx, on, t, fn)
+		if err == nil {
+			t.committed()
+			return nil
+		}
+		if committing {
+			return s.wrap(op, fmt.Errorf("commit (outcome unknown): %w", err))
+		}
+		if attempt < 3 && retryable(err) && ctx.Err() == nil && !s.closed.Load() {
+			time.Sleep(time.Duration(attempt*attempt) * 10 * time.Millisecond)
+			continue
+		}
+		return s.wrap(op, err)
+	}
+}
+
+func (s *Store) runTx(ctx context.Context, on beginner, t *txn, fn func(t *txn) error) (err error, committing bool) {
+	tx, err := on.Begin(ctx)
+	if err != nil {
+		return err, false
+	}
+	t.db = pgxDB{tx}
+	if err := fn(t); err != nil {
+		tx.Rollback(context.WithoutCancel(ctx))
+		return err, false
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return err, true
+	}
+	return nil, false
+}
+
+// read runs a read-only fn, retrying once on a lost connection (reads are
+// safe to repeat).
+func (s *Store) read(ctx context.Context, op string, fn func(t *txn) error) error {
+	for attempt := 0; ; attempt++ {
+		t, err := s.begin(ctx)
+		if err != nil {
+			return s.wrap(op, err)
+		}
+		err = fn(t)
+		if err == nil {
+			return nil
+		}
+		if attempt == 0 && isConnErr(err) && ctx.Err() == nil && !s.closed.Load() {
+			continue
+		}
+		return s.wrap(op, err)
+	}
+}

@@ -1,0 +1,357 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rotajobs/rota/store"
+)
+
+// jobColumns is what a Job is read from. Every column has a type that both
+// pgx and database/sql scan into plain Go values.
+const jobColumns = `id, type, key, grp, priority, state, run_at, data, attempt, max_attempts,
+	backoff_base, backoff_max, token, worker, lease_until, cancel_requested, resubmit,
+	progress, last_error, errors::text, result, created_at, started_at, finished_at, updated_at`
+
+// columns names every column of both job tables, in order, for statements
+// that move a row from one to the other.
+var columns = []string{"id", "type", "key", "grp", "priority", "state", "run_at", "attempt", "max_attempts",
+	"backoff_base", "backoff_max", "lease_timeout", "lease_until", "token", "worker", "cancel_requested",
+	"resubmit", "resubmit_at", "progress", "created_at", "started_at", "finished_at", "updated_at",
+	"retry_after", "parent_id", "repeat", "data", "next_data", "result", "last_error", "errors"}
+
+func prefixed(prefix, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, p := range parts {
+		parts[i] = prefix + strings.TrimSpace(p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func utc(t time.Time) time.Time { return t.UTC() }
+
+func nullTime(t sql.NullTime) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
+}
+
+func scanJob(sc scanner) (store.Job, error) {
+	var (
+		j                                 store.Job
+		key, token, worker, lastErr, errs sql.NullString
+		leaseUntil, started, finished     sql.NullTime
+		runAt, created, updated           time.Time
+		base, maxB, prio, attempt, maxAtt int64
+		state                             int16
+		data, result                      []byte
+	)
+	err := sc.Scan(&j.ID, &j.Type, &key, &j.Group, &prio, &state, &runAt, &data, &attempt, &maxAtt,
+		&base, &maxB, &token, &worker, &leaseUntil, &j.CancelRequested, &j.Resubmit,
+		&j.Progress, &lastErr, &errs, &result, &created, &started, &finished, &updated)
+	if err != nil {
+		return j, err
+	}
+	j.Key, j.Token, j.Worker, j.LastError = key.String, token.String, worker.String, lastErr.String
+	j.Priority, j.Attempt, j.MaxAttempts = int(prio), int(attempt), int(maxAtt)
+	j.State = store.State(state)
+	j.RunAt = utc(runAt)
+	j.Data = data
+	j.BackoffBase, j.BackoffMax = time.Duration(base)*time.Microsecond, time.Duration(maxB)*time.Microsecond
+	j.LeaseUntil = nullTime(leaseUntil)
+	if len(result) > 0 {
+		j.Result = result
+	}
+	if errs.Valid && errs.String != "" {
+		if err := json.Unmarshal([]byte(errs.String), &j.Errors); err != nil {
+			return j, fmt.Errorf("job %d: decode errors: %w", j.ID, err)
+		}
+	}
+	j.CreatedAt, j.UpdatedAt = utc(created), utc(updated)
+	j.StartedAt, j.FinishedAt = nullTime(started), nullTime(finished)
+	return j, nil
+}
+
+// scanJobs reads every row of r as a job.
+func scanJobs(r rows, err error) ([]store.Job, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var out []store.Job
+	for r.Next() {
+		j, err := scanJob(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, r.Err()
+}
+
+// bothTables is a query over the hot and the ended table: %s stands for
+// the table, and the two parts are combined with UNION ALL. A job is in
+// exactly one of them in any snapshot.
+func bothTables(part string) string {
+	return fmt.Sprintf(part, "rota.jobs") + " UNION ALL " + fmt.Sprintf(part, "rota.jobs_ended")
+}
+
+// Get returns jobs by id, in order; missing ids give zero Jobs.
+func (s *Store) Get(ctx context.Context, ids []int64) ([]store.Job, error) {
+	if s.closed.Load() {
+		return nil, s.wrap("get", store.ErrClosed)
+	}
+	out := make([]store.Job, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var jobs []store.Job
+	err := s.read(ctx, "get", func(t *txn) error {
+		var err error
+		jobs, err = scanJobs(t.query(bothTables(`SELECT `+jobColumns+` FROM %s WHERE id = ANY($1)`), ids))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[int64]store.Job, len(jobs))
+	for _, j := range jobs {
+		byID[j.ID] = j
+	}
+	for i, id := range ids {
+		out[i] = byID[id]
+	}
+	return out, nil
+}
+
+// GetByKey returns the job with this type and key.
+func (s *Store) GetByKey(ctx context.Context, typ, key string) (store.Job, error) {
+	if s.closed.Load() {
+		return store.Job{}, s.wrap("get by key", store.ErrClosed)
+	}
+	if typ == "" || key == "" {
+		return store.Job{}, store.Invalidf("type and key are both required")
+	}
+	var jobs []store.Job
+	err := s.read(ctx, "get by key", func(t *txn) error {
+		var err error
+		jobs, err = scanJobs(t.query(bothTables(`SELECT `+jobColumns+` FROM %s WHERE type = $1 AND key = $2`), typ, key))
+		return err
+	})
+	if err != nil {
+		return store.Job{}, err
+	}
+	if len(jobs) == 0 {
+		return store.Job{}, fmt.Errorf("type %q key %q: %w", typ, key, store.ErrNotFound)
+	}
+	return jobs[0], nil
+}
+
+// List returns a page of jobs in id order.
+func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult, error) {
+	if s.closed.Load() {
+		return store.ListResult{}, s.wrap("list", store.ErrClosed)
+	}
+	if err := store.CheckList(&p); err != nil {
+		return store.ListResult{}, err
+	}
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if len(p.Types) > 0 {
+		where = append(where, "type = ANY("+arg(p.Types)+")")
+	}
+	if len(p.States) > 0 {
+		states := make([]int16, len(p.States))
+		for i, st := range p.States {
+			states[i] = int16(st)
+		}
+		where = append(where, "state = ANY("+arg(states)+")")
+	}
+	if len(p.Groups) > 0 {
+		where = append(where, "grp = ANY("+arg(p.Groups)+")")
+	}
+	order := "ASC"
+	if p.Descending {
+		order = "DESC"
+		if p.After > 0 {
+			where = append(where, "id < "+arg(p.After))
+		}
+	} else if p.After > 0 {
+		where = append(where, "id > "+arg(p.After))
+	}
+	limit := arg(p.Limit + 1)
+	part := `(SELECT ` + jobColumns + ` FROM %s`
+	if len(where) > 0 {
+		part += " WHERE " + strings.Join(where, " AND ")
+	}
+	part += " ORDER BY id " + order + " LIMIT " + limit + ")"
+	q := bothTables(part) + " ORDER BY id " + order + " LIMIT " + limit
+	var res store.ListResult
+	err := s.read(ctx, "list", func(t *txn) error {
+		var err error
+		res.Jobs, err = scanJobs(t.query(q, args...))
+		return err
+	})
+	if err != nil {
+		return store.ListResult{}, err
+	}
+	if len(res.Jobs) > p.Limit {
+		res.Jobs = res.Jobs[:p.Limit]
+		res.Next = res.Jobs[p.Limit-1].ID
+	}
+	return res, nil
+}
+
+// Stats counts jobs by type, group and state in one snapshot. It reads
+// every row, so it costs in proportion to both tables: fine for an
+// operator's view, not for a hot path.
+func (s *Store) Stats(ctx context.Context) ([]store.Count, error) {
+	if s.closed.Load() {
+		return nil, s.wrap("stats", store.ErrClosed)
+	}
+	var out []store.Count
+	err := s.read(ctx, "stats", func(t *txn) error {
+		out = out[:0]
+		r, err := t.query(`SELECT type, grp, state, count(*) FROM (` + bothTables(`SELECT type, grp, state FROM %s`) + `) j
+			GROUP BY type, grp, state ORDER BY type, grp, state`)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		for r.Next() {
+			var c store.Count
+			var state int16
+			if err := r.Scan(&c.Type, &c.Group, &state, &c.Jobs); err != nil {
+				return err
+			}
+			c.State = store.State(state)
+			out = append(out, c)
+		}
+		return r.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// TypeConfigs lists the known types, as every node sees them.
+func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
+	if s.closed.Load() {
+		return nil, s.wrap("type configs", store.ErrClosed)
+	}
+	var out []store.TypeConfig
+	err := s.read(ctx, "type configs", func(t *txn) error {
+		out = out[:0]
+		r, err := t.query(`SELECT name, lease_timeout FROM rota.types`)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		for r.Next() {
+			var c store.TypeConfig
+			var us int64
+			if err := r.Scan(&c.Type, &us); err != nil {
+				return err
+			}
+			c.LeaseTimeout = time.Duration(us) * time.Microsecond
+			if c.LeaseTimeout == 0 {
+				c.LeaseTimeout = store.DefaultLeaseTimeout
+			}
+			out = append(out, c)
+		}
+		return r.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b store.TypeConfig) int { return cmp.Compare(a.Type, b.Type) })
+	return out, nil
+}
+
+// ---- known types ----
+
+// reloadTypes replaces the known types with the types table.
+func (s *Store) reloadTypes(ctx context.Context) error {
+	var names []string
+	err := s.read(ctx, "load types", func(t *txn) error {
+		names = names[:0]
+		r, err := t.query(`SELECT name FROM rota.types`)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		for r.Next() {
+			var n string
+			if err := r.Scan(&n); err != nil {
+				return err
+			}
+			names = append(names, n)
+		}
+		return r.Err()
+	})
+	if err != nil {
+		return err
+	}
+	s.typesMu.Lock()
+	for _, n := range names {
+		s.types[n] = struct{}{}
+	}
+	s.typesMu.Unlock()
+	return nil
+}
+
+// resolve turns type names and patterns into the known type names they
+// match. Literal names are kept even when unknown.
+func (s *Store) resolve(pats []store.Pattern) []string {
+	s.typesMu.RLock()
+	defer s.typesMu.RUnlock()
+	return store.MatchTypes(pats, maps.Keys(s.types))
+}
+
+func (s *Store) knownTypes() int {
+	s.typesMu.RLock()
+	defer s.typesMu.RUnlock()
+	return len(s.types)
+}
+
+// unknownTypes returns the names among jobs' types that are not known to
+// be in the types table.
+func (s *Store) unknownTypes(jobs []store.AddParams) []string {
+	var out []string
+	s.typesMu.RLock()
+	for _, j := range jobs {
+		if _, ok := s.types[j.Type]; !ok {
+			out = append(out, j.Type)
+		}
+	}
+	s.typesMu.RUnlock()
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func (s *Store) addTypes(names []string) {
+	if len(names) == 0 {
+		return
+	}
+	s.typesMu.Lock()
+	for _, n := range names {
+		s.types[n] = struct{}{}
+	}
+	s.typesMu.Unlock()
+}

@@ -6,8 +6,10 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -149,16 +151,16 @@ func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddRes
 		out, err = t.add(jobs, datas, newTypes)
 		return err
 	}
-	keyed := slices.ContainsFunc(jobs, func(p store.AddParams) bool { return p.Key != "" })
-	if keyed {
-		err = s.inTx(ctx, "add", run)
-	} else {
-		err = s.autocommit(ctx, "add", run) // one INSERT
+	if slices.ContainsFunc(jobs, func(p store.AddParams) bool { return p.Key != "" }) {
+		if err := s.inTx(ctx, "add", run); err != nil {
+			return nil, err
+		}
+		return out, nil
 	}
-	if err != nil {
-		return nil, err
+	if s.closed.Load() {
+		return nil, s.wrap("add", store.ErrClosed)
 	}
-	return out, nil
+	return s.addBatched(ctx, jobs, datas, newTypes) // one INSERT, shared with concurrent adds
 }
 
 // AddTx adds jobs inside the caller's database/sql transaction on this
@@ -614,8 +616,20 @@ var (
 	ORDER BY c.priority DESC, c.run_at, c.id
 	LIMIT $3)` + claimTail + prefixed("j.", jobColumns)
 
+	// The earliest run time of the pending jobs of the types: per type, the
+	// first run_at of each distinct priority (a skip scan of jobs_due), and
+	// the types table's size, which tells whether other nodes added types.
 	nextRunSQL = `SELECT min(x.run_at), (SELECT count(*) FROM rota.types) FROM unnest($1::text[]) AS n(name)
-	CROSS JOIN LATERAL (SELECT run_at FROM rota.jobs WHERE state = 0 AND type = n.name ORDER BY run_at LIMIT 1) x`
+	CROSS JOIN LATERAL (
+		WITH RECURSIVE p(priority) AS (
+			(SELECT priority FROM rota.jobs WHERE state = 0 AND type = n.name ORDER BY priority DESC LIMIT 1)
+			UNION ALL
+			SELECT (SELECT j.priority FROM rota.jobs j WHERE j.state = 0 AND j.type = n.name AND j.priority < p.priority
+				ORDER BY j.priority DESC LIMIT 1)
+			FROM p WHERE p.priority IS NOT NULL)
+		SELECT (SELECT j.run_at FROM rota.jobs j WHERE j.state = 0 AND j.type = n.name AND j.priority = p.priority
+			ORDER BY j.run_at LIMIT 1) AS run_at
+		FROM p WHERE p.priority IS NOT NULL) x`
 )
 
 // Accept leases due jobs to a worker, in priority, run time, id order.
@@ -632,8 +646,14 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 	if len(res.Jobs) >= p.Limit {
 		return res, nil
 	}
+	// What follows only tells a waiting acceptor when to look again. Jobs
+	// already leased are returned even if it fails, rather than left to
+	// their leases.
 	next, types, err := s.nextRun(ctx, names)
 	if err != nil {
+		if len(res.Jobs) > 0 {
+			return res, nil
+		}
 		return res, err
 	}
 	patterned := slices.ContainsFunc(pats, func(p store.Pattern) bool { return !p.Literal() })
@@ -641,6 +661,9 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 		// Another node registered a type this node has not heard of:
 		// a pattern may match it.
 		if err := s.reloadTypes(ctx); err != nil {
+			if len(res.Jobs) > 0 {
+				return res, nil
+			}
 			return res, err
 		}
 		var added []string
@@ -654,6 +677,9 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 			more.Limit = p.Limit - len(res.Jobs)
 			jobs, err := s.claim(ctx, more, added)
 			if err != nil {
+				if len(res.Jobs) > 0 {
+					return res, nil
+				}
 				return res, err
 			}
 			res.Jobs = append(res.Jobs, jobs...)
@@ -663,7 +689,7 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 				return res, nil
 			}
 			if next, _, err = s.nextRun(ctx, names); err != nil {
-				return res, err
+				return res, nil
 			}
 		}
 	}
@@ -699,9 +725,9 @@ func (s *Store) claim(ctx context.Context, p store.AcceptParams, names []string)
 	err := s.autocommit(ctx, "accept", func(t *txn) error {
 		var err error
 		if len(names) == 1 {
-			jobs, err = scanJobs(t.query(claimOneSQL, names[0], optTime(p.DueBy), p.Limit, override, us(store.DefaultLeaseTimeout), optString(p.Worker)))
+			jobs, err = scanJobs(t.query(claimOneSQL, names[0], optTime(p.DueBy), p.Limit, override, us(store.DefaultLeaseTimeout), optString(cleanText(p.Worker))))
 		} else {
-			jobs, err = scanJobs(t.query(claimManySQL, names, optTime(p.DueBy), p.Limit, override, us(store.DefaultLeaseTimeout), optString(p.Worker)))
+			jobs, err = scanJobs(t.query(claimManySQL, names, optTime(p.DueBy), p.Limit, override, us(store.DefaultLeaseTimeout), optString(cleanText(p.Worker))))
 		}
 		if err != nil {
 			return err
@@ -730,17 +756,26 @@ func (s *Store) nextRun(ctx context.Context, names []string) (time.Time, int, er
 	return nullTime(next), types, err
 }
 
+// Batched statements find their rows by primary key (id = ANY) and look
+// each row's own values up in JSON objects keyed by id ($n::jsonb ->>
+// id), rather than joining the input: a join would leave the plan to
+// estimates, and on a table whose rows live for seconds the statistics are
+// always stale (they may say no job runs while thousands do), which turns
+// a join into a scan of every running job per input row.
+
 // heartbeatSQL extends leases by each job's lease length and updates data
 // and progress, where the token is current. Items it does not return
 // failed the fence.
 const heartbeatSQL = `UPDATE rota.jobs j SET lease_until = now() + coalesce(nullif(j.lease_timeout, 0), $5) * interval '1 microsecond',
-	data = coalesce(i.data, j.data), progress = coalesce(i.progress, j.progress), updated_at = now()
-FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::float8[]) AS i(id, token, data, progress)
-WHERE j.id = i.id AND j.state = 1 AND j.token = i.token %s
+	data = coalesce(convert_to($3::jsonb ->> j.id::text, 'UTF8'), j.data),
+	progress = coalesce(($4::jsonb ->> j.id::text)::float8, j.progress), updated_at = now()
+WHERE j.id = ANY($1::bigint[]) AND j.state = 1 AND j.token = $2::jsonb ->> j.id::text %s
 RETURNING j.id, j.lease_until, j.resubmit, j.type, j.grp`
 
 var (
 	heartbeatSyncSQL = fmt.Sprintf(heartbeatSQL, "")
+	// For one item whose data is not UTF-8: $3 is the data itself.
+	heartbeatBytesSQL = strings.Replace(heartbeatSyncSQL, `convert_to($3::jsonb ->> j.id::text, 'UTF8')`, `$3::bytea`, 1)
 	// Without data, losing the heartbeat in a database crash only ends the
 	// lease early, so it need not wait for the WAL flush.
 	heartbeatAsyncSQL = fmt.Sprintf(heartbeatSQL, "AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL")
@@ -754,12 +789,44 @@ func (s *Store) Heartbeat(ctx context.Context, ps []store.HeartbeatParams) ([]st
 	}
 	out := make([]store.HeartbeatResult, len(ps))
 	// Items for the same job run one after the other, as if sent apart.
-	for _, round := range rounds(len(ps), func(i int) int64 { return ps[i].ID }) {
+	// Data that is not UTF-8 cannot travel in a JSON map; such items go
+	// one by one.
+	var batch, single []int
+	for i := range ps {
+		if utf8.Valid(datas[i]) {
+			batch = append(batch, i)
+		} else {
+			single = append(single, i)
+		}
+	}
+	for _, round := range rounds(len(batch), func(k int) int64 { return ps[batch[k]].ID }) {
+		for k := range round {
+			round[k] = batch[round[k]]
+		}
 		if err := s.heartbeat(ctx, ps, datas, round, out); err != nil {
 			return nil, err
 		}
 	}
+	for _, i := range single {
+		if err := s.heartbeat(ctx, ps, datas, []int{i}, out); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// pgText reports whether s can be a PostgreSQL text value (valid UTF-8, no
+// NUL). A token that cannot is never current: it is fenced without asking
+// the database.
+func pgText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
+
+// cleanText makes free text (error messages, worker names) storable as
+// PostgreSQL text.
+func cleanText(s string) string {
+	if pgText(s) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
 }
 
 // rounds splits the items 0..n-1 into runs in which no id repeats, keeping
@@ -793,20 +860,38 @@ func seq(from, to int) []int {
 func (s *Store) heartbeat(ctx context.Context, ps []store.HeartbeatParams, datas [][]byte, items []int, out []store.HeartbeatResult) error {
 	n := len(items)
 	ids, tokens := make([]int64, n), make([]string, n)
-	ds := make([][]byte, n)
-	progress := make([]*float64, n)
+	tokenMap, dataMap, progressMap := newIDMap(), newIDMap(), newIDMap()
 	durable := false
+	var oneData []byte // the data of a lone item that is not UTF-8
 	for k, i := range items {
-		ids[k], tokens[k], ds[k], progress[k] = ps[i].ID, ps[i].Token, datas[i], ps[i].Progress
-		durable = durable || ps[i].Data != nil
+		p := ps[i]
+		ids[k], tokens[k] = p.ID, p.Token
+		if !pgText(p.Token) {
+			continue
+		}
+		tokenMap.add(p.ID, []byte(p.Token))
+		if !utf8.Valid(datas[i]) {
+			oneData = datas[i]
+		} else if datas[i] != nil {
+			dataMap.add(p.ID, datas[i])
+		}
+		if p.Progress != nil {
+			progressMap.add(p.ID, strconv.AppendFloat(nil, *p.Progress, 'g', -1, 64))
+		}
+		durable = durable || p.Data != nil
 	}
 	query := heartbeatAsyncSQL
 	if durable {
 		query = heartbeatSyncSQL
 	}
+	args := []any{ids, tokenMap.json(), dataMap.json(), progressMap.json(), us(store.DefaultLeaseTimeout)}
+	if oneData != nil {
+		query = heartbeatBytesSQL
+		args[2] = oneData
+	}
 	done := map[int64]bool{}
 	err := s.autocommit(ctx, "heartbeat", func(t *txn) error {
-		r, err := t.query(query, ids, tokens, ds, progress, us(store.DefaultLeaseTimeout))
+		r, err := t.query(query, args...)
 		if err != nil {
 			return err
 		}
@@ -889,10 +974,11 @@ func (s *Store) peek(ctx context.Context, op string, ids []int64) (map[int64]*ro
 // completeSQL completes running jobs whose token is current and that were
 // not resubmitted, moving them to the ended table with their results, in
 // one statement. Items it does not return take the general path.
-var completeSQL = moveSQL("i AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::bytea[]) AS i(id, token, result))",
-	"rota.jobs j USING i WHERE j.id = i.id AND j.state = 1 AND j.token = i.token AND NOT j.resubmit",
-	"d JOIN i ON i.id = d.id", map[string]string{
-		"state": "3", "result": "i.result", "lease_until": "NULL", "finished_at": "now()", "updated_at": "now()",
+var completeSQL = moveSQL("",
+	"rota.jobs j WHERE j.id = ANY($1::bigint[]) AND j.state = 1 AND NOT j.resubmit AND j.token = $2::jsonb ->> j.id::text",
+	"d", map[string]string{
+		"state": "3", "result": "convert_to($3::jsonb ->> d.id::text, 'UTF8')", "lease_until": "NULL",
+		"finished_at": "now()", "updated_at": "now()",
 	}, "rota.jobs_ended", "id, type, grp, run_at")
 
 // Finish ends leases: complete, fail, snooze, release or cancel.
@@ -903,11 +989,12 @@ func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, e
 	}
 	errs := make([]error, len(ps))
 	rest := seq(0, len(ps))
-	// The common case, completions of distinct running jobs, is one
-	// statement; whatever it leaves (other endings, repeats, stale tokens,
-	// resubmitted jobs) takes the general path in a transaction.
-	distinct := len(rounds(len(ps), func(i int) int64 { return ps[i].ID })) == 1
-	if distinct && !slices.ContainsFunc(ps, func(p store.FinishParams) bool { return p.As != store.Complete }) {
+	// The common case, completions of running jobs, is one statement;
+	// whatever it leaves (other endings, repeats, stale tokens, resubmitted
+	// jobs) takes the general path in a transaction. (With a job named
+	// twice in the batch, all of it takes the general path, which applies
+	// the items in order.)
+	if len(rounds(len(ps), func(i int) int64 { return ps[i].ID })) == 1 {
 		if rest, err = s.completeFast(ctx, ps, results); err != nil {
 			return nil, err
 		}
@@ -926,14 +1013,24 @@ func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, e
 
 // completeFast runs completeSQL and returns the items it did not complete.
 func (s *Store) completeFast(ctx context.Context, ps []store.FinishParams, results [][]byte) ([]int, error) {
-	n := len(ps)
-	ids, tokens := make([]int64, n), make([]string, n)
+	var ids []int64
+	tokens, res := newIDMap(), newIDMap()
 	for i, p := range ps {
-		ids[i], tokens[i] = p.ID, p.Token
+		if p.As != store.Complete || !utf8.Valid(results[i]) || !pgText(p.Token) { // the general path takes it
+			continue
+		}
+		ids = append(ids, p.ID)
+		tokens.add(p.ID, []byte(p.Token))
+		if results[i] != nil {
+			res.add(p.ID, results[i])
+		}
 	}
 	done := map[int64]bool{}
+	if len(ids) == 0 {
+		return seq(0, len(ps)), nil
+	}
 	err := s.autocommit(ctx, "finish", func(t *txn) error {
-		r, err := t.query(completeSQL, ids, tokens, results)
+		r, err := t.query(completeSQL, ids, tokens.json(), res.json())
 		if err != nil {
 			return err
 		}
@@ -952,12 +1049,47 @@ func (s *Store) completeFast(ctx context.Context, ps []store.FinishParams, resul
 		return nil, err
 	}
 	var rest []int
-	for i, id := range ids {
-		if !done[id] {
+	for i, p := range ps {
+		if !done[p.ID] {
 			rest = append(rest, i)
 		}
 	}
 	return rest, nil
+}
+
+// idMap builds a JSON object from job ids to strings, for the batched
+// statements' per-row lookups.
+type idMap struct{ buf []byte }
+
+func newIDMap() *idMap { return &idMap{buf: []byte{'{'}} }
+
+func (m *idMap) add(id int64, value []byte) {
+	if len(m.buf) > 1 {
+		m.buf = append(m.buf, ',')
+	}
+	m.buf = append(m.buf, '"')
+	m.buf = strconv.AppendInt(m.buf, id, 10)
+	m.buf = append(m.buf, '"', ':')
+	m.buf = appendJSONString(m.buf, value)
+}
+
+func (m *idMap) json() string { return string(m.buf) + "}" }
+
+// appendJSONString appends s, valid UTF-8, as a JSON string.
+func appendJSONString(b, s []byte) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for _, c := range s {
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
 }
 
 // FinishTx ends leases inside the caller's database/sql transaction on
@@ -1048,7 +1180,7 @@ func (t *txn) finish(p *store.FinishParams, r *row, result []byte) (error, error
 	}
 	var errText *string
 	if p.As == store.Fail || p.As == store.Cancel {
-		e := p.Error
+		e := cleanText(p.Error)
 		if e == "" {
 			e = p.As.String()
 		}
@@ -1175,7 +1307,7 @@ const leaseExpired = "lease expired: no heartbeat within the lease timeout"
 
 func (t *txn) expire(delta time.Duration) (int, time.Time, error) {
 	expired, err := scanRows(t.query(`SELECT `+rowColumns+` FROM rota.jobs
-		WHERE state = 1 AND lease_until < now() + $1::bigint * interval '1 microsecond'
+		WHERE lease_until < now() + $1::bigint * interval '1 microsecond' AND state = 1
 		ORDER BY lease_until LIMIT 1000 FOR UPDATE SKIP LOCKED`, us(delta)))
 	if err != nil {
 		return 0, time.Time{}, err
@@ -1197,7 +1329,7 @@ func (t *txn) expire(delta time.Duration) (int, time.Time, error) {
 		}
 	}
 	var next sql.NullTime
-	if _, err := t.queryRow(`SELECT min(lease_until) FROM rota.jobs WHERE state = 1`, nil, &next); err != nil {
+	if _, err := t.queryRow(`SELECT min(lease_until) FROM rota.jobs WHERE lease_until IS NOT NULL`, nil, &next); err != nil {
 		return 0, time.Time{}, err
 	}
 	return len(expired), nullTime(next), nil

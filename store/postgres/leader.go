@@ -50,7 +50,7 @@ func (l *leader) acquire(ctx context.Context) (*pgx.Conn, error) {
 		return nil, nil
 	}
 	l.lastTry = time.Now()
-	conn, err := pgx.ConnectConfig(ctx, l.s.pool.Config().ConnConfig.Copy())
+	conn, err := pgx.ConnectConfig(ctx, l.s.sessionConfig("rota leader"))
 	if err != nil {
 		return nil, err
 	}

@@ -247,6 +247,7 @@ func TestMultiNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
+	testDSN(t)
 	const jobs = 20_000
 	t.Run("ThreeNodes", func(t *testing.T) {
 		runNodes(t, jobs, nodeConfig{Lease: 30 * time.Second, WorkDelay: 2 * time.Millisecond}, false)

@@ -243,8 +243,10 @@ func (o *outbox) flush() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	// Its own statement, after the writes committed: the NOTIFY lock is
-	// never held across a writing transaction.
-	if _, err := o.s.pool.Exec(ctx, o.s.q(`SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`), o.s.channel, payloads); err != nil {
+	// never held across a writing transaction. It need not wait for the
+	// WAL flush: a notification lost in a crash only delays a wake-up.
+	if _, err := o.s.pool.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p
+		WHERE (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL`, o.s.channel, payloads); err != nil {
 		// Other nodes' acceptors re-poll; a lost notification only
 		// delays them.
 		o.s.log.Warn("rota postgres: could not notify other nodes", "changes", len(batch), "err", err)
@@ -258,7 +260,7 @@ func (o *outbox) close() {
 // ---- listening ----
 
 func (s *Store) listen(ctx context.Context) (*pgx.Conn, error) {
-	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	conn, err := pgx.ConnectConfig(ctx, s.sessionConfig("rota listen"))
 	if err != nil {
 		return nil, err
 	}
@@ -315,8 +317,11 @@ func (s *Store) listenLoop(conn *pgx.Conn) {
 }
 
 func (s *Store) received(payload string) {
-	node, changes, ok := decode(payload)
-	if !ok || node == s.node || len(changes) == 0 {
+	if strings.HasPrefix(payload, payloadHeader+s.node+"\n") {
+		return // this store's own, delivered at its commit
+	}
+	_, changes, ok := decode(payload)
+	if !ok || len(changes) == 0 {
 		return
 	}
 	s.learnTypes(changes)

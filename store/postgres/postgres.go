@@ -90,6 +90,12 @@ type Config struct {
 	NoListen bool
 	// NoNotify disables sending changes to other nodes with NOTIFY.
 	NoNotify bool
+	// SessionDSN, when set, is where the two connections that need a
+	// session of their own go: the LISTEN connection and the sweep
+	// leader's (which holds a session-level advisory lock). Behind a
+	// connection pooler in transaction mode, point it at PostgreSQL
+	// directly. Empty means the DSN given to Open.
+	SessionDSN string
 	// NotifyMaxPayloads bounds how many NOTIFY payloads (of under 8000
 	// bytes each) one flush sends before it summarises the rest as
 	// per-type hints; zero means 16.
@@ -111,9 +117,10 @@ var ErrUnavailable = errors.New("database unavailable")
 // Store is the PostgreSQL store. It implements store.Store.
 type Store struct {
 	cfg     Config
-	schema  string // quoted identifier
-	channel string // NOTIFY channel
-	node    string // this Store's id in notifications
+	session *pgx.ConnConfig // for the LISTEN and leader connections
+	schema  string          // quoted identifier
+	channel string          // NOTIFY channel
+	node    string          // this Store's id in notifications
 	pool    *pgxpool.Pool
 	log     *slog.Logger
 
@@ -135,6 +142,7 @@ type Store struct {
 
 	out    *outbox // changes waiting to be sent to other nodes
 	leader leader
+	adder  adder // group commit of concurrent adds
 
 	userMu sync.Mutex
 	userDB *sql.DB
@@ -165,6 +173,12 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, store.Invalidf("postgres: bad connection string: %v", err)
 	}
+	session := pc.ConnConfig
+	if cfg.SessionDSN != "" {
+		if session, err = pgx.ParseConfig(cfg.SessionDSN); err != nil {
+			return nil, store.Invalidf("postgres: bad session connection string: %v", err)
+		}
+	}
 	if cfg.MaxConns > 0 {
 		pc.MaxConns = cfg.MaxConns
 	}
@@ -175,6 +189,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	sctx, cancel := context.WithCancel(context.Background())
 	s := &Store{
 		cfg:      cfg,
+		session:  session,
 		schema:   pgx.Identifier{cfg.Schema}.Sanitize(),
 		channel:  channelName(cfg.Schema),
 		node:     store.NewToken()[:16],
@@ -193,8 +208,13 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	if err := pool.Ping(ctx); err != nil {
+	var encoding string
+	if err := pool.QueryRow(ctx, `SHOW server_encoding`).Scan(&encoding); err != nil {
 		return fail(s.wrap("open", err))
+	}
+	if encoding != "UTF8" {
+		// Job data, names and errors are UTF-8 text to the database.
+		return fail(fmt.Errorf("postgres: open: the database's encoding is %s; rota needs a UTF8 database", encoding))
 	}
 	if !cfg.SkipMigrate {
 		if err := s.Migrate(ctx); err != nil {
@@ -229,6 +249,17 @@ func checkSchemaName(name string) error {
 		}
 	}
 	return nil
+}
+
+// sessionConfig is the configuration of a connection of its own (LISTEN,
+// leader), named so that pg_stat_activity shows what it is.
+func (s *Store) sessionConfig(name string) *pgx.ConnConfig {
+	c := s.session.Copy()
+	if c.RuntimeParams == nil {
+		c.RuntimeParams = map[string]string{}
+	}
+	c.RuntimeParams["application_name"] = name
+	return c
 }
 
 // channelName is the NOTIFY channel of a schema: one per schema, so that

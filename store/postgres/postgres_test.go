@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,6 +83,7 @@ func open(t testing.TB) *postgres.Store {
 }
 
 func TestConformance(t *testing.T) {
+	testDSN(t) // once, rather than in every subtest
 	storetest.Run(t, func(t *testing.T) store.Store { return open(t) })
 }
 
@@ -155,7 +157,9 @@ func TestBadConfig(t *testing.T) {
 		cfg       postgres.Config
 	}{
 		{"malformed DSN", "postgres://%zz", postgres.Config{}},
-		{"schema name too long", "postgres://localhost/x", postgres.Config{Schema: string(make([]byte, 64))}},
+		{"schema name too long", "postgres://localhost/x", postgres.Config{Schema: strings.Repeat("s", 64)}},
+		{"control character in the schema name", "postgres://localhost/x", postgres.Config{Schema: "a\nb"}},
+		{"malformed session DSN", "postgres://localhost/x", postgres.Config{SessionDSN: "postgres://%zz"}},
 	} {
 		_, err := postgres.Open(t.Context(), c.dsn, c.cfg)
 		if !errors.Is(err, store.ErrInvalid) {

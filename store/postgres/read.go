@@ -143,6 +143,9 @@ func (s *Store) GetByKey(ctx context.Context, typ, key string) (store.Job, error
 	if typ == "" || key == "" {
 		return store.Job{}, store.Invalidf("type and key are both required")
 	}
+	if !pgText(typ) || !pgText(key) { // no job can have them
+		return store.Job{}, fmt.Errorf("type %q key %q: %w", typ, key, store.ErrNotFound)
+	}
 	var jobs []store.Job
 	err := s.read(ctx, "get by key", func(t *txn) error {
 		var err error
@@ -172,8 +175,12 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
+	// Names that cannot be text match no job (and would fail the query).
+	valid := func(names []string) []string {
+		return slices.DeleteFunc(slices.Clone(names), func(s string) bool { return !pgText(s) })
+	}
 	if len(p.Types) > 0 {
-		where = append(where, "type = ANY("+arg(p.Types)+")")
+		where = append(where, "type = ANY("+arg(valid(p.Types))+")")
 	}
 	if len(p.States) > 0 {
 		states := make([]int16, len(p.States))
@@ -183,7 +190,7 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 		where = append(where, "state = ANY("+arg(states)+")")
 	}
 	if len(p.Groups) > 0 {
-		where = append(where, "grp = ANY("+arg(p.Groups)+")")
+		where = append(where, "grp = ANY("+arg(valid(p.Groups))+")")
 	}
 	order := "ASC"
 	if p.Descending {

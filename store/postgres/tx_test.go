@@ -3,7 +3,9 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -361,4 +363,50 @@ func jobIDs(jobs []store.Job) []int64 {
 		out[i] = j.ID
 	}
 	return out
+}
+
+// TestConcurrentAddsMerged: adds from many goroutines share inserts; each
+// caller gets back its own jobs, in its order.
+func TestConcurrentAddsMerged(t *testing.T) {
+	s := open(t)
+	ctx := t.Context()
+	const callers = 40
+	var wg sync.WaitGroup
+	seen := make(chan int64, callers*10)
+	for c := range callers {
+		wg.Go(func() {
+			n := 1 + c%7
+			ps := make([]store.AddParams, n)
+			for i := range ps {
+				ps[i] = store.AddParams{Type: fmt.Sprintf("merge.%d", c%3), Group: fmt.Sprint(c), Data: []byte(fmt.Sprintf(`{"c":%d,"i":%d}`, c, i))}
+			}
+			res, err := s.Add(ctx, ps)
+			if err != nil || len(res) != n {
+				t.Errorf("caller %d: Add = %d results, %v; want %d", c, len(res), err, n)
+				return
+			}
+			for i, r := range res {
+				if r.Job.Type != ps[i].Type || r.Job.Group != ps[i].Group || string(r.Job.Data) != string(ps[i].Data) {
+					t.Errorf("caller %d item %d got job %+v, want its own", c, i, r.Job)
+				}
+				if i > 0 && r.Job.ID <= res[i-1].Job.ID {
+					t.Errorf("caller %d: ids %d then %d, want increasing in batch order", c, res[i-1].Job.ID, r.Job.ID)
+				}
+				seen <- r.Job.ID
+			}
+			got := getJob(t, s, res[0].Job.ID)
+			if string(got.Data) != string(ps[0].Data) {
+				t.Errorf("caller %d: stored job %d has data %s, want %s", c, got.ID, got.Data, ps[0].Data)
+			}
+		})
+	}
+	wg.Wait()
+	close(seen)
+	ids := map[int64]bool{}
+	for id := range seen {
+		if ids[id] {
+			t.Errorf("id %d handed to two jobs", id)
+		}
+		ids[id] = true
+	}
 }

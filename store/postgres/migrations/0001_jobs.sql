@@ -54,12 +54,17 @@ CREATE TABLE jobs (
     autovacuum_analyze_threshold = 1000
 );
 
--- Due pending jobs per type in accept order.
+-- Pending jobs per type in accept order: claims read it in order, and the
+-- earliest run time per type (for waking acceptors) is found by skipping
+-- through its priorities. It is the only index a claim can use, so a plan
+-- made from stale statistics cannot sort the whole backlog instead.
 CREATE INDEX jobs_due ON jobs (type, priority DESC, run_at, id) WHERE state = 0;
--- The earliest pending run time per type, for waking acceptors.
-CREATE INDEX jobs_next ON jobs (type, run_at) WHERE state = 0;
--- Leases in expiry order, for the lease sweep.
-CREATE INDEX jobs_lease ON jobs (lease_until) WHERE state = 1;
+-- Leases in expiry order, for the lease sweep. Only running jobs have a
+-- lease_until. The predicate is not "state = 1" on purpose: statements that
+-- look jobs up by id and check state = 1 (heartbeats, completions) must
+-- not be planned as a scan of every running job, which the planner would
+-- do when stale statistics claim that few jobs run.
+CREATE INDEX jobs_lease ON jobs (lease_until) WHERE lease_until IS NOT NULL;
 -- Keys are unique within a type (across both tables: see the store, which
 -- serialises keyed adds with an advisory lock per key).
 CREATE UNIQUE INDEX jobs_key ON jobs (type, key) WHERE key IS NOT NULL;

@@ -5,8 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/rotajobs/rota/store"
@@ -21,22 +21,9 @@ import (
 
 // resolve turns patterns into the known type names they match.
 func (s *Store) resolve(pats []store.Pattern) []string {
-	var names []string
 	s.typesMu.RLock()
 	defer s.typesMu.RUnlock()
-	for _, p := range pats {
-		if p.Literal() {
-			names = append(names, p.String())
-			continue
-		}
-		for name := range s.types {
-			if p.Match(name) {
-				names = append(names, name)
-			}
-		}
-	}
-	slices.Sort(names)
-	return slices.Compact(names)
+	return store.MatchTypes(pats, maps.Keys(s.types))
 }
 
 // group is one group's round-robin state during one accept.

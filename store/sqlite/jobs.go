@@ -56,21 +56,9 @@ func (w *writeTx) changed(r row, state store.State, runAt int64) {
 	w.changes = append(w.changes, store.Change{ID: r.id, Type: r.typ, Group: r.grp, State: state, RunAt: fromMicros(runAt), Lease: store.LeaseTag(r.token)})
 }
 
-// fence applies the worker-call rule: a missing or cancelled job is
-// ErrCanceled, anything else that is not running under this token is
-// ErrWorkerConflict.
+// fence applies the worker-call rule (store.Fence) to a loaded row.
 func fence(r row, found bool, token string) error {
-	switch {
-	case !found:
-		return fmt.Errorf("job %d was removed: %w", r.id, store.ErrCanceled)
-	case r.state == store.Cancelled:
-		return fmt.Errorf("job %d: %w", r.id, store.ErrCanceled)
-	case r.state != store.Running:
-		return fmt.Errorf("job %d is %s: %w", r.id, r.state, store.ErrWorkerConflict)
-	case r.token != token:
-		return fmt.Errorf("job %d: %w", r.id, store.ErrWorkerConflict)
-	}
-	return nil
+	return store.Fence(r.id, found, r.state, r.token, token)
 }
 
 // ---- producer side ----

@@ -7,18 +7,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
-	"path/filepath"
-	"runtime"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/rotajobs/rota"
-	"github.com/rotajobs/rota/store/sqlite"
 )
 
 // FairnessConfig shapes the fairness workload: one big group submits Big
@@ -30,8 +23,6 @@ type FairnessConfig struct {
 	SmallJobs int
 	Workers   int
 	Work      time.Duration
-	Dir       string                // where the SQLite files go; "" means a temporary directory
-	Progress  func(done, total int) // called now and then; may be nil
 }
 
 // DefaultFairness is the issue's workload: 20,000 jobs of one group, then
@@ -61,13 +52,14 @@ type FairnessResult struct {
 	BigShare       float64 `json:"big_share_while_backlogged"`
 	SmallShareMean float64 `json:"small_share_mean_while_backlogged"`
 	BacklogJobs    int     `json:"jobs_while_all_backlogged"`
+	StoreInfo
 }
 
 // Fairness runs the workload twice, with groups and as one FIFO queue.
-func Fairness(ctx context.Context, cfg FairnessConfig) ([]FairnessResult, error) {
+func Fairness(ctx context.Context, o Options, cfg FairnessConfig) ([]FairnessResult, error) {
 	var out []FairnessResult
 	for _, mode := range []string{"rota", "fifo"} {
-		r, err := fairnessRun(ctx, cfg, mode)
+		r, err := fairnessRun(ctx, o, cfg, mode)
 		if err != nil {
 			return nil, fmt.Errorf("fairness (%s): %w", mode, err)
 		}
@@ -81,26 +73,14 @@ type started struct {
 	at    time.Time
 }
 
-func fairnessRun(ctx context.Context, cfg FairnessConfig, mode string) (FairnessResult, error) {
-	dir := cfg.Dir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "rota-bench-")
-		if err != nil {
-			return FairnessResult{}, err
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	}
-	st, err := sqlite.Open(filepath.Join(dir, "fairness-"+mode+".db"), sqlite.Config{})
+func fairnessRun(ctx context.Context, o Options, cfg FairnessConfig, mode string) (FairnessResult, error) {
+	e, err := newEnv(ctx, o, "fairness-"+mode)
 	if err != nil {
 		return FairnessResult{}, err
 	}
-	defer st.Close()
-	c, err := rota.NewClient(st, rota.Config{})
-	if err != nil {
-		return FairnessResult{}, err
-	}
-	defer c.Close()
+	defer e.close()
+	typ := e.typ("fair")
+	c := e.client
 
 	groupOf := func(g string) string {
 		if mode == "fifo" {
@@ -126,7 +106,7 @@ func fairnessRun(ctx context.Context, cfg FairnessConfig, mode string) (Fairness
 		// The data names the tenant, which FIFO mode does not store as
 		// the job's group.
 		data, _ := json.Marshal(map[string]string{"tenant": g})
-		batch = append(batch, rota.AddParams{Type: "bench.fair", Group: groupOf(g), Data: data})
+		batch = append(batch, rota.AddParams{Type: typ, Group: groupOf(g), Data: data})
 		if len(batch) == 500 {
 			if err := flush(); err != nil {
 				return FairnessResult{}, err
@@ -140,7 +120,7 @@ func fairnessRun(ctx context.Context, cfg FairnessConfig, mode string) (Fairness
 	var starts []started
 	var finishes []started
 	w := rota.NewWorker(c, rota.WorkerConfig{Concurrency: cfg.Workers, Logger: quietLogger()})
-	rota.Handle(w, "bench.fair", func(ctx context.Context, job *rota.Job, args struct{ Tenant string }) error {
+	rota.Handle(w, typ, func(ctx context.Context, job *rota.Job, args struct{ Tenant string }) error {
 		g := args.Tenant
 		now := time.Now()
 		mu.Lock()
@@ -151,8 +131,8 @@ func fairnessRun(ctx context.Context, cfg FairnessConfig, mode string) (Fairness
 		finishes = append(finishes, started{g, time.Now()})
 		n := len(finishes)
 		mu.Unlock()
-		if cfg.Progress != nil && n%500 == 0 {
-			cfg.Progress(n, total)
+		if n%500 == 0 {
+			o.progress(n, total)
 		}
 		return nil
 	})
@@ -181,8 +161,8 @@ func fairnessRun(ctx context.Context, cfg FairnessConfig, mode string) (Fairness
 	// clock reading orders it.
 	sort.SliceStable(finishes, func(i, j int) bool { return finishes[i].at.Before(finishes[j].at) })
 	sort.SliceStable(starts, func(i, j int) bool { return starts[i].at.Before(starts[j].at) })
-	r := FairnessResult{Workload: "fairness", Mode: mode, Store: "sqlite", Via: "inprocess", Jobs: total,
-		Seconds: elapsed.Seconds(), JobsPerSec: float64(total) / elapsed.Seconds()}
+	r := FairnessResult{Workload: "fairness", Mode: mode, Store: o.storeName(), Via: o.via(), Jobs: total,
+		Seconds: elapsed.Seconds(), JobsPerSec: float64(total) / elapsed.Seconds(), StoreInfo: e.info}
 	smallLeft := cfg.Small * cfg.SmallJobs
 	bigDone := 0
 	for _, f := range finishes {
@@ -233,30 +213,4 @@ func jain(xs []float64) float64 {
 		return 0
 	}
 	return sum * sum / (float64(len(xs)) * sq)
-}
-
-// Machine describes where a benchmark ran.
-type Machine struct {
-	CPU       string `json:"cpu"`
-	Cores     int    `json:"cores"`
-	GoVersion string `json:"go_version"`
-	OS        string `json:"os"`
-}
-
-// DescribeMachine reads the CPU model and core count.
-func DescribeMachine() Machine {
-	m := Machine{Cores: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if name, ok := strings.CutPrefix(line, "model name"); ok {
-				m.CPU = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(name), ":"))
-				break
-			}
-		}
-	}
-	return m
-}
-
-func quietLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }

@@ -49,11 +49,11 @@ func Drain(ctx context.Context, o Options, cfg DrainConfig) (Result, error) {
 	w.Handle(typ, rota.HandlerFunc(func(context.Context, *rota.Job) error { return nil }))
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	begin := time.Now()
+	begin, cpu0 := time.Now(), cpuTime()
 	ran := make(chan error, 1)
 	go func() { ran <- w.Run(wctx) }()
 	err = waitDone(ctx, done, count, cfg.Jobs, 5*time.Minute, func(d, t int) { o.progress(cfg.Jobs/4+d, total) })
-	elapsed := time.Since(begin)
+	elapsed, cpu := time.Since(begin), cpuTime()-cpu0
 	stop()
 	if rerr := <-ran; err == nil {
 		err = rerr
@@ -65,7 +65,8 @@ func Drain(ctx context.Context, o Options, cfg DrainConfig) (Result, error) {
 		return Result{}, fmt.Errorf("drain: %d of %d jobs completed (%v)", n, cfg.Jobs, err)
 	}
 	r := Result{Workload: "drain", Store: o.storeName(), Via: o.via(), Jobs: cfg.Jobs, Concurrency: cfg.Concurrency,
-		Seconds: elapsed.Seconds(), JobsPerSec: float64(cfg.Jobs) / elapsed.Seconds(), StoreInfo: e.info}
+		Seconds: elapsed.Seconds(), JobsPerSec: float64(cfg.Jobs) / elapsed.Seconds(), StoreInfo: e.info,
+		CPUUsPerJob: float64(cpu.Microseconds()) / float64(cfg.Jobs)}
 	return r, nil
 }
 

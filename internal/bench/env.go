@@ -121,6 +121,8 @@ func newEnv(ctx context.Context, o Options, name string) (*env, error) {
 			}
 			e.closes = append(e.closes, func() { os.RemoveAll(d) })
 			dir = d
+		} else if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
 		}
 		e.path = filepath.Join(dir, name+".db")
 		removeDB(e.path)

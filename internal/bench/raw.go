@@ -43,67 +43,69 @@ const (
 )
 
 // RawSQLiteDrain drains n jobs with raw batched SQL in a fresh database
-// file in dir and returns jobs per second.
-func RawSQLiteDrain(ctx context.Context, dir string, n int) (float64, error) {
+// file in dir and returns jobs per second and CPU µs per job.
+func RawSQLiteDrain(ctx context.Context, dir string, n int) (float64, float64, error) {
 	if dir == "" {
 		d, err := os.MkdirTemp("", "rota-bench-")
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		defer os.RemoveAll(d)
 		dir = d
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, 0, err
 	}
 	path := filepath.Join(dir, "raw.db")
 	removeDB(path)
 	defer removeDB(path)
 	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_synchronous=FULL&_busy_timeout=5000&_txlock=immediate")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer conn.Close()
 	if _, err := conn.ExecContext(ctx, rawSchema); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// Set-up: n jobs, 1,000 per transaction.
 	ins, err := conn.PrepareContext(ctx, rawInsert)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer ins.Close()
 	data := noopData
 	for done := 0; done < n; {
 		if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		now := time.Now().UnixMicro()
 		for i := done; i < min(done+1000, n); i++ {
 			if _, err := ins.ExecContext(ctx, "bench", now, data, now, now); err != nil {
 				conn.ExecContext(ctx, "ROLLBACK")
-				return 0, err
+				return 0, 0, err
 			}
 		}
 		if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		done = min(done+1000, n)
 	}
 	if _, err := conn.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	claim, err := conn.PrepareContext(ctx, rawClaim)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer claim.Close()
 	complete, err := conn.PrepareContext(ctx, rawComplete)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer complete.Close()
 	type claimed struct {
@@ -119,16 +121,16 @@ func RawSQLiteDrain(ctx context.Context, dir string, n int) (float64, error) {
 		_, err := conn.ExecContext(ctx, q)
 		return err
 	}
-	begin := time.Now()
+	begin, cpu0 := time.Now(), cpuTime()
 	for {
 		if err := errors.Join(exec("PRAGMA synchronous = NORMAL"), exec("BEGIN IMMEDIATE")); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		now := time.Now().UnixMicro()
 		rows, err := claim.QueryContext(ctx, "bench-worker", now+300_000_000, now, now, "bench", now)
 		if err != nil {
 			exec("ROLLBACK")
-			return 0, err
+			return 0, 0, err
 		}
 		batch = batch[:0]
 		for rows.Next() {
@@ -136,16 +138,16 @@ func RawSQLiteDrain(ctx context.Context, dir string, n int) (float64, error) {
 			if err := rows.Scan(&c.id, &c.typ, &c.grp, &c.priority, &c.runAt, &c.data, &c.att, &c.maxAtt, &c.token, &c.created); err != nil {
 				rows.Close()
 				exec("ROLLBACK")
-				return 0, err
+				return 0, 0, err
 			}
 			batch = append(batch, c)
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			exec("ROLLBACK")
-			return 0, err
+			return 0, 0, err
 		}
 		if err := exec("COMMIT"); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if len(batch) == 0 {
 			break
@@ -163,26 +165,26 @@ func RawSQLiteDrain(ctx context.Context, dir string, n int) (float64, error) {
 		}
 		buf = append(buf, ']')
 		if err := errors.Join(exec("PRAGMA synchronous = FULL"), exec("BEGIN IMMEDIATE")); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		now = time.Now().UnixMicro()
 		res, err := complete.ExecContext(ctx, now, now, string(buf))
 		if err != nil {
 			exec("ROLLBACK")
-			return 0, err
+			return 0, 0, err
 		}
 		if k, err := res.RowsAffected(); err != nil || k != int64(len(batch)) {
 			exec("ROLLBACK")
-			return 0, fmt.Errorf("raw drain: completed %d of %d (%v)", k, len(batch), err)
+			return 0, 0, fmt.Errorf("raw drain: completed %d of %d (%v)", k, len(batch), err)
 		}
 		if err := exec("COMMIT"); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		total += len(batch)
 	}
-	elapsed := time.Since(begin)
+	elapsed, cpu := time.Since(begin), cpuTime()-cpu0
 	if total != n {
-		return 0, fmt.Errorf("raw drain: drained %d of %d", total, n)
+		return 0, 0, fmt.Errorf("raw drain: drained %d of %d", total, n)
 	}
-	return float64(n) / elapsed.Seconds(), nil
+	return float64(n) / elapsed.Seconds(), float64(cpu.Microseconds()) / float64(n), nil
 }

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -23,6 +24,10 @@ type Result struct {
 	JobsPerSec float64 `json:"jobs_per_sec"`
 
 	Concurrency int `json:"concurrency,omitempty"` // the worker's slots
+	// CPUUsPerJob is this process's CPU time (user+system, all threads)
+	// per job over the measured part: steadier than jobs/s on a shared
+	// machine. With Via "http" it covers server and worker together.
+	CPUUsPerJob float64 `json:"cpu_us_per_job,omitempty"`
 
 	// Latency (steady): enqueue (the producer calls Add) to the handler's
 	// start, and to the completion's commit.
@@ -85,6 +90,15 @@ func DescribeMachine() Machine {
 
 func quietLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// cpuTime is this process's CPU time so far (user+system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // percentiles returns the q-quantiles (nearest rank) of ds in milliseconds.

@@ -14,13 +14,13 @@ func DrainWithBaselines(ctx context.Context, o Options, cfg DrainConfig) ([]Resu
 	var out []Result
 	var raw float64
 	if cfg.Baseline && o.storeName() == "sqlite" {
-		v, err := RawSQLiteDrain(ctx, o.Dir, cfg.Jobs)
+		v, cpu, err := RawSQLiteDrain(ctx, o.Dir, cfg.Jobs)
 		if err != nil {
 			return nil, fmt.Errorf("drain baseline: %w", err)
 		}
 		raw = v
 		out = append(out, Result{Workload: "drain", Store: "sqlite", Via: "raw-sql", Jobs: cfg.Jobs,
-			Seconds: float64(cfg.Jobs) / v, JobsPerSec: v,
+			Seconds: float64(cfg.Jobs) / v, JobsPerSec: v, CPUUsPerJob: cpu,
 			Note: "ceiling: one goroutine, UPDATE…RETURNING claims of 500 and UPDATE…FROM json_each completions, minimal schema"})
 	}
 	inproc := o

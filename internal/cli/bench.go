@@ -347,6 +347,7 @@ func benchTable(w io.Writer, rs []bench.Result, runs int) error {
 			{"slots", func(r bench.Result) float64 { return float64(r.Concurrency) }, "%.0f"},
 			{"seconds", func(r bench.Result) float64 { return r.Seconds }, "%.2f"},
 			{"jobs/s", func(r bench.Result) float64 { return r.JobsPerSec }, "%.0f"},
+			{"CPU µs/job", func(r bench.Result) float64 { return r.CPUUsPerJob }, "%.1f"},
 			{"ratio", func(r bench.Result) float64 { return r.Ratio }, "%.2f"},
 		}
 	case "steady":

@@ -297,8 +297,10 @@ func (w *writeTx) claim(cands []candidate, worker any, leaseMicros, now int64) (
 		ids[i] = c.id
 	}
 	idJSON, _ := json.Marshal(ids)
+	// The statement flips bulk, so it counts the jobs itself (0003).
 	rows, err := w.query(`UPDATE rota_jobs SET state = 1, token = lower(hex(randomblob(16))), worker = ?,
-		lease_until = ?, lease_timeout = ?, attempt = attempt + 1, started_at = ?, cancel_requested = 0, updated_at = ?
+		lease_until = ?, lease_timeout = ?, attempt = attempt + 1, started_at = ?, cancel_requested = 0, updated_at = ?,
+		bulk = NOT bulk
 		WHERE id IN (SELECT value FROM json_each(?)) AND state = 0 RETURNING `+jobColumns,
 		worker, now+leaseMicros, leaseMicros, now, now, string(idJSON))
 	if err != nil {
@@ -315,6 +317,16 @@ func (w *writeTx) claim(cands []candidate, worker any, leaseMicros, now int64) (
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: accept: claim: %w", err)
+	}
+	rows.Close()
+	counts := map[groupKey]int{}
+	for _, j := range byID {
+		counts[groupKey{j.Group, j.Type}]++
+	}
+	for k, n := range counts {
+		if err := w.countBulk(k.typ, k.grp, -n, n); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]store.Job, 0, len(cands))
 	for _, c := range cands {

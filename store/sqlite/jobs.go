@@ -3,8 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/rotajobs/rota/store"
@@ -428,8 +431,14 @@ func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, e
 	}
 	errs := make([]error, len(ps))
 	err = s.write(ctx, true, func(w *writeTx) error {
+		done, err := w.completeMany(ps, results)
+		if err != nil {
+			return err
+		}
 		for i := range ps {
-			var err error
+			if done != nil && done[i] {
+				continue
+			}
 			if errs[i], err = w.finish(&ps[i], results[i]); err != nil {
 				return err
 			}
@@ -459,6 +468,116 @@ func (s *Store) FinishTx(ctx context.Context, tx *sql.Tx, ps []store.FinishParam
 		}
 	}
 	return errs, nil
+}
+
+// completeMany is the common case of finish in one statement: it completes
+// every item that asks to complete a job that is running under the item's
+// token and was not resubmitted meanwhile, and reports which items it
+// handled (nil: none). The others (other endings, fencing failures,
+// repeats, resubmits, ids that appear more than once) are left to finish,
+// which classifies them; for a handled item, finish would have made
+// exactly this update and reported exactly this change.
+func (w *writeTx) completeMany(ps []store.FinishParams, results [][]byte) ([]bool, error) {
+	// Items are [id, "token"] or [id, "token", "hex of the result"]: hex,
+	// so that a result's bytes are stored exactly as given (a blob, or NULL
+	// when there is none).
+	idx := make(map[int64]int, len(ps)) // id → item, -1 when the id repeats
+	for i, p := range ps {
+		if _, ok := idx[p.ID]; ok {
+			idx[p.ID] = -1
+		} else {
+			idx[p.ID] = i
+		}
+	}
+	buf := make([]byte, 0, 64*len(ps))
+	buf = append(buf, '[')
+	n := 0
+	for i, p := range ps {
+		if p.As != store.Complete || idx[p.ID] != i {
+			continue
+		}
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		n++
+		buf = append(buf, '[')
+		buf = strconv.AppendInt(buf, p.ID, 10)
+		buf = append(buf, ',')
+		buf = appendJSONString(buf, p.Token)
+		if results[i] != nil {
+			buf = append(buf, ',', '"')
+			buf = hex.AppendEncode(buf, results[i])
+			buf = append(buf, '"')
+		}
+		buf = append(buf, ']')
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	buf = append(buf, ']')
+	rows, err := w.query(completeManyQuery, micros(w.now), micros(w.now), string(buf))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: finish: %w", err)
+	}
+	defer rows.Close()
+	done := make([]bool, len(ps))
+	ended := map[groupKey]int{}
+	for rows.Next() {
+		var id, runAt int64
+		var typ, grp string
+		if err := rows.Scan(&id, &typ, &grp, &runAt); err != nil {
+			return nil, fmt.Errorf("sqlite: finish: %w", err)
+		}
+		i := idx[id]
+		done[i] = true
+		ended[groupKey{grp, typ}]++
+		w.changes = append(w.changes, store.Change{ID: id, Type: typ, Group: grp, State: store.Completed,
+			RunAt: fromMicros(runAt), Lease: store.LeaseTag(ps[i].Token)})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: finish: %w", err)
+	}
+	rows.Close()
+	// The statement flipped bulk, so the trigger did not count (0003).
+	for k, n := range ended {
+		if err := w.countBulk(k.typ, k.grp, 0, -n); err != nil {
+			return nil, err
+		}
+	}
+	return done, nil
+}
+
+// countBulk adds to a group's counts for jobs moved by a statement that
+// flipped their bulk column, which the update trigger does not count.
+func (w *writeTx) countBulk(typ, grp string, pending, running int) error {
+	if _, err := w.exec(`UPDATE rota_groups SET pending = pending + ?, running = running + ? WHERE type = ? AND grp = ?`,
+		pending, running, typ, grp); err != nil {
+		return fmt.Errorf("sqlite: count jobs of group %q: %w", grp, err)
+	}
+	return nil
+}
+
+// completeManyQuery completes in one statement. "+state" keeps SQLite from
+// driving the join from the state index (which scans every running job
+// for each item); each item is a rowid lookup. It flips bulk, so the
+// caller counts the jobs (migration 0003).
+const completeManyQuery = `UPDATE rota_jobs SET state = 3, result = unhex(j.value->>2), lease_until = NULL,
+	finished_at = ?, updated_at = ?, bulk = NOT bulk
+	FROM json_each(?) AS j
+	WHERE rota_jobs.id = j.value->>0 AND rota_jobs.token = j.value->>1 AND +rota_jobs.state = 1 AND rota_jobs.resubmit = 0
+	RETURNING rota_jobs.id, rota_jobs.type, rota_jobs.grp, rota_jobs.run_at`
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			b, _ := json.Marshal(s)
+			return append(buf, b...)
+		}
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"')
 }
 
 // finish is the one fenced transition out of running. The first result is

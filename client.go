@@ -213,6 +213,22 @@ func (c *Client) SetTypeConfig(ctx context.Context, tc TypeConfig) error {
 	return c.st.SetTypeConfig(ctx, tc)
 }
 
+// SetGroupConfig sets a group's weight and bound on running jobs, for one
+// type or for all (Type ""); the next accept applies it.
+func (c *Client) SetGroupConfig(ctx context.Context, gc GroupConfig) error {
+	return c.st.SetGroupConfig(ctx, gc)
+}
+
+// GroupConfigs lists the group settings.
+func (c *Client) GroupConfigs(ctx context.Context) ([]GroupConfig, error) {
+	return c.st.GroupConfigs(ctx)
+}
+
+// TypeConfigs lists the known types and their settings.
+func (c *Client) TypeConfigs(ctx context.Context) ([]TypeConfig, error) {
+	return c.st.TypeConfigs(ctx)
+}
+
 // ---- transactional forms ----
 
 // TxStore is implemented by stores whose jobs live in a database/sql

@@ -53,6 +53,10 @@ type (
 	Ending = store.Ending
 	// TypeConfig is per-type configuration.
 	TypeConfig = store.TypeConfig
+	// Bands is a counting scheme interleaving two priority bands.
+	Bands = store.Bands
+	// GroupConfig sets a group's weight and bound on running jobs.
+	GroupConfig = store.GroupConfig
 	// Event is a committed change to a job, as subscriptions deliver it.
 	Event = store.Change
 	// Count is how many jobs of a type and group are in a state.

@@ -120,6 +120,8 @@ type Worker struct {
 	running map[int64]*runningJob
 	started bool
 	kick    chan struct{} // wakes the heartbeat loop when a job starts
+
+	finisher *batcher[FinishParams, error] // shares store calls among handlers ending together
 }
 
 type runningJob struct {
@@ -153,8 +155,15 @@ func NewWorker(c *Client, cfg WorkerConfig) *Worker {
 	if cfg.Logger == nil {
 		cfg.Logger = c.log
 	}
-	return &Worker{c: c, cfg: cfg, log: cfg.Logger, handlers: map[string]Handler{}, running: map[int64]*runningJob{}, kick: make(chan struct{}, 1)}
+	w := &Worker{c: c, cfg: cfg, log: cfg.Logger, handlers: map[string]Handler{}, running: map[int64]*runningJob{}, kick: make(chan struct{}, 1)}
+	w.finisher = newBatcher(maxFinishBatch, func(ctx context.Context, ps []FinishParams) ([]error, error) {
+		return c.FinishMany(ctx, ps)
+	})
+	return w
 }
+
+// maxFinishBatch bounds how many finishes share one store call.
+const maxFinishBatch = 1000
 
 // Handle registers h for jobs of type typ. It panics if typ is not a valid
 // type name, already has a handler, or the worker is running.
@@ -360,7 +369,11 @@ func (w *Worker) execute(r *runningJob) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if ferr := w.c.Finish(ctx, p); ferr != nil {
+	ferr, err := w.finisher.do(ctx, p)
+	if err != nil {
+		ferr = err
+	}
+	if ferr != nil {
 		level := slog.LevelError
 		if errors.Is(ferr, ErrCanceled) || errors.Is(ferr, ErrWorkerConflict) {
 			level = slog.LevelInfo

@@ -97,6 +97,8 @@ var Routes = []string{
 	"GET /v1/events",
 	"GET /v1/types",
 	"PUT /v1/types/{type}",
+	"GET /v1/groups",
+	"PUT /v1/groups",
 }
 
 func (s *Server) routes() {
@@ -122,6 +124,8 @@ func (s *Server) routes() {
 		"GET /v1/events":               s.events,
 		"GET /v1/types":                s.types,
 		"PUT /v1/types/{type}":         s.setType,
+		"GET /v1/groups":               s.groups,
+		"PUT /v1/groups":               s.setGroup,
 	}
 	for _, route := range Routes {
 		h := handlers[route]
@@ -462,14 +466,14 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) types(w http.ResponseWriter, r *http.Request) {
-	tcs, err := s.c.Store().TypeConfigs(r.Context())
+	tcs, err := s.c.TypeConfigs(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	out := TypesResponse{Types: []TypeConfig{}}
 	for _, tc := range tcs {
-		out.Types = append(out.Types, TypeConfig{Type: tc.Type, LeaseTimeout: Duration(tc.LeaseTimeout)})
+		out.Types = append(out.Types, NewTypeConfig(tc))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -485,11 +489,43 @@ func (s *Server) setType(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, store.Invalidf("body names type %q but the path names %q", req.Type, typ))
 		return
 	}
-	if err := s.c.SetTypeConfig(r.Context(), store.TypeConfig{Type: typ, LeaseTimeout: time.Duration(req.LeaseTimeout)}); err != nil {
+	req.Type = typ
+	tc, err := req.Params()
+	if err == nil {
+		err = s.c.SetTypeConfig(r.Context(), tc)
+	}
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, TypeConfig{Type: typ, LeaseTimeout: req.LeaseTimeout})
+	writeJSON(w, http.StatusOK, NewTypeConfig(tc))
+}
+
+func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
+	gcs, err := s.c.GroupConfigs(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := GroupsResponse{Groups: []GroupConfig{}}
+	for _, g := range gcs {
+		out.Groups = append(out.Groups, GroupConfig{Group: g.Group, Type: g.Type, MaxRunning: g.MaxRunning, Weight: g.Weight})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) setGroup(w http.ResponseWriter, r *http.Request) {
+	var req GroupConfig
+	if err := s.decode(w, r, &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	gc := store.GroupConfig{Group: req.Group, Type: req.Type, MaxRunning: req.MaxRunning, Weight: req.Weight}
+	if err := s.c.SetGroupConfig(r.Context(), gc); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, req)
 }
 
 // ---- worker side ----

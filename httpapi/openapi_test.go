@@ -521,6 +521,8 @@ var wireTypes = map[string]struct {
 	"StatsResponse":          {reflect.TypeFor[StatsResponse](), response},
 	"TypeConfig":             {reflect.TypeFor[TypeConfig](), request | response},
 	"TypesResponse":          {reflect.TypeFor[TypesResponse](), response},
+	"GroupConfig":            {reflect.TypeFor[GroupConfig](), request | response},
+	"GroupsResponse":         {reflect.TypeFor[GroupsResponse](), response},
 	"Event":                  {reflect.TypeFor[Event](), response},
 	"ErrorResponse":          {reflect.TypeFor[ErrorResponse](), response},
 	"Error":                  {reflect.TypeFor[Error](), response},
@@ -849,6 +851,8 @@ var routeBodies = map[string]struct {
 	"GET /v1/events":               {"", map[string]string{"200": "text/event-stream"}},
 	"GET /v1/types":                {"", map[string]string{"200": "TypesResponse"}},
 	"PUT /v1/types/{type}":         {"TypeConfig", map[string]string{"200": "TypeConfig"}},
+	"GET /v1/groups":               {"", map[string]string{"200": "GroupsResponse"}},
+	"PUT /v1/groups":               {"GroupConfig", map[string]string{"200": "GroupConfig"}},
 }
 
 // schemaName describes a schema for comparison with routeBodies.
@@ -1133,7 +1137,8 @@ func TestOpenAPISchemasValidate(t *testing.T) {
 		"FinishBatchResponse":    FinishBatchResponse{Results: []ItemResult{{}, {Error: &Error{Code: CodeWorkerConflict, Message: "x"}}}},
 		"StatsResponse":          StatsResponse{Counts: []store.Count{{Type: "a", State: store.Failed, Jobs: 2}}, ByState: map[string]int64{"pending": 0, "running": 0, "paused": 0, "completed": 0, "failed": 2, "cancelled": 0}},
 		"Event":                  Event{Change: store.Change{ID: 1, Type: "a", State: store.Pending, RunAt: now}, At: now},
-		"TypesResponse":          TypesResponse{Types: []TypeConfig{{Type: "a", LeaseTimeout: Duration(45 * time.Second)}, {Type: "b"}}},
+		"TypesResponse":          TypesResponse{Types: []TypeConfig{{Type: "a", LeaseTimeout: Duration(45 * time.Second), Bands: "2,1", GroupMaxRunning: 3}, {Type: "b"}}},
+		"GroupsResponse":         GroupsResponse{Groups: []GroupConfig{{Group: "", Weight: 2}, {Group: "acme", Type: "a", MaxRunning: 4}}},
 		"AddRequest":             NewAddRequest(store.AddParams{Type: "a", Key: "k", RunAt: now, Data: json.RawMessage(`{"x":1}`), BackoffBase: time.Second}),
 		"AcceptRequest":          AcceptRequest{Types: []string{"a.*"}, Limit: 5, Wait: Duration(time.Second)},
 		"FinishItem":             NewFinishItem(store.FinishParams{Lease: store.Lease{ID: 1, Token: "t"}, As: store.Snooze, RunAt: now}),

@@ -224,9 +224,46 @@ type StatsResponse struct {
 }
 
 // TypeConfig is a type's settings: GET /v1/types, PUT /v1/types/{type}.
+// PUT replaces all of them; omitted fields take their defaults.
 type TypeConfig struct {
 	Type         string   `json:"type,omitempty"`
 	LeaseTimeout Duration `json:"lease_timeout,omitempty"`
+	// Bands is a counting scheme such as "2,1"; empty means strict
+	// priority order.
+	Bands           string `json:"bands,omitempty"`
+	GroupMaxRunning int    `json:"group_max_running,omitempty"`
+}
+
+// Params converts the wire form to store settings.
+func (t TypeConfig) Params() (store.TypeConfig, error) {
+	b, err := store.ParseBands(t.Bands)
+	if err != nil {
+		return store.TypeConfig{}, err
+	}
+	return store.TypeConfig{Type: t.Type, LeaseTimeout: time.Duration(t.LeaseTimeout), Bands: b, GroupMaxRunning: t.GroupMaxRunning}, nil
+}
+
+// NewTypeConfig converts store settings to the wire form.
+func NewTypeConfig(c store.TypeConfig) TypeConfig {
+	t := TypeConfig{Type: c.Type, LeaseTimeout: Duration(c.LeaseTimeout), GroupMaxRunning: c.GroupMaxRunning}
+	if !c.Bands.IsZero() {
+		t.Bands = c.Bands.String()
+	}
+	return t
+}
+
+// GroupConfig is a group's settings: GET /v1/groups, PUT /v1/groups (the
+// default group is ""). A zero max_running and weight remove them.
+type GroupConfig struct {
+	Group      string  `json:"group"`
+	Type       string  `json:"type,omitempty"`
+	MaxRunning int     `json:"max_running,omitempty"`
+	Weight     float64 `json:"weight,omitempty"`
+}
+
+// GroupsResponse lists group settings.
+type GroupsResponse struct {
+	Groups []GroupConfig `json:"groups"`
 }
 
 // TypesResponse lists known types.

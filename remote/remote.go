@@ -345,10 +345,10 @@ func jobPath(id int64, action string) string {
 
 // SetTypeConfig stores a type's settings on the server.
 func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
-	if err := store.CheckType(c.Type); err != nil {
+	if err := store.CheckTypeConfig(c); err != nil {
 		return err
 	}
-	return s.do(ctx, "PUT", "/v1/types/"+url.PathEscape(c.Type), nil, httpapi.TypeConfig{LeaseTimeout: httpapi.Duration(c.LeaseTimeout)}, nil)
+	return s.do(ctx, "PUT", "/v1/types/"+url.PathEscape(c.Type), nil, httpapi.NewTypeConfig(c), nil)
 }
 
 // TypeConfigs lists the server's types.
@@ -359,7 +359,33 @@ func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
 	}
 	out := make([]store.TypeConfig, len(resp.Types))
 	for i, t := range resp.Types {
-		out[i] = store.TypeConfig{Type: t.Type, LeaseTimeout: time.Duration(t.LeaseTimeout)}
+		c, err := t.Params()
+		if err != nil {
+			return nil, fmt.Errorf("remote: type %q from the server: %w", t.Type, err)
+		}
+		out[i] = c
+	}
+	return out, nil
+}
+
+// SetGroupConfig stores a group's settings on the server.
+func (s *Store) SetGroupConfig(ctx context.Context, c store.GroupConfig) error {
+	if err := store.CheckGroupConfig(c); err != nil {
+		return err
+	}
+	return s.do(ctx, "PUT", "/v1/groups", nil,
+		httpapi.GroupConfig{Group: c.Group, Type: c.Type, MaxRunning: c.MaxRunning, Weight: c.Weight}, nil)
+}
+
+// GroupConfigs lists the server's group settings.
+func (s *Store) GroupConfigs(ctx context.Context) ([]store.GroupConfig, error) {
+	var resp httpapi.GroupsResponse
+	if err := s.do(ctx, "GET", "/v1/groups", nil, nil, &resp); err != nil {
+		return nil, err
+	}
+	out := make([]store.GroupConfig, len(resp.Groups))
+	for i, g := range resp.Groups {
+		out[i] = store.GroupConfig{Group: g.Group, Type: g.Type, MaxRunning: g.MaxRunning, Weight: g.Weight}
 	}
 	return out, nil
 }

@@ -398,7 +398,78 @@ type TypeConfig struct {
 	// LeaseTimeout is how long a worker may go without a heartbeat
 	// before its job is taken back; zero means DefaultLeaseTimeout.
 	LeaseTimeout time.Duration
+	// Bands interleaves two priority bands within each group, Docspell's
+	// counting scheme: of every High+Low jobs a group hands out, High come
+	// from its high band (priority > 0) and Low from its low band
+	// (priority ≤ 0), each falling back to the other when it is empty. The
+	// zero value means strict priority order.
+	Bands Bands
+	// GroupMaxRunning bounds the running jobs of each group of this type;
+	// zero means no bound.
+	GroupMaxRunning int
 }
+
+// Bands is a counting scheme such as 2,1.
+type Bands struct {
+	High int `json:"high"`
+	Low  int `json:"low"`
+}
+
+// IsZero reports whether the scheme is unset (strict priority order).
+func (b Bands) IsZero() bool { return b.High == 0 && b.Low == 0 }
+
+// String formats the scheme as "high,low".
+func (b Bands) String() string { return fmt.Sprintf("%d,%d", b.High, b.Low) }
+
+// ParseBands parses "high,low", such as "2,1"; "" means unset.
+func ParseBands(s string) (Bands, error) {
+	if s == "" {
+		return Bands{}, nil
+	}
+	var b Bands
+	if n, err := fmt.Sscanf(s, "%d,%d", &b.High, &b.Low); err != nil || n != 2 || fmt.Sprintf("%d,%d", b.High, b.Low) != s {
+		return Bands{}, Invalidf("priority bands %q: want two counts such as \"2,1\"", s)
+	}
+	return b, b.check()
+}
+
+func (b Bands) check() error {
+	if b.High < 0 || b.Low < 0 || b.High > 1000 || b.Low > 1000 {
+		return Invalidf("priority bands %s: counts must be within 0..1000", b)
+	}
+	if !b.IsZero() && b.High+b.Low == 0 {
+		return Invalidf("priority bands %s: at least one count must be positive", b)
+	}
+	return nil
+}
+
+// Next returns whether the n-th pick (0-based) of a group comes from the
+// high band.
+func (b Bands) Next(n int) bool {
+	if b.High+b.Low == 0 {
+		return true
+	}
+	return n%(b.High+b.Low) < b.High
+}
+
+// GroupConfig sets a group's share of the workers and a bound on its
+// running jobs. A group without one has weight 1 and no bound of its own.
+type GroupConfig struct {
+	Group string
+	// Type scopes the setting to one type. Empty applies to every type:
+	// MaxRunning then bounds the group's running jobs of all types
+	// together, and Weight applies where no type-specific weight is set.
+	Type string
+	// MaxRunning bounds the group's running jobs; zero means no bound.
+	MaxRunning int
+	// Weight is the group's share relative to others while both have due
+	// jobs: a group of weight 2 gets twice the jobs of a group of weight 1.
+	// Zero means 1.
+	Weight float64
+}
+
+// MaxWeight bounds GroupConfig.Weight.
+const MaxWeight = 1000
 
 // Count is how many jobs of one type and group are in one state.
 type Count struct {
@@ -448,7 +519,13 @@ type Store interface {
 	// Remove deletes jobs in any state; per-item errors.
 	Remove(ctx context.Context, ids []int64) ([]error, error)
 
-	// Accept leases due jobs to a worker.
+	// Accept leases due jobs to a worker. Within a type it takes the next
+	// group in weighted round-robin order among the groups with due jobs
+	// (skipping groups at their bound on running jobs), then that group's
+	// best job: due retries first, then priority (or the priority band the
+	// type's counting scheme calls for), then run time, then id. A batch
+	// spreads over groups in the same order. Across several types, the
+	// type whose next job ranks best by that same order goes first.
 	Accept(ctx context.Context, p AcceptParams) (AcceptResult, error)
 	// Heartbeat extends leases; per-item results.
 	Heartbeat(ctx context.Context, p []HeartbeatParams) ([]HeartbeatResult, error)
@@ -461,10 +538,17 @@ type Store interface {
 	// when none), so that the caller sleeps until then.
 	ExpireLeases(ctx context.Context, now time.Time) (int, time.Time, error)
 
-	// SetTypeConfig stores per-type configuration.
+	// SetTypeConfig stores per-type configuration, replacing the type's
+	// previous settings.
 	SetTypeConfig(ctx context.Context, c TypeConfig) error
 	// TypeConfigs lists the types the store knows, with their settings.
 	TypeConfigs(ctx context.Context) ([]TypeConfig, error)
+	// SetGroupConfig stores a group's weight and bound for one type or for
+	// all (Type ""), replacing earlier settings for that pair; a zero
+	// MaxRunning and Weight remove them. Changes apply to the next accept.
+	SetGroupConfig(ctx context.Context, c GroupConfig) error
+	// GroupConfigs lists the group settings, by group and type.
+	GroupConfigs(ctx context.Context) ([]GroupConfig, error)
 
 	// Watch registers fn to receive every committed change, in commit
 	// order, until the returned function is called. fn must not block.

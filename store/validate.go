@@ -291,7 +291,7 @@ func CheckResubmits(ps []ResubmitParams) ([][]byte, error) {
 	return datas, nil
 }
 
-// CheckTypeConfig validates per-type configuration.
+// CheckTypeConfig validates a TypeConfig.
 func CheckTypeConfig(c TypeConfig) error {
 	if err := CheckType(c.Type); err != nil {
 		return err
@@ -301,6 +301,31 @@ func CheckTypeConfig(c TypeConfig) error {
 	}
 	if c.LeaseTimeout > 0 && c.LeaseTimeout < time.Millisecond {
 		return Invalidf("lease timeout %v is shorter than 1ms", c.LeaseTimeout)
+	}
+	if c.GroupMaxRunning < 0 {
+		return Invalidf("group max running %d must not be negative", c.GroupMaxRunning)
+	}
+	return c.Bands.check()
+}
+
+// CheckGroupConfig validates a GroupConfig.
+func CheckGroupConfig(c GroupConfig) error {
+	if err := checkName("group", c.Group, false); err != nil {
+		return err
+	}
+	if c.Type != "" {
+		if err := CheckType(c.Type); err != nil {
+			return err
+		}
+	}
+	if c.MaxRunning < 0 {
+		return Invalidf("max running %d must not be negative", c.MaxRunning)
+	}
+	if c.Weight < 0 || c.Weight > MaxWeight || c.Weight != c.Weight {
+		return Invalidf("weight %v is outside 0..%d", c.Weight, MaxWeight)
+	}
+	if c.Weight > 0 && c.Weight < 0.001 {
+		return Invalidf("weight %v is below 0.001", c.Weight)
 	}
 	return nil
 }

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +29,7 @@ func serveCommand() *cobra.Command {
 		allowOpen                bool
 		maxBody                  int64
 		logLevel                 string
+		configFile               string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -38,7 +41,15 @@ database in --data unless --store names another store.
 It binds to loopback by default. With --auth-token (or --auth-token-file),
 every request needs "Authorization: Bearer <token>". It refuses to bind a
 non-loopback address without a token unless --allow-unauthenticated is given.
-SIGINT or SIGTERM shuts it down gracefully.`,
+SIGINT or SIGTERM shuts it down gracefully.
+
+--config names a JSON file of type and group settings, applied at start (the
+same shapes as PUT /v1/types/{type} and PUT /v1/groups):
+
+  {"types":  [{"type": "email.send", "lease_timeout": "1m", "bands": "2,1",
+               "group_max_running": 5}],
+   "groups": [{"group": "acme", "weight": 2},
+              {"group": "free-tier", "max_running": 3}]}`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			level := slog.LevelInfo
@@ -60,9 +71,16 @@ SIGINT or SIGTERM shuts it down gracefully.`,
 					return fmt.Errorf("--auth-token-file %s is empty", tokenFile)
 				}
 			}
+			var settings *serverSettings
+			if configFile != "" {
+				var err error
+				if settings, err = readSettings(configFile); err != nil {
+					return err
+				}
+			}
 			return serve(cmd.Context(), logger, serveOptions{
 				dataDir: dataDir, storeSpec: storeSpec, addr: addr, token: token,
-				allowOpen: allowOpen, maxBody: maxBody,
+				allowOpen: allowOpen, maxBody: maxBody, settings: settings,
 			})
 		},
 	}
@@ -75,6 +93,7 @@ SIGINT or SIGTERM shuts it down gracefully.`,
 	f.BoolVar(&allowOpen, "allow-unauthenticated", false, "allow a non-loopback address without a token")
 	f.Int64Var(&maxBody, "max-body", 8<<20, "largest request body in bytes")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&configFile, "config", "", "JSON file of type and group settings to apply at start")
 	return cmd
 }
 
@@ -82,6 +101,59 @@ type serveOptions struct {
 	dataDir, storeSpec, addr, token string
 	allowOpen                       bool
 	maxBody                         int64
+	settings                        *serverSettings
+}
+
+// serverSettings is the --config file.
+type serverSettings struct {
+	Types  []httpapi.TypeConfig  `json:"types"`
+	Groups []httpapi.GroupConfig `json:"groups"`
+}
+
+// readSettings reads and checks a --config file, so that a mistake stops
+// the server before it starts.
+func readSettings(path string) (*serverSettings, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--config: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var s serverSettings
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("--config %s: %w", path, err)
+	}
+	for _, t := range s.Types {
+		tc, err := t.Params()
+		if err == nil {
+			err = store.CheckTypeConfig(tc)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--config %s: type %q: %w", path, t.Type, err)
+		}
+	}
+	for _, g := range s.Groups {
+		if err := store.CheckGroupConfig(store.GroupConfig{Group: g.Group, Type: g.Type, MaxRunning: g.MaxRunning, Weight: g.Weight}); err != nil {
+			return nil, fmt.Errorf("--config %s: group %q: %w", path, g.Group, err)
+		}
+	}
+	return &s, nil
+}
+
+// apply stores the settings.
+func (s *serverSettings) apply(ctx context.Context, c *rota.Client) error {
+	for _, t := range s.Types {
+		tc, _ := t.Params()
+		if err := c.SetTypeConfig(ctx, tc); err != nil {
+			return fmt.Errorf("--config: type %q: %w", t.Type, err)
+		}
+	}
+	for _, g := range s.Groups {
+		if err := c.SetGroupConfig(ctx, store.GroupConfig{Group: g.Group, Type: g.Type, MaxRunning: g.MaxRunning, Weight: g.Weight}); err != nil {
+			return fmt.Errorf("--config: group %q: %w", g.Group, err)
+		}
+	}
+	return nil
 }
 
 func serve(ctx context.Context, logger *slog.Logger, o serveOptions) error {
@@ -105,6 +177,12 @@ func serve(ctx context.Context, logger *slog.Logger, o serveOptions) error {
 		return err
 	}
 	defer client.Close()
+	if o.settings != nil {
+		if err := o.settings.apply(ctx, client); err != nil {
+			return err
+		}
+		logger.Info("applied settings", "types", len(o.settings.Types), "groups", len(o.settings.Groups))
+	}
 	api := httpapi.New(client, httpapi.Config{AuthToken: o.token, MaxBodyBytes: o.maxBody, Logger: logger})
 	defer api.Close()
 

@@ -14,7 +14,7 @@ func TestPayloadRoundTrip(t *testing.T) {
 	at := time.Date(2030, 1, 2, 3, 4, 5, 6000, time.UTC)
 	in := []store.Change{
 		{ID: 1, Type: "email.send", Group: "tenant 1", State: store.Pending, RunAt: at},
-		{ID: 2, Type: "a,b;c", Group: "", State: store.Running, Progress: 42.5},
+		{ID: 2, Type: "a,b;c", Group: "", State: store.Running, Progress: 42.5, Lease: store.LeaseTag("tok")},
 		{ID: 3, Type: "x", Group: "g", State: store.Completed, Removed: true},
 	}
 	payloads := encode("node1", in, 16)
@@ -27,7 +27,7 @@ func TestPayloadRoundTrip(t *testing.T) {
 	}
 	if !slices.EqualFunc(in, out, func(a, b store.Change) bool {
 		return a.ID == b.ID && a.Type == b.Type && a.Group == b.Group && a.State == b.State &&
-			a.Removed == b.Removed && a.Progress == b.Progress && a.RunAt.Equal(b.RunAt)
+			a.Removed == b.Removed && a.Progress == b.Progress && a.RunAt.Equal(b.RunAt) && a.Lease == b.Lease
 	}) {
 		t.Errorf("round trip = %+v, want %+v", out, in)
 	}

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -38,8 +37,10 @@ type row struct {
 
 const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max, resubmit, run_at`
 
+// change is the change of r to state; it carries the lease r had before
+// the change (store.Change.Lease).
 func (r *row) change(state store.State, runAt time.Time) store.Change {
-	return store.Change{ID: r.id, Type: r.typ, Group: r.grp, State: state, RunAt: runAt.UTC()}
+	return store.Change{ID: r.id, Type: r.typ, Group: r.grp, State: state, RunAt: runAt.UTC(), Lease: store.LeaseTag(r.token)}
 }
 
 // lock locks and reads the jobs with these ids. A job moving between the
@@ -97,9 +98,10 @@ func scanRows(r rows, err error) ([]*row, error) {
 
 // moveSQL builds a statement that moves rows between the job tables in one
 // step: del is the DELETE's target and condition (the deleted table is
-// aliased j), set overrides columns with expressions over the deleted row
-// d (and whatever from joins in), and returning lists what comes back.
-func moveSQL(with, del, from string, set map[string]string, to, returning string) string {
+// aliased j), after adds CTEs that read the deleted rows d, set overrides
+// columns with expressions over the deleted row d (and whatever from joins
+// in), and returning lists what comes back.
+func moveSQL(with, del, after, from string, set map[string]string, to, returning string) string {
 	exprs := make([]string, len(columns))
 	for i, c := range columns {
 		if e, ok := set[c]; ok {
@@ -111,7 +113,10 @@ func moveSQL(with, del, from string, set map[string]string, to, returning string
 	if with != "" {
 		with += ", "
 	}
-	return "WITH " + with + "d AS (DELETE FROM " + del + " RETURNING j.*) INSERT INTO " + to +
+	if after != "" {
+		after = ", " + after
+	}
+	return "WITH " + with + "d AS (DELETE FROM " + del + " RETURNING j.*)" + after + " INSERT INTO " + to +
 		" (" + strings.Join(columns, ", ") + ") SELECT " + strings.Join(exprs, ", ") + " FROM " + from +
 		" RETURNING " + returning
 }
@@ -184,7 +189,7 @@ func (s *Store) addIn(ctx context.Context, d db, jobs []store.AddParams) ([]stor
 	if s.closed.Load() {
 		return nil, s.wrap("add", store.ErrClosed)
 	}
-	t := &txn{s: s, ctx: ctx, db: d, user: true}
+	t := &txn{s: s, ctx: ctx, db: d, user: true, deferCounts: true}
 	// Every type of the batch is (re)registered: the known types must only
 	// hold committed names, and this transaction may roll back.
 	var types []string
@@ -193,6 +198,9 @@ func (s *Store) addIn(ctx context.Context, d db, jobs []store.AddParams) ([]stor
 	}
 	slices.Sort(types)
 	out, err := t.add(jobs, datas, slices.Compact(types))
+	if err == nil {
+		err = t.flushCounts()
+	}
 	if err == nil {
 		err = t.notifyInTx()
 	}
@@ -304,16 +312,25 @@ func (t *txn) lockKeys(jobs []store.AddParams) (map[typeKey]int64, error) {
 }
 
 // insertSQL inserts a batch from arrays in one statement, registering new
-// types in the same statement. Rows are inserted, and so get their ids,
-// in the order of the batch.
-const insertSQL = `WITH ty AS (
-	INSERT INTO rota.types (name, updated_at) SELECT unnest($1::text[]), now() ON CONFLICT DO NOTHING)
-INSERT INTO rota.jobs (type, key, grp, priority, state, run_at, data, max_attempts, backoff_base, backoff_max, created_at, updated_at)
+// types in the same statement (first, so that two nodes adding the first
+// jobs of a type wait for each other there, before they hold anything
+// else). Rows are inserted, and so get their ids, in the order of the
+// batch. insertCountedSQL also applies the group counts, for an insert
+// that is a transaction of its own.
+const insertHead = `WITH ty AS (
+	INSERT INTO rota.types (name, updated_at) SELECT unnest($1::text[]), now() ON CONFLICT DO NOTHING RETURNING 1),
+ins AS (INSERT INTO rota.jobs (type, key, grp, priority, state, run_at, data, max_attempts, backoff_base, backoff_max, created_at, updated_at)
 SELECT u.type, u.key, u.grp, u.priority, 0, coalesce(u.run_at, now()), u.data, u.max_attempts, u.base, u.maxb, now(), now()
 FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], $7::bytea[], $8::bigint[], $9::bigint[], $10::bigint[])
 	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, ord)
+WHERE (SELECT count(*) FROM ty) >= 0
 ORDER BY u.ord
-RETURNING id, run_at, created_at`
+RETURNING id, run_at, created_at, type, grp)`
+
+var (
+	insertSQL        = insertHead + ` SELECT id, run_at, created_at FROM ins ORDER BY id`
+	insertCountedSQL = insertHead + `, ` + countsCTE("ins", "1", "0") + ` SELECT id, run_at, created_at FROM ins ORDER BY id`
+)
 
 func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes []string, out []store.AddResult) error {
 	if len(ins) == 0 {
@@ -338,7 +355,14 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 	if newTypes == nil {
 		newTypes = []string{}
 	}
-	r, err := t.query(insertSQL, newTypes, types, keys, grps, prios, runAts, ds, maxAtts, bases, maxBs)
+	query := insertCountedSQL
+	if t.deferCounts {
+		query = insertSQL
+		for k := range n {
+			t.count(types[k], grps[k], 1, 0)
+		}
+	}
+	r, err := t.query(query, newTypes, types, keys, grps, prios, runAts, ds, maxAtts, bases, maxBs)
 	if err != nil {
 		return fmt.Errorf("insert: %w", err)
 	}
@@ -386,7 +410,7 @@ type readd struct {
 	maxAttempts, base, maxB *int64
 }
 
-var requeueSQL = moveSQL("", "rota.jobs_ended j WHERE j.id = $1", "d", map[string]string{
+var requeueSQL = moveSQL("", "rota.jobs_ended j WHERE j.id = $1", "", "d", map[string]string{
 	"state": "0", "run_at": "coalesce($2, now())", "data": "coalesce($3, d.data)",
 	"priority": "coalesce($4, d.priority)", "grp": "coalesce($5, d.grp)",
 	"max_attempts": "coalesce($6, d.max_attempts)", "backoff_base": "coalesce($7, d.backoff_base)",
@@ -426,8 +450,15 @@ func (t *txn) readd(r *row, a readd) (store.AddResult, error) {
 		return store.AddResult{}, fmt.Errorf("re-add job %d: %w", r.id, err)
 	}
 	j := jobs[0]
+	switch {
+	case outcome == store.Requeued:
+		t.count(j.Type, j.Group, 1, 0)
+	case r.state == store.Pending && j.Group != r.grp:
+		t.count(r.typ, r.grp, -1, 0)
+		t.count(j.Type, j.Group, 1, 0)
+	}
 	if outcome != store.Resubmitted {
-		t.changed(store.Change{ID: j.ID, Type: j.Type, Group: j.Group, State: j.State, RunAt: j.RunAt})
+		t.changed(store.Change{ID: j.ID, Type: j.Type, Group: j.Group, State: j.State, RunAt: j.RunAt, Lease: store.LeaseTag(r.token)})
 	}
 	*r = row{id: j.ID, typ: j.Type, grp: j.Group, state: j.State, token: j.Token, attempt: int64(j.Attempt),
 		maxAttempts: int64(j.MaxAttempts), base: us(j.BackoffBase), maxB: us(j.BackoffMax), resubmit: j.Resubmit, runAt: j.RunAt}
@@ -470,7 +501,7 @@ func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]stor
 	return out, errs, nil
 }
 
-var cancelSQL = moveSQL("", "rota.jobs j WHERE j.id = ANY($1)", "d", map[string]string{
+var cancelSQL = moveSQL("", "rota.jobs j WHERE j.id = ANY($1)", "", "d", map[string]string{
 	"state": "5", "cancel_requested": "d.state = 1", "lease_until": "NULL", "resubmit": "false",
 	"finished_at": "now()", "updated_at": "now()",
 }, "rota.jobs_ended", "id")
@@ -502,6 +533,7 @@ func (s *Store) Cancel(ctx context.Context, ids []int64) ([]error, error) {
 				continue
 			}
 			move = append(move, id)
+			t.countState(r.typ, r.grp, int16(r.state), -1)
 			t.changed(r.change(store.Cancelled, r.runAt))
 			r.state = store.Cancelled
 		}
@@ -542,7 +574,8 @@ func (s *Store) Remove(ctx context.Context, ids []int64) ([]error, error) {
 				continue
 			}
 			del = append(del, id)
-			t.changed(store.Change{ID: id, Type: r.typ, Group: r.grp, State: r.state, Removed: true})
+			t.countState(r.typ, r.grp, int16(r.state), -1)
+			t.changed(store.Change{ID: id, Type: r.typ, Group: r.grp, State: r.state, Removed: true, Lease: store.LeaseTag(r.token)})
 			delete(rs, id) // a repeated id in the batch finds it gone
 		}
 		if len(del) == 0 {
@@ -561,200 +594,7 @@ func (s *Store) Remove(ctx context.Context, ids []int64) ([]error, error) {
 	return errs, nil
 }
 
-// SetTypeConfig stores a type's settings; every node reads them at its
-// next accept.
-func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
-	if err := store.CheckTypeConfig(c); err != nil {
-		return err
-	}
-	err := s.autocommit(ctx, "set type "+c.Type, func(t *txn) error {
-		_, err := t.exec(`INSERT INTO rota.types (name, lease_timeout, updated_at) VALUES ($1, $2, now())
-			ON CONFLICT (name) DO UPDATE SET lease_timeout = excluded.lease_timeout, updated_at = excluded.updated_at`,
-			c.Type, us(c.LeaseTimeout))
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	s.addTypes([]string{c.Type})
-	return nil
-}
-
 // ---- worker side ----
-
-// The claim: lock up to $3 due jobs in accept order, skipping rows other
-// claimers hold, and lease them, in one statement. The lease length comes
-// from the request ($4), else the type's setting, else the default ($5).
-// set_config makes this transaction commit without waiting for the WAL
-// flush: losing a claim in a database crash only makes the job run again.
-const claimTail = `,
-lt AS (SELECT p.id, coalesce($4::bigint, nullif(t.lease_timeout, 0), $5::bigint) AS us
-	FROM picked p LEFT JOIN rota.types t ON t.name = p.type)
-UPDATE rota.jobs j SET state = 1, token = translate(gen_random_uuid()::text, '-', ''), worker = $6,
-	lease_timeout = lt.us, lease_until = now() + lt.us * interval '1 microsecond', attempt = j.attempt + 1,
-	started_at = now(), cancel_requested = false, updated_at = now()
-FROM lt WHERE j.id = lt.id AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL
-RETURNING `
-
-var (
-	claimOneSQL = `WITH picked AS (
-	SELECT id, type FROM rota.jobs
-	WHERE state = 0 AND type = $1 AND run_at <= coalesce($2::timestamptz, now())
-	ORDER BY priority DESC, run_at, id
-	LIMIT $3
-	FOR UPDATE SKIP LOCKED)` + claimTail + prefixed("j.", jobColumns)
-
-	// With several types, each is read from the index in order (a scan
-	// over "type = ANY" would sort every due job of the types).
-	claimManySQL = `WITH picked AS (
-	SELECT c.id, c.type FROM unnest($1::text[]) AS n(name)
-	CROSS JOIN LATERAL (SELECT id, type, priority, run_at FROM rota.jobs
-		WHERE state = 0 AND type = n.name AND run_at <= coalesce($2::timestamptz, now())
-		ORDER BY priority DESC, run_at, id
-		LIMIT $3
-		FOR UPDATE SKIP LOCKED) c
-	ORDER BY c.priority DESC, c.run_at, c.id
-	LIMIT $3)` + claimTail + prefixed("j.", jobColumns)
-
-	// The earliest run time of the pending jobs of the types: per type, the
-	// first run_at of each distinct priority (a skip scan of jobs_due), and
-	// the types table's size, which tells whether other nodes added types.
-	nextRunSQL = `SELECT min(x.run_at), (SELECT count(*) FROM rota.types) FROM unnest($1::text[]) AS n(name)
-	CROSS JOIN LATERAL (
-		WITH RECURSIVE p(priority) AS (
-			(SELECT priority FROM rota.jobs WHERE state = 0 AND type = n.name ORDER BY priority DESC LIMIT 1)
-			UNION ALL
-			SELECT (SELECT j.priority FROM rota.jobs j WHERE j.state = 0 AND j.type = n.name AND j.priority < p.priority
-				ORDER BY j.priority DESC LIMIT 1)
-			FROM p WHERE p.priority IS NOT NULL)
-		SELECT (SELECT j.run_at FROM rota.jobs j WHERE j.state = 0 AND j.type = n.name AND j.priority = p.priority
-			ORDER BY j.run_at LIMIT 1) AS run_at
-		FROM p WHERE p.priority IS NOT NULL) x`
-)
-
-// Accept leases due jobs to a worker, in priority, run time, id order.
-func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptResult, error) {
-	pats, err := store.CheckAccept(&p)
-	if err != nil {
-		return store.AcceptResult{}, err
-	}
-	var res store.AcceptResult
-	names := s.resolve(pats)
-	if res.Jobs, err = s.claim(ctx, p, names); err != nil {
-		return res, err
-	}
-	if len(res.Jobs) >= p.Limit {
-		return res, nil
-	}
-	// What follows only tells a waiting acceptor when to look again. Jobs
-	// already leased are returned even if it fails, rather than left to
-	// their leases.
-	next, types, err := s.nextRun(ctx, names)
-	if err != nil {
-		if len(res.Jobs) > 0 {
-			return res, nil
-		}
-		return res, err
-	}
-	patterned := slices.ContainsFunc(pats, func(p store.Pattern) bool { return !p.Literal() })
-	if patterned && types > s.knownTypes() {
-		// Another node registered a type this node has not heard of:
-		// a pattern may match it.
-		if err := s.reloadTypes(ctx); err != nil {
-			if len(res.Jobs) > 0 {
-				return res, nil
-			}
-			return res, err
-		}
-		var added []string
-		for _, n := range s.resolve(pats) {
-			if !slices.Contains(names, n) {
-				added = append(added, n)
-			}
-		}
-		if len(added) > 0 {
-			more := p
-			more.Limit = p.Limit - len(res.Jobs)
-			jobs, err := s.claim(ctx, more, added)
-			if err != nil {
-				if len(res.Jobs) > 0 {
-					return res, nil
-				}
-				return res, err
-			}
-			res.Jobs = append(res.Jobs, jobs...)
-			sortAccepted(res.Jobs)
-			names = append(names, added...)
-			if len(res.Jobs) >= p.Limit {
-				return res, nil
-			}
-			if next, _, err = s.nextRun(ctx, names); err != nil {
-				return res, nil
-			}
-		}
-	}
-	res.NextRunAt = next
-	return res, nil
-}
-
-func sortAccepted(jobs []store.Job) {
-	slices.SortFunc(jobs, func(a, b store.Job) int {
-		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
-			return c
-		}
-		if c := a.RunAt.Compare(b.RunAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
-	})
-}
-
-func (s *Store) claim(ctx context.Context, p store.AcceptParams, names []string) ([]store.Job, error) {
-	if len(names) == 0 {
-		if s.closed.Load() {
-			return nil, s.wrap("accept", store.ErrClosed)
-		}
-		return nil, nil
-	}
-	var override *int64
-	if p.LeaseTimeout > 0 {
-		v := us(p.LeaseTimeout)
-		override = &v
-	}
-	var jobs []store.Job
-	err := s.autocommit(ctx, "accept", func(t *txn) error {
-		var err error
-		if len(names) == 1 {
-			jobs, err = scanJobs(t.query(claimOneSQL, names[0], optTime(p.DueBy), p.Limit, override, us(store.DefaultLeaseTimeout), optString(cleanText(p.Worker))))
-		} else {
-			jobs, err = scanJobs(t.query(claimManySQL, names, optTime(p.DueBy), p.Limit, override, us(store.DefaultLeaseTimeout), optString(cleanText(p.Worker))))
-		}
-		if err != nil {
-			return err
-		}
-		sortAccepted(jobs)
-		for _, j := range jobs {
-			t.changed(store.Change{ID: j.ID, Type: j.Type, Group: j.Group, State: store.Running})
-		}
-		return nil
-	})
-	return jobs, err
-}
-
-// nextRun returns the earliest run time of the pending jobs of these types
-// and how many types the types table holds.
-func (s *Store) nextRun(ctx context.Context, names []string) (time.Time, int, error) {
-	var next sql.NullTime
-	var types int
-	err := s.read(ctx, "accept", func(t *txn) error {
-		if names == nil {
-			names = []string{}
-		}
-		_, err := t.queryRow(nextRunSQL, []any{names}, &next, &types)
-		return err
-	})
-	return nullTime(next), types, err
-}
 
 // Batched statements find their rows by primary key (id = ANY) and look
 // each row's own values up in JSON objects keyed by id ($n::jsonb ->>
@@ -921,7 +761,7 @@ func (s *Store) heartbeat(ctx context.Context, ps []store.HeartbeatParams, datas
 			done[ids[k]] = true
 			p := ps[i]
 			if p.Progress != nil || p.Data != nil {
-				c := store.Change{ID: p.ID, Type: types[p.ID][0], Group: types[p.ID][1], State: store.Running}
+				c := store.Change{ID: p.ID, Type: types[p.ID][0], Group: types[p.ID][1], State: store.Running, Lease: store.LeaseTag(p.Token)}
 				if p.Progress != nil {
 					c.Progress = *p.Progress
 				}
@@ -976,7 +816,7 @@ func (s *Store) peek(ctx context.Context, op string, ids []int64) (map[int64]*ro
 // one statement. Items it does not return take the general path.
 var completeSQL = moveSQL("",
 	"rota.jobs j WHERE j.id = ANY($1::bigint[]) AND j.state = 1 AND NOT j.resubmit AND j.token = $2::jsonb ->> j.id::text",
-	"d", map[string]string{
+	countsCTE("d", "0", "-1"), "d", map[string]string{
 		"state": "3", "result": "convert_to($3::jsonb ->> d.id::text, 'UTF8')", "lease_until": "NULL",
 		"finished_at": "now()", "updated_at": "now()",
 	}, "rota.jobs_ended", "id, type, grp, run_at")
@@ -1015,11 +855,13 @@ func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, e
 func (s *Store) completeFast(ctx context.Context, ps []store.FinishParams, results [][]byte) ([]int, error) {
 	var ids []int64
 	tokens, res := newIDMap(), newIDMap()
+	byID := map[int64]string{}
 	for i, p := range ps {
 		if p.As != store.Complete || !utf8.Valid(results[i]) || !pgText(p.Token) { // the general path takes it
 			continue
 		}
 		ids = append(ids, p.ID)
+		byID[p.ID] = p.Token
 		tokens.add(p.ID, []byte(p.Token))
 		if results[i] != nil {
 			res.add(p.ID, results[i])
@@ -1041,6 +883,7 @@ func (s *Store) completeFast(ctx context.Context, ps []store.FinishParams, resul
 				return err
 			}
 			done[x.id] = true
+			x.token = byID[x.id]
 			t.changed(x.change(store.Completed, x.runAt))
 		}
 		return r.Err()
@@ -1114,9 +957,12 @@ func (s *Store) finishIn(ctx context.Context, d db, ps []store.FinishParams) ([]
 	if s.closed.Load() {
 		return nil, s.wrap("finish", store.ErrClosed)
 	}
-	t := &txn{s: s, ctx: ctx, db: d, user: true}
+	t := &txn{s: s, ctx: ctx, db: d, user: true, deferCounts: true}
 	errs := make([]error, len(ps))
 	err = t.finishAll(ps, results, seq(0, len(ps)), errs)
+	if err == nil {
+		err = t.flushCounts()
+	}
 	if err == nil {
 		err = t.notifyInTx()
 	}
@@ -1145,7 +991,7 @@ func (t *txn) finishAll(ps []store.FinishParams, results [][]byte, items []int, 
 }
 
 var (
-	endSQL = moveSQL("", "rota.jobs j WHERE j.id = $1", "d", map[string]string{
+	endSQL = moveSQL("", "rota.jobs j WHERE j.id = $1", "", "d", map[string]string{
 		"state": "$2::smallint", "result": "$3::bytea", "last_error": "$4::text",
 		"errors":      "CASE WHEN $5::boolean THEN " + fmt.Sprintf(errorsAppend, "d", "$4") + " ELSE d.errors END",
 		"resubmit":    "CASE WHEN $2::smallint = 5 THEN false ELSE d.resubmit END",
@@ -1215,6 +1061,7 @@ func (t *txn) finish(p *store.FinishParams, r *row, result []byte) (error, error
 		_, err = t.queryRow(`UPDATE rota.jobs SET state = 0, run_at = `+set+`, attempt = greatest(attempt - 1, 0),
 			lease_until = NULL, updated_at = now() WHERE id = $1 RETURNING run_at`, args, &ra)
 		if err == nil {
+			t.count(r.typ, r.grp, 1, -1)
 			t.changed(r.change(store.Pending, ra))
 			r.state = store.Pending
 		}
@@ -1239,6 +1086,7 @@ func (t *txn) end(r *row, state store.State, result []byte, errText *string, kil
 	if err != nil {
 		return err
 	}
+	t.countState(r.typ, r.grp, int16(r.state), -1)
 	t.changed(r.change(state, runAt))
 	r.state = state
 	return nil
@@ -1251,6 +1099,7 @@ func (t *txn) retry(r *row, backoff time.Duration, errText string, killToken boo
 	if _, err := t.queryRow(retrySQL, []any{r.id, us(backoff), errText, killToken}, &runAt); err != nil {
 		return err
 	}
+	t.count(r.typ, r.grp, 1, -1)
 	t.changed(r.change(store.Pending, runAt))
 	r.state = store.Pending
 	return nil
@@ -1263,6 +1112,7 @@ func (t *txn) runAgain(r *row, killToken bool) error {
 	if _, err := t.queryRow(runAgainSQL, []any{r.id, killToken}, &runAt); err != nil {
 		return fmt.Errorf("requeue job %d: %w", r.id, err)
 	}
+	t.count(r.typ, r.grp, 1, -1)
 	t.changed(r.change(store.Pending, runAt))
 	r.state, r.resubmit = store.Pending, false
 	return nil

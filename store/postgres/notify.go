@@ -58,10 +58,12 @@ func (s *Store) committed(changes []store.Change) {
 // line per record with tab-separated fields (types and groups cannot hold
 // control characters, so tabs and newlines never occur inside a field):
 //
-//	c <id> <state> <removed 0|1> <run_at µs or -> <progress> <type> <group>
+//	c <id> <state> <removed 0|1> <run_at µs or -> <progress> <type> <group> <lease>
 //	h <type>
 //
-// "c" is a change, "h" a hint that jobs of the type changed. The node "-"
+// "c" is a change, "h" a hint that jobs of the type changed. <lease> is the
+// change's store.Change.Lease (hex, possibly empty); lines from nodes
+// before it was added have no such field. The node "-"
 // marks notifications sent inside a caller's transaction, which every node
 // (the sender's too) delivers, since the sender could not see the commit.
 const (
@@ -91,6 +93,8 @@ func encodeChange(b []byte, c store.Change) []byte {
 	b = append(b, c.Type...)
 	b = append(b, '\t')
 	b = append(b, c.Group...)
+	b = append(b, '\t')
+	b = append(b, c.Lease...)
 	return append(b, '\n')
 }
 
@@ -148,7 +152,7 @@ func decode(payload string) (node string, changes []store.Change, ok bool) {
 		switch {
 		case len(f) == 2 && f[0] == "h" && f[1] != "":
 			changes = append(changes, store.Change{Type: f[1], State: store.Pending})
-		case len(f) == 8 && f[0] == "c":
+		case (len(f) == 8 || len(f) == 9) && f[0] == "c":
 			id, err1 := strconv.ParseInt(f[1], 10, 64)
 			st, err2 := strconv.Atoi(f[2])
 			prog, err3 := strconv.ParseFloat(f[5], 64)
@@ -156,6 +160,9 @@ func decode(payload string) (node string, changes []store.Change, ok bool) {
 				continue
 			}
 			c := store.Change{ID: id, State: store.State(st), Removed: f[3] == "1", Progress: prog, Type: f[6], Group: f[7]}
+			if len(f) == 9 {
+				c.Lease = f[8]
+			}
 			if f[4] != "-" {
 				us, err := strconv.ParseInt(f[4], 10, 64)
 				if err != nil {

@@ -567,6 +567,12 @@ type txn struct {
 	user    bool // a caller's transaction: its commit is not ours to see
 	changes []store.Change
 	after   []func() // run once the transaction committed, before its changes are published
+	// deferCounts: the transaction runs several statements, so that
+	// changes to the group counts are collected in counts and applied by
+	// one statement before the commit (see flushCounts). Otherwise each
+	// statement applies its own.
+	deferCounts bool
+	counts      map[groupKey]*groupDelta
 }
 
 func (t *txn) exec(query string, args ...any) (int64, error) {
@@ -624,6 +630,10 @@ func (s *Store) autocommit(ctx context.Context, op string, fn func(t *txn) error
 			return s.wrap(op, err)
 		}
 		err = fn(t)
+		if err == nil && len(t.counts) > 0 {
+			// Each statement outside a transaction applies its own counts.
+			err = fmt.Errorf("internal error: group counts left unapplied outside a transaction")
+		}
 		if err == nil {
 			t.committed()
 			return nil
@@ -677,7 +687,12 @@ func (s *Store) runTx(ctx context.Context, on beginner, t *txn, fn func(t *txn) 
 		return err, false
 	}
 	t.db = pgxDB{tx}
-	if err := fn(t); err != nil {
+	t.deferCounts = true
+	err = fn(t)
+	if err == nil {
+		err = t.flushCounts()
+	}
+	if err != nil {
 		tx.Rollback(context.WithoutCancel(ctx))
 		return err, false
 	}

@@ -265,17 +265,19 @@ func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
 	var out []store.TypeConfig
 	err := s.read(ctx, "type configs", func(t *txn) error {
 		out = out[:0]
-		r, err := t.query(`SELECT name, lease_timeout FROM rota.types`)
+		r, err := t.query(`SELECT name, lease_timeout, bands_high, bands_low, group_max_running FROM rota.types`)
 		if err != nil {
 			return err
 		}
 		defer r.Close()
 		for r.Next() {
 			var c store.TypeConfig
-			var us int64
-			if err := r.Scan(&c.Type, &us); err != nil {
+			var us, high, low, gmax int64
+			if err := r.Scan(&c.Type, &us, &high, &low, &gmax); err != nil {
 				return err
 			}
+			c.Bands = store.Bands{High: int(high), Low: int(low)}
+			c.GroupMaxRunning = int(gmax)
 			c.LeaseTimeout = time.Duration(us) * time.Microsecond
 			if c.LeaseTimeout == 0 {
 				c.LeaseTimeout = store.DefaultLeaseTimeout

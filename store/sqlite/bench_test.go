@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -95,4 +96,35 @@ func BenchmarkDrain(b *testing.B) {
 		}()
 	}
 	wg.Wait()
+}
+
+// BenchmarkAcceptGroups measures one accept of one job with 10 and with
+// 10,000 groups that have due jobs; fair scheduling must not scan them all.
+func BenchmarkAcceptGroups(b *testing.B) {
+	for _, groups := range []int{10, 10000} {
+		b.Run(fmt.Sprintf("groups=%d", groups), func(b *testing.B) {
+			st := openBench(b)
+			ctx := context.Background()
+			perGroup := max(b.N/groups+2, 2)
+			var ps []store.AddParams
+			for i := range perGroup {
+				for g := range groups {
+					ps = append(ps, store.AddParams{Type: "bench", Group: fmt.Sprintf("g%05d", g), Data: benchData})
+					if len(ps) == 1000 || (i == perGroup-1 && g == groups-1) {
+						if _, err := st.Add(ctx, ps); err != nil {
+							b.Fatal(err)
+						}
+						ps = ps[:0]
+					}
+				}
+			}
+			b.ResetTimer()
+			for range b.N {
+				res, err := st.Accept(ctx, store.AcceptParams{Types: []string{"bench"}, Limit: 1})
+				if err != nil || len(res.Jobs) != 1 {
+					b.Fatalf("accept: %v %v", res.Jobs, err)
+				}
+			}
+		})
+	}
 }

@@ -122,14 +122,8 @@ func (s *Store) GetByKey(ctx context.Context, typ, key string) (store.Job, error
 
 // List returns a page of jobs in id order.
 func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult, error) {
-	if p.Limit < 0 || p.Limit > store.MaxListLimit {
-		return store.ListResult{}, store.Invalidf("limit %d is out of range 1..%d", p.Limit, store.MaxListLimit)
-	}
-	if p.Limit == 0 {
-		p.Limit = 100
-	}
-	if p.After < 0 {
-		return store.ListResult{}, store.Invalidf("cursor %d is not valid", p.After)
+	if err := store.CheckList(&p); err != nil {
+		return store.ListResult{}, err
 	}
 	var where []string
 	var args []any
@@ -143,9 +137,6 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 	if len(p.States) > 0 {
 		where = append(where, in("state", len(p.States)))
 		for _, st := range p.States {
-			if !st.Valid() {
-				return store.ListResult{}, store.Invalidf("unknown state %d", st)
-			}
 			args = append(args, int(st))
 		}
 	}
@@ -217,26 +208,6 @@ func (s *Store) Stats(ctx context.Context) ([]store.Count, error) {
 	if err := rows.Err(); err != nil {
 		return nil, s.readErr(err)
 	}
-	return out, nil
-}
-
-// TypeConfigs lists known types.
-func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
-	select {
-	case <-s.closing:
-		return nil, store.ErrClosed
-	default:
-	}
-	s.typesMu.RLock()
-	defer s.typesMu.RUnlock()
-	out := make([]store.TypeConfig, 0, len(s.types))
-	for name, lt := range s.types {
-		if lt == 0 {
-			lt = store.DefaultLeaseTimeout
-		}
-		out = append(out, store.TypeConfig{Type: name, LeaseTimeout: lt})
-	}
-	sortTypeConfigs(out)
 	return out, nil
 }
 

@@ -66,7 +66,8 @@ type Store struct {
 	stmts map[string]*sql.Stmt // prepared on conn; writer goroutine only
 
 	typesMu sync.RWMutex
-	types   map[string]time.Duration // known types and their lease timeouts (0: default)
+	types   map[string]typeConfig // known types and their settings
+	groups  map[groupKey]store.GroupConfig
 
 	watchMu  sync.RWMutex
 	watchers map[int]func([]store.Change)
@@ -140,10 +141,11 @@ func Open(path string, cfg Config) (*Store, error) {
 		closing:  make(chan struct{}),
 		stopped:  make(chan struct{}),
 		stmts:    map[string]*sql.Stmt{},
-		types:    map[string]time.Duration{},
+		types:    map[string]typeConfig{},
+		groups:   map[groupKey]store.GroupConfig{},
 		watchers: map[int]func([]store.Change){},
 	}
-	if err := s.loadTypes(); err != nil {
+	if err := s.loadConfig(); err != nil {
 		w.Close()
 		r.Close()
 		return nil, err
@@ -224,23 +226,6 @@ func migrate(db *sql.DB) error {
 		}
 	}
 	return tx.Commit()
-}
-
-func (s *Store) loadTypes() error {
-	rows, err := s.reader.Query(`SELECT name, lease_timeout FROM rota_types`)
-	if err != nil {
-		return fmt.Errorf("sqlite: load types: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var name string
-		var lt int64
-		if err := rows.Scan(&name, &lt); err != nil {
-			return err
-		}
-		s.types[name] = time.Duration(lt) * time.Microsecond
-	}
-	return rows.Err()
 }
 
 // DB returns a handle on the same database file for the caller's own

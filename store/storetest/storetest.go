@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Watch", func(t *testing.T) { testWatch(t, open) })
 	t.Run("TypeConfig", func(t *testing.T) { testTypeConfig(t, open) })
 	t.Run("Stats", func(t *testing.T) { testStats(t, open) })
+	t.Run("Fairness", func(t *testing.T) { testFairness(t, open) })
 	t.Run("Close", func(t *testing.T) { testClose(t, open) })
 }
 
@@ -796,8 +797,8 @@ func testGet(t *testing.T, open func(t *testing.T) store.Store) {
 func testList(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Filters", func(t *testing.T) {
 		s := open(t)
-		j1 := addOne(t, s, store.AddParams{Type: "a", Group: "g1"})
-		j2 := start(t, s, store.AddParams{Type: "a", Group: "g2", Priority: 1}) // running
+		j1 := addOne(t, s, store.AddParams{Type: "a", Group: "g1", RunAt: time.Now().Add(time.Hour)}) // not due
+		j2 := start(t, s, store.AddParams{Type: "a", Group: "g2", Priority: 1})                       // running
 		j3 := ended(t, s, store.AddParams{Type: "b", Group: "g1", Priority: 1}, store.Completed)
 		j4 := addOne(t, s, store.AddParams{Type: "b", Group: "g2"})
 		cases := []struct {
@@ -2345,6 +2346,8 @@ func testClose(t *testing.T, open func(t *testing.T) store.Store) {
 		{"SetTypeConfig", func() error { return s.SetTypeConfig(ctx, store.TypeConfig{Type: "t"}) }},
 		{"TypeConfigs", func() error { _, err := s.TypeConfigs(ctx); return err }},
 		{"Stats", func() error { _, err := s.Stats(ctx); return err }},
+		{"SetGroupConfig", func() error { return s.SetGroupConfig(ctx, store.GroupConfig{Group: "g", Weight: 2}) }},
+		{"GroupConfigs", func() error { _, err := s.GroupConfigs(ctx); return err }},
 	}
 	for _, c := range calls {
 		// Each call several times: a store must refuse every call after

@@ -1,0 +1,81 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/store"
+)
+
+// DrainConfig shapes the drain workload: Jobs no-op jobs are added first
+// (not timed), then one worker with Concurrency slots runs them all.
+type DrainConfig struct {
+	Jobs        int
+	Concurrency int
+	// Baseline also measures the ceiling in the same run: raw batched SQL
+	// claim+complete on the same kind of database file (SQLite only).
+	Baseline bool
+}
+
+// DefaultDrain sizes the drain to run in a few seconds on 2 cores.
+var DefaultDrain = DrainConfig{Jobs: 100_000, Concurrency: 512, Baseline: true}
+
+// Drain measures how fast the worker runtime drains a queue: from the
+// worker's start until the last completion has committed (with
+// synchronous=FULL on SQLite, so until it is on disk).
+func Drain(ctx context.Context, o Options, cfg DrainConfig) (Result, error) {
+	if cfg.Jobs <= 0 || cfg.Concurrency <= 0 {
+		return Result{}, fmt.Errorf("drain: jobs and concurrency must be positive")
+	}
+	e, err := newEnv(ctx, o, "drain")
+	if err != nil {
+		return Result{}, err
+	}
+	defer e.close()
+	typ := e.typ("drain")
+	// Adding is set-up: a quarter of the progress bar.
+	total := cfg.Jobs * 5 / 4
+	if err := e.fill(ctx, typ, cfg.Jobs, nil, func(done int) { o.progress(done/4, total) }); err != nil {
+		return Result{}, err
+	}
+	checkpoint(ctx, e.st)
+	done, count, unwatch := countCompleted(e.st, typ, cfg.Jobs, nil)
+	defer unwatch()
+
+	w := rota.NewWorker(e.client, rota.WorkerConfig{Concurrency: cfg.Concurrency, Logger: quietLogger(), PollWait: time.Second})
+	w.Handle(typ, rota.HandlerFunc(func(context.Context, *rota.Job) error { return nil }))
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	begin, cpu0 := time.Now(), cpuTime()
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(wctx) }()
+	err = waitDone(ctx, done, count, cfg.Jobs, 5*time.Minute, func(d, t int) { o.progress(cfg.Jobs/4+d, total) })
+	elapsed, cpu := time.Since(begin), cpuTime()-cpu0
+	stop()
+	if rerr := <-ran; err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("drain: %w", err)
+	}
+	if n, err := statsCount(ctx, e.server, typ, store.Completed); err != nil || n != cfg.Jobs {
+		return Result{}, fmt.Errorf("drain: %d of %d jobs completed (%v)", n, cfg.Jobs, err)
+	}
+	r := Result{Workload: "drain", Store: o.storeName(), Via: o.via(), Jobs: cfg.Jobs, Concurrency: cfg.Concurrency,
+		Seconds: elapsed.Seconds(), JobsPerSec: float64(cfg.Jobs) / elapsed.Seconds(), StoreInfo: e.info,
+		CPUUsPerJob: float64(cpu.Microseconds()) / float64(cfg.Jobs)}
+	return r, nil
+}
+
+// checkpoint folds SQLite's write-ahead log back into the database after
+// set-up, so that the measured part does not pay for the set-up's log.
+func checkpoint(ctx context.Context, st store.Store) {
+	if s, ok := st.(interface{ DB() (*sql.DB, error) }); ok {
+		if db, err := s.DB(); err == nil {
+			db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+		}
+	}
+}

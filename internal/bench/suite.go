@@ -1,0 +1,74 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+)
+
+// DrainWithBaselines runs the drain with its baselines from the same run:
+// for SQLite (when cfg.Baseline), raw batched SQL on the same kind of
+// database file, the ceiling, against which the in-process figure is a
+// ratio; with Via "http", the in-process drain, against which the HTTP
+// figure is a ratio. It returns the baselines' results first.
+func DrainWithBaselines(ctx context.Context, o Options, cfg DrainConfig) ([]Result, error) {
+	var out []Result
+	var raw float64
+	if cfg.Baseline && o.storeName() == "sqlite" {
+		v, cpu, err := RawSQLiteDrain(ctx, o.Dir, cfg.Jobs)
+		if err != nil {
+			return nil, fmt.Errorf("drain baseline: %w", err)
+		}
+		raw = v
+		out = append(out, Result{Workload: "drain", Store: "sqlite", Via: "raw-sql", Jobs: cfg.Jobs,
+			Seconds: float64(cfg.Jobs) / v, JobsPerSec: v, CPUUsPerJob: cpu,
+			Note: "ceiling: one goroutine, UPDATE…RETURNING claims of 500 and UPDATE…FROM json_each completions, minimal schema"})
+	}
+	inproc := o
+	inproc.Via = "inprocess"
+	if o.via() == "inprocess" || cfg.Baseline {
+		r, err := Drain(ctx, inproc, cfg)
+		if err != nil {
+			return out, err
+		}
+		if raw > 0 {
+			r.Baseline, r.BaselineValue, r.Ratio = "raw SQL claim+complete (jobs/s)", raw, r.JobsPerSec/raw
+		}
+		out = append(out, r)
+	}
+	if o.via() == "http" {
+		r, err := Drain(ctx, o, cfg)
+		if err != nil {
+			return out, err
+		}
+		if cfg.Baseline {
+			in := out[len(out)-1]
+			r.Baseline, r.BaselineValue, r.Ratio = "in-process drain (jobs/s)", in.JobsPerSec, r.JobsPerSec/in.JobsPerSec
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// SteadyWithBaseline runs the steady workload; with Via "http" it runs it
+// in process first, and the HTTP result's ratio is its p50 start latency
+// over the in-process one.
+func SteadyWithBaseline(ctx context.Context, o Options, cfg SteadyConfig, baseline bool) ([]Result, error) {
+	var out []Result
+	if o.via() == "http" && baseline {
+		inproc := o
+		inproc.Via = "inprocess"
+		r, err := Steady(ctx, inproc, cfg)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	r, err := Steady(ctx, o, cfg)
+	if err != nil {
+		return out, err
+	}
+	if len(out) > 0 && out[0].P50Ms > 0 {
+		r.Baseline, r.BaselineValue, r.Ratio = "in-process p50 enqueue→start (ms)", out[0].P50Ms, r.P50Ms/out[0].P50Ms
+	}
+	return append(out, r), nil
+}

@@ -1,0 +1,468 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rotajobs/rota/internal/bench"
+	"github.com/rotajobs/rota/store"
+)
+
+// benchFlags are the flags every bench workload takes.
+type benchFlags struct {
+	store, via, dsn, dir string
+	asJSON               bool
+	runs                 int
+}
+
+func (f *benchFlags) options(cmd *cobra.Command, label string) (bench.Options, error) {
+	o := bench.Options{Store: f.store, Via: f.via, DSN: f.dsn, Dir: f.dir,
+		OpenPostgres: func(ctx context.Context, dsn string) (store.Store, error) {
+			st, _, err := openPostgres(ctx, dsn)
+			return st, err
+		}}
+	if o.DSN == "" {
+		o.DSN = os.Getenv("ROTA_TEST_POSTGRES")
+	}
+	if f.runs <= 0 {
+		return o, fmt.Errorf("--runs must be positive")
+	}
+	if !f.asJSON {
+		o.Progress = benchProgress(cmd.ErrOrStderr(), label)
+	}
+	return o, o.Check()
+}
+
+func benchCommand() *cobra.Command {
+	f := &benchFlags{}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure rota on this machine",
+		Long: `bench runs rota's benchmark workloads on this machine: the real store, client
+and worker runtime, each figure with a baseline measured in the same run where
+one makes sense. Each workload uses fresh databases (SQLite files in --dir, or a
+temporary directory), or, with --store postgres, job types of its own in the
+database --dsn names (default $ROTA_TEST_POSTGRES).
+
+--via http runs the workers (and producers) through a real HTTP server on a
+loopback port with the remote client, as a separate worker process would.`,
+	}
+	p := cmd.PersistentFlags()
+	p.StringVar(&f.store, "store", "sqlite", "sqlite or postgres")
+	p.StringVar(&f.via, "via", "inprocess", "inprocess or http")
+	p.StringVar(&f.dsn, "dsn", "", "PostgreSQL database for --store postgres (default $ROTA_TEST_POSTGRES)")
+	p.StringVar(&f.dir, "dir", "", "directory for the benchmark's SQLite files (default: a temporary one)")
+	p.BoolVar(&f.asJSON, "json", false, "one JSON object per workload run, for machines")
+	p.IntVar(&f.runs, "runs", 1, "run each workload this many times (the table shows medians)")
+	cmd.AddCommand(benchDrainCommand(f), benchSteadyCommand(f), benchBacklogCommand(f), benchMemoryCommand(f), benchFairnessCommand(f))
+	return cmd
+}
+
+func benchDrainCommand(f *benchFlags) *cobra.Command {
+	cfg := bench.DefaultDrain
+	noBaseline := false
+	cmd := &cobra.Command{
+		Use:   "drain",
+		Short: "Drain pre-added no-op jobs with the worker runtime (jobs/s)",
+		Long: `drain adds --jobs no-op jobs (not timed), then runs one worker with
+--concurrency slots until every job's completion has committed, which on SQLite
+(synchronous=FULL) means it is on disk. Baselines in the same run: on SQLite,
+raw batched SQL claim+complete on the same kind of database file (the ceiling);
+with --via http, the same drain in process.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, err := f.options(cmd, "drain")
+			if err != nil {
+				return err
+			}
+			cfg.Baseline = !noBaseline
+			return runBench(cmd, f, func(ctx context.Context) ([]bench.Result, error) {
+				return bench.DrainWithBaselines(ctx, o, cfg)
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&cfg.Jobs, "jobs", cfg.Jobs, "jobs to drain")
+	fl.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "the worker's slots (jobs running at once)")
+	fl.BoolVar(&noBaseline, "no-baseline", false, "skip the baselines")
+	return cmd
+}
+
+func benchSteadyCommand(f *benchFlags) *cobra.Command {
+	cfg := bench.DefaultSteady
+	noBaseline := false
+	cmd := &cobra.Command{
+		Use:   "steady",
+		Short: "Add jobs one at a time at a fixed rate; enqueue→start and →finish latency",
+		Long: `steady adds jobs one at a time at --rate per second for --duration (an open
+loop: each add is sent when the clock says, whether or not earlier ones have
+been answered) while one worker with --concurrency slots runs them. It reports
+the latency from the producer's add call to the handler's start, and to the
+commit of the job's completion (p50, p99, p99.9), and the achieved rate. With
+--via http, it runs in process first as the baseline.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, err := f.options(cmd, "steady")
+			if err != nil {
+				return err
+			}
+			return runBench(cmd, f, func(ctx context.Context) ([]bench.Result, error) {
+				return bench.SteadyWithBaseline(ctx, o, cfg, !noBaseline)
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.Float64Var(&cfg.Rate, "rate", cfg.Rate, "jobs added per second")
+	fl.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long jobs arrive (after a warm-up of --warmup)")
+	fl.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "arrivals before the measured ones, not counted")
+	fl.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "the worker's slots")
+	fl.BoolVar(&noBaseline, "no-baseline", false, "with --via http, skip the in-process run")
+	return cmd
+}
+
+func benchBacklogCommand(f *benchFlags) *cobra.Command {
+	cfg := bench.DefaultBacklog
+	var sizes string
+	with10M := false
+	cmd := &cobra.Command{
+		Use:   "backlog",
+		Short: "Accept+finish cost per job with 10k, 100k and 1M jobs queued",
+		Long: `backlog queues each of --sizes due jobs in a fresh store, then accepts and
+finishes --measure of them in batches of --batch, adding as many new jobs after
+each batch (not timed) so that the backlog stays the same. It reports the cost
+per job at each size and its ratio to the first size's. --with-10m adds 10M
+(several GB of disk, and minutes to fill).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, err := f.options(cmd, "backlog")
+			if err != nil {
+				return err
+			}
+			cfg.Sizes = nil
+			for _, s := range strings.Split(sizes, ",") {
+				n, err := parseCount(strings.TrimSpace(s))
+				if err != nil || n <= 0 {
+					return fmt.Errorf("--sizes: %q is not a positive count", s)
+				}
+				cfg.Sizes = append(cfg.Sizes, n)
+			}
+			if with10M {
+				cfg.Sizes = append(cfg.Sizes, 10_000_000)
+			}
+			return runBench(cmd, f, func(ctx context.Context) ([]bench.Result, error) {
+				return bench.Backlog(ctx, o, cfg)
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&sizes, "sizes", "10k,100k,1M", "backlog sizes, comma-separated (k and M suffixes)")
+	fl.BoolVar(&with10M, "with-10m", false, "also measure 10M queued jobs")
+	fl.IntVar(&cfg.Measure, "measure", cfg.Measure, "jobs accepted and finished at each size")
+	fl.IntVar(&cfg.Batch, "batch", cfg.Batch, "jobs per accept")
+	return cmd
+}
+
+func parseCount(s string) (int, error) {
+	mult := 1
+	switch {
+	case strings.HasSuffix(s, "k"), strings.HasSuffix(s, "K"):
+		mult, s = 1_000, s[:len(s)-1]
+	case strings.HasSuffix(s, "M"), strings.HasSuffix(s, "m"):
+		mult, s = 1_000_000, s[:len(s)-1]
+	}
+	n, err := strconv.Atoi(s)
+	return n * mult, err
+}
+
+func benchMemoryCommand(f *benchFlags) *cobra.Command {
+	cfg := bench.DefaultMemory
+	inProcess := false
+	cmd := &cobra.Command{
+		Use:   "memory",
+		Short: "Resident memory of `rota serve` with 1M jobs queued",
+		Long: `memory queues --jobs jobs, starts this binary's "rota serve" on them as a
+child process, accepts and finishes --work of them through it over HTTP, and
+reads the child's resident set size (VmRSS) and its peak (VmHWM) from /proc.
+With --in-process it measures the growth of this process's resident set
+instead.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, err := f.options(cmd, "memory")
+			if err != nil {
+				return err
+			}
+			if !inProcess {
+				if cfg.Exe, err = os.Executable(); err != nil {
+					return err
+				}
+			}
+			return runBench(cmd, f, func(ctx context.Context) ([]bench.Result, error) {
+				r, err := bench.Memory(ctx, o, cfg)
+				return []bench.Result{r}, err
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&cfg.Jobs, "jobs", cfg.Jobs, "jobs queued")
+	fl.IntVar(&cfg.Work, "work", cfg.Work, "jobs accepted and finished through the server before measuring")
+	fl.BoolVar(&inProcess, "in-process", false, "measure this process instead of a rota serve child")
+	return cmd
+}
+
+func benchFairnessCommand(f *benchFlags) *cobra.Command {
+	cfg := bench.DefaultFairness
+	cmd := &cobra.Command{
+		Use:   "fairness",
+		Short: "One tenant floods the queue; do 99 small tenants still get through?",
+		Long: `fairness adds --big jobs of one group, then --small groups of --small-jobs
+jobs each, and runs them with --workers handlers that each take --work. It runs
+twice on fresh databases: with groups (rota's weighted round robin) and with
+every job in one queue (plain FIFO order, the baseline). It reports how far the
+big group had got when the small groups' last job finished, and Jain's fairness
+index of the jobs each group started while all were backlogged (1 is even;
+1/groups is one group taking everything).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Big <= 0 || cfg.Small <= 0 || cfg.SmallJobs <= 0 || cfg.Workers <= 0 || cfg.Work < 0 {
+				return fmt.Errorf("--big, --small, --small-jobs and --workers must be positive, --work not negative")
+			}
+			o, err := f.options(cmd, "fairness")
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			m := bench.DescribeMachine()
+			var all []bench.FairnessResult
+			for run := 1; run <= f.runs; run++ {
+				res, err := bench.Fairness(cmd.Context(), o, cfg)
+				clearProgress(cmd, f)
+				if err != nil {
+					return err
+				}
+				for _, r := range res {
+					if f.asJSON {
+						if err := json.NewEncoder(out).Encode(struct {
+							bench.FairnessResult
+							Run     int           `json:"run"`
+							Machine bench.Machine `json:"machine"`
+						}{r, run, m}); err != nil {
+							return err
+						}
+					}
+				}
+				all = append(all, res...)
+			}
+			if f.asJSON {
+				return nil
+			}
+			fmt.Fprintf(out, "machine: %s, %d cores, %s\n", m.CPU, m.Cores, m.GoVersion)
+			if len(all) > 0 {
+				fmt.Fprintf(out, "store: %s (%s)\n", all[0].Version, all[0].Fsync)
+			}
+			fmt.Fprintf(out, "workload: %d jobs of one group, then %d groups of %d; %d workers; %v per job; %s, %s\n\n",
+				cfg.Big, cfg.Small, cfg.SmallJobs, cfg.Workers, cfg.Work, o.Store, o.Via)
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "order\tjobs/s\tsmall groups done at\tbig group done then\tJain (all backlogged)\tbig group's share\t")
+			for _, r := range all {
+				fmt.Fprintf(tw, "%s\t%.0f\t%.2fs\t%.1f%%\t%.3f\t%.1f%%\t\n", r.Mode, r.JobsPerSec, r.SmallDoneSeconds,
+					100*r.BigDoneFractionWhenSmallDone, r.JainIndex, 100*r.BigShare)
+			}
+			return tw.Flush()
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&cfg.Big, "big", cfg.Big, "jobs of the big group")
+	fl.IntVar(&cfg.Small, "small", cfg.Small, "number of small groups")
+	fl.IntVar(&cfg.SmallJobs, "small-jobs", cfg.SmallJobs, "jobs of each small group")
+	fl.IntVar(&cfg.Workers, "workers", cfg.Workers, "handlers running at once")
+	fl.DurationVar(&cfg.Work, "work", cfg.Work, "how long each job takes")
+	return cmd
+}
+
+// runBench runs a workload --runs times, printing JSON as it goes or a
+// table at the end.
+func runBench(cmd *cobra.Command, f *benchFlags, run func(ctx context.Context) ([]bench.Result, error)) error {
+	out := cmd.OutOrStdout()
+	m := bench.DescribeMachine()
+	var all []bench.Result
+	for i := 1; i <= f.runs; i++ {
+		res, err := run(cmd.Context())
+		clearProgress(cmd, f)
+		if err != nil {
+			return err
+		}
+		for _, r := range res {
+			r.Run = i
+			if f.asJSON {
+				if err := json.NewEncoder(out).Encode(struct {
+					bench.Result
+					Machine bench.Machine `json:"machine"`
+				}{r, m}); err != nil {
+					return err
+				}
+			}
+			all = append(all, r)
+		}
+	}
+	if f.asJSON {
+		return nil
+	}
+	fmt.Fprintf(out, "machine: %s, %d cores, %s, %s\n", m.CPU, m.Cores, m.GoVersion, m.OS)
+	for _, r := range all {
+		if r.Version != "" {
+			fmt.Fprintf(out, "store: %s; %s\n", r.Version, r.Fsync)
+			break
+		}
+	}
+	fmt.Fprintln(out)
+	return benchTable(out, all, f.runs)
+}
+
+// benchTable prints one row per result and, with several runs, the median
+// of each row over the runs.
+func benchTable(w io.Writer, rs []bench.Result, runs int) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	type col struct {
+		name string
+		get  func(r bench.Result) float64
+		fmt  string
+	}
+	var cols []col
+	switch rs[0].Workload {
+	case "drain":
+		cols = []col{
+			{"jobs", func(r bench.Result) float64 { return float64(r.Jobs) }, "%.0f"},
+			{"slots", func(r bench.Result) float64 { return float64(r.Concurrency) }, "%.0f"},
+			{"seconds", func(r bench.Result) float64 { return r.Seconds }, "%.2f"},
+			{"jobs/s", func(r bench.Result) float64 { return r.JobsPerSec }, "%.0f"},
+			{"CPU µs/job", func(r bench.Result) float64 { return r.CPUUsPerJob }, "%.1f"},
+			{"ratio", func(r bench.Result) float64 { return r.Ratio }, "%.2f"},
+		}
+	case "steady":
+		cols = []col{
+			{"rate/s", func(r bench.Result) float64 { return r.JobsPerSec }, "%.0f"},
+			{"start p50 ms", func(r bench.Result) float64 { return r.P50Ms }, "%.2f"},
+			{"p99", func(r bench.Result) float64 { return r.P99Ms }, "%.2f"},
+			{"p99.9", func(r bench.Result) float64 { return r.P999Ms }, "%.2f"},
+			{"finish p50 ms", func(r bench.Result) float64 { return r.FinishP50Ms }, "%.2f"},
+			{"p99", func(r bench.Result) float64 { return r.FinishP99Ms }, "%.2f"},
+			{"p99.9", func(r bench.Result) float64 { return r.FinishP999Ms }, "%.2f"},
+			{"add p50 ms", func(r bench.Result) float64 { return r.AddP50Ms }, "%.2f"},
+			{"ratio", func(r bench.Result) float64 { return r.Ratio }, "%.2f"},
+		}
+	case "backlog":
+		cols = []col{
+			{"queued", func(r bench.Result) float64 { return float64(r.Backlog) }, "%.0f"},
+			{"µs/job", func(r bench.Result) float64 { return r.MicrosPerJob }, "%.2f"},
+			{"accept µs/call", func(r bench.Result) float64 { return r.AcceptCallUs }, "%.0f"},
+			{"jobs/s", func(r bench.Result) float64 { return r.JobsPerSec }, "%.0f"},
+			{"ratio to first", func(r bench.Result) float64 { return r.Ratio }, "%.2f"},
+			{"fill jobs/s", func(r bench.Result) float64 { return r.FillJobsPerSec }, "%.0f"},
+		}
+	case "memory":
+		cols = []col{
+			{"queued", func(r bench.Result) float64 { return float64(r.Jobs) }, "%.0f"},
+			{"RSS MB", func(r bench.Result) float64 { return r.RSSMB }, "%.1f"},
+			{"peak MB", func(r bench.Result) float64 { return r.PeakRSSMB }, "%.1f"},
+			{"idle MB", func(r bench.Result) float64 { return r.IdleRSSMB }, "%.1f"},
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "workload\tstore\tvia\trun\t")
+	for _, c := range cols {
+		fmt.Fprint(tw, c.name+"\t")
+	}
+	fmt.Fprintln(tw)
+	row := func(r bench.Result, run string, get func(c col) float64) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t", r.Workload, r.Store, r.Via, run)
+		for _, c := range cols {
+			if v := get(c); v != 0 {
+				fmt.Fprintf(tw, c.fmt+"\t", v)
+			} else {
+				fmt.Fprint(tw, "–\t")
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	for _, r := range rs {
+		row(r, strconv.Itoa(r.Run), func(c col) float64 { return c.get(r) })
+	}
+	if runs > 1 {
+		// Rows of one run, in order, line up with the other runs' rows.
+		per := len(rs) / runs
+		for k := 0; k < per; k++ {
+			var group []bench.Result
+			for i := k; i < len(rs); i += per {
+				group = append(group, rs[i])
+			}
+			row(group[0], "median", func(c col) float64 {
+				xs := make([]float64, len(group))
+				for i, r := range group {
+					xs[i] = c.get(r)
+				}
+				return bench.Median(xs)
+			})
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if r.Run != 1 {
+			break
+		}
+		if r.Baseline != "" {
+			fmt.Fprintf(w, "ratio of %s %s: against %s\n", r.Workload, r.Via, r.Baseline)
+		}
+		if r.Note != "" {
+			fmt.Fprintf(w, "%s %s: %s\n", r.Workload, r.Via, r.Note)
+		}
+		if r.Method != "" {
+			fmt.Fprintf(w, "%s: %s\n", r.Workload, r.Method)
+		}
+	}
+	return nil
+}
+
+// benchProgress draws a bar on w, updated in place at most every 100 ms,
+// when stderr is a terminal.
+func benchProgress(w io.Writer, label string) func(done, total int) {
+	if fi, err := os.Stderr.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return nil // not a terminal
+	}
+	var mu sync.Mutex
+	var last time.Time
+	return func(done, total int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if now := time.Now(); done < total && now.Sub(last) < 100*time.Millisecond {
+			return
+		} else {
+			last = now
+		}
+		const width = 40
+		n := width * min(done, total) / max(total, 1)
+		fmt.Fprintf(w, "\r%s [%s%s] %d/%d\033[K", label, strings.Repeat("#", n), strings.Repeat(".", width-n), done, total)
+	}
+}
+
+func clearProgress(cmd *cobra.Command, f *benchFlags) {
+	if f.asJSON {
+		return
+	}
+	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		fmt.Fprint(cmd.ErrOrStderr(), "\r\033[K")
+	}
+}

@@ -1,0 +1,1022 @@
+package postgres
+
+import (
+	"container/heap"
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/rotajobs/rota/store"
+)
+
+// Accept hands out due jobs fairly, with the rules of store/sqlite
+// (docs/fairness.md): within a type, groups take turns in weighted
+// round-robin order (rota.groups.turn), and each group gives its best jobs.
+//
+// An accept reads the groups of each type from the front of an index in
+// turn order, a page at a time, together with their settings, and plans
+// in memory which groups give how many jobs (a group that wins several
+// turns in a row gives that many). It then claims the plan in one
+// statement: per group, its due retries and then its other due jobs in
+// priority, run time, id order, skipping rows that other claimers hold
+// (FOR UPDATE SKIP LOCKED), so that concurrent acceptors, on this node or
+// others, take different jobs of one group at once. A group that gives
+// fewer jobs than planned (its other jobs are not due, or others hold them)
+// is passed over, and the rest of the batch is planned again.
+//
+// Groups with a bound on running jobs are served under a transaction-level
+// advisory lock per group name, taken before their running jobs are read,
+// so that bounds hold across nodes; see lock_group in migration 0002 and
+// "Fairness" in docs/postgres.md.
+
+// pgroup is one group's round-robin state during one accept.
+type pgroup struct {
+	typ, grp  string
+	turn      float64
+	pending   int64
+	running   int64
+	bandCount int64
+	weight    float64
+	limit     int64       // bound on running jobs of this type; 0: none
+	cross     *crossBound // bound on running jobs of all types; nil: none
+	locked    bool        // the accept holds the group's lock, and running is exact
+	out       bool        // passed over for the rest of the accept
+	highDone  bool        // its high band gave out in this accept
+	lowDone   bool
+	served    int64 // jobs claimed from it in this accept
+	deferred  int64 // of those, claimed in the accept's transaction, not yet counted
+}
+
+func (g *pgroup) bounded() bool { return g.limit > 0 || g.cross != nil }
+
+// room is how many more jobs the group may start; extra are jobs of its
+// name planned (not yet claimed) in this round.
+func (g *pgroup) room(extra int64) int64 {
+	r := int64(math.MaxInt64)
+	if g.limit > 0 {
+		r = g.limit - g.running
+	}
+	if g.cross != nil {
+		r = min(r, g.cross.max-g.cross.run-extra)
+	}
+	return max(r, 0)
+}
+
+// crossBound is a bound on a group's running jobs across types, shared by
+// the group's queues in one accept.
+type crossBound struct {
+	max, run int64
+	locked   bool // run is exact (read under the group's lock, plus this accept's claims)
+}
+
+// groupHeap orders groups by turn, then name.
+type groupHeap []*pgroup
+
+func (h groupHeap) Len() int { return len(h) }
+func (h groupHeap) Less(i, j int) bool {
+	if h[i].turn != h[j].turn {
+		return h[i].turn < h[j].turn
+	}
+	return h[i].grp < h[j].grp
+}
+func (h groupHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *groupHeap) Push(x any)   { *h = append(*h, x.(*pgroup)) }
+func (h *groupHeap) Pop() any {
+	old := *h
+	g := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return g
+}
+
+// queue is one type's groups during one accept: a heap of the groups read
+// so far, fed from the turn index in pages.
+type queue struct {
+	typ     string
+	bands   store.Bands
+	gmax    int64 // the type's bound per group
+	heap    groupHeap
+	loaded  map[string]*pgroup
+	page    int
+	started bool
+	drained bool
+	// the turn index is read on from (lastTurn, lastGrp)
+	lastTurn float64
+	lastGrp  string
+}
+
+const groupPage = 64
+
+// pageSQL reads the next groups with pending jobs in turn order, with their
+// settings and the type's.
+const pageSQL = `SELECT g.grp, g.turn, g.pending, g.running, g.band_count,
+	coalesce(o.max_running, 0), coalesce(o.weight, 0), coalesce(al.max_running, 0), coalesce(al.weight, 0),
+	(SELECT ARRAY[y.bands_high, y.bands_low, y.group_max_running] FROM rota.types y WHERE y.name = $1)
+FROM (SELECT grp, turn, pending, running, band_count FROM rota.groups
+	WHERE type = $1 AND pending > 0 AND (turn, grp) > ($2::float8, $3::text)
+	ORDER BY turn, grp LIMIT $4) g
+LEFT JOIN rota.group_config o ON o.grp = g.grp AND o.type = $1
+LEFT JOIN rota.group_config al ON al.grp = g.grp AND al.type = ''
+ORDER BY g.turn, g.grp`
+
+func (a *acceptor) fill(q *queue) error {
+	if q.drained {
+		return nil
+	}
+	from, after := -1.0, ""
+	if q.started {
+		from, after = q.lastTurn, q.lastGrp
+	}
+	r, err := a.t.query(pageSQL, q.typ, from, after, q.page)
+	if err != nil {
+		return fmt.Errorf("groups: %w", err)
+	}
+	defer r.Close()
+	n := 0
+	for r.Next() {
+		g := &pgroup{typ: q.typ}
+		var ownMax, allMax int64
+		var ownW, allW float64
+		var typeCfg []int64
+		if err := r.Scan(&g.grp, &g.turn, &g.pending, &g.running, &g.bandCount, &ownMax, &ownW, &allMax, &allW, &typeCfg); err != nil {
+			return fmt.Errorf("groups: %w", err)
+		}
+		n++
+		q.lastTurn, q.lastGrp = g.turn, g.grp
+		if !q.started && len(typeCfg) == 3 {
+			q.bands = store.Bands{High: int(typeCfg[0]), Low: int(typeCfg[1])}
+			q.gmax = typeCfg[2]
+		}
+		q.started = true
+		if q.loaded[g.grp] != nil {
+			continue // read before, and its turn has moved since
+		}
+		g.weight = 1
+		switch {
+		case ownW > 0:
+			g.weight = ownW
+		case allW > 0:
+			g.weight = allW
+		}
+		g.limit = q.gmax
+		if ownMax > 0 && (g.limit == 0 || ownMax < g.limit) {
+			g.limit = ownMax
+		}
+		if allMax > 0 {
+			c := a.crosses[g.grp]
+			if c == nil {
+				c = &crossBound{max: allMax}
+				a.crosses[g.grp] = c
+			}
+			g.cross = c
+		}
+		q.loaded[g.grp] = g
+		heap.Push(&q.heap, g)
+	}
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("groups: %w", err)
+	}
+	q.started = true
+	if n < q.page {
+		q.drained = true
+	}
+	q.page = groupPage
+	return nil
+}
+
+// next returns the group whose turn it is, or nil when no group has
+// pending jobs. It reads more of the index when the next unread group
+// could come before the best group in the heap.
+func (a *acceptor) next(q *queue) (*pgroup, error) {
+	for !q.drained && (len(q.heap) == 0 || !q.started || q.lastTurn < q.heap[0].turn ||
+		(q.lastTurn == q.heap[0].turn && q.lastGrp < q.heap[0].grp)) {
+		if err := a.fill(q); err != nil {
+			return nil, err
+		}
+	}
+	if len(q.heap) == 0 {
+		return nil, nil
+	}
+	return heap.Pop(&q.heap).(*pgroup), nil
+}
+
+// wins is how many turns in a row g wins, at most want: the turns
+// g.turn + i/weight that come before the next group in the heap (or the
+// first group not read yet), ties going to the smaller group name.
+func (q *queue) wins(g *pgroup, want int64) int64 {
+	var rivalTurn float64
+	var rivalGrp string
+	switch {
+	case len(q.heap) > 0 && (q.drained || q.heap[0].turn < q.lastTurn ||
+		(q.heap[0].turn == q.lastTurn && q.heap[0].grp < q.lastGrp)):
+		rivalTurn, rivalGrp = q.heap[0].turn, q.heap[0].grp
+	case !q.drained:
+		rivalTurn, rivalGrp = q.lastTurn, q.lastGrp
+	default:
+		return want // no rival
+	}
+	const eps = 1e-9
+	d := (rivalTurn - g.turn) * g.weight
+	var k float64
+	if g.grp < rivalGrp {
+		k = math.Floor(d+eps) + 1 // turns i with i ≤ d
+	} else {
+		k = math.Ceil(d - eps) // turns i with i < d
+	}
+	return int64(max(1, min(float64(want), k)))
+}
+
+// Priority bands a plan entry draws from.
+const (
+	bandAny = iota
+	bandHigh
+	bandLow
+)
+
+var bandRange = [...][2]int64{
+	bandAny:  {math.MinInt64, math.MaxInt64},
+	bandHigh: {1, math.MaxInt64},
+	bandLow:  {math.MinInt64, 0},
+}
+
+// band is the band the pick number pos of g draws from first.
+func (q *queue) band(g *pgroup, pos int64) int {
+	if q.bands.IsZero() {
+		return bandAny
+	}
+	high := q.bands.Next(int(pos))
+	switch {
+	case high && g.highDone:
+		high = false
+	case !high && g.lowDone:
+		high = true
+	}
+	if high {
+		return bandHigh
+	}
+	return bandLow
+}
+
+// step is a run of turns one group wins: n picks from band count bc on.
+type step struct {
+	g  *pgroup
+	n  int64
+	bc int64
+}
+
+// before is a group's state when a round started, to settle the round
+// with what was claimed rather than what was planned.
+type before struct {
+	turn                        float64
+	pending, running, bandCount int64
+}
+
+// plan simulates up to need turns of q's round robin.
+func (a *acceptor) plan(q *queue, need int64, start map[*pgroup]before) ([]step, error) {
+	var steps []step
+	extra := map[*crossBound]int64{}
+	for planned := int64(0); planned < need; {
+		g, err := a.next(q)
+		if err != nil {
+			return nil, err
+		}
+		if g == nil {
+			break
+		}
+		if g.out {
+			continue
+		}
+		if g.bounded() && !g.locked {
+			ok, err := a.lock(g)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				g.out = true // another node serves it now
+				continue
+			}
+		}
+		room := g.room(extra[g.cross])
+		if room == 0 {
+			g.out = true // at its bound: its turn stays
+			continue
+		}
+		n := min(q.wins(g, need-planned), room, g.pending)
+		if _, ok := start[g]; !ok {
+			start[g] = before{g.turn, g.pending, g.running, g.bandCount}
+		}
+		steps = append(steps, step{g: g, n: n, bc: g.bandCount})
+		g.turn += float64(n) / g.weight
+		g.pending -= n
+		g.running += n
+		g.bandCount += n
+		if g.cross != nil {
+			extra[g.cross] += n
+		}
+		if g.pending > 0 {
+			heap.Push(&q.heap, g)
+		}
+		planned += n
+	}
+	return steps, nil
+}
+
+// candidate is a due job a plan entry found.
+type candidate struct {
+	id       int64
+	retry    bool
+	priority int64
+	runAt    time.Time
+	job      *store.Job // when claimed
+}
+
+// better orders candidates across types: due retries first, then
+// priority, run time, id.
+func better(a, b candidate) bool {
+	if a.retry != b.retry {
+		return a.retry
+	}
+	if a.priority != b.priority {
+		return a.priority > b.priority
+	}
+	if !a.runAt.Equal(b.runAt) {
+		return a.runAt.Before(b.runAt)
+	}
+	return a.id < b.id
+}
+
+type entryKey struct {
+	g    *pgroup
+	band int
+}
+
+// entries is a round's plan for the database: how many jobs of each group
+// and band, in order of first use.
+type entries struct {
+	keys  []entryKey
+	n     map[entryKey]int64
+	index map[entryKey]int
+}
+
+func (a *acceptor) entries(q *queue, steps []step, into *entries) {
+	for _, st := range steps {
+		for i := range st.n {
+			k := entryKey{st.g, q.band(st.g, st.bc+i)}
+			if _, ok := into.n[k]; !ok {
+				into.index[k] = len(into.keys)
+				into.keys = append(into.keys, k)
+			}
+			into.n[k]++
+		}
+	}
+}
+
+// args are the plan's arrays for planSQL ($1..$5).
+func (e *entries) args() []any {
+	n := len(e.keys)
+	types, grps := make([]string, n), make([]string, n)
+	los, his, ns := make([]int64, n), make([]int64, n), make([]int32, n)
+	for i, k := range e.keys {
+		types[i], grps[i] = k.g.typ, k.g.grp
+		los[i], his[i] = bandRange[k.band][0], bandRange[k.band][1]
+		ns[i] = int32(e.n[k])
+	}
+	return []any{types, grps, los, his, ns}
+}
+
+// planSQL finds, per plan entry e, up to n due jobs of a group in a band
+// of priorities: its due retries first, then its other due jobs, each in
+// priority, run time, id order, and locks them, skipping jobs that others
+// hold. $6 is the due-by time.
+const planSQL = `plan AS (
+	SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::int[]) WITH ORDINALITY AS p(type, grp, lo, hi, n, e)),
+r AS (SELECT p.e, p.type, c.id, true AS retry, c.priority, c.run_at FROM plan p CROSS JOIN LATERAL (
+	SELECT j.id, j.priority, j.run_at FROM rota.jobs j
+	WHERE j.state = 0 AND j.attempt > 0 AND j.type = p.type AND j.grp = p.grp AND j.priority BETWEEN p.lo AND p.hi
+		AND j.run_at <= coalesce($6::timestamptz, now())
+	ORDER BY j.priority DESC, j.run_at, j.id LIMIT p.n FOR UPDATE SKIP LOCKED) c),
+f AS (SELECT p.e, p.type, c.id, false AS retry, c.priority, c.run_at FROM plan p
+	LEFT JOIN (SELECT r.e, count(*) AS k FROM r GROUP BY r.e) rk ON rk.e = p.e
+	CROSS JOIN LATERAL (
+	SELECT j.id, j.priority, j.run_at FROM rota.jobs j
+	WHERE j.state = 0 AND j.attempt = 0 AND j.type = p.type AND j.grp = p.grp AND j.priority BETWEEN p.lo AND p.hi
+		AND j.run_at <= coalesce($6::timestamptz, now())
+	ORDER BY j.priority DESC, j.run_at, j.id LIMIT p.n - coalesce(rk.k, 0) FOR UPDATE SKIP LOCKED) c
+	WHERE p.n > coalesce(rk.k, 0)),
+picked AS (SELECT * FROM r UNION ALL SELECT * FROM f)`
+
+// claimTail leases the rows of picked (id, e, type) to the worker. The
+// lease length comes from the request ($arg), else the type's setting, else
+// the default ($arg+1); $arg+2 names the worker. set_config makes the
+// transaction commit without waiting for the WAL flush: losing a claim in a
+// database crash only makes the job run again.
+func claimTail(arg int) string {
+	return fmt.Sprintf(`,
+lt AS (SELECT p.id, p.e, coalesce($%d::bigint, nullif(t.lease_timeout, 0), $%d::bigint) AS us
+	FROM picked p LEFT JOIN rota.types t ON t.name = p.type),
+c AS (UPDATE rota.jobs j SET state = 1, token = translate(gen_random_uuid()::text, '-', ''), worker = $%d,
+	lease_timeout = lt.us, lease_until = now() + lt.us * interval '1 microsecond', attempt = j.attempt + 1,
+	started_at = now(), cancel_requested = false, updated_at = now()
+	FROM lt WHERE j.id = lt.id AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL
+	RETURNING `, arg, arg+1, arg+2) + prefixed("j.", jobColumns) + `, lt.e)`
+}
+
+// servedSQL counts jobs claimed from groups (rows of src: type, grp, n,
+// inv = 1/weight): fewer pending, more running, turns and band counters
+// moved on. Group rows are locked in (type, grp) order.
+func servedSQL(src string) string {
+	return `INSERT INTO rota.groups AS g (type, grp, pending, running, turn, band_count)
+	SELECT s.type, s.grp, -s.n, s.n, s.n * s.inv, s.n FROM (` + src + `) s ORDER BY s.type COLLATE "C", s.grp COLLATE "C"
+	ON CONFLICT (type, grp) DO UPDATE SET pending = g.pending + excluded.pending, running = g.running + excluded.running,
+		turn = g.turn + excluded.turn, band_count = g.band_count + excluded.band_count
+	RETURNING g.type, g.grp, g.pending, g.turn`
+}
+
+var (
+	claimedColumns = strings.ReplaceAll(prefixed("c.", jobColumns), "c.errors::text", "c.errors")
+
+	// claimCountedSQL claims a plan and counts it, in one statement (an
+	// accept outside a transaction); $10..$12 give each group's 1/weight.
+	claimCountedSQL = `WITH ` + planSQL + claimTail(7) + `,
+cd AS (SELECT c.type, c.grp, count(*) AS n FROM c GROUP BY c.type, c.grp),
+gu AS (` + servedSQL(`SELECT cd.type, cd.grp, cd.n, w.inv FROM cd
+	JOIN unnest($10::text[], $11::text[], $12::float8[]) AS w(type, grp, inv) ON w.type = cd.type AND w.grp = cd.grp`) + `)
+SELECT ` + claimedColumns + `, c.e, gu.pending, gu.turn FROM c LEFT JOIN gu ON gu.type = c.type AND gu.grp = c.grp`
+
+	// claimPlanSQL claims a plan in the accept's transaction, which counts
+	// it before it commits.
+	claimPlanSQL = `WITH ` + planSQL + claimTail(7) + `
+SELECT ` + claimedColumns + `, c.e, NULL::bigint, NULL::float8 FROM c`
+
+	// candidatesSQL only finds and locks a plan's jobs, for accepts of
+	// several types, which choose among them.
+	candidatesSQL = `WITH ` + planSQL + ` SELECT e, id, retry, priority, run_at FROM picked`
+
+	// claimIDsSQL claims jobs the accept's transaction locked.
+	claimIDsSQL = `WITH picked AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS p(id, e, type))` + claimTail(4) + `
+SELECT ` + claimedColumns + `, c.e, NULL::bigint, NULL::float8 FROM c`
+
+	servedFlushSQL = servedSQL(`SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::float8[]) AS u(type, grp, n, inv)`)
+)
+
+// acceptor is one accept.
+type acceptor struct {
+	s       *Store
+	ctx     context.Context
+	p       store.AcceptParams
+	lease   []any // $7..$9 of the claims: lease override, default, worker
+	t       *txn  // where statements run: the pool, or the accept's transaction
+	tx      pgx.Tx
+	locks   map[string]bool // group names whose lock the transaction holds
+	crosses map[string]*crossBound
+	groups  []*pgroup // served, in order of first service
+	jobs    []store.Job
+	// jobs[:committedJobs] and t.changes[:committedChanges] were claimed
+	// by statements that committed by themselves
+	committedJobs, committedChanges int
+	clocks                          map[string]float64 // per type: a turn for the virtual clock, when a group ran out
+}
+
+// begin moves the accept into a transaction of its own, for bounds and for
+// accepts of several types.
+func (a *acceptor) begin() error {
+	if a.tx != nil {
+		return nil
+	}
+	tx, err := a.s.pool.Begin(a.ctx)
+	if err != nil {
+		return err
+	}
+	a.tx = tx
+	a.t.db = pgxDB{tx}
+	return nil
+}
+
+// lock takes the lock of a bounded group (waiting for it only while the
+// accept holds no other, so that acceptors cannot wait for each other in a
+// circle) and reads its running jobs.
+func (a *acceptor) lock(g *pgroup) (bool, error) {
+	if err := a.begin(); err != nil {
+		return false, err
+	}
+	wait := len(a.locks) == 0 || a.locks[g.grp]
+	var locked bool
+	var running, all int64
+	_, err := a.t.queryRow(`SELECT locked, coalesce(running, 0), coalesce(all_running, 0) FROM rota.lock_group($1, $2, $3, $4)`,
+		[]any{g.typ, g.grp, hash64("group", a.s.cfg.Schema, g.grp), wait}, &locked, &running, &all)
+	if err != nil {
+		return false, fmt.Errorf("lock group %q: %w", g.grp, err)
+	}
+	if !locked {
+		return false, nil
+	}
+	a.locks[g.grp] = true
+	g.locked = true
+	g.running = running + g.deferred
+	if c := g.cross; c != nil && !c.locked {
+		c.locked = true
+		c.run = all
+		for _, h := range a.groups {
+			if h.cross == c {
+				c.run += h.deferred
+			}
+		}
+	}
+	return true, nil
+}
+
+// round plans and claims up to need jobs from the queues and appends them
+// to a.jobs in accept order. It reports whether it made progress.
+func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
+	start := map[*pgroup]before{}
+	steps := make([][]step, len(queues))
+	ents := &entries{n: map[entryKey]int64{}, index: map[entryKey]int{}}
+	for i, q := range queues {
+		var err error
+		if steps[i], err = a.plan(q, need, start); err != nil {
+			return false, err
+		}
+		a.entries(q, steps[i], ents)
+	}
+	if len(ents.keys) == 0 {
+		return false, nil
+	}
+	// Find (and, with one type, claim) the jobs.
+	lists := make(map[entryKey][]candidate, len(ents.keys))
+	args := append(ents.args(), optTime(a.p.DueBy))
+	single := len(queues) == 1
+	if single {
+		query := claimPlanSQL
+		args = append(args, a.lease...)
+		if a.tx == nil {
+			query = claimCountedSQL
+			types, grps, invs := make([]string, 0, len(start)), make([]string, 0, len(start)), make([]float64, 0, len(start))
+			for g := range start {
+				types, grps, invs = append(types, g.typ), append(grps, g.grp), append(invs, 1/g.weight)
+			}
+			args = append(args, types, grps, invs)
+		}
+		r, err := a.t.query(query, args...)
+		if err != nil {
+			return false, err
+		}
+		err = func() error {
+			defer r.Close()
+			for r.Next() {
+				j, e, pending, turn, err := scanClaimed(r)
+				if err != nil {
+					return err
+				}
+				k := ents.keys[e-1]
+				lists[k] = append(lists[k], candidate{id: j.ID, retry: j.Attempt > 1, priority: int64(j.Priority), runAt: j.RunAt, job: j})
+				if a.tx == nil && pending == 0 {
+					a.clock(k.g, turn)
+				}
+			}
+			return r.Err()
+		}()
+		if err != nil {
+			return false, err
+		}
+	} else {
+		r, err := a.t.query(candidatesSQL, args...)
+		if err != nil {
+			return false, err
+		}
+		err = func() error {
+			defer r.Close()
+			for r.Next() {
+				var c candidate
+				var e int64
+				if err := r.Scan(&e, &c.id, &c.retry, &c.priority, &c.runAt); err != nil {
+					return err
+				}
+				k := ents.keys[e-1]
+				lists[k] = append(lists[k], c)
+			}
+			return r.Err()
+		}()
+		if err != nil {
+			return false, err
+		}
+	}
+	progress := false
+	for _, k := range ents.keys {
+		l := lists[k]
+		slices.SortFunc(l, func(x, y candidate) int {
+			if better(x, y) {
+				return -1
+			}
+			if better(y, x) {
+				return 1
+			}
+			return 0
+		})
+		if int64(len(l)) < ents.n[k] {
+			progress = true
+			switch k.band {
+			case bandAny:
+				k.g.out = true
+			case bandHigh:
+				k.g.highDone = true
+			case bandLow:
+				k.g.lowDone = true
+			}
+			if k.g.highDone && k.g.lowDone {
+				k.g.out = true
+			}
+		}
+	}
+	// Each type's picks in its round-robin order, the band of each pick
+	// falling back to the other when empty.
+	seqs := make([][]pick, len(queues))
+	for i, q := range queues {
+		for _, st := range steps[i] {
+			for n := range st.n {
+				want := q.band(st.g, st.bc+n)
+				k := entryKey{st.g, want}
+				if len(lists[k]) == 0 && want != bandAny {
+					k.band = bandHigh + bandLow - want
+				}
+				if l := lists[k]; len(l) > 0 {
+					seqs[i] = append(seqs[i], pick{st.g, l[0]})
+					lists[k] = l[1:]
+				}
+			}
+		}
+	}
+	var taken []pick
+	if single {
+		taken = seqs[0]
+	} else {
+		// The type whose next pick ranks best goes first.
+		extra := map[*crossBound]int64{}
+		dropped := map[*pgroup]bool{}
+		next := make([]int, len(seqs))
+		for int64(len(taken)) < need {
+			best := -1
+			for i, s := range seqs {
+				for next[i] < len(s) && dropped[s[next[i]].g] {
+					next[i]++
+				}
+				if next[i] < len(s) && (best < 0 || better(s[next[i]].c, seqs[best][next[best]].c)) {
+					best = i
+				}
+			}
+			if best < 0 {
+				break
+			}
+			pk := seqs[best][next[best]]
+			if c := pk.g.cross; c != nil && c.run+extra[c] >= c.max {
+				dropped[pk.g] = true // at its bound across types
+				pk.g.out = true
+				progress = true
+				continue
+			}
+			next[best]++
+			if pk.g.cross != nil {
+				extra[pk.g.cross]++
+			}
+			taken = append(taken, pk)
+		}
+		if len(taken) > 0 {
+			n := len(taken)
+			ids, es, types := make([]int64, n), make([]int64, n), make([]string, n)
+			for i, pk := range taken {
+				ids[i], es[i], types[i] = pk.c.id, int64(i), pk.g.typ
+			}
+			args := append([]any{ids, es, types}, a.lease...)
+			r, err := a.t.query(claimIDsSQL, args...)
+			if err != nil {
+				return false, err
+			}
+			err = func() error {
+				defer r.Close()
+				got := 0
+				for r.Next() {
+					j, e, _, _, err := scanClaimed(r)
+					if err != nil {
+						return err
+					}
+					taken[e].c.job = j
+					got++
+				}
+				if err := r.Err(); err != nil {
+					return err
+				}
+				if got != n {
+					return fmt.Errorf("claimed %d of %d locked jobs", got, n)
+				}
+				return nil
+			}()
+			if err != nil {
+				return false, err
+			}
+		}
+	}
+	// Settle the round with what was claimed.
+	claimed := map[*pgroup]int64{}
+	for _, pk := range taken {
+		claimed[pk.g]++
+		j := pk.c.job
+		a.jobs = append(a.jobs, *j)
+		a.t.changed(store.Change{ID: j.ID, Type: j.Type, Group: j.Group, State: store.Running, Lease: store.LeaseTag(j.Token)})
+	}
+	if len(taken) > 0 {
+		progress = true
+	}
+	for g, b := range start {
+		n := claimed[g]
+		g.turn = b.turn + float64(n)/g.weight
+		g.pending = b.pending - n
+		g.running = b.running + n
+		g.bandCount = b.bandCount + n
+		if n > 0 && g.served == 0 {
+			a.groups = append(a.groups, g)
+		}
+		g.served += n
+		if a.tx != nil {
+			g.deferred += n
+		}
+		if g.cross != nil {
+			g.cross.run += n
+		}
+	}
+	if a.tx == nil {
+		a.committedJobs, a.committedChanges = len(a.jobs), len(a.t.changes)
+	}
+	// The next round starts from the groups as they now are.
+	for _, q := range queues {
+		q.heap = q.heap[:0]
+		for _, g := range q.loaded {
+			if !g.out && g.pending > 0 {
+				q.heap = append(q.heap, g)
+			}
+		}
+		heap.Init(&q.heap)
+	}
+	return progress, nil
+}
+
+type pick struct {
+	g *pgroup
+	c candidate
+}
+
+// scanClaimed reads a claimed job, its plan entry, and its group's pending
+// count and turn after the claim (when the statement counted it).
+func scanClaimed(r rows) (*store.Job, int64, int64, float64, error) {
+	var e int64
+	var pending sql.NullInt64
+	var turn sql.NullFloat64
+	j, err := scanJob(extraScanner{r, []any{&e, &pending, &turn}})
+	if err != nil {
+		return nil, 0, 0, 0, err
+	}
+	p := int64(-1)
+	if pending.Valid {
+		p = pending.Int64
+	}
+	return &j, e, p, turn.Float64, nil
+}
+
+// extraScanner scans a job's columns followed by more.
+type extraScanner struct {
+	r     rows
+	extra []any
+}
+
+func (s extraScanner) Scan(dest ...any) error { return s.r.Scan(append(dest, s.extra...)...) }
+
+// clock notes that g ran out of pending jobs at turn (after it was
+// served), for its type's virtual clock.
+func (a *acceptor) clock(g *pgroup, turn float64) {
+	v := turn - 1/g.weight
+	if old, ok := a.clocks[g.typ]; !ok || v > old {
+		a.clocks[g.typ] = v
+	}
+}
+
+// finish counts what the transaction claimed, moves the virtual clocks,
+// and commits.
+func (a *acceptor) finish() error {
+	if a.tx != nil {
+		var types, grps []string
+		var ns []int64
+		var invs []float64
+		for _, g := range a.groups {
+			if g.deferred > 0 {
+				types, grps, ns, invs = append(types, g.typ), append(grps, g.grp), append(ns, g.deferred), append(invs, 1/g.weight)
+			}
+		}
+		if len(types) > 0 {
+			r, err := a.t.query(servedFlushSQL, types, grps, ns, invs)
+			if err != nil {
+				return fmt.Errorf("group counts: %w", err)
+			}
+			byKey := map[groupKey]*pgroup{}
+			for _, g := range a.groups {
+				byKey[groupKey{g.typ, g.grp}] = g
+			}
+			err = func() error {
+				defer r.Close()
+				for r.Next() {
+					var typ, grp string
+					var pending int64
+					var turn float64
+					if err := r.Scan(&typ, &grp, &pending, &turn); err != nil {
+						return err
+					}
+					if g := byKey[groupKey{typ, grp}]; g != nil && pending == 0 {
+						a.clock(g, turn)
+					}
+				}
+				return r.Err()
+			}()
+			if err != nil {
+				return fmt.Errorf("group counts: %w", err)
+			}
+		}
+	}
+	types := make([]string, 0, len(a.clocks))
+	for typ := range a.clocks {
+		types = append(types, typ)
+	}
+	sort.Strings(types) // one order for the rows of rota.types
+	for _, typ := range types {
+		if _, err := a.t.exec(`UPDATE rota.types SET vclock = greatest(vclock, $2) WHERE name = $1`, typ, a.clocks[typ]); err != nil {
+			return fmt.Errorf("virtual clock: %w", err)
+		}
+	}
+	if a.tx != nil {
+		if err := a.tx.Commit(a.ctx); err != nil {
+			a.tx = nil
+			return fmt.Errorf("commit (outcome unknown): %w", err)
+		}
+		a.tx = nil
+	}
+	return nil
+}
+
+// claim leases up to p.Limit due jobs of the types (known names).
+func (s *Store) claim(ctx context.Context, p store.AcceptParams, names []string) ([]store.Job, error) {
+	if s.closed.Load() {
+		return nil, s.wrap("accept", store.ErrClosed)
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	for attempt := 0; ; attempt++ {
+		jobs, err := s.claimOnce(ctx, p, names)
+		if err != nil && len(jobs) == 0 && attempt == 0 && pgconn.SafeToRetry(err) && ctx.Err() == nil && !s.closed.Load() {
+			continue
+		}
+		if err != nil && len(jobs) > 0 {
+			err = nil // they are leased: hand them out rather than leave them to their leases
+		}
+		return jobs, s.wrap("accept", err)
+	}
+}
+
+func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []string) ([]store.Job, error) {
+	var override *int64
+	if p.LeaseTimeout > 0 {
+		v := us(p.LeaseTimeout)
+		override = &v
+	}
+	a := &acceptor{
+		s: s, ctx: ctx, p: p,
+		lease:   []any{override, us(store.DefaultLeaseTimeout), optString(cleanText(p.Worker))},
+		t:       &txn{s: s, ctx: ctx, db: pgxDB{s.pool}},
+		locks:   map[string]bool{},
+		crosses: map[string]*crossBound{},
+		clocks:  map[string]float64{},
+	}
+	queues := make([]*queue, len(names))
+	for i, n := range names {
+		// A batch of n jobs needs at most n groups (plus one to know the
+		// next rival) unless some are passed over; read more only then.
+		queues[i] = &queue{typ: n, loaded: map[string]*pgroup{}, page: min(groupPage, p.Limit+1)}
+	}
+	err := func() error {
+		if len(queues) > 1 {
+			if err := a.begin(); err != nil {
+				return err
+			}
+		}
+		for need := int64(p.Limit); need > 0; need = int64(p.Limit - len(a.jobs)) {
+			progress, err := a.round(queues, need)
+			if err != nil {
+				return err
+			}
+			if !progress {
+				break
+			}
+		}
+		return a.finish()
+	}()
+	if err != nil {
+		if a.tx != nil {
+			a.tx.Rollback(context.WithoutCancel(ctx))
+		}
+		// What committed by itself stays claimed.
+		a.jobs, a.t.changes = a.jobs[:a.committedJobs], a.t.changes[:a.committedChanges]
+		s.committed(a.t.changes)
+		return a.jobs, err
+	}
+	s.committed(a.t.changes)
+	return a.jobs, nil
+}
+
+// Accept leases due jobs to a worker, fairly across groups (see above).
+func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptResult, error) {
+	pats, err := store.CheckAccept(&p)
+	if err != nil {
+		return store.AcceptResult{}, err
+	}
+	var res store.AcceptResult
+	names := s.resolve(pats)
+	if res.Jobs, err = s.claim(ctx, p, names); err != nil {
+		return res, err
+	}
+	if len(res.Jobs) >= p.Limit {
+		return res, nil
+	}
+	// What follows only tells a waiting acceptor when to look again. Jobs
+	// already leased are returned even if it fails, rather than left to
+	// their leases.
+	next, types, err := s.nextRun(ctx, names)
+	if err != nil {
+		if len(res.Jobs) > 0 {
+			return res, nil
+		}
+		return res, err
+	}
+	patterned := slices.ContainsFunc(pats, func(p store.Pattern) bool { return !p.Literal() })
+	if patterned && types > s.knownTypes() {
+		// Another node registered a type this node has not heard of:
+		// a pattern may match it.
+		if err := s.reloadTypes(ctx); err != nil {
+			if len(res.Jobs) > 0 {
+				return res, nil
+			}
+			return res, err
+		}
+		var added []string
+		for _, n := range s.resolve(pats) {
+			if !slices.Contains(names, n) {
+				added = append(added, n)
+			}
+		}
+		if len(added) > 0 {
+			more := p
+			more.Limit = p.Limit - len(res.Jobs)
+			jobs, err := s.claim(ctx, more, added)
+			if err != nil {
+				if len(res.Jobs) > 0 {
+					return res, nil
+				}
+				return res, err
+			}
+			res.Jobs = append(res.Jobs, jobs...)
+			names = append(names, added...)
+			if len(res.Jobs) >= p.Limit {
+				return res, nil
+			}
+			if next, _, err = s.nextRun(ctx, names); err != nil {
+				return res, nil
+			}
+		}
+	}
+	res.NextRunAt = next
+	return res, nil
+}
+
+// nextRunSQL finds the earliest run time of the pending jobs of the types
+// (the first entry of jobs_next per type), and the types table's size,
+// which tells whether other nodes added types.
+const nextRunSQL = `SELECT min(x.run_at), (SELECT count(*) FROM rota.types) FROM unnest($1::text[]) AS n(name)
+	CROSS JOIN LATERAL (SELECT j.run_at FROM rota.jobs j WHERE j.state = 0 AND j.lease_until IS NULL AND j.type = n.name
+		ORDER BY j.run_at LIMIT 1) x`
+
+// nextRun returns the earliest run time of the pending jobs of these types
+// and how many types the types table holds.
+func (s *Store) nextRun(ctx context.Context, names []string) (time.Time, int, error) {
+	var next sql.NullTime
+	var types int
+	err := s.read(ctx, "accept", func(t *txn) error {
+		if names == nil {
+			names = []string{}
+		}
+		_, err := t.queryRow(nextRunSQL, []any{names}, &next, &types)
+		return err
+	})
+	return nullTime(next), types, err
+}

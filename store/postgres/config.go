@@ -1,0 +1,81 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/rotajobs/rota/store"
+)
+
+// Settings live in the database only: every accept reads its type's
+// settings and the settings of the groups it looks at, in the statements
+// that read the groups, so that a change made through any node applies to
+// the next accept on every node, without caches to invalidate.
+
+// SetTypeConfig stores a type's settings, replacing its previous ones.
+func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
+	if err := store.CheckTypeConfig(c); err != nil {
+		return err
+	}
+	err := s.autocommit(ctx, "set type "+c.Type, func(t *txn) error {
+		_, err := t.exec(`INSERT INTO rota.types (name, lease_timeout, bands_high, bands_low, group_max_running, updated_at)
+			VALUES ($1, $2, $3, $4, $5, now())
+			ON CONFLICT (name) DO UPDATE SET lease_timeout = excluded.lease_timeout, bands_high = excluded.bands_high,
+			bands_low = excluded.bands_low, group_max_running = excluded.group_max_running, updated_at = excluded.updated_at`,
+			c.Type, us(c.LeaseTimeout), c.Bands.High, c.Bands.Low, c.GroupMaxRunning)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.addTypes([]string{c.Type})
+	return nil
+}
+
+// SetGroupConfig stores a group's weight and bound for one type or for all
+// (Type ""); zero MaxRunning and Weight remove the setting.
+func (s *Store) SetGroupConfig(ctx context.Context, c store.GroupConfig) error {
+	if err := store.CheckGroupConfig(c); err != nil {
+		return err
+	}
+	return s.autocommit(ctx, fmt.Sprintf("set group %q", c.Group), func(t *txn) error {
+		if c.MaxRunning == 0 && c.Weight == 0 {
+			_, err := t.exec(`DELETE FROM rota.group_config WHERE grp = $1 AND type = $2`, c.Group, c.Type)
+			return err
+		}
+		_, err := t.exec(`INSERT INTO rota.group_config (grp, type, max_running, weight) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (grp, type) DO UPDATE SET max_running = excluded.max_running, weight = excluded.weight`,
+			c.Group, c.Type, c.MaxRunning, c.Weight)
+		return err
+	})
+}
+
+// GroupConfigs lists the group settings by group, then type.
+func (s *Store) GroupConfigs(ctx context.Context) ([]store.GroupConfig, error) {
+	if s.closed.Load() {
+		return nil, s.wrap("group configs", store.ErrClosed)
+	}
+	var out []store.GroupConfig
+	err := s.read(ctx, "group configs", func(t *txn) error {
+		out = out[:0]
+		r, err := t.query(`SELECT grp, type, max_running, weight FROM rota.group_config ORDER BY grp, type`)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		for r.Next() {
+			var c store.GroupConfig
+			var max int64
+			if err := r.Scan(&c.Group, &c.Type, &max, &c.Weight); err != nil {
+				return err
+			}
+			c.MaxRunning = int(max)
+			out = append(out, c)
+		}
+		return r.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,192 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/rotajobs/rota/store"
+)
+
+// typeConfig is a type's settings as the store caches them.
+type typeConfig struct {
+	lease           time.Duration // 0: the default
+	bands           store.Bands
+	groupMaxRunning int
+}
+
+type groupKey struct{ grp, typ string }
+
+func (s *Store) loadConfig() error {
+	rows, err := s.reader.Query(`SELECT name, lease_timeout, bands_high, bands_low, group_max_running FROM rota_types`)
+	if err != nil {
+		return fmt.Errorf("sqlite: load types: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var lt int64
+		var c typeConfig
+		if err := rows.Scan(&name, &lt, &c.bands.High, &c.bands.Low, &c.groupMaxRunning); err != nil {
+			return fmt.Errorf("sqlite: load types: %w", err)
+		}
+		c.lease = time.Duration(lt) * time.Microsecond
+		s.types[name] = c
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlite: load types: %w", err)
+	}
+	grows, err := s.reader.Query(`SELECT grp, type, max_running, weight FROM rota_group_config`)
+	if err != nil {
+		return fmt.Errorf("sqlite: load group settings: %w", err)
+	}
+	defer grows.Close()
+	for grows.Next() {
+		var c store.GroupConfig
+		if err := grows.Scan(&c.Group, &c.Type, &c.MaxRunning, &c.Weight); err != nil {
+			return fmt.Errorf("sqlite: load group settings: %w", err)
+		}
+		s.groups[groupKey{c.Group, c.Type}] = c
+	}
+	return grows.Err()
+}
+
+func (s *Store) typeConfig(typ string) typeConfig {
+	s.typesMu.RLock()
+	defer s.typesMu.RUnlock()
+	return s.types[typ]
+}
+
+func (s *Store) leaseFor(typ string, override time.Duration) time.Duration {
+	if override > 0 {
+		return override
+	}
+	if d := s.typeConfig(typ).lease; d > 0 {
+		return d
+	}
+	return store.DefaultLeaseTimeout
+}
+
+// applyGroupConfig sets g's weight and bounds from the group settings
+// and the type's, reading its running jobs across types when a
+// cross-type bound applies.
+func (s *Store) applyGroupConfig(w *writeTx, g *group, tc typeConfig) error {
+	s.typesMu.RLock()
+	own, hasOwn := s.groups[groupKey{g.grp, g.typ}]
+	all, hasAll := s.groups[groupKey{g.grp, ""}]
+	s.typesMu.RUnlock()
+	g.weight = 1
+	switch {
+	case hasOwn && own.Weight > 0:
+		g.weight = own.Weight
+	case hasAll && all.Weight > 0:
+		g.weight = all.Weight
+	}
+	g.limit = tc.groupMaxRunning
+	if hasOwn && own.MaxRunning > 0 && (g.limit == 0 || own.MaxRunning < g.limit) {
+		g.limit = own.MaxRunning
+	}
+	if hasAll && all.MaxRunning > 0 {
+		g.crossMax = all.MaxRunning
+		if err := w.queryRow(`SELECT coalesce(sum(running), 0) FROM rota_groups WHERE grp = ? AND running > 0`, g.grp).Scan(&g.crossRun); err != nil {
+			return fmt.Errorf("sqlite: accept: group %q: %w", g.grp, err)
+		}
+	}
+	return nil
+}
+
+// SetTypeConfig stores a type's settings, replacing its previous ones.
+func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
+	if err := store.CheckTypeConfig(c); err != nil {
+		return err
+	}
+	err := s.write(ctx, true, func(w *writeTx) error {
+		_, err := w.exec(`INSERT INTO rota_types (name, lease_timeout, bands_high, bands_low, group_max_running, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (name) DO UPDATE SET lease_timeout = excluded.lease_timeout, bands_high = excluded.bands_high,
+			bands_low = excluded.bands_low, group_max_running = excluded.group_max_running, updated_at = excluded.updated_at`,
+			c.Type, c.LeaseTimeout.Microseconds(), c.Bands.High, c.Bands.Low, c.GroupMaxRunning, micros(w.now))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: set type %q: %w", c.Type, err)
+	}
+	s.typesMu.Lock()
+	s.types[c.Type] = typeConfig{lease: c.LeaseTimeout, bands: c.Bands, groupMaxRunning: c.GroupMaxRunning}
+	s.typesMu.Unlock()
+	return nil
+}
+
+// TypeConfigs lists known types.
+func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
+	select {
+	case <-s.closing:
+		return nil, store.ErrClosed
+	default:
+	}
+	s.typesMu.RLock()
+	defer s.typesMu.RUnlock()
+	out := make([]store.TypeConfig, 0, len(s.types))
+	for name, c := range s.types {
+		lt := c.lease
+		if lt == 0 {
+			lt = store.DefaultLeaseTimeout
+		}
+		out = append(out, store.TypeConfig{Type: name, LeaseTimeout: lt, Bands: c.bands, GroupMaxRunning: c.groupMaxRunning})
+	}
+	slices.SortFunc(out, func(a, b store.TypeConfig) int { return cmp.Compare(a.Type, b.Type) })
+	return out, nil
+}
+
+// SetGroupConfig stores a group's weight and bound.
+func (s *Store) SetGroupConfig(ctx context.Context, c store.GroupConfig) error {
+	if err := store.CheckGroupConfig(c); err != nil {
+		return err
+	}
+	remove := c.MaxRunning == 0 && c.Weight == 0
+	err := s.write(ctx, true, func(w *writeTx) error {
+		if remove {
+			_, err := w.exec(`DELETE FROM rota_group_config WHERE grp = ? AND type = ?`, c.Group, c.Type)
+			return err
+		}
+		_, err := w.exec(`INSERT INTO rota_group_config (grp, type, max_running, weight) VALUES (?, ?, ?, ?)
+			ON CONFLICT (grp, type) DO UPDATE SET max_running = excluded.max_running, weight = excluded.weight`,
+			c.Group, c.Type, c.MaxRunning, c.Weight)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: set group %q: %w", c.Group, err)
+	}
+	s.typesMu.Lock()
+	if remove {
+		delete(s.groups, groupKey{c.Group, c.Type})
+	} else {
+		s.groups[groupKey{c.Group, c.Type}] = c
+	}
+	s.typesMu.Unlock()
+	return nil
+}
+
+// GroupConfigs lists group settings by group, then type.
+func (s *Store) GroupConfigs(ctx context.Context) ([]store.GroupConfig, error) {
+	select {
+	case <-s.closing:
+		return nil, store.ErrClosed
+	default:
+	}
+	s.typesMu.RLock()
+	out := make([]store.GroupConfig, 0, len(s.groups))
+	for _, c := range s.groups {
+		out = append(out, c)
+	}
+	s.typesMu.RUnlock()
+	slices.SortFunc(out, func(a, b store.GroupConfig) int {
+		if c := cmp.Compare(a.Group, b.Group); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Type, b.Type)
+	})
+	return out, nil
+}

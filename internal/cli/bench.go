@@ -95,6 +95,7 @@ with --via http, the same drain in process.`,
 	fl.IntVar(&cfg.Jobs, "jobs", cfg.Jobs, "jobs to drain")
 	fl.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "the worker's slots (jobs running at once)")
 	fl.BoolVar(&noBaseline, "no-baseline", false, "skip the baselines")
+	fl.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured part (the last drain run) to this file")
 	return cmd
 }
 

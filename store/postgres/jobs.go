@@ -329,7 +329,7 @@ RETURNING id, run_at, created_at, type, grp)`
 
 var (
 	insertSQL        = insertHead + ` SELECT id, run_at, created_at FROM ins ORDER BY id`
-	insertCountedSQL = insertHead + `, ` + countsCTE("ins", "1", "0") + ` SELECT id, run_at, created_at FROM ins ORDER BY id`
+	insertCountedSQL = insertHead + `, ` + countsCTE("ins") + ` SELECT id, run_at, created_at FROM ins ORDER BY id`
 )
 
 func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes []string, out []store.AddResult) error {
@@ -359,7 +359,7 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 	if t.deferCounts {
 		query = insertSQL
 		for k := range n {
-			t.count(types[k], grps[k], 1, 0)
+			t.count(types[k], grps[k], 1)
 		}
 	}
 	r, err := t.query(query, newTypes, types, keys, grps, prios, runAts, ds, maxAtts, bases, maxBs)
@@ -452,10 +452,10 @@ func (t *txn) readd(r *row, a readd) (store.AddResult, error) {
 	j := jobs[0]
 	switch {
 	case outcome == store.Requeued:
-		t.count(j.Type, j.Group, 1, 0)
+		t.count(j.Type, j.Group, 1)
 	case r.state == store.Pending && j.Group != r.grp:
-		t.count(r.typ, r.grp, -1, 0)
-		t.count(j.Type, j.Group, 1, 0)
+		t.count(r.typ, r.grp, -1)
+		t.count(j.Type, j.Group, 1)
 	}
 	if outcome != store.Resubmitted {
 		t.changed(store.Change{ID: j.ID, Type: j.Type, Group: j.Group, State: j.State, RunAt: j.RunAt, Lease: store.LeaseTag(r.token)})
@@ -533,7 +533,7 @@ func (s *Store) Cancel(ctx context.Context, ids []int64) ([]error, error) {
 				continue
 			}
 			move = append(move, id)
-			t.countState(r.typ, r.grp, int16(r.state), -1)
+			t.countState(r.typ, r.grp, r.state, -1)
 			t.changed(r.change(store.Cancelled, r.runAt))
 			r.state = store.Cancelled
 		}
@@ -574,7 +574,7 @@ func (s *Store) Remove(ctx context.Context, ids []int64) ([]error, error) {
 				continue
 			}
 			del = append(del, id)
-			t.countState(r.typ, r.grp, int16(r.state), -1)
+			t.countState(r.typ, r.grp, r.state, -1)
 			t.changed(store.Change{ID: id, Type: r.typ, Group: r.grp, State: r.state, Removed: true, Lease: store.LeaseTag(r.token)})
 			delete(rs, id) // a repeated id in the batch finds it gone
 		}
@@ -816,7 +816,7 @@ func (s *Store) peek(ctx context.Context, op string, ids []int64) (map[int64]*ro
 // one statement. Items it does not return take the general path.
 var completeSQL = moveSQL("",
 	"rota.jobs j WHERE j.id = ANY($1::bigint[]) AND j.state = 1 AND NOT j.resubmit AND j.token = $2::jsonb ->> j.id::text",
-	countsCTE("d", "0", "-1"), "d", map[string]string{
+	"", "d", map[string]string{
 		"state": "3", "result": "convert_to($3::jsonb ->> d.id::text, 'UTF8')", "lease_until": "NULL",
 		"finished_at": "now()", "updated_at": "now()",
 	}, "rota.jobs_ended", "id, type, grp, run_at")
@@ -1061,7 +1061,7 @@ func (t *txn) finish(p *store.FinishParams, r *row, result []byte) (error, error
 		_, err = t.queryRow(`UPDATE rota.jobs SET state = 0, run_at = `+set+`, attempt = greatest(attempt - 1, 0),
 			lease_until = NULL, updated_at = now() WHERE id = $1 RETURNING run_at`, args, &ra)
 		if err == nil {
-			t.count(r.typ, r.grp, 1, -1)
+			t.count(r.typ, r.grp, 1)
 			t.changed(r.change(store.Pending, ra))
 			r.state = store.Pending
 		}
@@ -1086,7 +1086,7 @@ func (t *txn) end(r *row, state store.State, result []byte, errText *string, kil
 	if err != nil {
 		return err
 	}
-	t.countState(r.typ, r.grp, int16(r.state), -1)
+	t.countState(r.typ, r.grp, r.state, -1)
 	t.changed(r.change(state, runAt))
 	r.state = state
 	return nil
@@ -1099,7 +1099,7 @@ func (t *txn) retry(r *row, backoff time.Duration, errText string, killToken boo
 	if _, err := t.queryRow(retrySQL, []any{r.id, us(backoff), errText, killToken}, &runAt); err != nil {
 		return err
 	}
-	t.count(r.typ, r.grp, 1, -1)
+	t.count(r.typ, r.grp, 1)
 	t.changed(r.change(store.Pending, runAt))
 	r.state = store.Pending
 	return nil
@@ -1112,7 +1112,7 @@ func (t *txn) runAgain(r *row, killToken bool) error {
 	if _, err := t.queryRow(runAgainSQL, []any{r.id, killToken}, &runAt); err != nil {
 		return fmt.Errorf("requeue job %d: %w", r.id, err)
 	}
-	t.count(r.typ, r.grp, 1, -1)
+	t.count(r.typ, r.grp, 1)
 	t.changed(r.change(store.Pending, runAt))
 	r.state, r.resubmit = store.Pending, false
 	return nil

@@ -367,9 +367,10 @@ func benchTable(w io.Writer, rs []bench.Result, runs int) error {
 		cols = []col{
 			{"queued", func(r bench.Result) float64 { return float64(r.Backlog) }, "%.0f"},
 			{"µs/job", func(r bench.Result) float64 { return r.MicrosPerJob }, "%.2f"},
+			{"CPU µs/job", func(r bench.Result) float64 { return r.CPUUsPerJob }, "%.2f"},
 			{"accept µs/call", func(r bench.Result) float64 { return r.AcceptCallUs }, "%.0f"},
 			{"jobs/s", func(r bench.Result) float64 { return r.JobsPerSec }, "%.0f"},
-			{"ratio to first", func(r bench.Result) float64 { return r.Ratio }, "%.2f"},
+			{"CPU ratio to first", func(r bench.Result) float64 { return r.Ratio }, "%.2f"},
 			{"fill jobs/s", func(r bench.Result) float64 { return r.FillJobsPerSec }, "%.0f"},
 		}
 	case "memory":

@@ -304,12 +304,13 @@ func (a *acceptor) plan(q *queue, need int64, start map[*pgroup]before) ([]step,
 			continue
 		}
 		if g.bounded() && !g.locked {
-			ok, err := a.lock(g)
+			ok, err := a.lock(g, g == a.waitFor)
 			if err != nil {
 				return nil, err
 			}
-			if !ok {
-				g.out = true // another node serves it now
+			if !ok { // another accept serves it now: serve another group
+				g.out = true
+				a.busy = append(a.busy, g)
 				continue
 			}
 		}
@@ -546,6 +547,8 @@ type acceptor struct {
 	locks   map[string]bool // group names whose lock the transaction holds
 	crosses map[string]*crossBound
 	groups  []*pgroup // served, in order of first service
+	busy    []*pgroup // passed over because another accept held their lock
+	waitFor *pgroup   // a busy group to wait for
 	jobs    []store.Job
 	// jobs[:committedJobs] and t.changes[:committedChanges] were claimed
 	// by statements that committed by themselves
@@ -568,14 +571,14 @@ func (a *acceptor) begin() error {
 	return nil
 }
 
-// lock takes the lock of a bounded group (waiting for it only while the
-// accept holds no other, so that acceptors cannot wait for each other in a
-// circle) and reads its running jobs.
-func (a *acceptor) lock(g *pgroup) (bool, error) {
+// lock takes the lock of a bounded group and counts its running jobs. It
+// only tries, so that concurrent accepts serve different groups rather
+// than queue, unless wait (see claimOnce).
+func (a *acceptor) lock(g *pgroup, wait bool) (bool, error) {
 	if err := a.begin(); err != nil {
 		return false, err
 	}
-	wait := len(a.locks) == 0 || a.locks[g.grp]
+	wait = wait || a.locks[g.grp] // held: it returns at once
 	var locked bool
 	var running, all int64
 	_, err := a.t.queryRow(`SELECT locked, coalesce(running, 0), coalesce(all_running, 0) FROM rota.lock_group($1, $2, $3, $4)`,
@@ -1066,8 +1069,22 @@ func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []str
 			if err != nil {
 				return err
 			}
-			if !progress {
+			if progress {
+				continue
+			}
+			// Nothing to take but groups that other accepts serve: wait
+			// for the first of them, as its next acceptor, rather than
+			// come back empty. Only an accept that holds no group's lock
+			// waits, so accepts cannot wait for each other in a circle.
+			if len(a.jobs) > 0 || len(a.locks) > 0 || len(a.busy) == 0 || a.waitFor != nil {
 				break
+			}
+			g := a.busy[0]
+			a.waitFor, g.out = g, false
+			for _, q := range queues {
+				if q.typ == g.typ {
+					heap.Push(&q.heap, g)
+				}
 			}
 		}
 		return a.finish()

@@ -220,6 +220,25 @@ func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]
 	if err != nil {
 		return nil, err
 	}
+	// Lock the jobs that hold the keys, all at once and in id order (as
+	// every transition does), before anything else: removals do not take
+	// the key locks, so a job found by its key may be gone by now; then
+	// its key is free, and the key lock keeps it free for this add.
+	held := map[int64]*row{}
+	if len(existing) > 0 {
+		ids := make([]int64, 0, len(existing))
+		for _, id := range existing {
+			ids = append(ids, id)
+		}
+		if held, err = t.lock(ids); err != nil {
+			return nil, err
+		}
+		for k, id := range existing {
+			if held[id] == nil {
+				delete(existing, k)
+			}
+		}
+	}
 	target := make([]int64, len(jobs))   // the job an item re-adds
 	insertedBy := make([]int, len(jobs)) // or the earlier item whose insert it re-adds, plus one
 	first := map[typeKey]int{}
@@ -250,13 +269,16 @@ func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]
 		if id == 0 {
 			continue
 		}
-		rs, err := t.lock([]int64{id})
-		if err != nil {
-			return nil, err
-		}
-		r := rs[id]
-		if r == nil { // cannot happen while the key lock is held
-			return nil, fmt.Errorf("job %d with key %q vanished", id, p.Key)
+		r := held[id]
+		if r == nil { // inserted by an earlier item of this batch
+			rs, err := t.lock([]int64{id})
+			if err != nil {
+				return nil, err
+			}
+			if r = rs[id]; r == nil {
+				return nil, fmt.Errorf("job %d with key %q vanished", id, p.Key)
+			}
+			held[id] = r
 		}
 		prio, grp := int64(p.Priority), p.Group
 		maxAtt, base, maxB := int64(p.MaxAttempts), us(p.BackoffBase), us(p.BackoffMax)

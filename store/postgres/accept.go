@@ -513,17 +513,19 @@ gu AS (UPDATE rota.groups g SET pending = g.pending - x.n, turn = g.turn + x.n /
 var pageIfShortSQL = `SELECT * FROM (` + pageSQL + `) p WHERE current_setting('rotajobs.short', true) = 'true'`
 
 var (
-	// claimCountedSQL claims a plan and counts it, in one statement (an
-	// accept outside a transaction); $10..$12 give each group's 1/weight.
+	// claimCountedSQL claims a plan of one type and counts it, in one
+	// statement (an accept outside a transaction); $10..$12 give each
+	// group's 1/weight. Each row also carries the groups that ran out of
+	// pending jobs and their turns (usually none).
 	claimCountedSQL = `WITH ` + planSQL + claimSQL(7, `,
 cd AS (SELECT p.type, p.grp, count(*) AS n FROM picked p GROUP BY p.type, p.grp),
 gu AS (`+servedSQL(`SELECT cd.type, cd.grp, cd.n, w.inv FROM cd
 	JOIN unnest($10::text[], $11::text[], $12::float8[]) AS w(type, grp, inv) ON w.type = cd.type AND w.grp = cd.grp`)+`)`, "",
-		`(SELECT gu.pending FROM gu WHERE gu.type = j.type AND gu.grp = j.grp), (SELECT gu.turn FROM gu WHERE gu.type = j.type AND gu.grp = j.grp)`)
+		`(SELECT array_agg(gu.grp) FROM gu WHERE gu.pending = 0), (SELECT array_agg(gu.turn) FROM gu WHERE gu.pending = 0)`)
 
 	// claimPlanSQL claims a plan in the accept's transaction, which counts
 	// it before it commits.
-	claimPlanSQL = `WITH ` + planSQL + claimSQL(7, "", "", `NULL::bigint, NULL::float8`)
+	claimPlanSQL = `WITH ` + planSQL + claimSQL(7, "", "", `NULL::text[], NULL::float8[]`)
 
 	// candidatesSQL only finds and locks a plan's jobs, for accepts of
 	// several types, which choose among them.
@@ -531,7 +533,7 @@ gu AS (`+servedSQL(`SELECT cd.type, cd.grp, cd.n, w.inv FROM cd
 
 	// claimIDsSQL claims jobs the accept's transaction locked.
 	claimIDsSQL = `WITH picked AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS p(id, e, type))` +
-		claimSQL(4, "", "", `NULL::bigint, NULL::float8`)
+		claimSQL(4, "", "", `NULL::text[], NULL::float8[]`)
 
 	servedFlushSQL = servedSQL(`SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::float8[]) AS u(type, grp, n, inv)`)
 )
@@ -637,15 +639,19 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 		}
 		err = func() error {
 			defer r.Close()
+			var drained []string
+			var turns []float64
 			for r.Next() {
-				j, e, pending, turn, err := scanClaimed(r)
+				j, e, err := scanClaimed(r, &drained, &turns)
 				if err != nil {
 					return err
 				}
 				k := ents.keys[e-1]
 				lists[k] = append(lists[k], jobCandidate(j))
-				if a.tx == nil && pending == 0 {
-					a.clock(k.g, turn)
+			}
+			for i, grp := range drained {
+				if g := queues[0].loaded[grp]; g != nil && i < len(turns) {
+					a.clock(g, turns[i])
 				}
 			}
 			return r.Err()
@@ -761,7 +767,7 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 				defer r.Close()
 				got := 0
 				for r.Next() {
-					j, e, _, _, err := scanClaimed(r)
+					j, e, err := scanClaimed(r, nil, nil)
 					if err != nil {
 						return err
 					}
@@ -830,21 +836,20 @@ type pick struct {
 	c candidate
 }
 
-// scanClaimed reads a claimed job, its plan entry, and its group's pending
-// count and turn after the claim (when the statement counted it).
-func scanClaimed(r rows) (*store.Job, int64, int64, float64, error) {
+// scanClaimed reads a claimed job and its plan entry, and the groups that
+// ran out of pending jobs with their turns (when the statement counted).
+func scanClaimed(r rows, drained *[]string, turns *[]float64) (*store.Job, int64, error) {
 	var e int64
-	var pending sql.NullInt64
-	var turn sql.NullFloat64
-	j, err := scanJob(&extraScanner{r: r, extra: []any{&e, &pending, &turn}})
+	var d []string
+	var ts []float64
+	j, err := scanJob(&extraScanner{r: r, extra: []any{&e, &d, &ts}})
 	if err != nil {
-		return nil, 0, 0, 0, err
+		return nil, 0, err
 	}
-	p := int64(-1)
-	if pending.Valid {
-		p = pending.Int64
+	if drained != nil && d != nil {
+		*drained, *turns = d, ts
 	}
-	return &j, e, p, turn.Float64, nil
+	return &j, e, nil
 }
 
 // extraScanner scans a job's columns followed by more.

@@ -393,14 +393,28 @@ type entries struct {
 }
 
 func (a *acceptor) entries(q *queue, steps []step, into *entries) {
+	add := func(k entryKey, n int64) {
+		if _, ok := into.n[k]; !ok {
+			into.index[k] = len(into.keys)
+			into.keys = append(into.keys, k)
+		}
+		into.n[k] += n
+	}
+	if q.bands.IsZero() {
+		for _, st := range steps {
+			add(entryKey{st.g, bandAny}, st.n)
+		}
+		return
+	}
+	// With a counting scheme, each pick falls back to the other band when
+	// its own is empty: so a group's picks are looked for in both bands,
+	// and chosen among what was found (see round).
 	for _, st := range steps {
-		for i := range st.n {
-			k := entryKey{st.g, q.band(st.g, st.bc+i)}
-			if _, ok := into.n[k]; !ok {
-				into.index[k] = len(into.keys)
-				into.keys = append(into.keys, k)
-			}
-			into.n[k]++
+		if !st.g.highDone {
+			add(entryKey{st.g, bandHigh}, st.n)
+		}
+		if !st.g.lowDone {
+			add(entryKey{st.g, bandLow}, st.n)
 		}
 	}
 }
@@ -618,10 +632,18 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 	if len(ents.keys) == 0 {
 		return false, nil
 	}
-	// Find (and, with one type, claim) the jobs.
+	// Find and claim the jobs in one statement; or, with several types or
+	// a counting scheme, find and lock more than the plan needs (each
+	// type's picks; each pick in both bands), choose, and claim what was
+	// chosen, in the accept's transaction.
 	lists := make(map[entryKey][]candidate, len(ents.keys))
 	args := append(ents.args(), optTime(a.p.DueBy))
-	single := len(queues) == 1
+	single := len(queues) == 1 && queues[0].bands.IsZero()
+	if !single {
+		if err := a.begin(); err != nil {
+			return false, err
+		}
+	}
 	if single {
 		query := claimPlanSQL
 		args = append(args, a.lease...)
@@ -706,7 +728,13 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 	for i, q := range queues {
 		for _, st := range steps[i] {
 			for n := range st.n {
-				want := q.band(st.g, st.bc+n)
+				want := bandAny // the scheme's band, whatever was found
+				if !q.bands.IsZero() {
+					want = bandLow
+					if q.bands.Next(int(st.bc + n)) {
+						want = bandHigh
+					}
+				}
 				k := entryKey{st.g, want}
 				if len(lists[k]) == 0 && want != bandAny {
 					k.band = bandHigh + bandLow - want

@@ -462,7 +462,8 @@ var planSQL = `plan AS (
 
 // claimSQL ends a statement that leases the rows of picked (id, e, type,
 // grp) to the worker: ctes are more CTEs, where more conditions (with no
-// reference to the rows), returning more columns after the job's and e.
+// reference to the rows), returning more columns (", …") after the job's
+// and e.
 // The lease length comes from the request ($arg), else the type's
 // setting, else the default ($arg+1); $arg+2 names the worker. set_config
 // makes the transaction commit without waiting for the WAL flush: losing a
@@ -475,7 +476,7 @@ UPDATE rota.jobs j SET state = 1, token = translate(gen_random_uuid()::text, '-'
 	lease_timeout = lt.us, lease_until = now() + lt.us * interval '1 microsecond', attempt = j.attempt + 1,
 	started_at = now(), cancel_requested = false, updated_at = now()
 FROM lt WHERE j.id = lt.id AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL`, arg+2) + where + `
-RETURNING ` + prefixed("j.", jobColumns) + `, lt.e, ` + returning
+RETURNING ` + prefixed("j.", jobColumns) + `, lt.e` + returning
 }
 
 // servedSQL counts jobs claimed from groups (rows of src: type, grp, n,
@@ -493,34 +494,41 @@ func servedSQL(src string) string {
 // the turns the first group wins in a row (at most $2), unless the group is
 // bounded or the type has a counting scheme, and counts them. $1 is the
 // type, $3 the due-by time, $4..$6 the lease arguments. It returns the
-// claimed jobs with the group's pending count and turn after the claim,
-// its weight, and the turns it won; and it notes in the setting rotajobs.short
+// claimed jobs with the group's pending count and turn before the claim,
+// its weight, and the turns it won (the group's row is updated after the
+// jobs, unreferenced, so that the claim holds it only from the end of the
+// statement to its commit); and it notes in the setting rotajobs.short
 // whether it claimed fewer than $2, for pageIfShortSQL, which runs after it
 // in the same round trip. So an accept that one group serves whole is one
 // statement, as before groups.
-var headSQL = `WITH pg AS (SELECT g.grp, g.turn, g.pending,
-		CASE WHEN coalesce(o.weight, 0) > 0 THEN o.weight WHEN coalesce(al.weight, 0) > 0 THEN al.weight ELSE 1 END AS w,
-		coalesce(o.max_running, 0) > 0 OR coalesce(al.max_running, 0) > 0 AS bounded
-	FROM (SELECT grp, turn, pending FROM rota.groups WHERE type = $1 AND pending > 0 ORDER BY turn, grp LIMIT 2) g
-	LEFT JOIN rota.group_config o ON o.grp = g.grp AND o.type = $1
-	LEFT JOIN rota.group_config al ON al.grp = g.grp AND al.type = ''),
-ty AS (SELECT coalesce(max(y.bands_high + y.bands_low), 0) AS bands, coalesce(max(y.group_max_running), 0) AS gmax
-	FROM rota.types y WHERE y.name = $1),
-hd AS (SELECT h.grp, h.w, greatest(1, least($2::bigint, h.pending, CASE
+var headSQL = `WITH hd AS (SELECT g.grp, g.turn, g.pending, w.w, greatest(1, least($2::bigint, g.pending, CASE
 		WHEN r.grp IS NULL THEN $2::bigint
-		WHEN h.grp < r.grp THEN floor((r.turn - h.turn) * h.w + 1e-9)::bigint + 1
-		ELSE ceil((r.turn - h.turn) * h.w - 1e-9)::bigint END)) AS n
-	FROM (SELECT * FROM pg ORDER BY turn, grp LIMIT 1) h
-	LEFT JOIN (SELECT * FROM pg ORDER BY turn, grp OFFSET 1) r ON true
-	CROSS JOIN ty
-	WHERE NOT h.bounded AND ty.bands = 0 AND ty.gmax = 0),
-plan AS (SELECT $1::text AS type, hd.grp, '` + fmt.Sprint(int64(math.MinInt64)) + `'::bigint AS lo, '` + fmt.Sprint(int64(math.MaxInt64)) + `'::bigint AS hi,
-	hd.n::int AS n, 1::bigint AS e FROM hd),` + pickSQL("$3") + claimSQL(4, `,
+		WHEN g.grp < r.grp THEN floor((r.turn - g.turn) * w.w + 1e-9)::bigint + 1
+		ELSE ceil((r.turn - g.turn) * w.w - 1e-9)::bigint END)) AS n
+	FROM (SELECT grp, turn, pending FROM rota.groups WHERE type = $1 AND pending > 0 ORDER BY turn, grp LIMIT 1) g
+	LEFT JOIN LATERAL (SELECT x.grp, x.turn FROM rota.groups x WHERE x.type = $1 AND x.pending > 0 AND (x.turn, x.grp) > (g.turn, g.grp)
+		ORDER BY x.turn, x.grp LIMIT 1) r ON true
+	CROSS JOIN LATERAL (SELECT coalesce(
+		(SELECT c.weight FROM rota.group_config c WHERE c.grp = g.grp AND c.type = $1 AND c.weight > 0),
+		(SELECT c.weight FROM rota.group_config c WHERE c.grp = g.grp AND c.type = '' AND c.weight > 0), 1) AS w) w
+	WHERE NOT EXISTS (SELECT FROM rota.group_config c WHERE c.grp = g.grp AND (c.type = $1 OR c.type = '') AND c.max_running > 0)
+		AND NOT EXISTS (SELECT FROM rota.types y WHERE y.name = $1 AND (y.bands_high + y.bands_low > 0 OR y.group_max_running > 0))),
+r AS (SELECT j.id FROM rota.jobs j
+	WHERE j.state = 0 AND j.attempt > 0 AND j.type = $1 AND j.grp = (SELECT hd.grp FROM hd) AND j.run_at <= coalesce($3::timestamptz, now())
+	ORDER BY j.priority DESC, j.run_at, j.id LIMIT (SELECT hd.n FROM hd) FOR UPDATE SKIP LOCKED),
+f AS (SELECT j.id FROM rota.jobs j
+	WHERE j.state = 0 AND j.attempt = 0 AND j.type = $1 AND j.grp = (SELECT hd.grp FROM hd) AND j.run_at <= coalesce($3::timestamptz, now())
+	ORDER BY j.priority DESC, j.run_at, j.id LIMIT (SELECT hd.n FROM hd) - (SELECT count(*) FROM r) FOR UPDATE SKIP LOCKED),
+picked AS (SELECT id FROM r UNION ALL SELECT id FROM f),
+lt AS (SELECT coalesce($4::bigint, (SELECT nullif(y.lease_timeout, 0) FROM rota.types y WHERE y.name = $1), $5::bigint) AS us),
 gu AS (UPDATE rota.groups g SET pending = g.pending - x.n, turn = g.turn + x.n / hd.w, band_count = g.band_count + x.n
-	FROM (SELECT count(*) AS n FROM picked) x, hd WHERE g.type = $1 AND g.grp = hd.grp AND x.n > 0
-	RETURNING g.pending, g.turn, hd.w, hd.n)`,
-	` AND (SELECT set_config('rotajobs.short', ((SELECT count(*) FROM picked) < $2)::text, true)) IS NOT NULL`,
-	`(SELECT gu.pending FROM gu), (SELECT gu.turn FROM gu), (SELECT gu.w FROM gu), (SELECT gu.n FROM gu)`)
+	FROM (SELECT count(*) AS n FROM picked) x, hd WHERE g.type = $1 AND g.grp = hd.grp AND x.n > 0)
+UPDATE rota.jobs j SET state = 1, token = translate(gen_random_uuid()::text, '-', ''), worker = $6,
+	lease_timeout = lt.us, lease_until = now() + lt.us * interval '1 microsecond', attempt = j.attempt + 1,
+	started_at = now(), cancel_requested = false, updated_at = now()
+FROM picked p, lt WHERE j.id = p.id AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL
+	AND (SELECT set_config('rotajobs.short', ((SELECT count(*) FROM picked) < $2)::text, true)) IS NOT NULL
+RETURNING ` + prefixed("j.", jobColumns) + `, 1::bigint, (SELECT hd.pending FROM hd), (SELECT hd.turn FROM hd), (SELECT hd.w FROM hd), (SELECT hd.n FROM hd)`
 
 // pageIfShortSQL is pageSQL when the headSQL before it claimed fewer jobs
 // than asked, and nothing otherwise.
@@ -529,17 +537,18 @@ var pageIfShortSQL = `SELECT * FROM (` + pageSQL + `) p WHERE current_setting('r
 var (
 	// claimCountedSQL claims a plan of one type and counts it, in one
 	// statement (an accept outside a transaction); $10..$12 give each
-	// group's 1/weight. Each row also carries the groups that ran out of
-	// pending jobs and their turns (usually none).
+	// group's 1/weight. The group rows are updated after the jobs (gu is
+	// not referenced), so that the claim holds them only from the end of
+	// the statement to its commit.
 	claimCountedSQL = `WITH ` + planSQL + claimSQL(7, `,
 cd AS (SELECT p.type, p.grp, count(*) AS n FROM picked p GROUP BY p.type, p.grp),
 gu AS (`+servedSQL(`SELECT cd.type, cd.grp, cd.n, w.inv FROM cd
 	JOIN unnest($10::text[], $11::text[], $12::float8[]) AS w(type, grp, inv) ON w.type = cd.type AND w.grp = cd.grp`)+`)`, "",
-		`(SELECT array_agg(gu.grp) FROM gu WHERE gu.pending = 0), (SELECT array_agg(gu.turn) FROM gu WHERE gu.pending = 0)`)
+		"")
 
 	// claimPlanSQL claims a plan in the accept's transaction, which counts
 	// it before it commits.
-	claimPlanSQL = `WITH ` + planSQL + claimSQL(7, "", "", `NULL::text[], NULL::float8[]`)
+	claimPlanSQL = `WITH ` + planSQL + claimSQL(7, "", "", "")
 
 	// candidatesSQL only finds and locks a plan's jobs, for accepts of
 	// several types, which choose among them.
@@ -547,7 +556,7 @@ gu AS (`+servedSQL(`SELECT cd.type, cd.grp, cd.n, w.inv FROM cd
 
 	// claimIDsSQL claims jobs the accept's transaction locked.
 	claimIDsSQL = `WITH picked AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS p(id, e, type))` +
-		claimSQL(4, "", "", `NULL::text[], NULL::float8[]`)
+		claimSQL(4, "", "", "")
 
 	servedFlushSQL = servedSQL(`SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::float8[]) AS u(type, grp, n, inv)`)
 )
@@ -661,20 +670,13 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 		}
 		err = func() error {
 			defer r.Close()
-			var drained []string
-			var turns []float64
 			for r.Next() {
-				j, e, err := scanClaimed(r, &drained, &turns)
+				j, e, err := scanClaimed(r)
 				if err != nil {
 					return err
 				}
 				k := ents.keys[e-1]
 				lists[k] = append(lists[k], jobCandidate(j))
-			}
-			for i, grp := range drained {
-				if g := queues[0].loaded[grp]; g != nil && i < len(turns) {
-					a.clock(g, turns[i])
-				}
 			}
 			return r.Err()
 		}()
@@ -795,7 +797,7 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 				defer r.Close()
 				got := 0
 				for r.Next() {
-					j, e, err := scanClaimed(r, nil, nil)
+					j, e, err := scanClaimed(r)
 					if err != nil {
 						return err
 					}
@@ -838,6 +840,8 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 		g.served += n
 		if a.tx != nil {
 			g.deferred += n
+		} else if n > 0 && g.pending <= 0 {
+			a.clock(g, g.turn) // it ran out (as far as this accept can tell)
 		}
 		if g.cross != nil {
 			g.cross.run += n
@@ -864,18 +868,12 @@ type pick struct {
 	c candidate
 }
 
-// scanClaimed reads a claimed job and its plan entry, and the groups that
-// ran out of pending jobs with their turns (when the statement counted).
-func scanClaimed(r rows, drained *[]string, turns *[]float64) (*store.Job, int64, error) {
+// scanClaimed reads a claimed job and its plan entry.
+func scanClaimed(r rows) (*store.Job, int64, error) {
 	var e int64
-	var d []string
-	var ts []float64
-	j, err := scanJob(&extraScanner{r: r, extra: []any{&e, &d, &ts}})
+	j, err := scanJob(&extraScanner{r: r, extra: []any{&e}})
 	if err != nil {
 		return nil, 0, err
-	}
-	if drained != nil && d != nil {
-		*drained, *turns = d, ts
 	}
 	return &j, e, nil
 }
@@ -951,8 +949,8 @@ func (a *acceptor) head(q *queue) error {
 	if claimed == 0 {
 		return nil
 	}
-	if pending == 0 {
-		a.clock(&pgroup{typ: q.typ, weight: w}, turn)
+	if claimed >= pending { // it ran out
+		a.clock(&pgroup{typ: q.typ, weight: w}, turn+float64(claimed)/w)
 	}
 	g := q.loaded[grp]
 	if g == nil { // not read: the accept is complete, or the group ran out

@@ -73,6 +73,7 @@ func backlogRun(ctx context.Context, o Options, cfg BacklogConfig, size int, pro
 	var acceptTime, finishTime, cpu time.Duration
 	calls, measured := 0, 0
 	warm := min(cfg.Measure/10, 2000)
+	psi := pressureSince()
 	for done := 0; done < warm+cfg.Measure; {
 		c0, t0 := cpuTime(), time.Now()
 		jobs, err := c.Accept(ctx, rota.AcceptParams{Types: []string{typ}, Limit: cfg.Batch, Worker: "bench"})
@@ -115,5 +116,5 @@ func backlogRun(ctx context.Context, o Options, cfg BacklogConfig, size int, pro
 		Seconds: cost.Seconds(), JobsPerSec: float64(measured) / cost.Seconds(), BatchSize: cfg.Batch,
 		MicrosPerJob: float64(cost.Microseconds()) / float64(measured),
 		AcceptCallUs: float64(acceptTime.Microseconds()) / float64(calls), FillJobsPerSec: fillRate, StoreInfo: e.info,
-		CPUUsPerJob: float64(cpu.Microseconds()) / float64(measured)}, nil
+		CPUUsPerJob: float64(cpu.Microseconds()) / float64(measured), CPUPressure: psi()}, nil
 }

@@ -60,11 +60,11 @@ func Drain(ctx context.Context, o Options, cfg DrainConfig) (Result, error) {
 		return Result{}, err
 	}
 	defer stopProfile()
-	begin, cpu0 := time.Now(), cpuTime()
+	begin, cpu0, psi := time.Now(), cpuTime(), pressureSince()
 	ran := make(chan error, 1)
 	go func() { ran <- w.Run(wctx) }()
 	err = waitDone(ctx, done, count, cfg.Jobs, 5*time.Minute, func(d, t int) { o.progress(cfg.Jobs/4+d, total) })
-	elapsed, cpu := time.Since(begin), cpuTime()-cpu0
+	elapsed, cpu, pressure := time.Since(begin), cpuTime()-cpu0, psi()
 	stopProfile()
 	stop()
 	if rerr := <-ran; err == nil {
@@ -78,7 +78,7 @@ func Drain(ctx context.Context, o Options, cfg DrainConfig) (Result, error) {
 	}
 	r := Result{Workload: "drain", Store: o.storeName(), Via: o.via(), Jobs: cfg.Jobs, Concurrency: cfg.Concurrency,
 		Seconds: elapsed.Seconds(), JobsPerSec: float64(cfg.Jobs) / elapsed.Seconds(), StoreInfo: e.info,
-		CPUUsPerJob: float64(cpu.Microseconds()) / float64(cfg.Jobs)}
+		CPUUsPerJob: float64(cpu.Microseconds()) / float64(cfg.Jobs), CPUPressure: pressure}
 	return r, nil
 }
 

@@ -2,8 +2,11 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/rotajobs/rota/store"
 	"github.com/rotajobs/rota/store/postgres"
@@ -56,4 +59,30 @@ func BenchmarkDrainPostgres(b *testing.B) {
 	}
 	b.ReportMetric(rs[len(rs)-1].JobsPerSec, "jobs/s")
 	b.ReportMetric(0, "ns/op")
+}
+
+// TestReportPostgres prints the drain (with its baselines, in process and
+// over HTTP) and steady results on PostgreSQL as JSON lines, for
+// docs/benchmarks.md, when ROTA_BENCH_REPORT is set too (the CLI's
+// --store postgres does the same once the PostgreSQL store is in the
+// binary).
+func TestReportPostgres(t *testing.T) {
+	o := pgOptions(t)
+	if os.Getenv("ROTA_BENCH_REPORT") == "" {
+		t.Skip("ROTA_BENCH_REPORT is not set")
+	}
+	ctx := context.Background()
+	o.Via = "http"
+	rs, err := DrainWithBaselines(ctx, o, DefaultDrain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := SteadyWithBaseline(ctx, o, SteadyConfig{Rate: 500, Duration: 10 * time.Second, Concurrency: 32, Warmup: time.Second}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range append(rs, s...) {
+		b, _ := json.Marshal(r)
+		fmt.Println(string(b))
+	}
 }

@@ -350,6 +350,7 @@ func benchTable(w io.Writer, rs []bench.Result, runs int) error {
 			{"jobs/s", func(r bench.Result) float64 { return r.JobsPerSec }, "%.0f"},
 			{"CPU µs/job", func(r bench.Result) float64 { return r.CPUUsPerJob }, "%.1f"},
 			{"ratio", func(r bench.Result) float64 { return r.Ratio }, "%.2f"},
+			{"CPU pressure", func(r bench.Result) float64 { return r.CPUPressure }, "%.2f"},
 		}
 	case "steady":
 		cols = []col{
@@ -361,7 +362,9 @@ func benchTable(w io.Writer, rs []bench.Result, runs int) error {
 			{"p99", func(r bench.Result) float64 { return r.FinishP99Ms }, "%.2f"},
 			{"p99.9", func(r bench.Result) float64 { return r.FinishP999Ms }, "%.2f"},
 			{"add p50 ms", func(r bench.Result) float64 { return r.AddP50Ms }, "%.2f"},
+			{"add p99", func(r bench.Result) float64 { return r.AddP99Ms }, "%.2f"},
 			{"ratio", func(r bench.Result) float64 { return r.Ratio }, "%.2f"},
+			{"CPU pressure", func(r bench.Result) float64 { return r.CPUPressure }, "%.2f"},
 		}
 	case "backlog":
 		cols = []col{
@@ -372,6 +375,7 @@ func benchTable(w io.Writer, rs []bench.Result, runs int) error {
 			{"jobs/s", func(r bench.Result) float64 { return r.JobsPerSec }, "%.0f"},
 			{"CPU ratio to first", func(r bench.Result) float64 { return r.Ratio }, "%.2f"},
 			{"fill jobs/s", func(r bench.Result) float64 { return r.FillJobsPerSec }, "%.0f"},
+			{"CPU pressure", func(r bench.Result) float64 { return r.CPUPressure }, "%.2f"},
 		}
 	case "memory":
 		cols = []col{

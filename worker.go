@@ -242,6 +242,18 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	slots := make(chan struct{}, w.cfg.Concurrency)
 	var wg sync.WaitGroup
+	// Runners run handlers, one job at a time, and then wait for the next
+	// job: a goroutine per job would start on a small stack and grow it
+	// for every job. There are at most Concurrency of them, since each
+	// holds a slot while it runs a job.
+	runq := make(chan *runningJob)
+	runner := func(r *runningJob) {
+		defer wg.Done()
+		for ok := true; ok; r, ok = <-runq {
+			w.execute(r)
+			<-slots
+		}
+	}
 	for ctx.Err() == nil {
 		select { // wait for one free slot, then take what else is free
 		case slots <- struct{}{}:
@@ -275,14 +287,15 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		for i := range jobs {
 			r := w.start(base, jobs[i])
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-slots }()
-				w.execute(r)
-			}()
+			select {
+			case runq <- r: // an idle runner takes it
+			default:
+				wg.Add(1)
+				go runner(r)
+			}
 		}
 	}
+	close(runq) // idle runners exit; busy ones after their job
 
 	// Shutdown: wait for handlers, then cancel and hand back the rest.
 	done := make(chan struct{})
@@ -367,8 +380,8 @@ func (w *Worker) execute(r *runningJob) {
 	default:
 		p.As, p.Error = Fail, err.Error()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	// The finisher bounds each store call (batchTimeout).
+	ctx := context.Background()
 	ferr, err := w.finisher.do(ctx, p)
 	if err != nil {
 		ferr = err

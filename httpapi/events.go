@@ -84,8 +84,28 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				}
 				return
 			}
-			data, _ := json.Marshal(Event{Change: ev, At: time.Now().UTC()})
-			fmt.Fprintf(w, "id: %d\nevent: job\ndata: %s\n\n", seq, data)
+			// Write what else is ready too, then flush once: under load,
+			// one write per batch of events instead of one per event.
+			now := time.Now().UTC()
+			for more := true; more; {
+				data, _ := json.Marshal(Event{Change: ev, At: now})
+				fmt.Fprintf(w, "id: %d\nevent: job\ndata: %s\n\n", seq, data)
+				select {
+				case ev, more = <-sub.C:
+					if more {
+						seq++
+					} else {
+						flusher.Flush()
+						if r.Context().Err() == nil {
+							fmt.Fprintf(w, "id: %d\nevent: end\ndata: {}\n\n", seq+1)
+							flusher.Flush()
+						}
+						return
+					}
+				default:
+					more = false
+				}
+			}
 			flusher.Flush()
 		}
 	}

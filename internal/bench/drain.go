@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
+	"runtime/pprof"
+	"sync"
 	"time"
 
 	"github.com/rotajobs/rota"
@@ -18,6 +21,9 @@ type DrainConfig struct {
 	// Baseline also measures the ceiling in the same run: raw batched SQL
 	// claim+complete on the same kind of database file (SQLite only).
 	Baseline bool
+	// CPUProfile, when set, is a file to write a CPU profile of the
+	// measured part to (not the set-up).
+	CPUProfile string
 }
 
 // DefaultDrain sizes the drain to run in a few seconds on 2 cores.
@@ -49,11 +55,17 @@ func Drain(ctx context.Context, o Options, cfg DrainConfig) (Result, error) {
 	w.Handle(typ, rota.HandlerFunc(func(context.Context, *rota.Job) error { return nil }))
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	begin, cpu0 := time.Now(), cpuTime()
+	stopProfile, err := startProfile(cfg.CPUProfile)
+	if err != nil {
+		return Result{}, err
+	}
+	defer stopProfile()
+	begin, cpu0, psi := time.Now(), cpuTime(), pressureSince()
 	ran := make(chan error, 1)
 	go func() { ran <- w.Run(wctx) }()
 	err = waitDone(ctx, done, count, cfg.Jobs, 5*time.Minute, func(d, t int) { o.progress(cfg.Jobs/4+d, total) })
-	elapsed, cpu := time.Since(begin), cpuTime()-cpu0
+	elapsed, cpu, pressure := time.Since(begin), cpuTime()-cpu0, psi()
+	stopProfile()
 	stop()
 	if rerr := <-ran; err == nil {
 		err = rerr
@@ -66,7 +78,7 @@ func Drain(ctx context.Context, o Options, cfg DrainConfig) (Result, error) {
 	}
 	r := Result{Workload: "drain", Store: o.storeName(), Via: o.via(), Jobs: cfg.Jobs, Concurrency: cfg.Concurrency,
 		Seconds: elapsed.Seconds(), JobsPerSec: float64(cfg.Jobs) / elapsed.Seconds(), StoreInfo: e.info,
-		CPUUsPerJob: float64(cpu.Microseconds()) / float64(cfg.Jobs)}
+		CPUUsPerJob: float64(cpu.Microseconds()) / float64(cfg.Jobs), CPUPressure: pressure}
 	return r, nil
 }
 
@@ -78,4 +90,27 @@ func checkpoint(ctx context.Context, st store.Store) {
 			db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
 		}
 	}
+}
+
+// startProfile starts a CPU profile into path ("" does nothing); the
+// returned function stops it and may be called more than once.
+func startProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		})
+	}, nil
 }

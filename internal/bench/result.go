@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -62,6 +63,12 @@ type Result struct {
 	BaselineValue float64 `json:"baseline_value,omitempty"`
 	Ratio         float64 `json:"ratio,omitempty"`
 
+	// CPUPressure is the share of the measured part during which some
+	// runnable task on the machine waited for a CPU (Linux PSI, "some"):
+	// how much other load competed with the run. Near 0 on a quiet
+	// machine.
+	CPUPressure float64 `json:"cpu_pressure,omitempty"`
+
 	Note string `json:"note,omitempty"`
 	StoreInfo
 }
@@ -99,6 +106,39 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// pressure reads the machine's CPU pressure stall total (µs) and the
+// time it was read; ok is false without PSI.
+func pressure() (stall int64, at time.Time, ok bool) {
+	b, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return 0, time.Time{}, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "some ") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "total="); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				return n, time.Now(), err == nil
+			}
+		}
+	}
+	return 0, time.Time{}, false
+}
+
+// pressureSince returns a function giving the CPU pressure since now.
+func pressureSince() func() float64 {
+	s0, t0, ok := pressure()
+	return func() float64 {
+		s1, t1, ok1 := pressure()
+		if !ok || !ok1 || !t1.After(t0) {
+			return 0
+		}
+		return float64(s1-s0) / float64(t1.Sub(t0).Microseconds())
+	}
 }
 
 // percentiles returns the q-quantiles (nearest rank) of ds in milliseconds.

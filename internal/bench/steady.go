@@ -90,6 +90,7 @@ func Steady(ctx context.Context, o Options, cfg SteadyConfig) (Result, error) {
 	var addMu sync.Mutex
 	begin := time.Now()
 	var measuredBegin time.Time
+	var psi func() float64
 	for i := 0; i < total && ctx.Err() == nil; i++ {
 		due := begin.Add(time.Duration(i) * interval)
 		if d := time.Until(due); d > 0 {
@@ -97,7 +98,7 @@ func Steady(ctx context.Context, o Options, cfg SteadyConfig) (Result, error) {
 		}
 		measured := i >= warm
 		if i == warm {
-			measuredBegin = time.Now()
+			measuredBegin, psi = time.Now(), pressureSince()
 		}
 		adds.Add(1)
 		go func() {
@@ -127,7 +128,7 @@ func Steady(ctx context.Context, o Options, cfg SteadyConfig) (Result, error) {
 		return Result{}, fmt.Errorf("steady: add: %w", addErr)
 	}
 	err = waitDone(ctx, done, count, total, time.Minute, o.progress)
-	elapsed := time.Since(measuredBegin)
+	elapsed, pressure := time.Since(measuredBegin), psi()
 	stop()
 	if rerr := <-ran; err == nil {
 		err = rerr
@@ -143,7 +144,7 @@ func Steady(ctx context.Context, o Options, cfg SteadyConfig) (Result, error) {
 	r := Result{Workload: "steady", Store: o.storeName(), Via: o.via(), Jobs: n, Concurrency: cfg.Concurrency,
 		Seconds: elapsed.Seconds(), JobsPerSec: float64(n) / sent.Seconds(), TargetRate: cfg.Rate,
 		P50Ms: s[0], P99Ms: s[1], P999Ms: s[2], MaxMs: s[3], FinishP50Ms: f[0], FinishP99Ms: f[1], FinishP999Ms: f[2],
-		AddP50Ms: a[0], AddP99Ms: a[1], StoreInfo: e.info}
+		AddP50Ms: a[0], AddP99Ms: a[1], StoreInfo: e.info, CPUPressure: pressure}
 	if len(startLat) != n || len(finishLat) != n {
 		r.Note = fmt.Sprintf("measured %d starts and %d finishes of %d jobs", len(startLat), len(finishLat), n)
 	}

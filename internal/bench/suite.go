@@ -5,23 +5,32 @@ import (
 	"fmt"
 )
 
-// DrainWithBaselines runs the drain with its baselines from the same run:
-// for SQLite (when cfg.Baseline), raw batched SQL on the same kind of
-// database file, the ceiling, against which the in-process figure is a
-// ratio; with Via "http", the in-process drain, against which the HTTP
+// DrainWithBaselines runs the drain with its baselines from the same run
+// (when cfg.Baseline): raw batched SQL on the same kind of database (a
+// SQLite file, or a schema of its own in the PostgreSQL database), the
+// ceiling, against which the in-process figure is a ratio; with Via "http", the in-process drain, against which the HTTP
 // figure is a ratio. It returns the baselines' results first.
 func DrainWithBaselines(ctx context.Context, o Options, cfg DrainConfig) ([]Result, error) {
 	var out []Result
 	var raw float64
-	if cfg.Baseline && o.storeName() == "sqlite" {
-		v, cpu, err := RawSQLiteDrain(ctx, o.Dir, cfg.Jobs)
+	if cfg.Baseline {
+		var v, cpu float64
+		var err error
+		var note string
+		switch o.storeName() {
+		case "sqlite":
+			v, cpu, err = RawSQLiteDrain(ctx, o.Dir, cfg.Jobs)
+			note = "ceiling: one connection, UPDATE…RETURNING claims of 500 and UPDATE…FROM json_each completions, minimal schema"
+		case "postgres":
+			v, cpu, err = RawPostgresDrain(ctx, o.DSN, cfg.Jobs)
+			note = "baseline: one connection, SKIP LOCKED claims of 500 (synchronous_commit off) and UPDATE…FROM unnest completions, minimal schema"
+		}
 		if err != nil {
 			return nil, fmt.Errorf("drain baseline: %w", err)
 		}
 		raw = v
-		out = append(out, Result{Workload: "drain", Store: "sqlite", Via: "raw-sql", Jobs: cfg.Jobs,
-			Seconds: float64(cfg.Jobs) / v, JobsPerSec: v, CPUUsPerJob: cpu,
-			Note: "ceiling: one goroutine, UPDATE…RETURNING claims of 500 and UPDATE…FROM json_each completions, minimal schema"})
+		out = append(out, Result{Workload: "drain", Store: o.storeName(), Via: "raw-sql", Jobs: cfg.Jobs,
+			Seconds: float64(cfg.Jobs) / v, JobsPerSec: v, CPUUsPerJob: cpu, Note: note})
 	}
 	inproc := o
 	inproc.Via = "inprocess"

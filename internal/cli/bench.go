@@ -95,6 +95,7 @@ with --via http, the same drain in process.`,
 	fl.IntVar(&cfg.Jobs, "jobs", cfg.Jobs, "jobs to drain")
 	fl.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "the worker's slots (jobs running at once)")
 	fl.BoolVar(&noBaseline, "no-baseline", false, "skip the baselines")
+	fl.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured part (the last drain run) to this file")
 	return cmd
 }
 
@@ -349,6 +350,7 @@ func benchTable(w io.Writer, rs []bench.Result, runs int) error {
 			{"jobs/s", func(r bench.Result) float64 { return r.JobsPerSec }, "%.0f"},
 			{"CPU µs/job", func(r bench.Result) float64 { return r.CPUUsPerJob }, "%.1f"},
 			{"ratio", func(r bench.Result) float64 { return r.Ratio }, "%.2f"},
+			{"CPU pressure", func(r bench.Result) float64 { return r.CPUPressure }, "%.2f"},
 		}
 	case "steady":
 		cols = []col{
@@ -360,16 +362,20 @@ func benchTable(w io.Writer, rs []bench.Result, runs int) error {
 			{"p99", func(r bench.Result) float64 { return r.FinishP99Ms }, "%.2f"},
 			{"p99.9", func(r bench.Result) float64 { return r.FinishP999Ms }, "%.2f"},
 			{"add p50 ms", func(r bench.Result) float64 { return r.AddP50Ms }, "%.2f"},
+			{"add p99", func(r bench.Result) float64 { return r.AddP99Ms }, "%.2f"},
 			{"ratio", func(r bench.Result) float64 { return r.Ratio }, "%.2f"},
+			{"CPU pressure", func(r bench.Result) float64 { return r.CPUPressure }, "%.2f"},
 		}
 	case "backlog":
 		cols = []col{
 			{"queued", func(r bench.Result) float64 { return float64(r.Backlog) }, "%.0f"},
 			{"µs/job", func(r bench.Result) float64 { return r.MicrosPerJob }, "%.2f"},
+			{"CPU µs/job", func(r bench.Result) float64 { return r.CPUUsPerJob }, "%.2f"},
 			{"accept µs/call", func(r bench.Result) float64 { return r.AcceptCallUs }, "%.0f"},
 			{"jobs/s", func(r bench.Result) float64 { return r.JobsPerSec }, "%.0f"},
-			{"ratio to first", func(r bench.Result) float64 { return r.Ratio }, "%.2f"},
+			{"CPU ratio to first", func(r bench.Result) float64 { return r.Ratio }, "%.2f"},
 			{"fill jobs/s", func(r bench.Result) float64 { return r.FillJobsPerSec }, "%.0f"},
+			{"CPU pressure", func(r bench.Result) float64 { return r.CPUPressure }, "%.2f"},
 		}
 	case "memory":
 		cols = []col{

@@ -189,7 +189,9 @@ func (h *Hub) SubscribeTypes(pats []store.Pattern) *Subscription {
 }
 
 func newSubscription(h *Hub) *Subscription {
-	out := make(chan store.Change)
+	// Buffered, so that a reader that drains what is ready (an event
+	// stream writing a batch per flush) finds it there.
+	out := make(chan store.Change, 64)
 	return &Subscription{h: h, C: out, out: out, wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 

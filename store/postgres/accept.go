@@ -42,7 +42,7 @@ type pgroup struct {
 	typ, grp  string
 	turn      float64
 	pending   int64
-	running   int64
+	running   int64 // counted when the group is locked
 	bandCount int64
 	weight    float64
 	limit     int64       // bound on running jobs of this type; 0: none
@@ -52,7 +52,7 @@ type pgroup struct {
 	highDone  bool        // its high band gave out in this accept
 	lowDone   bool
 	served    int64 // jobs claimed from it in this accept
-	deferred  int64 // of those, claimed in the accept's transaction, not yet counted
+	deferred  int64 // of those, claimed in the accept's transaction, not yet counted as not pending
 }
 
 func (g *pgroup) bounded() bool { return g.limit > 0 || g.cross != nil }
@@ -74,7 +74,7 @@ func (g *pgroup) room(extra int64) int64 {
 // the group's queues in one accept.
 type crossBound struct {
 	max, run int64
-	locked   bool // run is exact (read under the group's lock, plus this accept's claims)
+	locked   bool // run is exact (counted under the group's lock, plus this accept's claims since)
 }
 
 // groupHeap orders groups by turn, then name.
@@ -116,28 +116,38 @@ const groupPage = 64
 
 // pageSQL reads the next groups with pending jobs in turn order, with their
 // settings and the type's.
-const pageSQL = `SELECT g.grp, g.turn, g.pending, g.running, g.band_count,
+const pageSQL = `SELECT g.grp, g.turn, g.pending, g.band_count,
 	coalesce(o.max_running, 0), coalesce(o.weight, 0), coalesce(al.max_running, 0), coalesce(al.weight, 0),
 	(SELECT ARRAY[y.bands_high, y.bands_low, y.group_max_running] FROM rota.types y WHERE y.name = $1)
-FROM (SELECT grp, turn, pending, running, band_count FROM rota.groups
+FROM (SELECT grp, turn, pending, band_count FROM rota.groups
 	WHERE type = $1 AND pending > 0 AND (turn, grp) > ($2::float8, $3::text)
 	ORDER BY turn, grp LIMIT $4) g
 LEFT JOIN rota.group_config o ON o.grp = g.grp AND o.type = $1
 LEFT JOIN rota.group_config al ON al.grp = g.grp AND al.type = ''
 ORDER BY g.turn, g.grp`
 
-func (a *acceptor) fill(q *queue) error {
-	if q.drained {
-		return nil
-	}
+// pageArgs are the arguments of pageSQL for q's next page.
+func (q *queue) pageArgs() []any {
 	from, after := -1.0, ""
 	if q.started {
 		from, after = q.lastTurn, q.lastGrp
 	}
-	r, err := a.t.query(pageSQL, q.typ, from, after, q.page)
+	return []any{q.typ, from, after, q.page}
+}
+
+func (a *acceptor) fill(q *queue) error {
+	if q.drained {
+		return nil
+	}
+	r, err := a.t.query(pageSQL, q.pageArgs()...)
 	if err != nil {
 		return fmt.Errorf("groups: %w", err)
 	}
+	return a.load(q, r)
+}
+
+// load reads a page of groups into q.
+func (a *acceptor) load(q *queue, r rows) error {
 	defer r.Close()
 	n := 0
 	for r.Next() {
@@ -145,7 +155,7 @@ func (a *acceptor) fill(q *queue) error {
 		var ownMax, allMax int64
 		var ownW, allW float64
 		var typeCfg []int64
-		if err := r.Scan(&g.grp, &g.turn, &g.pending, &g.running, &g.bandCount, &ownMax, &ownW, &allMax, &allW, &typeCfg); err != nil {
+		if err := r.Scan(&g.grp, &g.turn, &g.pending, &g.bandCount, &ownMax, &ownW, &allMax, &allW, &typeCfg); err != nil {
 			return fmt.Errorf("groups: %w", err)
 		}
 		n++
@@ -294,12 +304,13 @@ func (a *acceptor) plan(q *queue, need int64, start map[*pgroup]before) ([]step,
 			continue
 		}
 		if g.bounded() && !g.locked {
-			ok, err := a.lock(g)
+			ok, err := a.lock(g, g == a.waitFor)
 			if err != nil {
 				return nil, err
 			}
-			if !ok {
-				g.out = true // another node serves it now
+			if !ok { // another accept serves it now: serve another group
+				g.out = true
+				a.busy = append(a.busy, g)
 				continue
 			}
 		}
@@ -352,6 +363,22 @@ func better(a, b candidate) bool {
 	return a.id < b.id
 }
 
+func cmpCandidates(x, y candidate) int {
+	switch {
+	case better(x, y):
+		return -1
+	case better(y, x):
+		return 1
+	}
+	return 0
+}
+
+// jobCandidate is a claimed job as a candidate: it was a due retry if this
+// is not its first attempt.
+func jobCandidate(j *store.Job) candidate {
+	return candidate{id: j.ID, retry: j.Attempt > 1, priority: int64(j.Priority), runAt: j.RunAt, job: j}
+}
+
 type entryKey struct {
 	g    *pgroup
 	band int
@@ -366,14 +393,28 @@ type entries struct {
 }
 
 func (a *acceptor) entries(q *queue, steps []step, into *entries) {
+	add := func(k entryKey, n int64) {
+		if _, ok := into.n[k]; !ok {
+			into.index[k] = len(into.keys)
+			into.keys = append(into.keys, k)
+		}
+		into.n[k] += n
+	}
+	if q.bands.IsZero() {
+		for _, st := range steps {
+			add(entryKey{st.g, bandAny}, st.n)
+		}
+		return
+	}
+	// With a counting scheme, each pick falls back to the other band when
+	// its own is empty: so a group's picks are looked for in both bands,
+	// and chosen among what was found (see round).
 	for _, st := range steps {
-		for i := range st.n {
-			k := entryKey{st.g, q.band(st.g, st.bc+i)}
-			if _, ok := into.n[k]; !ok {
-				into.index[k] = len(into.keys)
-				into.keys = append(into.keys, k)
-			}
-			into.n[k]++
+		if !st.g.highDone {
+			add(entryKey{st.g, bandHigh}, st.n)
+		}
+		if !st.g.lowDone {
+			add(entryKey{st.g, bandLow}, st.n)
 		}
 	}
 }
@@ -391,77 +432,131 @@ func (e *entries) args() []any {
 	return []any{types, grps, los, his, ns}
 }
 
-// planSQL finds, per plan entry e, up to n due jobs of a group in a band
-// of priorities: its due retries first, then its other due jobs, each in
-// priority, run time, id order, and locks them, skipping jobs that others
-// hold. $6 is the due-by time.
-const planSQL = `plan AS (
-	SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::int[]) WITH ORDINALITY AS p(type, grp, lo, hi, n, e)),
-r AS (SELECT p.e, p.type, c.id, true AS retry, c.priority, c.run_at FROM plan p CROSS JOIN LATERAL (
+// pickSQL finds, per plan entry e (a row of the CTE plan: type, grp, lo,
+// hi, n, e), up to n due jobs of a group in a band of priorities: its due
+// retries first, then its other due jobs, each in priority, run time, id
+// order, and locks them, skipping jobs that others hold. due is the
+// due-by time.
+func pickSQL(due string) string {
+	return strings.ReplaceAll(`
+r AS (SELECT p.e, p.type, p.grp, c.id, true AS retry, c.priority, c.run_at FROM plan p CROSS JOIN LATERAL (
 	SELECT j.id, j.priority, j.run_at FROM rota.jobs j
 	WHERE j.state = 0 AND j.attempt > 0 AND j.type = p.type AND j.grp = p.grp AND j.priority BETWEEN p.lo AND p.hi
-		AND j.run_at <= coalesce($6::timestamptz, now())
+		AND j.run_at <= coalesce(DUE::timestamptz, now())
 	ORDER BY j.priority DESC, j.run_at, j.id LIMIT p.n FOR UPDATE SKIP LOCKED) c),
-f AS (SELECT p.e, p.type, c.id, false AS retry, c.priority, c.run_at FROM plan p
+f AS (SELECT p.e, p.type, p.grp, c.id, false AS retry, c.priority, c.run_at FROM plan p
 	LEFT JOIN (SELECT r.e, count(*) AS k FROM r GROUP BY r.e) rk ON rk.e = p.e
 	CROSS JOIN LATERAL (
 	SELECT j.id, j.priority, j.run_at FROM rota.jobs j
 	WHERE j.state = 0 AND j.attempt = 0 AND j.type = p.type AND j.grp = p.grp AND j.priority BETWEEN p.lo AND p.hi
-		AND j.run_at <= coalesce($6::timestamptz, now())
+		AND j.run_at <= coalesce(DUE::timestamptz, now())
 	ORDER BY j.priority DESC, j.run_at, j.id LIMIT p.n - coalesce(rk.k, 0) FOR UPDATE SKIP LOCKED) c
 	WHERE p.n > coalesce(rk.k, 0)),
-picked AS (SELECT * FROM r UNION ALL SELECT * FROM f)`
+picked AS (SELECT * FROM r UNION ALL SELECT * FROM f)`, "DUE", due)
+}
 
-// claimTail leases the rows of picked (id, e, type) to the worker. The
-// lease length comes from the request ($arg), else the type's setting, else
-// the default ($arg+1); $arg+2 names the worker. set_config makes the
-// transaction commit without waiting for the WAL flush: losing a claim in a
-// database crash only makes the job run again.
-func claimTail(arg int) string {
+// planSQL picks the jobs of a plan given as arrays $1..$5; $6 is the
+// due-by time.
+var planSQL = `plan AS (
+	SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::int[]) WITH ORDINALITY AS p(type, grp, lo, hi, n, e)),` + pickSQL("$6")
+
+// claimSQL ends a statement that leases the rows of picked (id, e, type,
+// grp) to the worker: ctes are more CTEs, where more conditions (with no
+// reference to the rows), returning more columns (", …") after the job's
+// and e.
+// The lease length comes from the request ($arg), else the type's
+// setting, else the default ($arg+1); $arg+2 names the worker. set_config
+// makes the transaction commit without waiting for the WAL flush: losing a
+// claim in a database crash only makes the job run again.
+func claimSQL(arg int, ctes, where, returning string) string {
 	return fmt.Sprintf(`,
 lt AS (SELECT p.id, p.e, coalesce($%d::bigint, nullif(t.lease_timeout, 0), $%d::bigint) AS us
-	FROM picked p LEFT JOIN rota.types t ON t.name = p.type),
-c AS (UPDATE rota.jobs j SET state = 1, token = translate(gen_random_uuid()::text, '-', ''), worker = $%d,
+	FROM picked p LEFT JOIN rota.types t ON t.name = p.type)`, arg, arg+1) + ctes + fmt.Sprintf(`
+UPDATE rota.jobs j SET state = 1, token = translate(gen_random_uuid()::text, '-', ''), worker = $%d,
 	lease_timeout = lt.us, lease_until = now() + lt.us * interval '1 microsecond', attempt = j.attempt + 1,
 	started_at = now(), cancel_requested = false, updated_at = now()
-	FROM lt WHERE j.id = lt.id AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL
-	RETURNING `, arg, arg+1, arg+2) + prefixed("j.", jobColumns) + `, lt.e)`
+FROM lt WHERE j.id = lt.id AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL`, arg+2) + where + `
+RETURNING ` + prefixed("j.", jobColumns) + `, lt.e` + returning
 }
 
 // servedSQL counts jobs claimed from groups (rows of src: type, grp, n,
-// inv = 1/weight): fewer pending, more running, turns and band counters
-// moved on. Group rows are locked in (type, grp) order.
+// inv = 1/weight): fewer pending, turns and band counters moved on. Group
+// rows are locked in (type, grp) order.
 func servedSQL(src string) string {
-	return `INSERT INTO rota.groups AS g (type, grp, pending, running, turn, band_count)
-	SELECT s.type, s.grp, -s.n, s.n, s.n * s.inv, s.n FROM (` + src + `) s ORDER BY s.type COLLATE "C", s.grp COLLATE "C"
-	ON CONFLICT (type, grp) DO UPDATE SET pending = g.pending + excluded.pending, running = g.running + excluded.running,
+	return `INSERT INTO rota.groups AS g (type, grp, pending, turn, band_count)
+	SELECT s.type, s.grp, -s.n, s.n * s.inv, s.n FROM (` + src + `) s ORDER BY s.type COLLATE "C", s.grp COLLATE "C"
+	ON CONFLICT (type, grp) DO UPDATE SET pending = g.pending + excluded.pending,
 		turn = g.turn + excluded.turn, band_count = g.band_count + excluded.band_count
 	RETURNING g.type, g.grp, g.pending, g.turn`
 }
 
-var (
-	claimedColumns = strings.ReplaceAll(prefixed("c.", jobColumns), "c.errors::text", "c.errors")
+// headSQL is an accept's first step, for one type: it claims the jobs of
+// the turns the first group wins in a row (at most $2), unless the group is
+// bounded or the type has a counting scheme, and counts them. $1 is the
+// type, $3 the due-by time, $4..$6 the lease arguments. It returns the
+// claimed jobs with the group's pending count and turn before the claim,
+// its weight, and the turns it won (the group's row is updated after the
+// jobs, unreferenced, so that the claim holds it only from the end of the
+// statement to its commit); and it notes in the setting rotajobs.short
+// whether it claimed fewer than $2, for pageIfShortSQL, which runs after it
+// in the same round trip. So an accept that one group serves whole is one
+// statement, as before groups.
+var headSQL = `WITH hd AS (SELECT g.grp, g.turn, g.pending, w.w, greatest(1, least($2::bigint, g.pending, CASE
+		WHEN r.grp IS NULL THEN $2::bigint
+		WHEN g.grp < r.grp THEN floor((r.turn - g.turn) * w.w + 1e-9)::bigint + 1
+		ELSE ceil((r.turn - g.turn) * w.w - 1e-9)::bigint END)) AS n
+	FROM (SELECT grp, turn, pending FROM rota.groups WHERE type = $1 AND pending > 0 ORDER BY turn, grp LIMIT 1) g
+	LEFT JOIN LATERAL (SELECT x.grp, x.turn FROM rota.groups x WHERE x.type = $1 AND x.pending > 0 AND (x.turn, x.grp) > (g.turn, g.grp)
+		ORDER BY x.turn, x.grp LIMIT 1) r ON true
+	CROSS JOIN LATERAL (SELECT coalesce(
+		(SELECT c.weight FROM rota.group_config c WHERE c.grp = g.grp AND c.type = $1 AND c.weight > 0),
+		(SELECT c.weight FROM rota.group_config c WHERE c.grp = g.grp AND c.type = '' AND c.weight > 0), 1) AS w) w
+	WHERE NOT EXISTS (SELECT FROM rota.group_config c WHERE c.grp = g.grp AND (c.type = $1 OR c.type = '') AND c.max_running > 0)
+		AND NOT EXISTS (SELECT FROM rota.types y WHERE y.name = $1 AND (y.bands_high + y.bands_low > 0 OR y.group_max_running > 0))),
+r AS (SELECT j.id FROM rota.jobs j
+	WHERE j.state = 0 AND j.attempt > 0 AND j.type = $1 AND j.grp = (SELECT hd.grp FROM hd) AND j.run_at <= coalesce($3::timestamptz, now())
+	ORDER BY j.priority DESC, j.run_at, j.id LIMIT (SELECT hd.n FROM hd) FOR UPDATE SKIP LOCKED),
+f AS (SELECT j.id FROM rota.jobs j
+	WHERE j.state = 0 AND j.attempt = 0 AND j.type = $1 AND j.grp = (SELECT hd.grp FROM hd) AND j.run_at <= coalesce($3::timestamptz, now())
+	ORDER BY j.priority DESC, j.run_at, j.id LIMIT (SELECT hd.n FROM hd) - (SELECT count(*) FROM r) FOR UPDATE SKIP LOCKED),
+picked AS (SELECT id FROM r UNION ALL SELECT id FROM f),
+lt AS (SELECT coalesce($4::bigint, (SELECT nullif(y.lease_timeout, 0) FROM rota.types y WHERE y.name = $1), $5::bigint) AS us),
+gu AS (UPDATE rota.groups g SET pending = g.pending - x.n, turn = g.turn + x.n / hd.w, band_count = g.band_count + x.n
+	FROM (SELECT count(*) AS n FROM picked) x, hd WHERE g.type = $1 AND g.grp = hd.grp AND x.n > 0)
+UPDATE rota.jobs j SET state = 1, token = translate(gen_random_uuid()::text, '-', ''), worker = $6,
+	lease_timeout = lt.us, lease_until = now() + lt.us * interval '1 microsecond', attempt = j.attempt + 1,
+	started_at = now(), cancel_requested = false, updated_at = now()
+FROM picked p, lt WHERE j.id = p.id AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL
+	AND (SELECT set_config('rotajobs.short', ((SELECT count(*) FROM picked) < $2)::text, true)) IS NOT NULL
+RETURNING ` + prefixed("j.", jobColumns) + `, 1::bigint, (SELECT hd.pending FROM hd), (SELECT hd.turn FROM hd), (SELECT hd.w FROM hd), (SELECT hd.n FROM hd)`
 
-	// claimCountedSQL claims a plan and counts it, in one statement (an
-	// accept outside a transaction); $10..$12 give each group's 1/weight.
-	claimCountedSQL = `WITH ` + planSQL + claimTail(7) + `,
-cd AS (SELECT c.type, c.grp, count(*) AS n FROM c GROUP BY c.type, c.grp),
-gu AS (` + servedSQL(`SELECT cd.type, cd.grp, cd.n, w.inv FROM cd
-	JOIN unnest($10::text[], $11::text[], $12::float8[]) AS w(type, grp, inv) ON w.type = cd.type AND w.grp = cd.grp`) + `)
-SELECT ` + claimedColumns + `, c.e, gu.pending, gu.turn FROM c LEFT JOIN gu ON gu.type = c.type AND gu.grp = c.grp`
+// pageIfShortSQL is pageSQL when the headSQL before it claimed fewer jobs
+// than asked, and nothing otherwise.
+var pageIfShortSQL = `SELECT * FROM (` + pageSQL + `) p WHERE current_setting('rotajobs.short', true) = 'true'`
+
+var (
+	// claimCountedSQL claims a plan of one type and counts it, in one
+	// statement (an accept outside a transaction); $10..$12 give each
+	// group's 1/weight. The group rows are updated after the jobs (gu is
+	// not referenced), so that the claim holds them only from the end of
+	// the statement to its commit.
+	claimCountedSQL = `WITH ` + planSQL + claimSQL(7, `,
+cd AS (SELECT p.type, p.grp, count(*) AS n FROM picked p GROUP BY p.type, p.grp),
+gu AS (`+servedSQL(`SELECT cd.type, cd.grp, cd.n, w.inv FROM cd
+	JOIN unnest($10::text[], $11::text[], $12::float8[]) AS w(type, grp, inv) ON w.type = cd.type AND w.grp = cd.grp`)+`)`, "",
+		"")
 
 	// claimPlanSQL claims a plan in the accept's transaction, which counts
 	// it before it commits.
-	claimPlanSQL = `WITH ` + planSQL + claimTail(7) + `
-SELECT ` + claimedColumns + `, c.e, NULL::bigint, NULL::float8 FROM c`
+	claimPlanSQL = `WITH ` + planSQL + claimSQL(7, "", "", "")
 
 	// candidatesSQL only finds and locks a plan's jobs, for accepts of
 	// several types, which choose among them.
 	candidatesSQL = `WITH ` + planSQL + ` SELECT e, id, retry, priority, run_at FROM picked`
 
 	// claimIDsSQL claims jobs the accept's transaction locked.
-	claimIDsSQL = `WITH picked AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS p(id, e, type))` + claimTail(4) + `
-SELECT ` + claimedColumns + `, c.e, NULL::bigint, NULL::float8 FROM c`
+	claimIDsSQL = `WITH picked AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS p(id, e, type))` +
+		claimSQL(4, "", "", "")
 
 	servedFlushSQL = servedSQL(`SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::float8[]) AS u(type, grp, n, inv)`)
 )
@@ -477,6 +572,8 @@ type acceptor struct {
 	locks   map[string]bool // group names whose lock the transaction holds
 	crosses map[string]*crossBound
 	groups  []*pgroup // served, in order of first service
+	busy    []*pgroup // passed over because another accept held their lock
+	waitFor *pgroup   // a busy group to wait for
 	jobs    []store.Job
 	// jobs[:committedJobs] and t.changes[:committedChanges] were claimed
 	// by statements that committed by themselves
@@ -499,14 +596,14 @@ func (a *acceptor) begin() error {
 	return nil
 }
 
-// lock takes the lock of a bounded group (waiting for it only while the
-// accept holds no other, so that acceptors cannot wait for each other in a
-// circle) and reads its running jobs.
-func (a *acceptor) lock(g *pgroup) (bool, error) {
+// lock takes the lock of a bounded group and counts its running jobs. It
+// only tries, so that concurrent accepts serve different groups rather
+// than queue, unless wait (see claimOnce).
+func (a *acceptor) lock(g *pgroup, wait bool) (bool, error) {
 	if err := a.begin(); err != nil {
 		return false, err
 	}
-	wait := len(a.locks) == 0 || a.locks[g.grp]
+	wait = wait || a.locks[g.grp] // held: it returns at once
 	var locked bool
 	var running, all int64
 	_, err := a.t.queryRow(`SELECT locked, coalesce(running, 0), coalesce(all_running, 0) FROM rota.lock_group($1, $2, $3, $4)`,
@@ -517,17 +614,13 @@ func (a *acceptor) lock(g *pgroup) (bool, error) {
 	if !locked {
 		return false, nil
 	}
+	// The counts include what this transaction claimed so far.
 	a.locks[g.grp] = true
 	g.locked = true
-	g.running = running + g.deferred
+	g.running = running
 	if c := g.cross; c != nil && !c.locked {
 		c.locked = true
 		c.run = all
-		for _, h := range a.groups {
-			if h.cross == c {
-				c.run += h.deferred
-			}
-		}
 	}
 	return true, nil
 }
@@ -548,10 +641,18 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 	if len(ents.keys) == 0 {
 		return false, nil
 	}
-	// Find (and, with one type, claim) the jobs.
+	// Find and claim the jobs in one statement; or, with several types or
+	// a counting scheme, find and lock more than the plan needs (each
+	// type's picks; each pick in both bands), choose, and claim what was
+	// chosen, in the accept's transaction.
 	lists := make(map[entryKey][]candidate, len(ents.keys))
 	args := append(ents.args(), optTime(a.p.DueBy))
-	single := len(queues) == 1
+	single := len(queues) == 1 && queues[0].bands.IsZero()
+	if !single {
+		if err := a.begin(); err != nil {
+			return false, err
+		}
+	}
 	if single {
 		query := claimPlanSQL
 		args = append(args, a.lease...)
@@ -570,15 +671,12 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 		err = func() error {
 			defer r.Close()
 			for r.Next() {
-				j, e, pending, turn, err := scanClaimed(r)
+				j, e, err := scanClaimed(r)
 				if err != nil {
 					return err
 				}
 				k := ents.keys[e-1]
-				lists[k] = append(lists[k], candidate{id: j.ID, retry: j.Attempt > 1, priority: int64(j.Priority), runAt: j.RunAt, job: j})
-				if a.tx == nil && pending == 0 {
-					a.clock(k.g, turn)
-				}
+				lists[k] = append(lists[k], jobCandidate(j))
 			}
 			return r.Err()
 		}()
@@ -610,15 +708,7 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 	progress := false
 	for _, k := range ents.keys {
 		l := lists[k]
-		slices.SortFunc(l, func(x, y candidate) int {
-			if better(x, y) {
-				return -1
-			}
-			if better(y, x) {
-				return 1
-			}
-			return 0
-		})
+		slices.SortFunc(l, cmpCandidates)
 		if int64(len(l)) < ents.n[k] {
 			progress = true
 			switch k.band {
@@ -640,7 +730,13 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 	for i, q := range queues {
 		for _, st := range steps[i] {
 			for n := range st.n {
-				want := q.band(st.g, st.bc+n)
+				want := bandAny // the scheme's band, whatever was found
+				if !q.bands.IsZero() {
+					want = bandLow
+					if q.bands.Next(int(st.bc + n)) {
+						want = bandHigh
+					}
+				}
 				k := entryKey{st.g, want}
 				if len(lists[k]) == 0 && want != bandAny {
 					k.band = bandHigh + bandLow - want
@@ -701,7 +797,7 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 				defer r.Close()
 				got := 0
 				for r.Next() {
-					j, e, _, _, err := scanClaimed(r)
+					j, e, err := scanClaimed(r)
 					if err != nil {
 						return err
 					}
@@ -744,6 +840,8 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 		g.served += n
 		if a.tx != nil {
 			g.deferred += n
+		} else if n > 0 && g.pending <= 0 {
+			a.clock(g, g.turn) // it ran out (as far as this accept can tell)
 		}
 		if g.cross != nil {
 			g.cross.run += n
@@ -770,30 +868,27 @@ type pick struct {
 	c candidate
 }
 
-// scanClaimed reads a claimed job, its plan entry, and its group's pending
-// count and turn after the claim (when the statement counted it).
-func scanClaimed(r rows) (*store.Job, int64, int64, float64, error) {
+// scanClaimed reads a claimed job and its plan entry.
+func scanClaimed(r rows) (*store.Job, int64, error) {
 	var e int64
-	var pending sql.NullInt64
-	var turn sql.NullFloat64
-	j, err := scanJob(extraScanner{r, []any{&e, &pending, &turn}})
+	j, err := scanJob(&extraScanner{r: r, extra: []any{&e}})
 	if err != nil {
-		return nil, 0, 0, 0, err
+		return nil, 0, err
 	}
-	p := int64(-1)
-	if pending.Valid {
-		p = pending.Int64
-	}
-	return &j, e, p, turn.Float64, nil
+	return &j, e, nil
 }
 
 // extraScanner scans a job's columns followed by more.
 type extraScanner struct {
 	r     rows
 	extra []any
+	buf   []any
 }
 
-func (s extraScanner) Scan(dest ...any) error { return s.r.Scan(append(dest, s.extra...)...) }
+func (s *extraScanner) Scan(dest ...any) error {
+	s.buf = append(append(s.buf[:0], dest...), s.extra...)
+	return s.r.Scan(s.buf...)
+}
 
 // clock notes that g ran out of pending jobs at turn (after it was
 // served), for its type's virtual clock.
@@ -802,6 +897,93 @@ func (a *acceptor) clock(g *pgroup, turn float64) {
 	if old, ok := a.clocks[g.typ]; !ok || v > old {
 		a.clocks[g.typ] = v
 	}
+}
+
+// head runs an accept's first step for one type (headSQL) and, when that
+// leaves the accept short, reads the first page of its groups, in one
+// round trip. The page shows the groups after the claim.
+func (a *acceptor) head(q *queue) error {
+	b := &pgx.Batch{}
+	b.Queue(a.s.q(headSQL), append([]any{q.typ, a.p.Limit, optTime(a.p.DueBy)}, a.lease...)...)
+	b.Queue(a.s.q(pageIfShortSQL), q.pageArgs()...)
+	br := a.s.pool.SendBatch(a.ctx, b)
+	defer br.Close()
+	r, err := br.Query()
+	if err != nil {
+		return err
+	}
+	var grp string
+	var claimed, pending, won int64
+	var turn, w float64
+	var e int64
+	sc := &extraScanner{r: r, extra: []any{&e, &pending, &turn, &w, &won}}
+	for r.Next() {
+		j, err := scanJob(sc)
+		if err != nil {
+			r.Close()
+			return err
+		}
+		a.jobs = append(a.jobs, j)
+		grp = j.Group
+		claimed++
+	}
+	r.Close()
+	if err := r.Err(); err != nil {
+		return err
+	}
+	pr, err := br.Query()
+	if err != nil {
+		return err
+	}
+	if err := a.load(q, pr); err != nil {
+		return err
+	}
+	if err := br.Close(); err != nil {
+		return err
+	}
+	sortJobs(a.jobs)
+	for _, j := range a.jobs {
+		a.t.changed(store.Change{ID: j.ID, Type: j.Type, Group: j.Group, State: store.Running, Lease: store.LeaseTag(j.Token)})
+	}
+	a.committedJobs, a.committedChanges = len(a.jobs), len(a.t.changes)
+	if claimed == 0 {
+		return nil
+	}
+	if claimed >= pending { // it ran out
+		a.clock(&pgroup{typ: q.typ, weight: w}, turn+float64(claimed)/w)
+	}
+	g := q.loaded[grp]
+	if g == nil { // not read: the accept is complete, or the group ran out
+		return nil
+	}
+	g.served = claimed
+	a.groups = append(a.groups, g)
+	// A group that gave fewer jobs than it won turns (the others are not
+	// due, or others hold them) is passed over, as in a round.
+	if claimed < won {
+		g.out = true
+		q.heap = slices.DeleteFunc(q.heap, func(h *pgroup) bool { return h.out })
+		heap.Init(&q.heap)
+	}
+	return nil
+}
+
+// sortJobs puts one group's claimed jobs in accept order: due retries
+// first, then priority, run time, id.
+func sortJobs(jobs []store.Job) {
+	sort.Slice(jobs, func(i, j int) bool {
+		x, y := &jobs[i], &jobs[j]
+		if rx, ry := x.Attempt > 1, y.Attempt > 1; rx != ry {
+			return rx
+		}
+		if x.Priority != y.Priority {
+			return x.Priority > y.Priority
+		}
+		if !x.RunAt.Equal(y.RunAt) {
+			return x.RunAt.Before(y.RunAt)
+		}
+		return x.ID < y.ID
+	})
 }
 
 // finish counts what the transaction claimed, moves the virtual clocks,
@@ -910,14 +1092,30 @@ func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []str
 			if err := a.begin(); err != nil {
 				return err
 			}
+		} else if err := a.head(queues[0]); err != nil {
+			return err
 		}
-		for need := int64(p.Limit); need > 0; need = int64(p.Limit - len(a.jobs)) {
+		for need := int64(p.Limit - len(a.jobs)); need > 0; need = int64(p.Limit - len(a.jobs)) {
 			progress, err := a.round(queues, need)
 			if err != nil {
 				return err
 			}
-			if !progress {
+			if progress {
+				continue
+			}
+			// Nothing to take but groups that other accepts serve: wait
+			// for the first of them, as its next acceptor, rather than
+			// come back empty. Only an accept that holds no group's lock
+			// waits, so accepts cannot wait for each other in a circle.
+			if len(a.jobs) > 0 || len(a.locks) > 0 || len(a.busy) == 0 || a.waitFor != nil {
 				break
+			}
+			g := a.busy[0]
+			a.waitFor, g.out = g, false
+			for _, q := range queues {
+				if q.typ == g.typ {
+					heap.Push(&q.heap, g)
+				}
 			}
 		}
 		return a.finish()

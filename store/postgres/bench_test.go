@@ -95,3 +95,43 @@ func BenchmarkDrain(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAcceptGroups measures one accept with 10 and with 10,000 groups
+// that have due jobs, of one job and of a batch of 100 (which serves 100
+// groups once each when there are that many, and 10 groups ten times
+// each); fair scheduling must not read all the groups: its cost follows
+// the groups an accept serves, not the groups there are. One op is one
+// accept.
+func BenchmarkAcceptGroups(b *testing.B) {
+	for _, limit := range []int{1, 100} {
+		for _, groups := range []int{10, 100, 10000} {
+			if limit == 1 && groups == 100 {
+				continue
+			}
+			b.Run(fmt.Sprintf("limit=%d/groups=%d", limit, groups), func(b *testing.B) {
+				st := openBench(b)
+				ctx := context.Background()
+				perGroup := max(b.N*limit/groups+2, 2)
+				var ps []store.AddParams
+				for i := range perGroup {
+					for g := range groups {
+						ps = append(ps, store.AddParams{Type: "bench", Group: fmt.Sprintf("g%05d", g), Data: benchData})
+						if len(ps) == 5000 || (i == perGroup-1 && g == groups-1) {
+							if _, err := st.Add(ctx, ps); err != nil {
+								b.Fatal(err)
+							}
+							ps = ps[:0]
+						}
+					}
+				}
+				b.ResetTimer()
+				for range b.N {
+					res, err := st.Accept(ctx, store.AcceptParams{Types: []string{"bench"}, Limit: limit})
+					if err != nil || len(res.Jobs) != limit {
+						b.Fatalf("accept: %d jobs, %v", len(res.Jobs), err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -3,14 +3,15 @@ package postgres
 import (
 	"fmt"
 	"sort"
+
+	"github.com/rotajobs/rota/store"
 )
 
-// The group counts (rota.groups: pending and running jobs per type and
-// group, see migration 0002) are kept by the statements that change jobs,
-// not by triggers:
+// The pending counts of the groups (rota.groups, see migration 0002) are
+// kept by the statements that change jobs, not by triggers:
 //
-//   - a statement that runs by itself (a claim, a batch of completions, a
-//     batch insert) applies its own counts in a CTE of the same statement;
+//   - a statement that runs by itself (a claim, a batch insert) applies its
+//     own counts in a CTE of the same statement;
 //   - a transaction of several statements (finish, cancel, remove,
 //     resubmit, keyed adds, lease expiry, the caller's transactions of
 //     AddTx and FinishTx) collects them in txn.counts and applies them in
@@ -24,38 +25,30 @@ import (
 // statement triggers with transition tables cannot be limited to the
 // columns that matter, so they would run for every heartbeat, and they
 // could not keep the order of the locks across a transaction's statements.
+//
+// Running jobs are not counted in rota.groups: accepts count them in the
+// jobs table (index jobs_running) for bounded groups only, so that
+// completions, which do not change pending counts, never touch a group row.
 
 type groupKey struct{ typ, grp string }
 
-type groupDelta struct{ pending, running int64 }
-
-// count records a change of the group counts, applied at the end of the
-// transaction.
-func (t *txn) count(typ, grp string, dp, dr int64) {
-	if dp == 0 && dr == 0 {
+// count records a change of a group's pending count, applied at the end of
+// the transaction.
+func (t *txn) count(typ, grp string, dp int64) {
+	if dp == 0 {
 		return
 	}
 	if t.counts == nil {
-		t.counts = map[groupKey]*groupDelta{}
+		t.counts = map[groupKey]int64{}
 	}
-	k := groupKey{typ, grp}
-	d := t.counts[k]
-	if d == nil {
-		d = &groupDelta{}
-		t.counts[k] = d
-	}
-	d.pending += dp
-	d.running += dr
+	t.counts[groupKey{typ, grp}] += dp
 }
 
-// countState records that a job of typ and grp left state from (dir −1) or
+// countState records that a job of typ and grp left state (dir −1) or
 // entered it (dir +1).
-func (t *txn) countState(typ, grp string, state int16, dir int64) {
-	switch state {
-	case 0:
-		t.count(typ, grp, dir, 0)
-	case 1:
-		t.count(typ, grp, 0, dir)
+func (t *txn) countState(typ, grp string, state store.State, dir int64) {
+	if state == store.Pending {
+		t.count(typ, grp, dir)
 	}
 }
 
@@ -68,26 +61,25 @@ func clockOf(typ string) string {
 }
 
 // upsertCounts is an INSERT into rota.groups of the rows of src (with
-// columns type, grp, dp, dr: changes of the pending and running counts), in
-// (type, grp) order so that the group rows are locked in that order. A
-// group whose pending count rises from zero starts at its type's clock.
+// columns type, grp, dp: changes of the pending counts), in (type, grp)
+// order so that the group rows are locked in that order. A group whose
+// pending count rises from zero starts at its type's clock.
 func upsertCounts(src string) string {
-	return `INSERT INTO rota.groups AS g (type, grp, pending, running, turn)
-	SELECT c.type, c.grp, c.dp, c.dr, CASE WHEN c.dp > 0 THEN ` + clockOf("c.type") + ` ELSE 0 END
+	return `INSERT INTO rota.groups AS g (type, grp, pending, turn)
+	SELECT c.type, c.grp, c.dp, CASE WHEN c.dp > 0 THEN ` + clockOf("c.type") + ` ELSE 0 END
 	FROM (` + src + `) c ORDER BY c.type COLLATE "C", c.grp COLLATE "C"
 	ON CONFLICT (type, grp) DO UPDATE SET
 		turn = CASE WHEN g.pending = 0 AND excluded.pending > 0 THEN greatest(g.turn, excluded.turn) ELSE g.turn END,
-		pending = g.pending + excluded.pending, running = g.running + excluded.running`
+		pending = g.pending + excluded.pending`
 }
 
-// countsCTE is a CTE (named cnt) that applies the counts of the rows of
-// the CTE src: each row adds dp to its group's pending count and dr to its
-// running count.
-func countsCTE(src, dp, dr string) string {
-	return `cnt AS (` + upsertCounts(`SELECT type, grp, sum(`+dp+`)::bigint AS dp, sum(`+dr+`)::bigint AS dr FROM `+src+` GROUP BY type, grp`) + ` RETURNING 1)`
+// countsCTE is a CTE (named cnt) that counts the rows of the CTE src as
+// new pending jobs.
+func countsCTE(src string) string {
+	return `cnt AS (` + upsertCounts(`SELECT type, grp, count(*) AS dp FROM `+src+` GROUP BY type, grp`) + ` RETURNING 1)`
 }
 
-var flushCountsSQL = upsertCounts(`SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS u(type, grp, dp, dr)`)
+var flushCountsSQL = upsertCounts(`SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(type, grp, dp)`)
 
 // flushCounts applies the collected counts in one statement.
 func (t *txn) flushCounts() error {
@@ -96,7 +88,7 @@ func (t *txn) flushCounts() error {
 	}
 	keys := make([]groupKey, 0, len(t.counts))
 	for k, d := range t.counts {
-		if d.pending != 0 || d.running != 0 {
+		if d != 0 {
 			keys = append(keys, k)
 		}
 	}
@@ -106,16 +98,15 @@ func (t *txn) flushCounts() error {
 		}
 		return keys[i].grp < keys[j].grp
 	})
-	types, grps := make([]string, len(keys)), make([]string, len(keys))
-	dps, drs := make([]int64, len(keys)), make([]int64, len(keys))
+	types, grps, dps := make([]string, len(keys)), make([]string, len(keys)), make([]int64, len(keys))
 	for i, k := range keys {
-		types[i], grps[i], dps[i], drs[i] = k.typ, k.grp, t.counts[k].pending, t.counts[k].running
+		types[i], grps[i], dps[i] = k.typ, k.grp, t.counts[k]
 	}
 	t.counts = nil
 	if len(keys) == 0 {
 		return nil
 	}
-	if _, err := t.exec(flushCountsSQL, types, grps, dps, drs); err != nil {
+	if _, err := t.exec(flushCountsSQL, types, grps, dps); err != nil {
 		return fmt.Errorf("group counts: %w", err)
 	}
 	return nil

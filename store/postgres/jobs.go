@@ -220,6 +220,25 @@ func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]
 	if err != nil {
 		return nil, err
 	}
+	// Lock the jobs that hold the keys, all at once and in id order (as
+	// every transition does), before anything else: removals do not take
+	// the key locks, so a job found by its key may be gone by now; then
+	// its key is free, and the key lock keeps it free for this add.
+	held := map[int64]*row{}
+	if len(existing) > 0 {
+		ids := make([]int64, 0, len(existing))
+		for _, id := range existing {
+			ids = append(ids, id)
+		}
+		if held, err = t.lock(ids); err != nil {
+			return nil, err
+		}
+		for k, id := range existing {
+			if held[id] == nil {
+				delete(existing, k)
+			}
+		}
+	}
 	target := make([]int64, len(jobs))   // the job an item re-adds
 	insertedBy := make([]int, len(jobs)) // or the earlier item whose insert it re-adds, plus one
 	first := map[typeKey]int{}
@@ -250,13 +269,16 @@ func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]
 		if id == 0 {
 			continue
 		}
-		rs, err := t.lock([]int64{id})
-		if err != nil {
-			return nil, err
-		}
-		r := rs[id]
-		if r == nil { // cannot happen while the key lock is held
-			return nil, fmt.Errorf("job %d with key %q vanished", id, p.Key)
+		r := held[id]
+		if r == nil { // inserted by an earlier item of this batch
+			rs, err := t.lock([]int64{id})
+			if err != nil {
+				return nil, err
+			}
+			if r = rs[id]; r == nil {
+				return nil, fmt.Errorf("job %d with key %q vanished", id, p.Key)
+			}
+			held[id] = r
 		}
 		prio, grp := int64(p.Priority), p.Group
 		maxAtt, base, maxB := int64(p.MaxAttempts), us(p.BackoffBase), us(p.BackoffMax)
@@ -329,7 +351,7 @@ RETURNING id, run_at, created_at, type, grp)`
 
 var (
 	insertSQL        = insertHead + ` SELECT id, run_at, created_at FROM ins ORDER BY id`
-	insertCountedSQL = insertHead + `, ` + countsCTE("ins", "1", "0") + ` SELECT id, run_at, created_at FROM ins ORDER BY id`
+	insertCountedSQL = insertHead + `, ` + countsCTE("ins") + ` SELECT id, run_at, created_at FROM ins ORDER BY id`
 )
 
 func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes []string, out []store.AddResult) error {
@@ -359,7 +381,7 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 	if t.deferCounts {
 		query = insertSQL
 		for k := range n {
-			t.count(types[k], grps[k], 1, 0)
+			t.count(types[k], grps[k], 1)
 		}
 	}
 	r, err := t.query(query, newTypes, types, keys, grps, prios, runAts, ds, maxAtts, bases, maxBs)
@@ -452,10 +474,10 @@ func (t *txn) readd(r *row, a readd) (store.AddResult, error) {
 	j := jobs[0]
 	switch {
 	case outcome == store.Requeued:
-		t.count(j.Type, j.Group, 1, 0)
+		t.count(j.Type, j.Group, 1)
 	case r.state == store.Pending && j.Group != r.grp:
-		t.count(r.typ, r.grp, -1, 0)
-		t.count(j.Type, j.Group, 1, 0)
+		t.count(r.typ, r.grp, -1)
+		t.count(j.Type, j.Group, 1)
 	}
 	if outcome != store.Resubmitted {
 		t.changed(store.Change{ID: j.ID, Type: j.Type, Group: j.Group, State: j.State, RunAt: j.RunAt, Lease: store.LeaseTag(r.token)})
@@ -533,7 +555,7 @@ func (s *Store) Cancel(ctx context.Context, ids []int64) ([]error, error) {
 				continue
 			}
 			move = append(move, id)
-			t.countState(r.typ, r.grp, int16(r.state), -1)
+			t.countState(r.typ, r.grp, r.state, -1)
 			t.changed(r.change(store.Cancelled, r.runAt))
 			r.state = store.Cancelled
 		}
@@ -574,7 +596,7 @@ func (s *Store) Remove(ctx context.Context, ids []int64) ([]error, error) {
 				continue
 			}
 			del = append(del, id)
-			t.countState(r.typ, r.grp, int16(r.state), -1)
+			t.countState(r.typ, r.grp, r.state, -1)
 			t.changed(store.Change{ID: id, Type: r.typ, Group: r.grp, State: r.state, Removed: true, Lease: store.LeaseTag(r.token)})
 			delete(rs, id) // a repeated id in the batch finds it gone
 		}
@@ -816,7 +838,7 @@ func (s *Store) peek(ctx context.Context, op string, ids []int64) (map[int64]*ro
 // one statement. Items it does not return take the general path.
 var completeSQL = moveSQL("",
 	"rota.jobs j WHERE j.id = ANY($1::bigint[]) AND j.state = 1 AND NOT j.resubmit AND j.token = $2::jsonb ->> j.id::text",
-	countsCTE("d", "0", "-1"), "d", map[string]string{
+	"", "d", map[string]string{
 		"state": "3", "result": "convert_to($3::jsonb ->> d.id::text, 'UTF8')", "lease_until": "NULL",
 		"finished_at": "now()", "updated_at": "now()",
 	}, "rota.jobs_ended", "id, type, grp, run_at")
@@ -1061,7 +1083,7 @@ func (t *txn) finish(p *store.FinishParams, r *row, result []byte) (error, error
 		_, err = t.queryRow(`UPDATE rota.jobs SET state = 0, run_at = `+set+`, attempt = greatest(attempt - 1, 0),
 			lease_until = NULL, updated_at = now() WHERE id = $1 RETURNING run_at`, args, &ra)
 		if err == nil {
-			t.count(r.typ, r.grp, 1, -1)
+			t.count(r.typ, r.grp, 1)
 			t.changed(r.change(store.Pending, ra))
 			r.state = store.Pending
 		}
@@ -1086,7 +1108,7 @@ func (t *txn) end(r *row, state store.State, result []byte, errText *string, kil
 	if err != nil {
 		return err
 	}
-	t.countState(r.typ, r.grp, int16(r.state), -1)
+	t.countState(r.typ, r.grp, r.state, -1)
 	t.changed(r.change(state, runAt))
 	r.state = state
 	return nil
@@ -1099,7 +1121,7 @@ func (t *txn) retry(r *row, backoff time.Duration, errText string, killToken boo
 	if _, err := t.queryRow(retrySQL, []any{r.id, us(backoff), errText, killToken}, &runAt); err != nil {
 		return err
 	}
-	t.count(r.typ, r.grp, 1, -1)
+	t.count(r.typ, r.grp, 1)
 	t.changed(r.change(store.Pending, runAt))
 	r.state = store.Pending
 	return nil
@@ -1112,7 +1134,7 @@ func (t *txn) runAgain(r *row, killToken bool) error {
 	if _, err := t.queryRow(runAgainSQL, []any{r.id, killToken}, &runAt); err != nil {
 		return fmt.Errorf("requeue job %d: %w", r.id, err)
 	}
-	t.count(r.typ, r.grp, 1, -1)
+	t.count(r.typ, r.grp, 1)
 	t.changed(r.change(store.Pending, runAt))
 	r.state, r.resubmit = store.Pending, false
 	return nil

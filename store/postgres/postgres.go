@@ -568,11 +568,11 @@ type txn struct {
 	changes []store.Change
 	after   []func() // run once the transaction committed, before its changes are published
 	// deferCounts: the transaction runs several statements, so that
-	// changes to the group counts are collected in counts and applied by
+	// changes to the groups' pending counts are collected in counts and applied by
 	// one statement before the commit (see flushCounts). Otherwise each
 	// statement applies its own.
 	deferCounts bool
-	counts      map[groupKey]*groupDelta
+	counts      map[groupKey]int64 // pending jobs by group
 }
 
 func (t *txn) exec(query string, args ...any) (int64, error) {

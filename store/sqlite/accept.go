@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/rotajobs/rota/store"
@@ -289,55 +290,96 @@ func (w *writeTx) offerFrom(g *group, dueBy int64, n int, band string) ([]candid
 	return out, nil
 }
 
-// claim leases the candidates to the worker in one statement and returns
-// them in the candidates' order.
-func (w *writeTx) claim(cands []candidate, worker any, leaseMicros, now int64) ([]store.Job, error) {
-	ids := make([]int64, len(cands))
+// claim leases g's candidates to the worker in one statement and returns
+// them in the candidates' order. The statement returns only what it does
+// not set itself (claimColumns); the rest comes from its arguments.
+func (w *writeTx) claim(g *group, cands []candidate, worker string, leaseMicros, now int64) ([]store.Job, error) {
+	buf := make([]byte, 0, 12*len(cands)+2)
+	buf = append(buf, '[')
 	for i, c := range cands {
-		ids[i] = c.id
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = strconv.AppendInt(buf, c.id, 10)
 	}
-	idJSON, _ := json.Marshal(ids)
+	buf = append(buf, ']')
+	var workerArg any
+	if worker != "" {
+		workerArg = worker
+	}
 	// The statement flips bulk, so it counts the jobs itself (0003).
 	rows, err := w.query(`UPDATE rota_jobs SET state = 1, token = lower(hex(randomblob(16))), worker = ?,
 		lease_until = ?, lease_timeout = ?, attempt = attempt + 1, started_at = ?, cancel_requested = 0, updated_at = ?,
 		bulk = NOT bulk
-		WHERE id IN (SELECT value FROM json_each(?)) AND state = 0 RETURNING `+jobColumns,
-		worker, now+leaseMicros, leaseMicros, now, now, string(idJSON))
+		WHERE id IN (SELECT value FROM json_each(?)) AND state = 0 RETURNING `+claimColumns,
+		workerArg, now+leaseMicros, leaseMicros, now, now, string(buf))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: accept: claim: %w", err)
 	}
 	defer rows.Close()
-	byID := make(map[int64]store.Job, len(cands))
+	byID := make(map[int64]int, len(cands))
+	jobs := make([]store.Job, 0, len(cands))
 	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
+		j := store.Job{Type: g.typ, Group: g.grp, State: store.Running, Worker: worker,
+			LeaseUntil: fromMicros(now + leaseMicros), StartedAt: fromMicros(now), UpdatedAt: fromMicros(now)}
+		if err := scanClaimed(rows, &j); err != nil {
 			return nil, fmt.Errorf("sqlite: accept: claim: %w", err)
 		}
-		byID[j.ID] = j
+		byID[j.ID] = len(jobs)
+		jobs = append(jobs, j)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: accept: claim: %w", err)
 	}
 	rows.Close()
-	counts := map[groupKey]int{}
-	for _, j := range byID {
-		counts[groupKey{j.Group, j.Type}]++
+	if len(jobs) != len(cands) {
+		return nil, fmt.Errorf("sqlite: accept: claimed %d of %d jobs", len(jobs), len(cands))
 	}
-	for k, n := range counts {
-		if err := w.countBulk(k.typ, k.grp, -n, n); err != nil {
-			return nil, err
+	if err := w.countBulk(g.typ, g.grp, -len(jobs), len(jobs)); err != nil {
+		return nil, err
+	}
+	out := make([]store.Job, len(cands))
+	for i, c := range cands {
+		k, ok := byID[c.id]
+		if !ok {
+			return nil, fmt.Errorf("sqlite: accept: job %d was not claimed", c.id)
 		}
-	}
-	out := make([]store.Job, 0, len(cands))
-	for _, c := range cands {
-		if j, ok := byID[c.id]; ok {
-			out = append(out, j)
-		}
-	}
-	if len(out) != len(cands) {
-		return nil, fmt.Errorf("sqlite: accept: claimed %d of %d jobs", len(out), len(cands))
+		out[i] = jobs[k]
 	}
 	return out, nil
+}
+
+// claimColumns are what a claim does not set itself.
+const claimColumns = `id, key, priority, run_at, data, attempt, max_attempts, backoff_base, backoff_max, token,
+	resubmit, progress, last_error, errors, result, created_at, finished_at`
+
+// scanClaimed reads claimColumns into j, as scanJob does for all columns.
+func scanClaimed(sc scanner, j *store.Job) error {
+	var (
+		key, token, lastErr, errs  sql.NullString
+		finished                   sql.NullInt64
+		runAt, created, base, maxB int64
+		data, result               []byte
+	)
+	if err := sc.Scan(&j.ID, &key, &j.Priority, &runAt, &data, &j.Attempt, &j.MaxAttempts, &base, &maxB, &token,
+		&j.Resubmit, &j.Progress, &lastErr, &errs, &result, &created, &finished); err != nil {
+		return err
+	}
+	j.Key, j.Token, j.LastError = key.String, token.String, lastErr.String
+	j.RunAt = fromMicros(runAt)
+	j.Data = data
+	j.BackoffBase, j.BackoffMax = time.Duration(base)*time.Microsecond, time.Duration(maxB)*time.Microsecond
+	if len(result) > 0 {
+		j.Result = result
+	}
+	if errs.Valid && errs.String != "" {
+		if err := json.Unmarshal([]byte(errs.String), &j.Errors); err != nil {
+			return fmt.Errorf("job %d: decode errors: %w", j.ID, err)
+		}
+	}
+	j.CreatedAt = fromMicros(created)
+	j.FinishedAt = fromNullMicros(finished)
+	return nil
 }
 
 func (w *writeTx) accept(p store.AcceptParams, types []string) (store.AcceptResult, error) {
@@ -347,10 +389,6 @@ func (w *writeTx) accept(p store.AcceptParams, types []string) (store.AcceptResu
 	if !p.DueBy.IsZero() {
 		dueBy = micros(p.DueBy)
 	}
-	var worker any
-	if p.Worker != "" {
-		worker = p.Worker
-	}
 	queues := make([]*queue, len(types))
 	for i, t := range types {
 		// A batch of n jobs needs at most n groups (plus one to know the
@@ -358,7 +396,7 @@ func (w *writeTx) accept(p store.AcceptParams, types []string) (store.AcceptResu
 		queues[i] = &queue{w: w, typ: t, cfg: w.s.typeConfig(t), page: min(groupPage, p.Limit+1)}
 	}
 	take := func(q *queue, g *group, offers []candidate) error {
-		jobs, err := w.claim(offers, worker, w.s.leaseFor(q.typ, p.LeaseTimeout).Microseconds(), now)
+		jobs, err := w.claim(g, offers, p.Worker, w.s.leaseFor(q.typ, p.LeaseTimeout).Microseconds(), now)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/rotajobs/rota/store"
 	"github.com/rotajobs/rota/store/sqlite"
@@ -237,4 +238,50 @@ func TestGroupCountsAfterBatches(t *testing.T) {
 		}
 	}
 	checkGroupCounts(t, s)
+}
+
+// Accept fills in part of each job from what the claim set rather than
+// reading it back; the jobs it returns must equal the stored ones.
+func TestAcceptedJobsMatchStored(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	if _, err := s.Add(ctx, []store.AddParams{
+		{Type: "match.a", Key: "k1", Group: "g", Priority: 3, Data: raw(`{"x":1}`), MaxAttempts: 3},
+		{Type: "match.a", Data: raw(`{}`)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(worker string) []store.Job {
+		res, err := s.Accept(ctx, store.AcceptParams{Types: []string{"match.*"}, Limit: 10, Worker: worker})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Get(ctx, ids(res.Jobs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range res.Jobs {
+			a, g := fmt.Sprintf("%+v", res.Jobs[i]), fmt.Sprintf("%+v", got[i])
+			if a != g {
+				t.Errorf("accepted %s\nstored   %s", a, g)
+			}
+		}
+		return res.Jobs
+	}
+	jobs := check("w1")
+	// A failed attempt brings errors and a last error to the next claim.
+	var fs []store.FinishParams
+	for _, j := range jobs {
+		fs = append(fs, store.FinishParams{Lease: j.Lease(), As: store.Snooze})
+	}
+	fs[0].As, fs[0].Error = store.Fail, "first"
+	if _, err := s.Finish(ctx, fs); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Resubmit(ctx, []store.ResubmitParams{{ID: jobs[0].ID, RunAt: time.Now().Add(-time.Second)}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(check("")); n != 2 {
+		t.Fatalf("second accept: %d jobs", n)
+	}
 }

@@ -424,6 +424,7 @@ func (s *Store) writeLoop() {
 	}()
 	fullSync := true
 	batch := make([]*request, 0, s.cfg.MaxBatch)
+	var light, heavy []*request
 	for {
 		batch = batch[:0]
 		select {
@@ -442,20 +443,42 @@ func (s *Store) writeLoop() {
 				break fill
 			}
 		}
-		durable := false
+		// Requests that need no fsync (accepts, plain heartbeats) commit
+		// first, in a transaction of their own, so that their callers do
+		// not wait for the fsync of the adds and finishes that came with
+		// them: a worker gets its jobs without waiting for another
+		// worker's finishes to reach the disk.
+		light, heavy = light[:0], heavy[:0]
 		for _, r := range batch {
-			durable = durable || r.durable
-		}
-		if durable != fullSync {
-			mode := "NORMAL"
-			if durable {
-				mode = "FULL"
-			}
-			if _, err := s.conn.ExecContext(bg, "PRAGMA synchronous = "+mode); err == nil {
-				fullSync = durable
+			if r.durable {
+				heavy = append(heavy, r)
+			} else {
+				light = append(light, r)
 			}
 		}
-		s.runBatch(batch)
+		for _, part := range [][]*request{light, heavy} {
+			if len(part) == 0 {
+				continue
+			}
+			durable := part[0].durable
+			if durable != fullSync {
+				mode := "NORMAL"
+				if durable {
+					mode = "FULL"
+				}
+				if _, err := s.conn.ExecContext(bg, "PRAGMA synchronous = "+mode); err == nil {
+					fullSync = durable
+				} else if durable {
+					// Never commit an add or finish without its fsync.
+					err = fmt.Errorf("sqlite: set synchronous: %w", err)
+					for _, r := range part {
+						r.done <- err
+					}
+					continue
+				}
+			}
+			s.runBatch(part)
+		}
 	}
 }
 

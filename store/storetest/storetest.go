@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Remove", func(t *testing.T) { testRemove(t, open) })
 	t.Run("ExpireLeases", func(t *testing.T) { testExpireLeases(t, open) })
 	t.Run("Watch", func(t *testing.T) { testWatch(t, open) })
+	t.Run("WatchLeases", func(t *testing.T) { testWatchLeases(t, open) })
 	t.Run("TypeConfig", func(t *testing.T) { testTypeConfig(t, open) })
 	t.Run("Stats", func(t *testing.T) { testStats(t, open) })
 	t.Run("Fairness", func(t *testing.T) { testFairness(t, open) })

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rotajobs/rota/internal/batch"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -121,7 +122,7 @@ type Worker struct {
 	started bool
 	kick    chan struct{} // wakes the heartbeat loop when a job starts
 
-	finisher *batcher[FinishParams, error] // shares store calls among handlers ending together
+	finisher *batch.Batcher[FinishParams, error] // shares store calls among handlers ending together
 }
 
 type runningJob struct {
@@ -156,14 +157,18 @@ func NewWorker(c *Client, cfg WorkerConfig) *Worker {
 		cfg.Logger = c.log
 	}
 	w := &Worker{c: c, cfg: cfg, log: cfg.Logger, handlers: map[string]Handler{}, running: map[int64]*runningJob{}, kick: make(chan struct{}, 1)}
-	w.finisher = newBatcher(maxFinishBatch, func(ctx context.Context, ps []FinishParams) ([]error, error) {
+	w.finisher = batch.New(maxFinishBatch, finishTimeout, func(ctx context.Context, ps []FinishParams) ([]error, error) {
 		return c.FinishMany(ctx, ps)
 	})
 	return w
 }
 
-// maxFinishBatch bounds how many finishes share one store call.
-const maxFinishBatch = 1000
+// maxFinishBatch bounds how many finishes share one store call, and
+// finishTimeout how long one may take.
+const (
+	maxFinishBatch = 1000
+	finishTimeout  = 30 * time.Second
+)
 
 // Handle registers h for jobs of type typ. It panics if typ is not a valid
 // type name, already has a handler, or the worker is running.
@@ -380,11 +385,14 @@ func (w *Worker) execute(r *runningJob) {
 	default:
 		p.As, p.Error = Fail, err.Error()
 	}
-	// The finisher bounds each store call (batchTimeout).
+	// The finisher bounds each store call (finishTimeout).
 	ctx := context.Background()
-	ferr, err := w.finisher.do(ctx, p)
+	var ferr error
+	errs, err := w.finisher.Do(ctx, p)
 	if err != nil {
 		ferr = err
+	} else {
+		ferr = errs[0]
 	}
 	if ferr != nil {
 		level := slog.LevelError

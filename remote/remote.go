@@ -27,8 +27,14 @@ import (
 
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/internal/batch"
 	"github.com/rotajobs/rota/store"
 )
+
+// requestTimeout bounds one batched finish or heartbeat request: they are
+// quick on a healthy server, and the bound keeps a wedged connection from
+// holding every caller forever.
+const requestTimeout = time.Minute
 
 // Config tunes a Store. The zero value is ready to use.
 type Config struct {
@@ -48,8 +54,8 @@ type Store struct {
 	base   *url.URL
 	cfg    Config
 	http   *http.Client
-	finish *batcher[store.FinishParams, error]
-	beat   *batcher[store.HeartbeatParams, store.HeartbeatResult]
+	finish *batch.Batcher[store.FinishParams, error]
+	beat   *batch.Batcher[store.HeartbeatParams, store.HeartbeatResult]
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -83,8 +89,8 @@ func New(baseURL string, cfg Config) (*Store, error) {
 		hc = &http.Client{Transport: tr}
 	}
 	s := &Store{base: u, cfg: cfg, http: hc, closed: make(chan struct{}), watchers: map[int]func([]store.Change){}}
-	s.finish = newBatcher(cfg.MaxBatch, s.finishBatch)
-	s.beat = newBatcher(cfg.MaxBatch, s.heartbeatBatch)
+	s.finish = batch.New(cfg.MaxBatch, requestTimeout, s.finishBatch)
+	s.beat = batch.New(cfg.MaxBatch, requestTimeout, s.heartbeatBatch)
 	return s, nil
 }
 
@@ -107,8 +113,8 @@ func (s *Store) Close() error {
 			s.stopFeed()
 		}
 		s.watchMu.Unlock()
-		s.finish.close()
-		s.beat.close()
+		s.finish.Close()
+		s.beat.Close()
 	})
 	return nil
 }
@@ -414,7 +420,10 @@ func (s *Store) AcceptWait(ctx context.Context, p store.AcceptParams, wait time.
 
 // Heartbeat extends leases; concurrent calls share requests.
 func (s *Store) Heartbeat(ctx context.Context, ps []store.HeartbeatParams) ([]store.HeartbeatResult, error) {
-	return s.beat.do(ctx, ps)
+	if s.isClosed() {
+		return nil, store.ErrClosed
+	}
+	return s.beat.Do(ctx, ps...)
 }
 
 func (s *Store) heartbeatBatch(ctx context.Context, ps []store.HeartbeatParams) ([]store.HeartbeatResult, error) {
@@ -438,7 +447,10 @@ func (s *Store) heartbeatBatch(ctx context.Context, ps []store.HeartbeatParams) 
 
 // Finish ends leases; concurrent calls share requests.
 func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, error) {
-	return s.finish.do(ctx, ps)
+	if s.isClosed() {
+		return nil, store.ErrClosed
+	}
+	return s.finish.Do(ctx, ps...)
 }
 
 func (s *Store) finishBatch(ctx context.Context, ps []store.FinishParams) ([]error, error) {

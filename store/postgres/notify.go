@@ -16,29 +16,9 @@ import (
 
 // Watch registers fn to receive committed changes: this store's own after
 // each commit, and other nodes' as their notifications arrive.
-func (s *Store) Watch(fn func([]store.Change)) func() {
-	s.watchMu.Lock()
-	s.watchSeq++
-	id := s.watchSeq
-	s.watchers[id] = fn
-	s.watchMu.Unlock()
-	return func() {
-		s.watchMu.Lock()
-		delete(s.watchers, id)
-		s.watchMu.Unlock()
-	}
-}
+func (s *Store) Watch(fn func([]store.Change)) func() { return s.feed.Watch(fn) }
 
-func (s *Store) deliver(changes []store.Change) {
-	if len(changes) == 0 {
-		return
-	}
-	s.watchMu.Lock()
-	defer s.watchMu.Unlock()
-	for _, fn := range s.watchers {
-		fn(changes)
-	}
-}
+func (s *Store) deliver(changes []store.Change) { s.feed.Deliver(changes) }
 
 // committed publishes the changes of a committed transaction of this store:
 // to its watchers now, to other nodes through the outbox.

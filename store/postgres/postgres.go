@@ -136,9 +136,7 @@ type Store struct {
 	typesMu sync.RWMutex
 	types   map[string]struct{} // type names committed in the types table
 
-	watchMu  sync.Mutex // serialises deliveries, so each watcher sees one sequence
-	watchers map[int]func([]store.Change)
-	watchSeq int
+	feed store.Watchers // serialises deliveries, so each watcher sees one sequence
 
 	out    *outbox // changes waiting to be sent to other nodes
 	leader leader
@@ -188,18 +186,17 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	}
 	sctx, cancel := context.WithCancel(context.Background())
 	s := &Store{
-		cfg:      cfg,
-		session:  session,
-		schema:   pgx.Identifier{cfg.Schema}.Sanitize(),
-		channel:  channelName(cfg.Schema),
-		node:     store.NewToken()[:16],
-		pool:     pool,
-		log:      cfg.Logger,
-		ctx:      sctx,
-		cancel:   cancel,
-		sql:      map[string]string{},
-		types:    map[string]struct{}{},
-		watchers: map[int]func([]store.Change){},
+		cfg:     cfg,
+		session: session,
+		schema:  pgx.Identifier{cfg.Schema}.Sanitize(),
+		channel: channelName(cfg.Schema),
+		node:    store.NewToken()[:16],
+		pool:    pool,
+		log:     cfg.Logger,
+		ctx:     sctx,
+		cancel:  cancel,
+		sql:     map[string]string{},
+		types:   map[string]struct{}{},
 	}
 	s.out = newOutbox(s)
 	s.leader.s = s

@@ -69,9 +69,7 @@ type Store struct {
 	types   map[string]typeConfig // known types and their settings
 	groups  map[groupKey]store.GroupConfig
 
-	watchMu  sync.RWMutex
-	watchers map[int]func([]store.Change)
-	watchSeq int
+	feed store.Watchers
 }
 
 var _ store.Store = (*Store)(nil)
@@ -133,17 +131,16 @@ func Open(path string, cfg Config) (*Store, error) {
 	r.SetMaxOpenConns(cfg.ReadConns)
 	r.SetMaxIdleConns(cfg.ReadConns)
 	s := &Store{
-		path:     path,
-		cfg:      cfg,
-		writer:   w,
-		reader:   r,
-		reqs:     make(chan *request, cfg.MaxBatch),
-		closing:  make(chan struct{}),
-		stopped:  make(chan struct{}),
-		stmts:    map[string]*sql.Stmt{},
-		types:    map[string]typeConfig{},
-		groups:   map[groupKey]store.GroupConfig{},
-		watchers: map[int]func([]store.Change){},
+		path:    path,
+		cfg:     cfg,
+		writer:  w,
+		reader:  r,
+		reqs:    make(chan *request, cfg.MaxBatch),
+		closing: make(chan struct{}),
+		stopped: make(chan struct{}),
+		stmts:   map[string]*sql.Stmt{},
+		types:   map[string]typeConfig{},
+		groups:  map[groupKey]store.GroupConfig{},
 	}
 	if err := s.loadConfig(); err != nil {
 		w.Close()
@@ -267,29 +264,7 @@ func (s *Store) Close() error {
 }
 
 // Watch registers fn to receive committed changes.
-func (s *Store) Watch(fn func([]store.Change)) func() {
-	s.watchMu.Lock()
-	s.watchSeq++
-	id := s.watchSeq
-	s.watchers[id] = fn
-	s.watchMu.Unlock()
-	return func() {
-		s.watchMu.Lock()
-		delete(s.watchers, id)
-		s.watchMu.Unlock()
-	}
-}
-
-func (s *Store) publish(changes []store.Change) {
-	if len(changes) == 0 {
-		return
-	}
-	s.watchMu.RLock()
-	defer s.watchMu.RUnlock()
-	for _, fn := range s.watchers {
-		fn(changes)
-	}
-}
+func (s *Store) Watch(fn func([]store.Change)) func() { return s.feed.Watch(fn) }
 
 // request is one caller's unit of work for the writer. fn runs inside the
 // shared transaction, within a savepoint of its own, so that its failure
@@ -542,7 +517,7 @@ func (s *Store) runBatch(batch []*request) {
 		}
 		return
 	}
-	s.publish(w.changes)
+	s.feed.Deliver(w.changes)
 	for i, r := range batch {
 		r.done <- errs[i]
 	}

@@ -1,0 +1,43 @@
+package store
+
+import "sync"
+
+// Watchers is the registry behind Store.Watch, for stores to use: it
+// delivers each batch of changes to every registered callback, one batch at
+// a time, so that every callback sees the same sequence. The zero value is
+// ready to use.
+type Watchers struct {
+	mu  sync.Mutex
+	fns map[int]func([]Change)
+	seq int
+}
+
+// Watch registers fn and returns the function that unregisters it.
+func (w *Watchers) Watch(fn func([]Change)) (stop func()) {
+	w.mu.Lock()
+	if w.fns == nil {
+		w.fns = map[int]func([]Change){}
+	}
+	w.seq++
+	id := w.seq
+	w.fns[id] = fn
+	w.mu.Unlock()
+	return func() {
+		w.mu.Lock()
+		delete(w.fns, id)
+		w.mu.Unlock()
+	}
+}
+
+// Deliver calls every registered callback with changes; callbacks must not
+// block.
+func (w *Watchers) Deliver(changes []Change) {
+	if len(changes) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, fn := range w.fns {
+		fn(changes)
+	}
+}

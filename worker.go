@@ -247,6 +247,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// for every job. There are at most Concurrency of them, since each
 	// holds a slot while it runs a job.
 	runq := make(chan *runningJob)
+	runners := 0
 	runner := func(r *runningJob) {
 		defer wg.Done()
 		for ok := true; ok; r, ok = <-runq {
@@ -287,9 +288,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		for i := range jobs {
 			r := w.start(base, jobs[i])
+			if runners == w.cfg.Concurrency {
+				runq <- r // a runner is between jobs: r holds one of the slots
+				continue
+			}
 			select {
 			case runq <- r: // an idle runner takes it
 			default:
+				runners++
 				wg.Add(1)
 				go runner(r)
 			}

@@ -544,8 +544,8 @@ func (s *Store) stream(ctx context.Context) bool {
 		if event != "job" {
 			return true
 		}
-		var ev httpapi.Event
-		if json.Unmarshal(data, &ev) != nil {
+		ev, err := httpapi.ParseEvent(data)
+		if err != nil {
 			return true
 		}
 		s.watchMu.Lock()

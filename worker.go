@@ -249,14 +249,25 @@ func (w *Worker) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	// Runners run handlers, one job at a time, and then wait for the next
 	// job: a goroutine per job would start on a small stack and grow it
-	// for every job. There are at most Concurrency of them, since each
-	// holds a slot while it runs a job.
+	// for every job.
+	//
+	// A job holds its slot while its handler runs, not while its finish
+	// reaches the store: the slot is free for the next job as soon as the
+	// handler returns, and finishing (a fsync away) is bounded separately,
+	// by as many finishes in flight as there are slots. A runner waits for
+	// its job's finish, so there are at most twice Concurrency runners.
+	finishing := make(chan struct{}, w.cfg.Concurrency)
 	runq := make(chan *runningJob)
+	runners := 0
+	handlerDone := func() {
+		finishing <- struct{}{}
+		<-slots
+	}
 	runner := func(r *runningJob) {
 		defer wg.Done()
 		for ok := true; ok; r, ok = <-runq {
-			w.execute(r)
-			<-slots
+			w.execute(r, handlerDone)
+			<-finishing
 		}
 	}
 	for ctx.Err() == nil {
@@ -292,9 +303,17 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		for i := range jobs {
 			r := w.start(base, jobs[i])
+			if runners == 2*w.cfg.Concurrency {
+				// Some runner is between jobs: r holds one of the slots, so
+				// at most Concurrency-1 others run handlers and at most
+				// Concurrency wait for finishes.
+				runq <- r
+				continue
+			}
 			select {
 			case runq <- r: // an idle runner takes it
 			default:
+				runners++
 				wg.Add(1)
 				go runner(r)
 			}
@@ -351,10 +370,12 @@ func (w *Worker) forget(r *runningJob) {
 	r.cancel(context.Canceled)
 }
 
-// execute runs the handler and finishes the job by its outcome.
-func (w *Worker) execute(r *runningJob) {
+// execute runs the handler, calls handlerDone, and finishes the job by its
+// outcome.
+func (w *Worker) execute(r *runningJob, handlerDone func()) {
 	defer w.forget(r)
 	err := w.call(r)
+	handlerDone()
 	r.mu.Lock()
 	released := r.ended
 	r.ended = true

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -68,6 +67,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	flusher.Flush()
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	var buf []byte
 	for seq := 1; ; seq++ {
 		select {
 		case <-r.Context().Done():
@@ -88,8 +88,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			// one write per batch of events instead of one per event.
 			now := time.Now().UTC()
 			for more := true; more; {
-				data, _ := json.Marshal(Event{Change: ev, At: now})
-				fmt.Fprintf(w, "id: %d\nevent: job\ndata: %s\n\n", seq, data)
+				buf = append(buf[:0], "id: "...)
+				buf = strconv.AppendInt(buf, int64(seq), 10)
+				buf = append(buf, "\nevent: job\ndata: "...)
+				buf = AppendEvent(buf, Event{Change: ev, At: now})
+				buf = append(buf, "\n\n"...)
+				w.Write(buf)
 				select {
 				case ev, more = <-sub.C:
 					if more {

@@ -554,10 +554,11 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request) {
 	for _, j := range jobs {
 		s.metrics.accepted.WithLabelValues(j.Type).Inc()
 	}
-	if jobs == nil {
-		jobs = []store.Job{}
+	out := AcceptWire{Jobs: make([]JobWire, len(jobs))}
+	for i, j := range jobs {
+		out.Jobs[i] = NewJobWire(j)
 	}
-	writeJSON(w, http.StatusOK, AcceptResponse{Jobs: jobs})
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) heartbeatOne(w http.ResponseWriter, r *http.Request) {

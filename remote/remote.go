@@ -411,11 +411,18 @@ func (s *Store) AcceptWait(ctx context.Context, p store.AcceptParams, wait time.
 		t := p.DueBy
 		req.DueBy = &t
 	}
-	var resp httpapi.AcceptResponse
+	var resp httpapi.AcceptWire
 	if err := s.do(ctx, "POST", "/v1/accept", nil, req, &resp); err != nil {
 		return store.AcceptResult{}, err
 	}
-	return store.AcceptResult{Jobs: resp.Jobs}, nil
+	jobs := make([]store.Job, len(resp.Jobs))
+	for i, w := range resp.Jobs {
+		var err error
+		if jobs[i], err = w.Job(); err != nil {
+			return store.AcceptResult{}, fmt.Errorf("remote: accept: job %d: %w", w.ID, err)
+		}
+	}
+	return store.AcceptResult{Jobs: jobs}, nil
 }
 
 // Heartbeat extends leases; concurrent calls share requests.
@@ -549,8 +556,8 @@ func (s *Store) stream(ctx context.Context) bool {
 		if event != "job" {
 			return true
 		}
-		var ev httpapi.Event
-		if json.Unmarshal(data, &ev) != nil {
+		ev, err := httpapi.ParseEvent(data)
+		if err != nil {
 			return true
 		}
 		s.watchMu.Lock()

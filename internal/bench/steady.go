@@ -24,7 +24,7 @@ type SteadyConfig struct {
 }
 
 // DefaultSteady is the target's load: 500 jobs/s.
-var DefaultSteady = SteadyConfig{Rate: 500, Duration: 20 * time.Second, Concurrency: 32, Warmup: time.Second}
+var DefaultSteady = SteadyConfig{Rate: 500, Duration: 15 * time.Second, Concurrency: 32, Warmup: time.Second}
 
 // Steady measures enqueue→start and enqueue→finish latency under a fixed
 // arrival rate. "Enqueue" is the moment the producer calls Add (with

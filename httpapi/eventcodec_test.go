@@ -1,0 +1,70 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/store"
+)
+
+// AppendEvent writes what json.Marshal writes, and ParseEvent reads what
+// json.Unmarshal reads, for ordinary and odd events alike.
+func TestEventCodecMatchesEncodingJSON(t *testing.T) {
+	now := time.Date(2026, 11, 21, 7, 9, 7, 123456789, time.UTC)
+	events := []httpapi.Event{
+		{},
+		{Change: store.Change{ID: 1, Type: "email.send", State: store.Running, Lease: "abc123"}, At: now},
+		{Change: store.Change{ID: 2, Type: "t", Group: "acme", State: store.Pending, RunAt: now.Add(time.Hour)}, At: now},
+		{Change: store.Change{ID: 3, Type: "t", Group: "a<b>&\"c\\", State: store.Completed, Removed: true, Progress: 42.5}, At: now},
+		{Change: store.Change{ID: 4, Type: "t", Group: "é\u2028\x01", State: store.Failed, Progress: 1e-7}, At: now.In(time.FixedZone("x", 3600))},
+		{Change: store.Change{ID: 5, Type: "t", State: store.Cancelled, Progress: 1e21}, At: time.Date(12000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{Change: store.Change{ID: math.MaxInt64, Type: "t", State: store.Paused, Progress: -0.000001}, At: now},
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 500 {
+		b := make([]byte, rng.IntN(8))
+		for k := range b {
+			b[k] = byte(rng.IntN(256))
+		}
+		events = append(events, httpapi.Event{Change: store.Change{ID: int64(i), Type: "t", Group: string(b), State: store.State(rng.IntN(6)),
+			Progress: rng.Float64() * 100, Lease: string(b[:len(b)/2])}, At: now.Add(time.Duration(rng.Int64N(1e15)))})
+	}
+	for i, ev := range events {
+		want, err := json.Marshal(ev)
+		if err != nil { // as the stream did before: an empty event
+			if got := httpapi.AppendEvent(nil, ev); len(got) != 0 {
+				t.Errorf("event %d: AppendEvent writes %s where json.Marshal fails (%v)", i, got, err)
+			}
+			continue
+		}
+		if got := httpapi.AppendEvent(nil, ev); string(got) != string(want) {
+			t.Errorf("event %d: AppendEvent writes %s, json.Marshal %s", i, got, want)
+		}
+		var ref httpapi.Event
+		refErr := json.Unmarshal(want, &ref)
+		got, err := httpapi.ParseEvent(want)
+		if (err != nil) != (refErr != nil) || !reflect.DeepEqual(got, ref) {
+			t.Errorf("event %d (%s): ParseEvent reads %+v, %v; json.Unmarshal %+v, %v", i, want, got, err, ref, refErr)
+		}
+	}
+	// Input that is not the usual shape goes to encoding/json.
+	for _, in := range []string{
+		`{"at":"2026-11-21T07:09:07Z","id":7,"type":"t","group":"","state":"running","progress":0}`,
+		`{"id":7,"type":"t","group":"","state":"running","progress":Inf,"at":"2026-11-21T07:09:07Z"}`,
+		`{"id":7,"type":"t","group":"","state":"nope","progress":0,"at":"2026-11-21T07:09:07Z"}`,
+		`{"id":7,"type":"t\u0041","group":"","state":"running","progress":0,"at":"2026-11-21T07:09:07Z"}`,
+		`{"id":7}`, `[]`, ``,
+	} {
+		var ref httpapi.Event
+		refErr := json.Unmarshal([]byte(in), &ref)
+		got, err := httpapi.ParseEvent([]byte(in))
+		if (err != nil) != (refErr != nil) || !reflect.DeepEqual(got, ref) {
+			t.Errorf("%s: ParseEvent reads %+v, %v; json.Unmarshal %+v, %v", in, got, err, ref, refErr)
+		}
+	}
+}

@@ -1,0 +1,51 @@
+package httpapi
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rotajobs/rota/store"
+)
+
+// AcceptWire is AcceptResponse in a form encoding/json reads and writes in
+// one pass: store.Job's own JSON methods marshal each job on its own (and
+// the encoder then scans their output again) and parse each job twice.
+// The bytes are the same as AcceptResponse's. The server writes accept
+// answers with it, and the remote client reads them with it.
+type AcceptWire struct {
+	Jobs []JobWire `json:"jobs"`
+}
+
+// JobWire is a job in the JSON form store.Job's methods write, with no
+// methods of its own. Make it with NewJobWire; read it with Job.
+type JobWire struct {
+	jobFields
+	BackoffBase string `json:"backoff_base"`
+	BackoffMax  string `json:"backoff_max"`
+}
+
+// jobFields is store.Job without its methods; JobWire's own fields take
+// the place of its durations (the shallower field wins).
+type jobFields store.Job
+
+// NewJobWire returns j's wire form.
+func NewJobWire(j store.Job) JobWire {
+	return JobWire{jobFields: jobFields(j), BackoffBase: j.BackoffBase.String(), BackoffMax: j.BackoffMax.String()}
+}
+
+// Job returns the job, as store.Job's UnmarshalJSON would.
+func (w JobWire) Job() (store.Job, error) {
+	j := store.Job(w.jobFields)
+	var err error
+	if w.BackoffBase != "" {
+		if j.BackoffBase, err = time.ParseDuration(w.BackoffBase); err != nil {
+			return j, fmt.Errorf("backoff_base: %w", err)
+		}
+	}
+	if w.BackoffMax != "" {
+		if j.BackoffMax, err = time.ParseDuration(w.BackoffMax); err != nil {
+			return j, fmt.Errorf("backoff_max: %w", err)
+		}
+	}
+	return j, nil
+}

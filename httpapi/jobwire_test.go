@@ -1,0 +1,100 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/store"
+)
+
+// The accept answer is written and read through JobWire, which must give
+// the same bytes as store.Job's own JSON methods, and read back the same
+// jobs.
+func TestJobWireMatchesJobJSON(t *testing.T) {
+	now := time.Date(2026, 11, 21, 7, 9, 7, 123456000, time.UTC)
+	jobs := []store.Job{
+		{},
+		{ID: 1, Type: "email.send", Group: "acme", State: store.Running, RunAt: now, Data: json.RawMessage(`{"to":"a<b>&c@example.com","n":[1,2]}`),
+			Attempt: 2, MaxAttempts: 20, BackoffBase: time.Second, BackoffMax: time.Hour, Token: "tok", Worker: "host:1",
+			LeaseUntil: now.Add(time.Minute), CreatedAt: now, StartedAt: now, UpdatedAt: now},
+		{ID: 2, Type: "t", Key: "k\u2028é", State: store.Failed, Progress: 12.5, LastError: "boom <x>", Resubmit: true, CancelRequested: true,
+			Errors: []store.AttemptError{{Attempt: 1, At: now, Error: "first & last"}}, Result: json.RawMessage(`"é\"\\"`),
+			BackoffBase: 1500 * time.Millisecond, FinishedAt: now, Data: json.RawMessage(`{}`)},
+	}
+	encode := func(v any) []byte {
+		var buf bytes.Buffer
+		if err := json.NewEncoder(&buf).Encode(v); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	wire := httpapi.AcceptWire{Jobs: make([]httpapi.JobWire, len(jobs))}
+	for i, j := range jobs {
+		wire.Jobs[i] = httpapi.NewJobWire(j)
+	}
+	want, got := encode(httpapi.AcceptResponse{Jobs: jobs}), encode(wire)
+	if !bytes.Equal(want, got) {
+		t.Fatalf("JobWire writes\n%s\nstore.Job writes\n%s", got, want)
+	}
+	var back httpapi.AcceptWire
+	if err := json.Unmarshal(want, &back); err != nil {
+		t.Fatal(err)
+	}
+	var ref httpapi.AcceptResponse
+	if err := json.Unmarshal(want, &ref); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range back.Jobs {
+		j, err := w.Job()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(j, ref.Jobs[i]) {
+			t.Errorf("job %d: JobWire reads %s\nstore.Job reads %s", i, fmt.Sprintf("%+v", j), fmt.Sprintf("%+v", ref.Jobs[i]))
+		}
+	}
+}
+
+// BenchmarkAcceptAnswer encodes and decodes an accept answer of 100 jobs,
+// as store.Job and as JobWire; one op is one job.
+func BenchmarkAcceptAnswer(b *testing.B) {
+	now := time.Now().UTC()
+	jobs := make([]store.Job, 100)
+	for i := range jobs {
+		jobs[i] = store.Job{ID: int64(i + 1), Type: "bench.drain", State: store.Running, RunAt: now, Data: json.RawMessage(`{"n":1}`),
+			Attempt: 1, MaxAttempts: 20, BackoffBase: time.Second, BackoffMax: time.Hour, Token: "0123456789abcdef0123456789abcdef",
+			Worker: "host:1234", LeaseUntil: now, CreatedAt: now, StartedAt: now, UpdatedAt: now}
+	}
+	b.Run("store.Job", func(b *testing.B) {
+		for i := 0; i < b.N; i += len(jobs) {
+			data, _ := json.Marshal(httpapi.AcceptResponse{Jobs: jobs})
+			var back httpapi.AcceptResponse
+			if err := json.Unmarshal(data, &back); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("JobWire", func(b *testing.B) {
+		for i := 0; i < b.N; i += len(jobs) {
+			wire := httpapi.AcceptWire{Jobs: make([]httpapi.JobWire, len(jobs))}
+			for k, j := range jobs {
+				wire.Jobs[k] = httpapi.NewJobWire(j)
+			}
+			data, _ := json.Marshal(wire)
+			var back httpapi.AcceptWire
+			if err := json.Unmarshal(data, &back); err != nil {
+				b.Fatal(err)
+			}
+			for _, w := range back.Jobs {
+				if _, err := w.Job(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}

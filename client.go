@@ -342,7 +342,12 @@ func (c *Client) Accept(ctx context.Context, p AcceptParams) ([]Job, error) {
 			if !p.DueBy.IsZero() {
 				due = due.Add(-p.DueBy.Sub(now))
 			}
-			sleep = min(sleep, max(due.Sub(now), 0))
+			// A due job that was not handed out belongs to a group at its
+			// bound on running jobs: it becomes acceptable when a job of
+			// the type ends, which wakes the waiter, not at a time.
+			if due.After(now) {
+				sleep = min(sleep, due.Sub(now))
+			}
 		}
 		if !timer.Stop() {
 			select {

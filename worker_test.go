@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/store"
 	"github.com/rotajobs/rota/store/sqlite"
 )
 
@@ -435,4 +436,66 @@ func TestCompleteInCallersTransaction(t *testing.T) {
 	if err := db.QueryRow(`SELECT count(*) FROM receipts`).Scan(&n); err != nil || n != 1 {
 		t.Errorf("%d receipts (%v), want exactly 1: the rolled-back attempt must leave none", n, err)
 	}
+}
+
+// TestAcceptWaitsForBoundedGroup: the only due job belongs to a group at its
+// bound; a waiting accept must sleep (not spin) and take it as soon as the
+// group's running job ends. The poll fallback is an hour, so only the
+// wake-up on the ending can explain a prompt answer.
+func TestAcceptWaitsForBoundedGroup(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "rota.db"), sqlite.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	counted := &countingStore{Store: st}
+	c, err := rota.NewClient(counted, rota.Config{PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.SetGroupConfig(ctx, rota.GroupConfig{Group: "a", Type: "t", MaxRunning: 1}); err != nil {
+		t.Fatal(err)
+	}
+	first := add(t, c, rota.AddParams{Type: "t", Group: "a"})
+	second := add(t, c, rota.AddParams{Type: "t", Group: "a"})
+	jobs, err := c.Accept(ctx, rota.AcceptParams{Types: []string{"t"}, Limit: 5})
+	if err != nil || len(jobs) != 1 || jobs[0].ID != first.ID {
+		t.Fatalf("first accept: %v %v, want only job %d (bound 1)", jobs, err, first.ID)
+	}
+	got := make(chan []rota.Job, 1)
+	go func() {
+		jobs, err := c.Accept(ctx, rota.AcceptParams{Types: []string{"t"}, Wait: 20 * time.Second})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- jobs
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if n := counted.accepts.Load(); n > 5 {
+		t.Errorf("the waiting accept called the store %d times while the group was at its bound: it spins instead of sleeping", n)
+	}
+	if err := c.Complete(ctx, jobs[0].Lease(), nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case jobs := <-got:
+		if len(jobs) != 1 || jobs[0].ID != second.ID {
+			t.Errorf("waiting accept got %v, want job %d", jobs, second.ID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting accept did not wake when the group's running job ended")
+	}
+}
+
+// countingStore counts accepts on a real store.
+type countingStore struct {
+	store.Store
+	accepts atomic.Int64
+}
+
+func (s *countingStore) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptResult, error) {
+	s.accepts.Add(1)
+	return s.Store.Accept(ctx, p)
 }

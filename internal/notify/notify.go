@@ -45,7 +45,9 @@ func (h *Hub) Publish(changes []store.Change) {
 	}
 	if len(h.waiters) > 0 {
 		for _, c := range changes {
-			if c.Removed || c.State != store.Pending {
+			// A job becoming pending may be acceptable; a job leaving
+			// running frees room in its group's bound.
+			if !c.Removed && c.State == store.Running {
 				continue
 			}
 			for w := range h.waiters {

@@ -35,14 +35,14 @@ type group struct {
 	running   int
 	bandCount int
 	weight    float64
-	limit     int // bound on running jobs of this type; 0: none
-	crossRun  int // running jobs of every type, when a cross-type bound applies
-	crossMax  int // the cross-type bound; 0: none
+	limit     int  // bound on running jobs of this type; 0: none
+	crossRun  *int // running jobs of every type, shared by the accept's queues, when a cross-type bound applies
+	crossMax  int  // the cross-type bound; 0: none
 	served    bool
 }
 
 func (g *group) atLimit() bool {
-	return (g.limit > 0 && g.running >= g.limit) || (g.crossMax > 0 && g.crossRun >= g.crossMax)
+	return (g.limit > 0 && g.running >= g.limit) || (g.crossMax > 0 && *g.crossRun >= g.crossMax)
 }
 
 // room is how many more jobs the group may start.
@@ -52,7 +52,7 @@ func (g *group) room() int {
 		r = g.limit - g.running
 	}
 	if g.crossMax > 0 {
-		r = min(r, g.crossMax-g.crossRun)
+		r = min(r, g.crossMax-*g.crossRun)
 	}
 	return max(r, 0)
 }
@@ -79,6 +79,7 @@ func (h *groupHeap) Pop() any {
 // queue is one type's groups during one accept: a heap of the groups seen
 // so far, fed from the turn index in pages.
 type queue struct {
+	cross   map[string]*int // running jobs per group across types, for cross-type bounds
 	w       *writeTx
 	page    int // groups to read at a time
 	typ     string
@@ -121,7 +122,7 @@ func (q *queue) fill() error {
 			return fmt.Errorf("sqlite: accept: groups: %w", err)
 		}
 		q.lastTurn, q.lastGrp = g.turn, g.grp
-		if err := q.w.s.applyGroupConfig(q.w, g, q.cfg); err != nil {
+		if err := q.w.s.applyGroupConfig(q.w, g, q.cfg, q.cross); err != nil {
 			return err
 		}
 		heap.Push(&q.heap, g)
@@ -187,7 +188,9 @@ func (q *queue) served(g *group, n int) {
 	g.turn += float64(n) / g.weight
 	g.pending -= n
 	g.running += n
-	g.crossRun += n
+	if g.crossRun != nil {
+		*g.crossRun += n
+	}
 	g.bandCount += n
 	if !g.served {
 		g.served = true
@@ -389,11 +392,15 @@ func (w *writeTx) accept(p store.AcceptParams, types []string) (store.AcceptResu
 	if !p.DueBy.IsZero() {
 		dueBy = micros(p.DueBy)
 	}
+	// A group's running jobs across types are counted once per accept and
+	// shared by every type's queue, so that a bound across types holds
+	// within one accept of several types too.
+	cross := map[string]*int{}
 	queues := make([]*queue, len(types))
 	for i, t := range types {
 		// A batch of n jobs needs at most n groups (plus one to know the
 		// next rival) unless some are skipped; read more only then.
-		queues[i] = &queue{w: w, typ: t, cfg: w.s.typeConfig(t), page: min(groupPage, p.Limit+1)}
+		queues[i] = &queue{w: w, typ: t, cfg: w.s.typeConfig(t), page: min(groupPage, p.Limit+1), cross: cross}
 	}
 	take := func(q *queue, g *group, offers []candidate) error {
 		jobs, err := w.claim(g, offers, p.Worker, w.s.leaseFor(q.typ, p.LeaseTimeout).Microseconds(), now)
@@ -497,6 +504,9 @@ func (w *writeTx) acceptTypes(queues []*queue, limit int, dueBy int64, res *stor
 		}
 		h := heads[best]
 		heads[best] = nil
+		if h.g.atLimit() {
+			continue // another type's job of the group used up a bound across types
+		}
 		if err := take(queues[best], h.g, []candidate{h.c}); err != nil {
 			return err
 		}

@@ -72,7 +72,7 @@ func (s *Store) leaseFor(typ string, override time.Duration) time.Duration {
 // applyGroupConfig sets g's weight and bounds from the group settings
 // and the type's, reading its running jobs across types when a
 // cross-type bound applies.
-func (s *Store) applyGroupConfig(w *writeTx, g *group, tc typeConfig) error {
+func (s *Store) applyGroupConfig(w *writeTx, g *group, tc typeConfig, cross map[string]*int) error {
 	s.typesMu.RLock()
 	own, hasOwn := s.groups[groupKey{g.grp, g.typ}]
 	all, hasAll := s.groups[groupKey{g.grp, ""}]
@@ -90,8 +90,14 @@ func (s *Store) applyGroupConfig(w *writeTx, g *group, tc typeConfig) error {
 	}
 	if hasAll && all.MaxRunning > 0 {
 		g.crossMax = all.MaxRunning
-		if err := w.queryRow(`SELECT coalesce(sum(running), 0) FROM rota_groups WHERE grp = ? AND running > 0`, g.grp).Scan(&g.crossRun); err != nil {
-			return fmt.Errorf("sqlite: accept: group %q: %w", g.grp, err)
+		if n, ok := cross[g.grp]; ok {
+			g.crossRun = n
+		} else {
+			n := new(int)
+			if err := w.queryRow(`SELECT coalesce(sum(running), 0) FROM rota_groups WHERE grp = ? AND running > 0`, g.grp).Scan(n); err != nil {
+				return fmt.Errorf("sqlite: accept: group %q: %w", g.grp, err)
+			}
+			cross[g.grp], g.crossRun = n, n
 		}
 	}
 	return nil

@@ -139,6 +139,18 @@ func testFairness(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Errorf("type u got %q, want one job: group a has 2 of its 3 running in type t", got)
 		}
 	})
+	t.Run("GroupBoundAcrossTypesInOneAccept", func(t *testing.T) {
+		s := open(t)
+		if err := s.SetGroupConfig(t.Context(), store.GroupConfig{Group: "a", MaxRunning: 1}); err != nil {
+			t.Fatal(err)
+		}
+		addGroups(t, s, "t", map[string]int{"a": 1})
+		addGroups(t, s, "u", map[string]int{"a": 1})
+		res := accept(t, s, store.AcceptParams{Types: []string{"t", "u"}, Limit: 2})
+		if len(res.Jobs) != 1 {
+			t.Errorf("one accept of types t and u started %d jobs of group a, bound 1 across types", len(res.Jobs))
+		}
+	})
 	t.Run("GroupBoundUnderConcurrency", func(t *testing.T) {
 		s := open(t)
 		const bound = 3

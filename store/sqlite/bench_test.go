@@ -128,3 +128,44 @@ func BenchmarkAcceptGroups(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAccept100 measures accept alone, in batches of 100 from a
+// backlog of b.N jobs; one op is one job.
+func BenchmarkAccept100(b *testing.B) {
+	st := openBench(b)
+	addN(b, st, b.N, 1000)
+	ctx := context.Background()
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		res, err := st.Accept(ctx, store.AcceptParams{Types: []string{"bench"}, Limit: 100})
+		if err != nil || len(res.Jobs) == 0 {
+			b.Fatalf("accept: %d jobs, %v", len(res.Jobs), err)
+		}
+		done += len(res.Jobs)
+	}
+}
+
+// BenchmarkComplete100 measures completing accepted jobs in batches of
+// 100 (the set-based path); one op is one job.
+func BenchmarkComplete100(b *testing.B) {
+	st := openBench(b)
+	addN(b, st, b.N, 1000)
+	ctx := context.Background()
+	var leases []store.FinishParams
+	for len(leases) < b.N {
+		res, err := st.Accept(ctx, store.AcceptParams{Types: []string{"bench"}, Limit: 1000})
+		if err != nil || len(res.Jobs) == 0 {
+			b.Fatalf("accept: %d jobs, %v", len(res.Jobs), err)
+		}
+		for _, j := range res.Jobs {
+			leases = append(leases, store.FinishParams{Lease: j.Lease(), As: store.Complete})
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < len(leases); i += 100 {
+		errs, err := st.Finish(ctx, leases[i:min(i+100, len(leases))])
+		if err != nil || errs[0] != nil {
+			b.Fatalf("finish: %v %v", err, errs[0])
+		}
+	}
+}

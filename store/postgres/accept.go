@@ -82,10 +82,7 @@ type groupHeap []*pgroup
 
 func (h groupHeap) Len() int { return len(h) }
 func (h groupHeap) Less(i, j int) bool {
-	if h[i].turn != h[j].turn {
-		return h[i].turn < h[j].turn
-	}
-	return h[i].grp < h[j].grp
+	return store.TurnBefore(h[i].turn, h[i].grp, h[j].turn, h[j].grp)
 }
 func (h groupHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *groupHeap) Push(x any)   { *h = append(*h, x.(*pgroup)) }
@@ -205,8 +202,7 @@ func (a *acceptor) load(q *queue, r rows) error {
 // pending jobs. It reads more of the index when the next unread group
 // could come before the best group in the heap.
 func (a *acceptor) next(q *queue) (*pgroup, error) {
-	for !q.drained && (len(q.heap) == 0 || !q.started || q.lastTurn < q.heap[0].turn ||
-		(q.lastTurn == q.heap[0].turn && q.lastGrp < q.heap[0].grp)) {
+	for !q.drained && (len(q.heap) == 0 || !q.started || store.TurnBefore(q.lastTurn, q.lastGrp, q.heap[0].turn, q.heap[0].grp)) {
 		if err := a.fill(q); err != nil {
 			return nil, err
 		}
@@ -224,23 +220,14 @@ func (q *queue) wins(g *pgroup, want int64) int64 {
 	var rivalTurn float64
 	var rivalGrp string
 	switch {
-	case len(q.heap) > 0 && (q.drained || q.heap[0].turn < q.lastTurn ||
-		(q.heap[0].turn == q.lastTurn && q.heap[0].grp < q.lastGrp)):
+	case len(q.heap) > 0 && (q.drained || store.TurnBefore(q.heap[0].turn, q.heap[0].grp, q.lastTurn, q.lastGrp)):
 		rivalTurn, rivalGrp = q.heap[0].turn, q.heap[0].grp
 	case !q.drained:
 		rivalTurn, rivalGrp = q.lastTurn, q.lastGrp
 	default:
 		return want // no rival
 	}
-	const eps = 1e-9
-	d := (rivalTurn - g.turn) * g.weight
-	var k float64
-	if g.grp < rivalGrp {
-		k = math.Floor(d+eps) + 1 // turns i with i ≤ d
-	} else {
-		k = math.Ceil(d - eps) // turns i with i < d
-	}
-	return int64(max(1, min(float64(want), k)))
+	return int64(store.TurnsWon(g.turn, g.grp, g.weight, rivalTurn, rivalGrp, int(want)))
 }
 
 // Priority bands a plan entry draws from.

@@ -62,10 +62,7 @@ type groupHeap []*group
 
 func (h groupHeap) Len() int { return len(h) }
 func (h groupHeap) Less(i, j int) bool {
-	if h[i].turn != h[j].turn {
-		return h[i].turn < h[j].turn
-	}
-	return h[i].grp < h[j].grp
+	return store.TurnBefore(h[i].turn, h[i].grp, h[j].turn, h[j].grp)
 }
 func (h groupHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *groupHeap) Push(x any)   { *h = append(*h, x.(*group)) }
@@ -142,8 +139,7 @@ func (q *queue) fill() error {
 func (q *queue) next() (*group, error) {
 	// Unread groups sort after (lastTurn, lastGrp), the last one read; read
 	// on only while that could still come before the heap's best.
-	for !q.drained && (len(q.heap) == 0 || q.lastTurn < q.heap[0].turn ||
-		(q.lastTurn == q.heap[0].turn && q.lastGrp < q.heap[0].grp)) {
+	for !q.drained && (len(q.heap) == 0 || store.TurnBefore(q.lastTurn, q.lastGrp, q.heap[0].turn, q.heap[0].grp)) {
 		if err := q.fill(); err != nil {
 			return nil, err
 		}
@@ -161,23 +157,14 @@ func (q *queue) wins(g *group, want int) int {
 	var rivalTurn float64
 	var rivalGrp string
 	switch {
-	case len(q.heap) > 0 && (q.drained || q.heap[0].turn < q.lastTurn ||
-		(q.heap[0].turn == q.lastTurn && q.heap[0].grp < q.lastGrp)):
+	case len(q.heap) > 0 && (q.drained || store.TurnBefore(q.heap[0].turn, q.heap[0].grp, q.lastTurn, q.lastGrp)):
 		rivalTurn, rivalGrp = q.heap[0].turn, q.heap[0].grp
 	case !q.drained:
 		rivalTurn, rivalGrp = q.lastTurn, q.lastGrp
 	default:
 		return want // no rival
 	}
-	const eps = 1e-9
-	d := (rivalTurn - g.turn) * g.weight
-	var k float64
-	if g.grp < rivalGrp {
-		k = math.Floor(d+eps) + 1 // turns i with i ≤ d
-	} else {
-		k = math.Ceil(d - eps) // turns i with i < d
-	}
-	return int(max(1, min(float64(want), k)))
+	return store.TurnsWon(g.turn, g.grp, g.weight, rivalTurn, rivalGrp, want)
 }
 
 // served records that g handed out n jobs.

@@ -216,8 +216,8 @@ func describeStore(ctx context.Context, st store.Store) StoreInfo {
 		db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&jm)
 		names := map[int]string{0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 		return StoreInfo{Version: "SQLite " + v, Fsync: fmt.Sprintf(
-			"journal_mode=%s, synchronous=%s for commits with adds or finishes, NORMAL for commits that only lease or heartbeat",
-			jm, names[mode])}
+			"journal_mode=%s; the writer commits with synchronous=NORMAL and fdatasyncs the log before answering adds and finishes; "+
+				"callers' own transactions: synchronous=%s", jm, names[mode])}
 	case interface{ DB() *sql.DB }: // PostgreSQL
 		db := s.DB()
 		var v, fsync, sc, method string

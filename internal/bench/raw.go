@@ -16,7 +16,7 @@ import (
 // The ceiling for the drain: the least SQL that drains a durable queue
 // with fenced leases, on the same kind of database file as rota's store
 // (WAL; the claim commits with synchronous=NORMAL and the completion with
-// FULL, as rota's writer does), with none of rota's bookkeeping (fair
+// FULL, the guarantees rota gives them), with none of rota's bookkeeping (fair
 // scheduling, per-state indexes, change feed, worker runtime). One
 // goroutine alternates a claim of 500 jobs (one UPDATE … WHERE id IN
 // (SELECT … LIMIT 500) RETURNING) and their completion (one UPDATE … FROM

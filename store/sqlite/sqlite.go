@@ -4,11 +4,13 @@
 // commit): many callers share one transaction and one fsync. Reads use a
 // separate pool of connections and never wait for the writer.
 //
-// Durability: the database runs with synchronous=FULL, so an acknowledged
-// add or finish is on disk when its call returns. Batches that only lease
-// jobs or extend leases commit with synchronous=NORMAL, since losing them
-// in a power failure only makes a job run again; the next FULL commit
-// syncs them too.
+// Durability: an acknowledged add or finish is on disk when its call
+// returns. The writer commits with synchronous=NORMAL and a syncer
+// goroutine fdatasyncs the write-ahead log before it answers (commit.go),
+// which gives the guarantee of synchronous=FULL without the writer
+// waiting for the disk. Accepts and plain heartbeats are answered without
+// a sync of their own, since losing them in a power failure only makes a
+// job run again.
 package sqlite
 
 import (
@@ -19,10 +21,12 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
@@ -59,6 +63,9 @@ type Store struct {
 	userMu sync.Mutex
 
 	reqs    chan *request
+	commits chan committed // from the writer to the syncer
+	wal     *os.File       // the write-ahead log, for the syncer's fdatasync
+	broken  atomic.Pointer[error]
 	closing chan struct{}
 	stopped chan struct{}
 	closeMu sync.Once
@@ -107,7 +114,9 @@ func Open(path string, cfg Config) (*Store, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	w, err := sql.Open(driverName, dsn(path, nil, cfg.BusyTimeout))
+	// The writer commits with synchronous=NORMAL: its syncer fsyncs the
+	// log instead (commit.go). Other connections keep FULL.
+	w, err := sql.Open(driverName, dsn(path, url.Values{"_synchronous": {"NORMAL"}}, cfg.BusyTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -115,7 +124,7 @@ func Open(path string, cfg Config) (*Store, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	if err := checkPragmas(w, path); err != nil {
+	if err := checkPragmas(w, path, 1); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -136,6 +145,7 @@ func Open(path string, cfg Config) (*Store, error) {
 		writer:  w,
 		reader:  r,
 		reqs:    make(chan *request, cfg.MaxBatch),
+		commits: make(chan committed, 64),
 		closing: make(chan struct{}),
 		stopped: make(chan struct{}),
 		stmts:   map[string]*sql.Stmt{},
@@ -152,13 +162,20 @@ func Open(path string, cfg Config) (*Store, error) {
 		r.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
+	if s.wal, err = openWAL(path); err != nil {
+		s.conn.Close()
+		w.Close()
+		r.Close()
+		return nil, err
+	}
 	go s.writeLoop()
 	return s, nil
 }
 
 // checkPragmas verifies that the settings durability depends on took
-// effect, since some builds change their defaults.
-func checkPragmas(db *sql.DB, path string) error {
+// effect, since some builds change their defaults: WAL, and the
+// synchronous level asked for (1 NORMAL, 2 FULL).
+func checkPragmas(db *sql.DB, path string, want int) error {
 	var mode string
 	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -170,8 +187,8 @@ func checkPragmas(db *sql.DB, path string) error {
 	if err := db.QueryRow("PRAGMA synchronous").Scan(&syncMode); err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	if syncMode != 2 {
-		return fmt.Errorf("sqlite: open %s: synchronous is %d, want 2 (FULL)", path, syncMode)
+	if syncMode != want {
+		return fmt.Errorf("sqlite: open %s: synchronous is %d, want %d", path, syncMode, want)
 	}
 	return nil
 }
@@ -253,7 +270,7 @@ func (s *Store) Close() error {
 	s.closeMu.Do(func() {
 		close(s.closing)
 		<-s.stopped
-		err = errors.Join(s.writer.Close(), s.reader.Close())
+		err = errors.Join(s.writer.Close(), s.reader.Close(), s.wal.Close())
 		s.userMu.Lock()
 		if s.userDB != nil {
 			err = errors.Join(err, s.userDB.Close())
@@ -265,16 +282,6 @@ func (s *Store) Close() error {
 
 // Watch registers fn to receive committed changes.
 func (s *Store) Watch(fn func([]store.Change)) func() { return s.feed.Watch(fn) }
-
-// request is one caller's unit of work for the writer. fn runs inside the
-// shared transaction, within a savepoint of its own, so that its failure
-// undoes only its own writes.
-type request struct {
-	ctx     context.Context
-	fn      func(w *writeTx) error
-	durable bool // must be fsynced before the caller is answered
-	done    chan error
-}
 
 // execer is what transitions run statements on: the writer's pinned
 // connection, or a caller's transaction.
@@ -351,176 +358,6 @@ func (s *Store) prepare(query string) (*sql.Stmt, error) {
 	}
 	s.stmts[query] = st
 	return st, nil
-}
-
-// write runs fn in the writer's next transaction and waits for its
-// commit.
-func (s *Store) write(ctx context.Context, durable bool, fn func(w *writeTx) error) error {
-	r := &request{ctx: ctx, fn: fn, durable: durable, done: make(chan error, 1)}
-	// Check closing first: select picks at random among ready cases, and
-	// s.reqs has room even after the writer has stopped.
-	select {
-	case <-s.closing:
-		return store.ErrClosed
-	default:
-	}
-	select {
-	case s.reqs <- r:
-	case <-s.closing:
-		return store.ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	// Once queued, the request is answered, unless the writer stopped
-	// first; waiting for the answer even when ctx ends keeps
-	// "acknowledged" and "committed" the same.
-	select {
-	case err := <-r.done:
-		return err
-	case <-s.stopped:
-		// The writer answers every request of a batch before it stops,
-		// so an answer may still be waiting.
-		select {
-		case err := <-r.done:
-			return err
-		default:
-			return store.ErrClosed
-		}
-	}
-}
-
-func (s *Store) writeLoop() {
-	defer close(s.stopped)
-	defer func() {
-		for _, st := range s.stmts {
-			st.Close()
-		}
-		s.conn.Close()
-	}()
-	fullSync := true
-	batch := make([]*request, 0, s.cfg.MaxBatch)
-	var light, heavy []*request
-	for {
-		batch = batch[:0]
-		select {
-		case r := <-s.reqs:
-			batch = append(batch, r)
-		case <-s.closing:
-			s.failAll(store.ErrClosed)
-			return
-		}
-	fill:
-		for len(batch) < s.cfg.MaxBatch {
-			select {
-			case r := <-s.reqs:
-				batch = append(batch, r)
-			default:
-				break fill
-			}
-		}
-		// Requests that need no fsync (accepts, plain heartbeats) commit
-		// first, in a transaction of their own, so that their callers do
-		// not wait for the fsync of the adds and finishes that came with
-		// them: a worker gets its jobs without waiting for another
-		// worker's finishes to reach the disk.
-		light, heavy = light[:0], heavy[:0]
-		for _, r := range batch {
-			if r.durable {
-				heavy = append(heavy, r)
-			} else {
-				light = append(light, r)
-			}
-		}
-		for _, part := range [][]*request{light, heavy} {
-			if len(part) == 0 {
-				continue
-			}
-			durable := part[0].durable
-			if durable != fullSync {
-				mode := "NORMAL"
-				if durable {
-					mode = "FULL"
-				}
-				if _, err := s.conn.ExecContext(bg, "PRAGMA synchronous = "+mode); err == nil {
-					fullSync = durable
-				} else if durable {
-					// Never commit an add or finish without its fsync.
-					err = fmt.Errorf("sqlite: set synchronous: %w", err)
-					for _, r := range part {
-						r.done <- err
-					}
-					continue
-				}
-			}
-			s.runBatch(part)
-		}
-	}
-}
-
-func (s *Store) failAll(err error) {
-	for {
-		select {
-		case r := <-s.reqs:
-			r.done <- err
-		default:
-			return
-		}
-	}
-}
-
-func (s *Store) runBatch(batch []*request) {
-	c := s.conn
-	if _, err := c.ExecContext(bg, "BEGIN IMMEDIATE"); err != nil {
-		err = fmt.Errorf("sqlite: begin: %w", err)
-		for _, r := range batch {
-			r.done <- err
-		}
-		return
-	}
-	w := &writeTx{s: s, db: c, now: s.cfg.Clock().UTC(), own: true}
-	errs := make([]error, len(batch))
-	single := len(batch) == 1
-	for i, r := range batch {
-		if err := r.ctx.Err(); err != nil {
-			errs[i] = err
-			continue
-		}
-		mark := len(w.changes)
-		if single {
-			errs[i] = r.fn(w)
-			continue
-		}
-		if _, err := c.ExecContext(bg, "SAVEPOINT req"); err != nil {
-			errs[i] = err
-			continue
-		}
-		if errs[i] = r.fn(w); errs[i] != nil {
-			w.changes = w.changes[:mark]
-			if _, err := c.ExecContext(bg, "ROLLBACK TO req"); err != nil {
-				errs[i] = errors.Join(errs[i], err)
-			}
-		}
-		if _, err := c.ExecContext(bg, "RELEASE req"); err != nil && errs[i] == nil {
-			errs[i] = err
-		}
-	}
-	if single && errs[0] != nil {
-		c.ExecContext(bg, "ROLLBACK")
-		batch[0].done <- errs[0]
-		return
-	}
-	if _, err := c.ExecContext(bg, "COMMIT"); err != nil {
-		c.ExecContext(bg, "ROLLBACK")
-		err = fmt.Errorf("sqlite: commit: %w", err)
-		for _, r := range batch {
-			r.done <- err
-		}
-		return
-	}
-	s.feed.Deliver(w.changes)
-	for i, r := range batch {
-		r.done <- errs[i]
-	}
 }
 
 // isBusy reports whether err is SQLite's "database is locked".

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -355,4 +356,35 @@ func TestFinishTx(t *testing.T) {
 			t.Errorf("job is %v after a stale FinishTx, want still running", got.State)
 		}
 	})
+}
+
+// A failed fsync of the log must not acknowledge anything: the add whose
+// sync failed gets the error, and the store refuses writes from then on,
+// since what reached the disk is unknown.
+func TestSyncFailureStopsWrites(t *testing.T) {
+	s, err := sqlite.Open(filepath.Join(t.TempDir(), "rota.db"), sqlite.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	if _, err := s.Add(ctx, []store.AddParams{{Type: "t", Data: []byte(`{}`)}}); err != nil {
+		t.Fatalf("Add before the failure: %v", err)
+	}
+	sqlite.BreakWAL(s)
+	_, err = s.Add(ctx, []store.AddParams{{Type: "t", Data: []byte(`{}`)}})
+	if err == nil || !strings.Contains(err.Error(), "sync") {
+		t.Fatalf("Add with a failing sync: err = %v, want a sync error", err)
+	}
+	if _, err := s.Accept(ctx, store.AcceptParams{Types: []string{"t"}, Limit: 10}); err == nil {
+		t.Fatal("Accept after a failed sync succeeded; want the store to refuse writes")
+	}
+	if _, err := s.Add(ctx, []store.AddParams{{Type: "t", Data: []byte(`{}`)}}); err == nil {
+		t.Fatal("Add after a failed sync succeeded")
+	}
+	// Reads still work and show the first add.
+	res, err := s.List(ctx, store.ListParams{Types: []string{"t"}})
+	if err != nil || len(res.Jobs) == 0 {
+		t.Fatalf("List after the failure: %d jobs, %v", len(res.Jobs), err)
+	}
 }

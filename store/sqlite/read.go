@@ -1,11 +1,14 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -134,12 +137,6 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 			args = append(args, t)
 		}
 	}
-	if len(p.States) > 0 {
-		where = append(where, in("state", len(p.States)))
-		for _, st := range p.States {
-			args = append(args, int(st))
-		}
-	}
 	if len(p.Groups) > 0 {
 		where = append(where, in("grp", len(p.Groups)))
 		for _, g := range p.Groups {
@@ -157,33 +154,88 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 		where = append(where, "id > ?")
 		args = append(args, p.After)
 	}
-	q := `SELECT ` + jobColumns + ` FROM rota_jobs`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY id " + order + " LIMIT ?"
-	args = append(args, p.Limit+1)
-	rows, err := s.reader.QueryContext(ctx, q, args...)
-	if err != nil {
-		return store.ListResult{}, s.readErr(err)
-	}
-	defer rows.Close()
-	var res store.ListResult
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return store.ListResult{}, fmt.Errorf("sqlite: list: %w", err)
+	var running bool
+	var others []store.State
+	for _, st := range p.States {
+		if st == store.Running {
+			running = true
+		} else {
+			others = append(others, st)
 		}
-		res.Jobs = append(res.Jobs, j)
 	}
-	if err := rows.Err(); err != nil {
-		return store.ListResult{}, s.readErr(err)
+	var res store.ListResult
+	var err error
+	switch {
+	case len(p.States) == 0:
+		res.Jobs, err = s.listQuery(ctx, "rota_jobs", where, args, order, p.Limit+1)
+	case !running:
+		res.Jobs, err = s.listQuery(ctx, "rota_jobs", append(where, stateIn(others)), args, order, p.Limit+1)
+	default:
+		// Running jobs are not in rota_jobs_state (migration 0004): they
+		// come from the lease index, and the rest from the state index,
+		// merged in id order.
+		res.Jobs, err = s.listQuery(ctx, "rota_jobs INDEXED BY rota_jobs_lease", append(slices.Clip(where), "state = 1"), args, order, p.Limit+1)
+		if err == nil && len(others) > 0 {
+			var more []store.Job
+			more, err = s.listQuery(ctx, "rota_jobs", append(slices.Clip(where), stateIn(others)), args, order, p.Limit+1)
+			res.Jobs = append(res.Jobs, more...)
+			slices.SortFunc(res.Jobs, func(a, b store.Job) int {
+				if p.Descending {
+					return cmp.Compare(b.ID, a.ID)
+				}
+				return cmp.Compare(a.ID, b.ID)
+			})
+		}
+	}
+	if err != nil {
+		return store.ListResult{}, err
 	}
 	if len(res.Jobs) > p.Limit {
 		res.Jobs = res.Jobs[:p.Limit]
 		res.Next = res.Jobs[p.Limit-1].ID
 	}
 	return res, nil
+}
+
+// stateIn is the condition for states other than running; its "state !=
+// 1" lets SQLite use the partial rota_jobs_state index.
+func stateIn(states []store.State) string {
+	var b strings.Builder
+	b.WriteString("state IN (")
+	for i, st := range states {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(int(st)))
+	}
+	b.WriteString(") AND state != 1")
+	return b.String()
+}
+
+// listQuery reads up to limit jobs from "from" in id order.
+func (s *Store) listQuery(ctx context.Context, from string, where []string, args []any, order string, limit int) ([]store.Job, error) {
+	q := `SELECT ` + jobColumns + ` FROM ` + from
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY id " + order + " LIMIT ?"
+	rows, err := s.reader.QueryContext(ctx, q, append(args[:len(args):len(args)], limit)...)
+	if err != nil {
+		return nil, s.readErr(err)
+	}
+	defer rows.Close()
+	var jobs []store.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list: %w", err)
+		}
+		jobs = append(jobs, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr(err)
+	}
+	return jobs, nil
 }
 
 // Stats counts jobs by type, group and state. It reads every row, so it

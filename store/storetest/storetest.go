@@ -817,6 +817,14 @@ func testList(t *testing.T, open func(t *testing.T) store.Store) {
 			{"all three filters", store.ListParams{Types: []string{"a", "b"}, States: []store.State{store.Pending},
 				Groups: []string{"g1", "g2"}}, []int64{j1.ID, j4.ID}},
 			{"descending", store.ListParams{Descending: true}, []int64{j4.ID, j3.ID, j2.ID, j1.ID}},
+			// Running and other states together, a page at a time, both
+			// ways (a store may keep running jobs in an index of their own).
+			{"running or pending, pages of 1", store.ListParams{States: []store.State{store.Pending, store.Running}, Limit: 1},
+				[]int64{j1.ID, j2.ID, j4.ID}},
+			{"running or completed, descending, pages of 1", store.ListParams{States: []store.State{store.Running, store.Completed},
+				Descending: true, Limit: 1}, []int64{j3.ID, j2.ID}},
+			{"running of type a, in group g2", store.ListParams{Types: []string{"a"}, Groups: []string{"g2"},
+				States: []store.State{store.Running, store.Failed}}, []int64{j2.ID}},
 		}
 		for _, c := range cases {
 			jobs := listAll(t, s, c.p)

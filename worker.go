@@ -127,6 +127,7 @@ type Worker struct {
 
 type runningJob struct {
 	job    Job
+	view   Job    // the handler's copy, so that it cannot change job
 	tag    string // store.LeaseTag of the job's token
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -432,8 +433,8 @@ func (w *Worker) call(r *runningJob) (err error) {
 		}
 	}()
 	h := w.handlers[r.job.Type]
-	job := r.job
-	return h.Work(r.ctx, &job)
+	r.view = r.job
+	return h.Work(r.ctx, &r.view)
 }
 
 // releaseAll cancels running handlers and hands their jobs back to pending

@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"strconv"
 	"time"
 )
@@ -193,9 +192,15 @@ func LeaseTag(token string) string {
 	if token == "" {
 		return ""
 	}
-	h := fnv.New64a()
-	h.Write([]byte(token))
-	return strconv.FormatUint(h.Sum64(), 16)
+	// FNV-1a, 64 bits, written out: it runs for every change of every
+	// job, and hash/fnv would allocate.
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(token); i++ {
+		h ^= uint64(token[i])
+		h *= 1099511628211
+	}
+	var buf [16]byte
+	return string(strconv.AppendUint(buf[:0], h, 16))
 }
 
 // Lease returns the job's id and token, which worker calls carry.

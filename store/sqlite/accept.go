@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -280,10 +281,13 @@ func (w *writeTx) offerFrom(g *group, dueBy int64, n int, band string) ([]candid
 	return out, nil
 }
 
-// claim leases g's candidates to the worker in one statement and returns
-// them in the candidates' order. The statement returns only what it does
-// not set itself (claimColumns); the rest comes from its arguments.
-func (w *writeTx) claim(g *group, cands []candidate, worker string, leaseMicros, now int64) ([]store.Job, error) {
+// claim leases g's candidates to the worker in one statement and appends
+// them to dst in the candidates' order. The statement returns only what it
+// does not set itself (claimColumns); the rest comes from its arguments.
+// Jobs are read straight into dst, which accept sizes for the whole batch,
+// since a job is a large struct and a drain claims tens of thousands a
+// second.
+func (w *writeTx) claim(dst []store.Job, g *group, cands []candidate, worker string, leaseMicros, now int64) ([]store.Job, error) {
 	buf := make([]byte, 0, 12*len(cands)+2)
 	buf = append(buf, '[')
 	for i, c := range cands {
@@ -304,39 +308,56 @@ func (w *writeTx) claim(g *group, cands []candidate, worker string, leaseMicros,
 		WHERE id IN (SELECT value FROM json_each(?)) AND state = 0 RETURNING `+claimColumns,
 		workerArg, now+leaseMicros, leaseMicros, now, now, string(buf))
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: accept: claim: %w", err)
+		return dst, fmt.Errorf("sqlite: accept: claim: %w", err)
 	}
 	defer rows.Close()
-	byID := make(map[int64]int, len(cands))
-	jobs := make([]store.Job, 0, len(cands))
+	base := len(dst)
+	dst = slices.Grow(dst, len(cands))[:base+len(cands)]
+	seg := dst[base:]
+	n := 0
 	for rows.Next() {
-		j := store.Job{Type: g.typ, Group: g.grp, State: store.Running, Worker: worker,
-			LeaseUntil: fromMicros(now + leaseMicros), StartedAt: fromMicros(now), UpdatedAt: fromMicros(now)}
-		if err := scanClaimed(rows, &j); err != nil {
-			return nil, fmt.Errorf("sqlite: accept: claim: %w", err)
+		if n == len(seg) {
+			return dst[:base], fmt.Errorf("sqlite: accept: claimed more jobs than the %d asked for", len(cands))
 		}
-		byID[j.ID] = len(jobs)
-		jobs = append(jobs, j)
+		j := &seg[n]
+		*j = store.Job{Type: g.typ, Group: g.grp, State: store.Running, Worker: worker,
+			LeaseUntil: fromMicros(now + leaseMicros), StartedAt: fromMicros(now), UpdatedAt: fromMicros(now)}
+		if err := scanClaimed(rows, j); err != nil {
+			return dst[:base], fmt.Errorf("sqlite: accept: claim: %w", err)
+		}
+		n++
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: accept: claim: %w", err)
+		return dst[:base], fmt.Errorf("sqlite: accept: claim: %w", err)
 	}
 	rows.Close()
-	if len(jobs) != len(cands) {
-		return nil, fmt.Errorf("sqlite: accept: claimed %d of %d jobs", len(jobs), len(cands))
+	if n != len(cands) {
+		return dst[:base], fmt.Errorf("sqlite: accept: claimed %d of %d jobs", n, len(cands))
 	}
-	if err := w.countBulk(g.typ, g.grp, -len(jobs), len(jobs)); err != nil {
-		return nil, err
+	if err := w.countBulk(g.typ, g.grp, -n, n); err != nil {
+		return dst[:base], err
 	}
-	out := make([]store.Job, len(cands))
-	for i, c := range cands {
-		k, ok := byID[c.id]
-		if !ok {
-			return nil, fmt.Errorf("sqlite: accept: job %d was not claimed", c.id)
+	// Put the jobs in the candidates' order, in place: each swap moves one
+	// job to its final place.
+	if n > 1 {
+		rank := make(map[int64]int, n)
+		for i, c := range cands {
+			rank[c.id] = i
 		}
-		out[i] = jobs[k]
+		for i := range seg {
+			for {
+				r, ok := rank[seg[i].ID]
+				if !ok {
+					return dst[:base], fmt.Errorf("sqlite: accept: job %d was not a candidate", seg[i].ID)
+				}
+				if r == i {
+					break
+				}
+				seg[i], seg[r] = seg[r], seg[i]
+			}
+		}
 	}
-	return out, nil
+	return dst, nil
 }
 
 // claimColumns are what a claim does not set itself.
@@ -389,12 +410,16 @@ func (w *writeTx) accept(p store.AcceptParams, types []string) (store.AcceptResu
 		// next rival) unless some are skipped; read more only then.
 		queues[i] = &queue{w: w, typ: t, cfg: w.s.typeConfig(t), page: min(groupPage, p.Limit+1), cross: cross}
 	}
+	res.Jobs = make([]store.Job, 0, p.Limit)
+	w.changes = slices.Grow(w.changes, p.Limit)
 	take := func(q *queue, g *group, offers []candidate) error {
-		jobs, err := w.claim(g, offers, p.Worker, w.s.leaseFor(q.typ, p.LeaseTimeout).Microseconds(), now)
+		before := len(res.Jobs)
+		var err error
+		res.Jobs, err = w.claim(res.Jobs, g, offers, p.Worker, w.s.leaseFor(q.typ, p.LeaseTimeout).Microseconds(), now)
 		if err != nil {
 			return err
 		}
-		res.Jobs = append(res.Jobs, jobs...)
+		jobs := res.Jobs[before:]
 		q.served(g, len(jobs))
 		for _, j := range jobs {
 			w.changes = append(w.changes, store.Change{ID: j.ID, Type: j.Type, Group: j.Group, State: store.Running, Lease: store.LeaseTag(j.Token)})

@@ -60,11 +60,15 @@ func Drain(ctx context.Context, o Options, cfg DrainConfig) (Result, error) {
 		return Result{}, err
 	}
 	defer stopProfile()
+	serverCPU := func() time.Duration { return 0 }
+	if o.storeName() == "postgres" {
+		serverCPU = serverCPUSince(ctx, o.DSN)
+	}
 	begin, cpu0, psi := time.Now(), cpuTime(), pressureSince()
 	ran := make(chan error, 1)
 	go func() { ran <- w.Run(wctx) }()
 	err = waitDone(ctx, done, count, cfg.Jobs, 5*time.Minute, func(d, t int) { o.progress(cfg.Jobs/4+d, total) })
-	elapsed, cpu, pressure := time.Since(begin), cpuTime()-cpu0, psi()
+	elapsed, cpu, pressure, scpu := time.Since(begin), cpuTime()-cpu0, psi(), serverCPU()
 	stopProfile()
 	stop()
 	if rerr := <-ran; err == nil {
@@ -78,7 +82,8 @@ func Drain(ctx context.Context, o Options, cfg DrainConfig) (Result, error) {
 	}
 	r := Result{Workload: "drain", Store: o.storeName(), Via: o.via(), Jobs: cfg.Jobs, Concurrency: cfg.Concurrency,
 		Seconds: elapsed.Seconds(), JobsPerSec: float64(cfg.Jobs) / elapsed.Seconds(), StoreInfo: e.info,
-		CPUUsPerJob: float64(cpu.Microseconds()) / float64(cfg.Jobs), CPUPressure: pressure}
+		CPUUsPerJob: float64(cpu.Microseconds()) / float64(cfg.Jobs), CPUPressure: pressure,
+		ServerCPUUsPerJob: float64(scpu.Microseconds()) / float64(cfg.Jobs)}
 	return r, nil
 }
 

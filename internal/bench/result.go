@@ -29,6 +29,10 @@ type Result struct {
 	// per job over the measured part: steadier than jobs/s on a shared
 	// machine. With Via "http" it covers server and worker together.
 	CPUUsPerJob float64 `json:"cpu_us_per_job,omitempty"`
+	// ServerCPUUsPerJob is the database server's CPU time per job over the
+	// measured part (all its processes), when it is a PostgreSQL server on
+	// this machine: the other half of what a job costs the machine.
+	ServerCPUUsPerJob float64 `json:"server_cpu_us_per_job,omitempty"`
 
 	// Latency (steady): enqueue (the producer calls Add) to the handler's
 	// start, and to the completion's commit.

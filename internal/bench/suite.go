@@ -14,7 +14,7 @@ func DrainWithBaselines(ctx context.Context, o Options, cfg DrainConfig) ([]Resu
 	var out []Result
 	var raw float64
 	if cfg.Baseline {
-		var v, cpu float64
+		var v, cpu, scpu float64
 		var err error
 		var note string
 		switch o.storeName() {
@@ -22,15 +22,15 @@ func DrainWithBaselines(ctx context.Context, o Options, cfg DrainConfig) ([]Resu
 			v, cpu, err = RawSQLiteDrain(ctx, o.Dir, cfg.Jobs)
 			note = "ceiling: one connection, UPDATE…RETURNING claims of 500 and UPDATE…FROM json_each completions, minimal schema"
 		case "postgres":
-			v, cpu, err = RawPostgresDrain(ctx, o.DSN, cfg.Jobs)
-			note = "baseline: one connection, SKIP LOCKED claims of 500 (synchronous_commit off) and UPDATE…FROM unnest completions, minimal schema"
+			v, cpu, scpu, err = RawPostgresDrain(ctx, o.DSN, cfg.Jobs)
+			note = "ceiling: SKIP LOCKED claims of 500 (synchronous_commit off) on one connection, pipelined to two connections that complete each batch with one UPDATE by primary key, minimal schema"
 		}
 		if err != nil {
 			return nil, fmt.Errorf("drain baseline: %w", err)
 		}
 		raw = v
 		out = append(out, Result{Workload: "drain", Store: o.storeName(), Via: "raw-sql", Jobs: cfg.Jobs,
-			Seconds: float64(cfg.Jobs) / v, JobsPerSec: v, CPUUsPerJob: cpu, Note: note})
+			Seconds: float64(cfg.Jobs) / v, JobsPerSec: v, CPUUsPerJob: cpu, ServerCPUUsPerJob: scpu, Note: note})
 	}
 	inproc := o
 	inproc.Via = "inprocess"

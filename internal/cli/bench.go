@@ -349,6 +349,7 @@ func benchTable(w io.Writer, rs []bench.Result, runs int) error {
 			{"seconds", func(r bench.Result) float64 { return r.Seconds }, "%.2f"},
 			{"jobs/s", func(r bench.Result) float64 { return r.JobsPerSec }, "%.0f"},
 			{"CPU µs/job", func(r bench.Result) float64 { return r.CPUUsPerJob }, "%.1f"},
+			{"DB CPU µs/job", func(r bench.Result) float64 { return r.ServerCPUUsPerJob }, "%.1f"},
 			{"ratio", func(r bench.Result) float64 { return r.Ratio }, "%.2f"},
 			{"CPU pressure", func(r bench.Result) float64 { return r.CPUPressure }, "%.2f"},
 		}

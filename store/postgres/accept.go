@@ -455,6 +455,12 @@ var planSQL = `plan AS (
 // setting, else the default ($arg+1); $arg+2 names the worker. set_config
 // makes the transaction commit without waiting for the WAL flush: losing a
 // claim in a database crash only makes the job run again.
+//
+// The claimed rows are found by primary key (j.id = ANY(ARRAY(…))), not by
+// a join to picked alone: the generic plan PostgreSQL switches to after a
+// prepared statement's fifth run estimated over a thousand picked rows and
+// hashed them against a sequential scan of the whole hot table, per claim
+// (measured: 80-90 µs of server CPU per job instead of about 20).
 func claimSQL(arg int, ctes, where, returning string) string {
 	return fmt.Sprintf(`,
 lt AS (SELECT p.id, p.e, coalesce($%d::bigint, nullif(t.lease_timeout, 0), $%d::bigint) AS us
@@ -462,7 +468,8 @@ lt AS (SELECT p.id, p.e, coalesce($%d::bigint, nullif(t.lease_timeout, 0), $%d::
 UPDATE rota.jobs j SET state = 1, token = translate(gen_random_uuid()::text, '-', ''), worker = $%d,
 	lease_timeout = lt.us, lease_until = now() + lt.us * interval '1 microsecond', attempt = j.attempt + 1,
 	started_at = now(), cancel_requested = false, updated_at = now()
-FROM lt WHERE j.id = lt.id AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL`, arg+2) + where + `
+FROM lt WHERE j.id = lt.id AND j.id = ANY(ARRAY(SELECT id FROM picked))
+	AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL`, arg+2) + where + `
 RETURNING ` + prefixed("j.", jobColumns) + `, lt.e` + returning
 }
 
@@ -513,7 +520,7 @@ gu AS (UPDATE rota.groups g SET pending = g.pending - x.n, turn = g.turn + x.n /
 UPDATE rota.jobs j SET state = 1, token = translate(gen_random_uuid()::text, '-', ''), worker = $6,
 	lease_timeout = lt.us, lease_until = now() + lt.us * interval '1 microsecond', attempt = j.attempt + 1,
 	started_at = now(), cancel_requested = false, updated_at = now()
-FROM picked p, lt WHERE j.id = p.id AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL
+FROM lt WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL
 	AND (SELECT set_config('rotajobs.short', ((SELECT count(*) FROM picked) < $2)::text, true)) IS NOT NULL
 RETURNING ` + prefixed("j.", jobColumns) + `, 1::bigint, (SELECT hd.pending FROM hd), (SELECT hd.turn FROM hd), (SELECT hd.w FROM hd), (SELECT hd.n FROM hd)`
 

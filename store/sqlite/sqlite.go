@@ -115,8 +115,10 @@ func Open(path string, cfg Config) (*Store, error) {
 		cfg.Clock = time.Now
 	}
 	// The writer commits with synchronous=NORMAL: its syncer fsyncs the
-	// log instead (commit.go). Other connections keep FULL.
-	w, err := sql.Open(driverName, dsn(path, url.Values{"_synchronous": {"NORMAL"}}, cfg.BusyTimeout))
+	// log instead (commit.go). Other connections keep FULL. Only the
+	// writer goroutine uses this connection, so SQLite's per-connection
+	// mutex (_mutex=no) is not needed.
+	w, err := sql.Open(driverName, dsn(path, url.Values{"_synchronous": {"NORMAL"}, "_mutex": {"no"}}, cfg.BusyTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}

@@ -410,8 +410,10 @@ func (w *writeTx) accept(p store.AcceptParams, types []string) (store.AcceptResu
 		// next rival) unless some are skipped; read more only then.
 		queues[i] = &queue{w: w, typ: t, cfg: w.s.typeConfig(t), page: min(groupPage, p.Limit+1), cross: cross}
 	}
-	res.Jobs = make([]store.Job, 0, p.Limit)
-	w.changes = slices.Grow(w.changes, p.Limit)
+	// Room for the batch up front (claims append in place), but not for a
+	// long poll's ten thousand that may find one job.
+	res.Jobs = make([]store.Job, 0, min(p.Limit, 1024))
+	w.changes = slices.Grow(w.changes, min(p.Limit, 1024))
 	take := func(q *queue, g *group, offers []candidate) error {
 		before := len(res.Jobs)
 		var err error

@@ -250,6 +250,18 @@ func (s *Store) syncLoop() {
 				break more
 			}
 		}
+		// After a failed sync nothing more is acknowledged or published,
+		// not even a batch that needs no sync: it may depend on what the
+		// failed sync should have made durable, and a later sync can
+		// succeed without having written it (Linux reports a writeback
+		// error once).
+		if err := s.failed(); err != nil {
+			for _, c := range pending {
+				s.release(c, err)
+			}
+			pending = pending[:0]
+			continue
+		}
 		// What comes before the first durable batch needs no sync.
 		i := 0
 		for ; i < len(pending) && !pending[i].durable; i++ {
@@ -274,10 +286,10 @@ func (s *Store) syncLoop() {
 	}
 }
 
-// release answers c's requests and publishes its changes; a durable batch
-// whose sync failed is answered with err and publishes nothing.
+// release answers c's requests and publishes its changes; when the sync
+// it waited for failed, it answers with syncErr and publishes nothing.
 func (s *Store) release(c committed, syncErr error) {
-	if c.durable && syncErr != nil {
+	if syncErr != nil {
 		for _, r := range c.reqs {
 			r.done <- syncErr
 		}

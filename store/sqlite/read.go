@@ -167,18 +167,26 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 	var err error
 	switch {
 	case len(p.States) == 0:
-		res.Jobs, err = s.listQuery(ctx, "rota_jobs", where, args, order, p.Limit+1)
+		res.Jobs, err = s.listQuery(ctx, s.reader, "rota_jobs", where, args, order, p.Limit+1)
 	case !running:
-		res.Jobs, err = s.listQuery(ctx, "rota_jobs", append(where, stateIn(others)), args, order, p.Limit+1)
-	default:
+		res.Jobs, err = s.listQuery(ctx, s.reader, "rota_jobs", append(where, stateIn(others)), args, order, p.Limit+1)
+	case len(others) == 0:
 		// Running jobs are not in rota_jobs_state (migration 0004): they
-		// come from the lease index, and the rest from the state index,
-		// merged in id order.
-		res.Jobs, err = s.listQuery(ctx, "rota_jobs INDEXED BY rota_jobs_lease", append(slices.Clip(where), "state = 1"), args, order, p.Limit+1)
-		if err == nil && len(others) > 0 {
-			var more []store.Job
-			more, err = s.listQuery(ctx, "rota_jobs", append(slices.Clip(where), stateIn(others)), args, order, p.Limit+1)
-			res.Jobs = append(res.Jobs, more...)
+		// come from the lease index.
+		res.Jobs, err = s.listQuery(ctx, s.reader, "rota_jobs INDEXED BY rota_jobs_lease", append(slices.Clip(where), "state = 1"), args, order, p.Limit+1)
+	default:
+		// Running jobs from the lease index and the rest from the state
+		// index, merged in id order; both read one snapshot, so that a job
+		// changing state in between is neither listed twice nor missed.
+		res.Jobs, err = s.listSnapshot(ctx, func(q querier) ([]store.Job, error) {
+			jobs, err := s.listQuery(ctx, q, "rota_jobs INDEXED BY rota_jobs_lease", append(slices.Clip(where), "state = 1"), args, order, p.Limit+1)
+			if err != nil {
+				return nil, err
+			}
+			more, err := s.listQuery(ctx, q, "rota_jobs", append(slices.Clip(where), stateIn(others)), args, order, p.Limit+1)
+			return append(jobs, more...), err
+		})
+		if err == nil {
 			slices.SortFunc(res.Jobs, func(a, b store.Job) int {
 				if p.Descending {
 					return cmp.Compare(b.ID, a.ID)
@@ -212,14 +220,34 @@ func stateIn(states []store.State) string {
 	return b.String()
 }
 
-// listQuery reads up to limit jobs from "from" in id order.
-func (s *Store) listQuery(ctx context.Context, from string, where []string, args []any, order string, limit int) ([]store.Job, error) {
-	q := `SELECT ` + jobColumns + ` FROM ` + from
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// listSnapshot runs fn's queries in one read transaction on one reader
+// connection. BEGIN is DEFERRED: the readers' default (_txlock=immediate)
+// would take the write lock.
+func (s *Store) listSnapshot(ctx context.Context, fn func(q querier) ([]store.Job, error)) ([]store.Job, error) {
+	conn, err := s.reader.Conn(ctx)
+	if err != nil {
+		return nil, s.readErr(err)
 	}
-	q += " ORDER BY id " + order + " LIMIT ?"
-	rows, err := s.reader.QueryContext(ctx, q, append(args[:len(args):len(args)], limit)...)
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN DEFERRED"); err != nil {
+		return nil, s.readErr(err)
+	}
+	defer conn.ExecContext(context.Background(), "ROLLBACK")
+	return fn(conn)
+}
+
+// listQuery reads up to limit jobs from "from" in id order.
+func (s *Store) listQuery(ctx context.Context, q querier, from string, where []string, args []any, order string, limit int) ([]store.Job, error) {
+	query := `SELECT ` + jobColumns + ` FROM ` + from
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	query += " ORDER BY id " + order + " LIMIT ?"
+	rows, err := q.QueryContext(ctx, query, append(args[:len(args):len(args)], limit)...)
 	if err != nil {
 		return nil, s.readErr(err)
 	}

@@ -313,6 +313,15 @@ type ListResult struct {
 	Next int64
 }
 
+// PageOf makes a page of a listing from up to limit+1 jobs in order: the
+// extra job, when there is one, only says that another page follows.
+func PageOf(jobs []Job, limit int) ListResult {
+	if len(jobs) <= limit {
+		return ListResult{Jobs: jobs}
+	}
+	return ListResult{Jobs: jobs[:limit], Next: jobs[limit-1].ID}
+}
+
 // AcceptParams asks for due jobs to run.
 type AcceptParams struct {
 	// Types are type names or GLOB patterns (* ? [...]); at least one.

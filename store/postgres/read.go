@@ -217,11 +217,7 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 	if err != nil {
 		return store.ListResult{}, err
 	}
-	if len(res.Jobs) > p.Limit {
-		res.Jobs = res.Jobs[:p.Limit]
-		res.Next = res.Jobs[p.Limit-1].ID
-	}
-	return res, nil
+	return store.PageOf(res.Jobs, p.Limit), nil
 }
 
 // Stats counts jobs by type, group and state in one snapshot. It reads

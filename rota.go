@@ -58,7 +58,7 @@ type (
 	// GroupConfig sets a group's weight and bound on running jobs.
 	GroupConfig = store.GroupConfig
 	// Event is a committed change to a job, as subscriptions deliver it.
-	Event = store.Change
+	Event = store.Event
 	// Count is how many jobs of a type and group are in a state.
 	Count = store.Count
 	// AttemptError is the error one attempt ended with.

@@ -37,7 +37,7 @@ func AppendEvent(buf []byte, ev Event) []byte {
 		buf = t.AppendFormat(buf, time.RFC3339Nano)
 		buf = append(buf, '"')
 	}
-	c := ev.Change
+	c := ev
 	buf = append(buf, `{"id":`...)
 	buf = strconv.AppendInt(buf, c.ID, 10)
 	buf = append(buf, `,"type":`...)

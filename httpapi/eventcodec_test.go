@@ -18,12 +18,12 @@ func TestEventCodecMatchesEncodingJSON(t *testing.T) {
 	now := time.Date(2026, 11, 21, 7, 9, 7, 123456789, time.UTC)
 	events := []httpapi.Event{
 		{},
-		{Change: store.Change{ID: 1, Type: "email.send", State: store.Running, Lease: "abc123"}, At: now},
-		{Change: store.Change{ID: 2, Type: "t", Group: "acme", State: store.Pending, RunAt: now.Add(time.Hour)}, At: now},
-		{Change: store.Change{ID: 3, Type: "t", Group: "a<b>&\"c\\", State: store.Completed, Removed: true, Progress: 42.5}, At: now},
-		{Change: store.Change{ID: 4, Type: "t", Group: "é\u2028\x01", State: store.Failed, Progress: 1e-7}, At: now.In(time.FixedZone("x", 3600))},
-		{Change: store.Change{ID: 5, Type: "t", State: store.Cancelled, Progress: 1e21}, At: time.Date(12000, 1, 1, 0, 0, 0, 0, time.UTC)},
-		{Change: store.Change{ID: math.MaxInt64, Type: "t", State: store.Paused, Progress: -0.000001}, At: now},
+		{ID: 1, Type: "email.send", State: store.Running, Lease: "abc123", At: now},
+		{ID: 2, Type: "t", Group: "acme", State: store.Pending, RunAt: now.Add(time.Hour), At: now},
+		{ID: 3, Type: "t", Group: "a<b>&\"c\\", State: store.Completed, Removed: true, Progress: 42.5, At: now},
+		{ID: 4, Type: "t", Group: "é\u2028\x01", State: store.Failed, Progress: 1e-7, At: now.In(time.FixedZone("x", 3600))},
+		{ID: 5, Type: "t", State: store.Cancelled, Progress: 1e21, At: time.Date(12000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{ID: math.MaxInt64, Type: "t", State: store.Paused, Progress: -0.000001, At: now},
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 500 {
@@ -31,8 +31,8 @@ func TestEventCodecMatchesEncodingJSON(t *testing.T) {
 		for k := range b {
 			b[k] = byte(rng.IntN(256))
 		}
-		events = append(events, httpapi.Event{Change: store.Change{ID: int64(i), Type: "t", Group: string(b), State: store.State(rng.IntN(6)),
-			Progress: rng.Float64() * 100, Lease: string(b[:len(b)/2])}, At: now.Add(time.Duration(rng.Int64N(1e15)))})
+		events = append(events, httpapi.Event{ID: int64(i), Type: "t", Group: string(b), State: store.State(rng.IntN(6)),
+			Progress: rng.Float64() * 100, Lease: string(b[:len(b)/2]), At: now.Add(time.Duration(rng.Int64N(1e15)))})
 	}
 	for i, ev := range events {
 		want, err := json.Marshal(ev)

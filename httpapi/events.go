@@ -91,7 +91,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				buf = append(buf[:0], "id: "...)
 				buf = strconv.AppendInt(buf, int64(seq), 10)
 				buf = append(buf, "\nevent: job\ndata: "...)
-				buf = AppendEvent(buf, Event{Change: ev, At: now})
+				if ev.At.IsZero() {
+					ev.At = now
+				}
+				buf = AppendEvent(buf, ev)
 				buf = append(buf, "\n\n"...)
 				w.Write(buf)
 				select {

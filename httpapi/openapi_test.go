@@ -1136,7 +1136,7 @@ func TestOpenAPISchemasValidate(t *testing.T) {
 		"HeartbeatBatchResponse": HeartbeatBatchResponse{Results: []HeartbeatResult{{LeaseUntil: now}, {Error: &Error{Code: CodeCanceled, Message: "x"}}}},
 		"FinishBatchResponse":    FinishBatchResponse{Results: []ItemResult{{}, {Error: &Error{Code: CodeWorkerConflict, Message: "x"}}}},
 		"StatsResponse":          StatsResponse{Counts: []store.Count{{Type: "a", State: store.Failed, Jobs: 2}}, ByState: map[string]int64{"pending": 0, "running": 0, "paused": 0, "completed": 0, "failed": 2, "cancelled": 0}},
-		"Event":                  Event{Change: store.Change{ID: 1, Type: "a", State: store.Pending, RunAt: now}, At: now},
+		"Event":                  Event{ID: 1, Type: "a", State: store.Pending, RunAt: now, At: now},
 		"TypesResponse":          TypesResponse{Types: []TypeConfig{{Type: "a", LeaseTimeout: Duration(45 * time.Second), Bands: "2,1", GroupMaxRunning: 3}, {Type: "b"}}},
 		"GroupsResponse":         GroupsResponse{Groups: []GroupConfig{{Group: "", Weight: 2}, {Group: "acme", Type: "a", MaxRunning: 4}}},
 		"AddRequest":             NewAddRequest(store.AddParams{Type: "a", Key: "k", RunAt: now, Data: json.RawMessage(`{"x":1}`), BackoffBase: time.Second}),

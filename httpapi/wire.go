@@ -272,10 +272,7 @@ type TypesResponse struct {
 }
 
 // Event is one Server-Sent Event's data on GET /v1/events.
-type Event struct {
-	store.Change
-	At time.Time `json:"at"`
-}
+type Event = store.Event
 
 // ErrorResponse is every error's body.
 type ErrorResponse struct {

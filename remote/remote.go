@@ -61,7 +61,7 @@ type Store struct {
 	closed    chan struct{}
 
 	watchMu  sync.Mutex
-	watchers map[int]func([]store.Change)
+	watchers map[int]func([]store.Event)
 	watchSeq int
 	streamOn bool
 	stopFeed context.CancelFunc
@@ -88,7 +88,7 @@ func New(baseURL string, cfg Config) (*Store, error) {
 		tr.MaxIdleConnsPerHost = 64
 		hc = &http.Client{Transport: tr}
 	}
-	s := &Store{base: u, cfg: cfg, http: hc, closed: make(chan struct{}), watchers: map[int]func([]store.Change){}}
+	s := &Store{base: u, cfg: cfg, http: hc, closed: make(chan struct{}), watchers: map[int]func([]store.Event){}}
 	s.finish = batch.New(cfg.MaxBatch, requestTimeout, s.finishBatch)
 	s.beat = batch.New(cfg.MaxBatch, requestTimeout, s.heartbeatBatch)
 	return s, nil
@@ -491,7 +491,7 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 
 // Watch registers fn for changes from the server's event stream, which is
 // opened with the first watcher and reconnects by itself.
-func (s *Store) Watch(fn func([]store.Change)) func() {
+func (s *Store) Watch(fn func([]store.Event)) func() {
 	s.watchMu.Lock()
 	defer s.watchMu.Unlock()
 	s.watchSeq++
@@ -562,7 +562,7 @@ func (s *Store) stream(ctx context.Context) bool {
 		}
 		s.watchMu.Lock()
 		for _, fn := range s.watchers {
-			fn([]store.Change{ev.Change})
+			fn([]store.Event{ev})
 		}
 		s.watchMu.Unlock()
 		return true

@@ -493,8 +493,9 @@ type Count struct {
 	Jobs  int64  `json:"jobs"`
 }
 
-// Change is a committed change to a job, as delivered to Watch callbacks.
-type Change struct {
+// Event is a committed change to a job, as delivered to Watch callbacks and
+// subscribers, and sent on the HTTP API's event stream.
+type Event struct {
 	ID       int64   `json:"id"`
 	Type     string  `json:"type"`
 	Group    string  `json:"group"`
@@ -510,6 +511,9 @@ type Change struct {
 	// RunAt is the job's RunAt when pending, so that waiting acceptors
 	// know when it becomes due.
 	RunAt time.Time `json:"run_at,omitzero"`
+	// At is when the change was delivered after its commit (Watchers
+	// stamps it), by the clock of the process that committed it.
+	At time.Time `json:"at"`
 }
 
 // Store is a durable job store. Implementations are safe for concurrent use.
@@ -566,7 +570,7 @@ type Store interface {
 
 	// Watch registers fn to receive every committed change, in commit
 	// order, until the returned function is called. fn must not block.
-	Watch(fn func([]Change)) (stop func())
+	Watch(fn func([]Event)) (stop func())
 
 	// Close releases the store. Pending operations fail with ErrClosed.
 	Close() error

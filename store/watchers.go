@@ -1,6 +1,9 @@
 package store
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // Watchers is the registry behind Store.Watch, for stores to use: it
 // delivers each batch of changes to every registered callback, one batch at
@@ -8,15 +11,15 @@ import "sync"
 // ready to use.
 type Watchers struct {
 	mu  sync.Mutex
-	fns map[int]func([]Change)
+	fns map[int]func([]Event)
 	seq int
 }
 
 // Watch registers fn and returns the function that unregisters it.
-func (w *Watchers) Watch(fn func([]Change)) (stop func()) {
+func (w *Watchers) Watch(fn func([]Event)) (stop func()) {
 	w.mu.Lock()
 	if w.fns == nil {
-		w.fns = map[int]func([]Change){}
+		w.fns = map[int]func([]Event){}
 	}
 	w.seq++
 	id := w.seq
@@ -29,11 +32,17 @@ func (w *Watchers) Watch(fn func([]Change)) (stop func()) {
 	}
 }
 
-// Deliver calls every registered callback with changes; callbacks must not
-// block.
-func (w *Watchers) Deliver(changes []Change) {
+// Deliver calls every registered callback with changes, stamping At on
+// those that have none; callbacks must not block.
+func (w *Watchers) Deliver(changes []Event) {
 	if len(changes) == 0 {
 		return
+	}
+	now := time.Now().UTC()
+	for i := range changes {
+		if changes[i].At.IsZero() {
+			changes[i].At = now
+		}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()

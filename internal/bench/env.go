@@ -278,7 +278,7 @@ func countCompleted(st store.Store, typ string, want int, each func(id int64, at
 	var n int64
 	closed := false
 	var mu sync.Mutex
-	unwatch := st.Watch(func(cs []store.Change) {
+	unwatch := st.Watch(func(cs []store.Event) {
 		now := time.Now()
 		mu.Lock()
 		defer mu.Unlock()

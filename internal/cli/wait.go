@@ -133,9 +133,9 @@ func followJob(ctx context.Context, g *globals, id int64, d progressDisplay) (ro
 			stream.Close()
 			return last, nil
 		}
-		last = ev.Change
+		last = ev.Event
 		if d != nil {
-			d.update(ev.Change)
+			d.update(ev.Event)
 		}
 		if ev.Removed || ev.State.Terminal() {
 			stream.Close()

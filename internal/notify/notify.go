@@ -19,7 +19,7 @@ type Hub struct {
 	jobs    map[int64]map[*Subscription]struct{}
 	typed   map[*Subscription]struct{}
 	waiters map[*Waiter]struct{}
-	raw     map[int]func([]store.Change)
+	raw     map[int]func([]store.Event)
 	rawSeq  int
 }
 
@@ -29,7 +29,7 @@ func New() *Hub {
 		jobs:    map[int64]map[*Subscription]struct{}{},
 		typed:   map[*Subscription]struct{}{},
 		waiters: map[*Waiter]struct{}{},
-		raw:     map[int]func([]store.Change){},
+		raw:     map[int]func([]store.Event){},
 	}
 }
 
@@ -37,7 +37,7 @@ func New() *Hub {
 // change with ID 0 is a hint that some jobs of its type changed (a store
 // that could not report them one by one); it wakes waiters and nothing
 // else.
-func (h *Hub) Publish(changes []store.Change) {
+func (h *Hub) Publish(changes []store.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, fn := range h.raw {
@@ -86,7 +86,7 @@ func (h *Hub) Poke() {
 
 // Watch registers fn to see every published batch, under the hub's lock;
 // fn must not block. It returns a function that unregisters fn.
-func (h *Hub) Watch(fn func([]store.Change)) func() {
+func (h *Hub) Watch(fn func([]store.Event)) func() {
 	h.mu.Lock()
 	h.rawSeq++
 	id := h.rawSeq
@@ -155,10 +155,10 @@ type Subscription struct {
 	id    int64 // the job, for job subscriptions
 	typed bool  // a subscription to types, not to one job
 	pats  []store.Pattern
-	C     <-chan store.Change
-	out   chan store.Change
+	C     <-chan store.Event
+	out   chan store.Event
 	mu    sync.Mutex
-	queue []store.Change
+	queue []store.Event
 	wake  chan struct{}
 	done  chan struct{}
 	once  sync.Once
@@ -193,7 +193,7 @@ func (h *Hub) SubscribeTypes(pats []store.Pattern) *Subscription {
 func newSubscription(h *Hub) *Subscription {
 	// Buffered, so that a reader that drains what is ready (an event
 	// stream writing a batch per flush) finds it there.
-	out := make(chan store.Change, 64)
+	out := make(chan store.Event, 64)
 	return &Subscription{h: h, C: out, out: out, wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
@@ -206,7 +206,7 @@ func (s *Subscription) matches(typ string) bool {
 	return false
 }
 
-func (s *Subscription) push(c store.Change) {
+func (s *Subscription) push(c store.Event) {
 	s.mu.Lock()
 	s.queue = append(s.queue, c)
 	s.mu.Unlock()

@@ -817,7 +817,7 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 		claimed[pk.g]++
 		j := pk.c.job
 		a.jobs = append(a.jobs, *j)
-		a.t.changed(store.Change{ID: j.ID, Type: j.Type, Group: j.Group, State: store.Running, Lease: store.LeaseTag(j.Token)})
+		a.t.changed(store.Event{ID: j.ID, Type: j.Type, Group: j.Group, State: store.Running, Lease: store.LeaseTag(j.Token)})
 	}
 	if len(taken) > 0 {
 		progress = true
@@ -937,7 +937,7 @@ func (a *acceptor) head(q *queue) error {
 	}
 	sortJobs(a.jobs)
 	for _, j := range a.jobs {
-		a.t.changed(store.Change{ID: j.ID, Type: j.Type, Group: j.Group, State: store.Running, Lease: store.LeaseTag(j.Token)})
+		a.t.changed(store.Event{ID: j.ID, Type: j.Type, Group: j.Group, State: store.Running, Lease: store.LeaseTag(j.Token)})
 	}
 	a.committedJobs, a.committedChanges = len(a.jobs), len(a.t.changes)
 	if claimed == 0 {

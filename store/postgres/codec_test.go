@@ -12,7 +12,7 @@ import (
 
 func TestPayloadRoundTrip(t *testing.T) {
 	at := time.Date(2030, 1, 2, 3, 4, 5, 6000, time.UTC)
-	in := []store.Change{
+	in := []store.Event{
 		{ID: 1, Type: "email.send", Group: "tenant 1", State: store.Pending, RunAt: at},
 		{ID: 2, Type: "a,b;c", Group: "", State: store.Running, Progress: 42.5, Lease: store.LeaseTag("tok")},
 		{ID: 3, Type: "x", Group: "g", State: store.Completed, Removed: true},
@@ -25,7 +25,7 @@ func TestPayloadRoundTrip(t *testing.T) {
 	if !ok || node != "node1" {
 		t.Fatalf("decode: node %q ok %v", node, ok)
 	}
-	if !slices.EqualFunc(in, out, func(a, b store.Change) bool {
+	if !slices.EqualFunc(in, out, func(a, b store.Event) bool {
 		return a.ID == b.ID && a.Type == b.Type && a.Group == b.Group && a.State == b.State &&
 			a.Removed == b.Removed && a.Progress == b.Progress && a.RunAt.Equal(b.RunAt) && a.Lease == b.Lease
 	}) {
@@ -42,9 +42,9 @@ func TestPayloadRoundTrip(t *testing.T) {
 // changes beyond the payload budget become one hint per type.
 func TestPayloadLimits(t *testing.T) {
 	long := strings.Repeat("g", store.MaxNameLen)
-	var in []store.Change
+	var in []store.Event
 	for i := range 5000 {
-		in = append(in, store.Change{ID: int64(i + 1), Type: fmt.Sprintf("type.%d", i%7), Group: long, State: store.Pending, RunAt: time.Now()})
+		in = append(in, store.Event{ID: int64(i + 1), Type: fmt.Sprintf("type.%d", i%7), Group: long, State: store.Pending, RunAt: time.Now()})
 	}
 	payloads := encode("n", in, 4)
 	if len(payloads) > 4+1 {

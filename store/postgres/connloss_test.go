@@ -222,7 +222,7 @@ func TestConnectionLoss(t *testing.T) {
 		return err == nil && a.IsLeader()
 	})
 	heard := make(chan int64, 100)
-	unwatch := b.Watch(func(cs []store.Change) {
+	unwatch := b.Watch(func(cs []store.Event) {
 		for _, c := range cs {
 			heard <- c.ID
 		}

@@ -376,8 +376,8 @@ func TestLeaseAcrossNodes(t *testing.T) {
 	schema := newSchema(t)
 	a, b := openIn(t, schema, postgres.Config{}), openIn(t, schema, postgres.Config{})
 	ctx := t.Context()
-	got := make(chan store.Change, 100)
-	stop := b.Watch(func(cs []store.Change) {
+	got := make(chan store.Event, 100)
+	stop := b.Watch(func(cs []store.Event) {
 		for _, c := range cs {
 			if c.State == store.Cancelled {
 				got <- c

@@ -38,9 +38,9 @@ type row struct {
 const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max, resubmit, run_at`
 
 // change is the change of r to state; it carries the lease r had before
-// the change (store.Change.Lease).
-func (r *row) change(state store.State, runAt time.Time) store.Change {
-	return store.Change{ID: r.id, Type: r.typ, Group: r.grp, State: state, RunAt: runAt.UTC(), Lease: store.LeaseTag(r.token)}
+// the change (store.Event.Lease).
+func (r *row) change(state store.State, runAt time.Time) store.Event {
+	return store.Event{ID: r.id, Type: r.typ, Group: r.grp, State: state, RunAt: runAt.UTC(), Lease: store.LeaseTag(r.token)}
 }
 
 // lock locks and reads the jobs with these ids. A job moving between the
@@ -407,7 +407,7 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 			CreatedAt: created.UTC(), UpdatedAt: created.UTC(),
 		}
 		out[ins[k]] = store.AddResult{Job: j, Outcome: store.Inserted}
-		t.changed(store.Change{ID: id, Type: p.Type, Group: p.Group, State: store.Pending, RunAt: j.RunAt})
+		t.changed(store.Event{ID: id, Type: p.Type, Group: p.Group, State: store.Pending, RunAt: j.RunAt})
 		k++
 	}
 	if err := r.Err(); err != nil {
@@ -480,7 +480,7 @@ func (t *txn) readd(r *row, a readd) (store.AddResult, error) {
 		t.count(j.Type, j.Group, 1)
 	}
 	if outcome != store.Resubmitted {
-		t.changed(store.Change{ID: j.ID, Type: j.Type, Group: j.Group, State: j.State, RunAt: j.RunAt, Lease: store.LeaseTag(r.token)})
+		t.changed(store.Event{ID: j.ID, Type: j.Type, Group: j.Group, State: j.State, RunAt: j.RunAt, Lease: store.LeaseTag(r.token)})
 	}
 	*r = row{id: j.ID, typ: j.Type, grp: j.Group, state: j.State, token: j.Token, attempt: int64(j.Attempt),
 		maxAttempts: int64(j.MaxAttempts), base: us(j.BackoffBase), maxB: us(j.BackoffMax), resubmit: j.Resubmit, runAt: j.RunAt}
@@ -597,7 +597,7 @@ func (s *Store) Remove(ctx context.Context, ids []int64) ([]error, error) {
 			}
 			del = append(del, id)
 			t.countState(r.typ, r.grp, r.state, -1)
-			t.changed(store.Change{ID: id, Type: r.typ, Group: r.grp, State: r.state, Removed: true, Lease: store.LeaseTag(r.token)})
+			t.changed(store.Event{ID: id, Type: r.typ, Group: r.grp, State: r.state, Removed: true, Lease: store.LeaseTag(r.token)})
 			delete(rs, id) // a repeated id in the batch finds it gone
 		}
 		if len(del) == 0 {
@@ -789,7 +789,7 @@ func (s *Store) heartbeat(ctx context.Context, ps []store.HeartbeatParams, datas
 			done[ids[k]] = true
 			p := ps[i]
 			if p.Progress != nil || p.Data != nil {
-				c := store.Change{ID: p.ID, Type: types[p.ID][0], Group: types[p.ID][1], State: store.Running, Lease: store.LeaseTag(p.Token)}
+				c := store.Event{ID: p.ID, Type: types[p.ID][0], Group: types[p.ID][1], State: store.Running, Lease: store.LeaseTag(p.Token)}
 				if p.Progress != nil {
 					c.Progress = *p.Progress
 				}

@@ -88,9 +88,9 @@ func TestCrossNodeWatch(t *testing.T) {
 	a := openIn(t, schema, postgres.Config{})
 	b := openIn(t, schema, postgres.Config{})
 	var mu sync.Mutex
-	var seen []store.Change
+	var seen []store.Event
 	signal := make(chan struct{}, 1)
-	stop := b.Watch(func(cs []store.Change) {
+	stop := b.Watch(func(cs []store.Event) {
 		mu.Lock()
 		seen = append(seen, cs...)
 		mu.Unlock()

@@ -16,13 +16,13 @@ import (
 
 // Watch registers fn to receive committed changes: this store's own after
 // each commit, and other nodes' as their notifications arrive.
-func (s *Store) Watch(fn func([]store.Change)) func() { return s.feed.Watch(fn) }
+func (s *Store) Watch(fn func([]store.Event)) func() { return s.feed.Watch(fn) }
 
-func (s *Store) deliver(changes []store.Change) { s.feed.Deliver(changes) }
+func (s *Store) deliver(changes []store.Event) { s.feed.Deliver(changes) }
 
 // committed publishes the changes of a committed transaction of this store:
 // to its watchers now, to other nodes through the outbox.
-func (s *Store) committed(changes []store.Change) {
+func (s *Store) committed(changes []store.Event) {
 	if len(changes) == 0 {
 		return
 	}
@@ -42,7 +42,7 @@ func (s *Store) committed(changes []store.Change) {
 //	h <type>
 //
 // "c" is a change, "h" a hint that jobs of the type changed. <lease> is the
-// change's store.Change.Lease (hex, possibly empty); lines from nodes
+// change's store.Event.Lease (hex, possibly empty); lines from nodes
 // before it was added have no such field. The node "-"
 // marks notifications sent inside a caller's transaction, which every node
 // (the sender's too) delivers, since the sender could not see the commit.
@@ -52,7 +52,7 @@ const (
 	anyNode       = "-"
 )
 
-func encodeChange(b []byte, c store.Change) []byte {
+func encodeChange(b []byte, c store.Event) []byte {
 	b = append(b, 'c', '\t')
 	b = strconv.AppendInt(b, c.ID, 10)
 	b = append(b, '\t')
@@ -81,7 +81,7 @@ func encodeChange(b []byte, c store.Change) []byte {
 // encode packs changes into payloads of under maxPayload bytes, at most
 // maxPayloads of them; the changes that do not fit become one hint per
 // type.
-func encode(node string, changes []store.Change, maxPayloads int) []string {
+func encode(node string, changes []store.Event, maxPayloads int) []string {
 	var out []string
 	header := payloadHeader + node + "\n"
 	buf := []byte(header)
@@ -121,7 +121,7 @@ func encode(node string, changes []store.Change, maxPayloads int) []string {
 
 // decode parses a payload; malformed lines are skipped. Hints come back as
 // changes with ID 0 and State Pending.
-func decode(payload string) (node string, changes []store.Change, ok bool) {
+func decode(payload string) (node string, changes []store.Event, ok bool) {
 	head, rest, _ := strings.Cut(payload, "\n")
 	node, ok = strings.CutPrefix(head, payloadHeader)
 	if !ok {
@@ -131,7 +131,7 @@ func decode(payload string) (node string, changes []store.Change, ok bool) {
 		f := strings.Split(line, "\t")
 		switch {
 		case len(f) == 2 && f[0] == "h" && f[1] != "":
-			changes = append(changes, store.Change{Type: f[1], State: store.Pending})
+			changes = append(changes, store.Event{Type: f[1], State: store.Pending})
 		case (len(f) == 8 || len(f) == 9) && f[0] == "c":
 			id, err1 := strconv.ParseInt(f[1], 10, 64)
 			st, err2 := strconv.Atoi(f[2])
@@ -139,7 +139,7 @@ func decode(payload string) (node string, changes []store.Change, ok bool) {
 			if err1 != nil || err2 != nil || err3 != nil || !store.State(st).Valid() || id <= 0 {
 				continue
 			}
-			c := store.Change{ID: id, State: store.State(st), Removed: f[3] == "1", Progress: prog, Type: f[6], Group: f[7]}
+			c := store.Event{ID: id, State: store.State(st), Removed: f[3] == "1", Progress: prog, Type: f[6], Group: f[7]}
 			if len(f) == 9 {
 				c.Lease = f[8]
 			}
@@ -177,7 +177,7 @@ func (t *txn) notifyInTx() error {
 type outbox struct {
 	s       *Store
 	mu      sync.Mutex
-	pending []store.Change
+	pending []store.Event
 	wake    chan struct{}
 	closing chan struct{}
 	done    chan struct{}
@@ -192,7 +192,7 @@ func newOutbox(s *Store) *outbox {
 // turns the surplus into hints anyway).
 const maxPending = 100_000
 
-func (o *outbox) add(changes []store.Change) {
+func (o *outbox) add(changes []store.Event) {
 	o.mu.Lock()
 	if len(o.pending) < maxPending {
 		o.pending = append(o.pending, changes...)
@@ -322,9 +322,9 @@ func (s *Store) afterReconnect() {
 		s.log.Warn("rota postgres: could not reload types", "err", err)
 	}
 	s.typesMu.RLock()
-	hints := make([]store.Change, 0, len(s.types))
+	hints := make([]store.Event, 0, len(s.types))
 	for name := range s.types {
-		hints = append(hints, store.Change{Type: name, State: store.Pending})
+		hints = append(hints, store.Event{Type: name, State: store.Pending})
 	}
 	s.typesMu.RUnlock()
 	s.deliver(hints)
@@ -332,7 +332,7 @@ func (s *Store) afterReconnect() {
 
 // learnTypes adds the types of other nodes' changes to the known types, so
 // that patterns match them.
-func (s *Store) learnTypes(changes []store.Change) {
+func (s *Store) learnTypes(changes []store.Event) {
 	s.typesMu.RLock()
 	missing := false
 	for _, c := range changes {

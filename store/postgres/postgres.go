@@ -562,7 +562,7 @@ type txn struct {
 	ctx     context.Context
 	db      db
 	user    bool // a caller's transaction: its commit is not ours to see
-	changes []store.Change
+	changes []store.Event
 	after   []func() // run once the transaction committed, before its changes are published
 	// deferCounts: the transaction runs several statements, so that
 	// changes to the groups' pending counts are collected in counts and applied by
@@ -598,7 +598,7 @@ func (t *txn) queryRow(query string, args []any, dest ...any) (found bool, err e
 	return true, r.Err()
 }
 
-func (t *txn) changed(c store.Change) { t.changes = append(t.changes, c) }
+func (t *txn) changed(c store.Event) { t.changes = append(t.changes, c) }
 
 // committed runs the after-commit hooks and publishes the changes.
 func (t *txn) committed() {

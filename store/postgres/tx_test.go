@@ -280,9 +280,9 @@ func TestTxNotifiesOnCommit(t *testing.T) {
 	a := openIn(t, schema, postgres.Config{})
 	b := openIn(t, schema, postgres.Config{})
 	ctx := t.Context()
-	seen := make(chan store.Change, 100)
+	seen := make(chan store.Event, 100)
 	for _, s := range []*postgres.Store{a, b} {
-		stop := s.Watch(func(cs []store.Change) {
+		stop := s.Watch(func(cs []store.Event) {
 			for _, c := range cs {
 				seen <- c
 			}

@@ -424,7 +424,7 @@ func (w *writeTx) accept(p store.AcceptParams, types []string) (store.AcceptResu
 		jobs := res.Jobs[before:]
 		q.served(g, len(jobs))
 		for _, j := range jobs {
-			w.changes = append(w.changes, store.Change{ID: j.ID, Type: j.Type, Group: j.Group, State: store.Running, Lease: store.LeaseTag(j.Token)})
+			w.changes = append(w.changes, store.Event{ID: j.ID, Type: j.Type, Group: j.Group, State: store.Running, Lease: store.LeaseTag(j.Token)})
 		}
 		return nil
 	}

@@ -40,7 +40,7 @@ type request struct {
 // to answer and the changes to publish, once durable ones are synced.
 type committed struct {
 	reqs    []*request
-	changes []store.Change
+	changes []store.Event
 	durable bool
 }
 

@@ -56,7 +56,7 @@ func (w *writeTx) load(id int64) (row, bool, error) {
 }
 
 func (w *writeTx) changed(r row, state store.State, runAt int64) {
-	w.changes = append(w.changes, store.Change{ID: r.id, Type: r.typ, Group: r.grp, State: state, RunAt: fromMicros(runAt), Lease: store.LeaseTag(r.token)})
+	w.changes = append(w.changes, store.Event{ID: r.id, Type: r.typ, Group: r.grp, State: state, RunAt: fromMicros(runAt), Lease: store.LeaseTag(r.token)})
 }
 
 // fence applies the worker-call rule (store.Fence) to a loaded row.
@@ -156,7 +156,7 @@ func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) ([]store.AddResult
 			CreatedAt: fromMicros(now), UpdatedAt: fromMicros(now),
 		}
 		out[i] = store.AddResult{Job: j, Outcome: store.Inserted}
-		w.changes = append(w.changes, store.Change{ID: id, Type: p.Type, Group: p.Group, State: store.Pending, RunAt: j.RunAt})
+		w.changes = append(w.changes, store.Event{ID: id, Type: p.Type, Group: p.Group, State: store.Pending, RunAt: j.RunAt})
 	}
 	return out, nil
 }
@@ -344,7 +344,7 @@ func (s *Store) Remove(ctx context.Context, ids []int64) ([]error, error) {
 			if _, err := w.exec(`DELETE FROM rota_jobs WHERE id = ?`, id); err != nil {
 				return fmt.Errorf("sqlite: remove job %d: %w", id, err)
 			}
-			w.changes = append(w.changes, store.Change{ID: id, Type: r.typ, Group: r.grp, State: r.state, Removed: true, Lease: store.LeaseTag(r.token)})
+			w.changes = append(w.changes, store.Event{ID: id, Type: r.typ, Group: r.grp, State: r.state, Removed: true, Lease: store.LeaseTag(r.token)})
 		}
 		return nil
 	})
@@ -408,7 +408,7 @@ func (s *Store) Heartbeat(ctx context.Context, ps []store.HeartbeatParams) ([]st
 			}
 			out[i] = store.HeartbeatResult{LeaseUntil: fromMicros(until), Resubmit: r.resubmit}
 			if p.Progress != nil || p.Data != nil {
-				c := store.Change{ID: r.id, Type: r.typ, Group: r.grp, State: store.Running, Lease: store.LeaseTag(r.token)}
+				c := store.Event{ID: r.id, Type: r.typ, Group: r.grp, State: store.Running, Lease: store.LeaseTag(r.token)}
 				if p.Progress != nil {
 					c.Progress = *p.Progress
 				}
@@ -531,7 +531,7 @@ func (w *writeTx) completeMany(ps []store.FinishParams, results [][]byte) ([]boo
 		i := idx[id]
 		done[i] = true
 		ended[groupKey{grp, typ}]++
-		w.changes = append(w.changes, store.Change{ID: id, Type: typ, Group: grp, State: store.Completed,
+		w.changes = append(w.changes, store.Event{ID: id, Type: typ, Group: grp, State: store.Completed,
 			RunAt: fromMicros(runAt), Lease: store.LeaseTag(ps[i].Token)})
 	}
 	if err := rows.Err(); err != nil {

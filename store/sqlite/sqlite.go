@@ -283,7 +283,7 @@ func (s *Store) Close() error {
 }
 
 // Watch registers fn to receive committed changes.
-func (s *Store) Watch(fn func([]store.Change)) func() { return s.feed.Watch(fn) }
+func (s *Store) Watch(fn func([]store.Event)) func() { return s.feed.Watch(fn) }
 
 // execer is what transitions run statements on: the writer's pinned
 // connection, or a caller's transaction.
@@ -299,7 +299,7 @@ type writeTx struct {
 	s       *Store
 	db      execer
 	now     time.Time
-	changes []store.Change
+	changes []store.Event
 	own     bool // db is the writer's connection, whose prepared statements apply
 }
 

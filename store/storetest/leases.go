@@ -8,7 +8,7 @@ import (
 )
 
 // testWatchLeases checks that every change about a job carries the
-// fingerprint of the lease it concerns (store.Change.Lease): for an accept,
+// fingerprint of the lease it concerns (store.Event.Lease): for an accept,
 // the new lease; for a heartbeat, the current one; for a finish, cancel,
 // removal or lease expiry, the lease the job had before. A worker acts
 // only on changes about its own lease.
@@ -18,12 +18,12 @@ func testWatchLeases(t *testing.T, open func(t *testing.T) store.Store) {
 	stop := s.Watch(rec.fn)
 	defer stop()
 	// last returns the last change of job id once n have arrived.
-	last := func(id int64, n int) store.Change {
+	last := func(id int64, n int) store.Event {
 		t.Helper()
 		cs := rec.waitFor(t, id, n)
 		return cs[n-1]
 	}
-	want := func(what string, c store.Change, state store.State, removed bool, lease string) {
+	want := func(what string, c store.Event, state store.State, removed bool, lease string) {
 		t.Helper()
 		if c.State != state || c.Removed != removed || c.Lease != lease {
 			t.Errorf("%s: change %+v, want state %v, removed %v, lease %q", what, c, state, removed, lease)

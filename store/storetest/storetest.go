@@ -2113,13 +2113,13 @@ func testExpireLeases(t *testing.T, open func(t *testing.T) store.Store) {
 
 type recorder struct {
 	mu      sync.Mutex
-	changes []store.Change
+	changes []store.Event
 	signal  chan struct{}
 }
 
 func newRecorder() *recorder { return &recorder{signal: make(chan struct{}, 1)} }
 
-func (r *recorder) fn(cs []store.Change) {
+func (r *recorder) fn(cs []store.Event) {
 	r.mu.Lock()
 	r.changes = append(r.changes, cs...)
 	r.mu.Unlock()
@@ -2129,10 +2129,10 @@ func (r *recorder) fn(cs []store.Change) {
 	}
 }
 
-func (r *recorder) forJob(id int64) []store.Change {
+func (r *recorder) forJob(id int64) []store.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []store.Change
+	var out []store.Event
 	for _, c := range r.changes {
 		if c.ID == id {
 			out = append(out, c)
@@ -2142,7 +2142,7 @@ func (r *recorder) forJob(id int64) []store.Change {
 }
 
 // waitFor waits until n changes of job id arrived and returns them.
-func (r *recorder) waitFor(t *testing.T, id int64, n int) []store.Change {
+func (r *recorder) waitFor(t *testing.T, id int64, n int) []store.Event {
 	t.Helper()
 	timeout := time.After(5 * time.Second)
 	for {
@@ -2157,7 +2157,7 @@ func (r *recorder) waitFor(t *testing.T, id int64, n int) []store.Change {
 	}
 }
 
-func describe(cs []store.Change) []string {
+func describe(cs []store.Event) []string {
 	var out []string
 	for _, c := range cs {
 		s := c.State.String()

@@ -10,58 +10,126 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rotajobs/rota/internal/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
 
-// This file holds every state transition of the SQLite store. Each runs
-// inside a writeTx: the writer's group-commit transaction, or a caller's
-// own transaction (AddTx, FinishTx).
-
-// row is the part of a job that transitions decide on.
-type row struct {
-	id          int64
-	typ, grp    string
-	state       store.State
-	token       string
-	attempt     int
-	maxAttempts int
-	base, maxB  time.Duration
-	resubmit    bool
-	resubmitAt  sql.NullInt64
-	nextData    []byte
-	runAt       int64
-	leaseLen    time.Duration
-}
+// This file applies the job state machine (internal/lifecycle) to SQLite:
+// each operation loads the rows it concerns, asks lifecycle what to do, and
+// applies the plan with the statement for its kind. Each runs inside a
+// writeTx: the writer's group-commit transaction, or a caller's own
+// transaction (AddTx, FinishTx). Group counts follow by trigger (migration
+// 0002), except where a statement flips the bulk column (0003).
 
 const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max,
-	resubmit, resubmit_at, next_data, run_at, coalesce(lease_timeout, 0)`
+	resubmit, resubmit_at, run_at, coalesce(lease_timeout, 0)`
 
-func (w *writeTx) load(id int64) (row, bool, error) {
-	var r row
+// load reads job id's row, nil when it does not exist, with its lease
+// length (zero: the type's).
+func (w *writeTx) load(id int64) (*lifecycle.Row, time.Duration, error) {
+	var r lifecycle.Row
 	var state int
-	var base, maxB, lease int64
+	var base, maxB, runAt, lease int64
+	var resubmitAt sql.NullInt64
 	err := w.queryRow(`SELECT `+rowColumns+` FROM rota_jobs WHERE id = ?`, id).Scan(
-		&r.id, &r.typ, &r.grp, &state, &r.token, &r.attempt, &r.maxAttempts, &base, &maxB,
-		&r.resubmit, &r.resubmitAt, &r.nextData, &r.runAt, &lease)
+		&r.ID, &r.Type, &r.Group, &state, &r.Token, &r.Attempt, &r.MaxAttempts, &base, &maxB,
+		&r.Resubmit, &resubmitAt, &runAt, &lease)
 	if errors.Is(err, sql.ErrNoRows) {
-		return r, false, nil
+		return nil, 0, nil
 	}
 	if err != nil {
-		return r, false, fmt.Errorf("sqlite: load job %d: %w", id, err)
+		return nil, 0, fmt.Errorf("sqlite: load job %d: %w", id, err)
 	}
-	r.state = store.State(state)
-	r.base, r.maxB = time.Duration(base)*time.Microsecond, time.Duration(maxB)*time.Microsecond
-	r.leaseLen = time.Duration(lease) * time.Microsecond
-	return r, true, nil
+	r.State = store.State(state)
+	r.BackoffBase, r.BackoffMax = time.Duration(base)*time.Microsecond, time.Duration(maxB)*time.Microsecond
+	r.RunAt, r.ResubmitAt = fromMicros(runAt), fromNullMicros(resubmitAt)
+	return &r, time.Duration(lease) * time.Microsecond, nil
 }
 
-func (w *writeTx) changed(r row, state store.State, runAt int64) {
-	w.changes = append(w.changes, store.Event{ID: r.id, Type: r.typ, Group: r.grp, State: state, RunAt: fromMicros(runAt), Lease: store.LeaseTag(r.token)})
-}
+// The statements that apply each kind of plan (lifecycle.Kind).
+const (
+	completeSQL = `UPDATE rota_jobs SET state = 3, result = ?, lease_until = NULL, finished_at = ?, updated_at = ?
+	WHERE id = ?`
+	// failSQL records an attempt's error and moves the job to pending (a
+	// retry) or failed (args: state, run_at, error, at, error, finished_at,
+	// updated_at, drop token, id).
+	failSQL = `UPDATE rota_jobs SET state = ?, run_at = ?, last_error = ?,
+	errors = json_insert(coalesce(errors, '[]'), '$[#]', json_object('attempt', attempt, 'at', ?, 'error', ?)),
+	lease_until = NULL, finished_at = ?, updated_at = ?, token = CASE WHEN ? THEN NULL ELSE token END WHERE id = ?`
+	requeueSQL   = `UPDATE rota_jobs SET state = 0, run_at = ?, attempt = ?, lease_until = NULL, updated_at = ? WHERE id = ?`
+	cancelRunSQL = `UPDATE rota_jobs SET state = 5, last_error = ?, lease_until = NULL, resubmit = 0,
+	finished_at = ?, updated_at = ? WHERE id = ?`
+	runAgainSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, data = coalesce(next_data, data), next_data = NULL,
+	resubmit = 0, resubmit_at = NULL, attempt = 0, result = NULL, last_error = NULL, errors = NULL, progress = 0,
+	lease_until = NULL, token = CASE WHEN ? THEN NULL ELSE token END, updated_at = ? WHERE id = ?`
+	cancelSQL = `UPDATE rota_jobs SET state = 5, cancel_requested = ?, lease_until = NULL, resubmit = 0,
+	finished_at = ?, updated_at = ? WHERE id = ?`
+	updateSQL = `UPDATE rota_jobs SET run_at = ?, data = coalesce(?, data), priority = coalesce(?, priority),
+	grp = coalesce(?, grp), max_attempts = coalesce(?, max_attempts), backoff_base = coalesce(?, backoff_base),
+	backoff_max = coalesce(?, backoff_max), updated_at = ? WHERE id = ?`
+	markResubmitSQL = `UPDATE rota_jobs SET resubmit = 1, resubmit_at = ?, next_data = coalesce(?, next_data), updated_at = ?
+	WHERE id = ?`
+	reviveSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, data = coalesce(?, data), priority = coalesce(?, priority),
+	grp = coalesce(?, grp), max_attempts = coalesce(?, max_attempts), backoff_base = coalesce(?, backoff_base),
+	backoff_max = coalesce(?, backoff_max), attempt = 0, errors = NULL, last_error = NULL, result = NULL,
+	progress = 0, finished_at = NULL, lease_until = NULL, cancel_requested = 0, updated_at = ? WHERE id = ?`
+	removeSQL = `DELETE FROM rota_jobs WHERE id = ?`
+	extendSQL = `UPDATE rota_jobs SET lease_until = ?, data = coalesce(?, data), progress = coalesce(?, progress),
+	updated_at = ? WHERE id = ?`
+)
 
-// fence applies the worker-call rule (store.Fence) to a loaded row.
-func fence(r row, found bool, token string) error {
-	return store.Fence(r.id, found, r.state, r.token, token)
+// apply writes plan p for the job r and queues its event. data and
+// progress are a heartbeat's (Extend).
+func (w *writeTx) apply(r *lifecycle.Row, p *lifecycle.Plan, data []byte, progress *float64) error {
+	now := micros(w.now)
+	var err error
+	switch p.Kind {
+	case lifecycle.Keep:
+	case lifecycle.Complete:
+		_, err = w.exec(completeSQL, p.Result, now, now, r.ID)
+	case lifecycle.Retry, lifecycle.Discard:
+		var finished any
+		if p.Kind == lifecycle.Discard {
+			finished = now
+		}
+		_, err = w.exec(failSQL, int(p.State), micros(p.RunAt), p.Error, w.now.Format(time.RFC3339Nano), p.Error,
+			finished, now, p.DropToken, r.ID)
+	case lifecycle.Requeue:
+		_, err = w.exec(requeueSQL, micros(p.RunAt), p.Attempt, now, r.ID)
+	case lifecycle.CancelRun:
+		_, err = w.exec(cancelRunSQL, p.Error, now, now, r.ID)
+	case lifecycle.RunAgain:
+		_, err = w.exec(runAgainSQL, micros(p.RunAt), p.DropToken, now, r.ID)
+	case lifecycle.Cancel:
+		_, err = w.exec(cancelSQL, p.CancelRequested, now, now, r.ID)
+	case lifecycle.Update, lifecycle.Revive:
+		a := &p.Set
+		q := updateSQL
+		if p.Kind == lifecycle.Revive {
+			q = reviveSQL
+		}
+		_, err = w.exec(q, micros(a.RunAt), a.Data, a.Priority, a.Group, nonZero(int64(a.MaxAttempts)),
+			nonZero(a.BackoffBase.Microseconds()), nonZero(a.BackoffMax.Microseconds()), now, r.ID)
+	case lifecycle.MarkResubmit:
+		_, err = w.exec(markResubmitSQL, micros(p.Set.RunAt), p.Set.Data, now, r.ID)
+	case lifecycle.Remove:
+		_, err = w.exec(removeSQL, r.ID)
+	case lifecycle.Extend:
+		var prog any
+		if progress != nil {
+			prog = *progress
+		}
+		_, err = w.exec(extendSQL, micros(p.LeaseUntil), data, prog, now, r.ID)
+	default:
+		err = fmt.Errorf("unknown plan %s", p.Kind)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: %s job %d: %w", p.Kind, r.ID, err)
+	}
+	if p.Event.ID != 0 {
+		w.changes = append(w.changes, p.Event)
+	}
+	return nil
 }
 
 // ---- producer side ----
@@ -120,14 +188,9 @@ func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) ([]store.AddResult
 				if err != nil {
 					return nil, err
 				}
-				res, err := w.readd(r, readd{
-					runAt: runAt, data: datas[i], priority: &p.Priority, group: &p.Group,
-					maxAttempts: p.MaxAttempts, base: p.BackoffBase, maxB: p.BackoffMax,
-				})
-				if err != nil {
+				if out[i], err = w.readd(r, lifecycle.ReaddOf(p, datas[i])); err != nil {
 					return nil, err
 				}
-				out[i] = res
 				continue
 			}
 			if !errors.Is(err, sql.ErrNoRows) {
@@ -177,73 +240,18 @@ func (w *writeTx) registerType(name string) error {
 	return nil
 }
 
-// readd holds what a re-add (by key) or resubmit (by id) asks for. Nil
-// pointers and zero values keep what the job has.
-type readd struct {
-	runAt       int64 // 0: keep a pending job's run time; now otherwise
-	data        []byte
-	priority    *int
-	group       *string
-	maxAttempts int
-	base, maxB  time.Duration
-}
-
-// readd is couch_jobs' resubmit, without its bugs: a pending job takes the
-// new data and time; a running one is marked to run again when its worker
-// ends; an ended one is pending again.
-func (w *writeTx) readd(r row, a readd) (store.AddResult, error) {
-	now := micros(w.now)
-	var outcome store.Outcome
-	var err error
-	switch {
-	case r.state == store.Pending || r.state == store.Paused:
-		outcome = store.Updated
-		runAt := r.runAt
-		if a.runAt != 0 {
-			runAt = a.runAt
-		}
-		_, err = w.exec(`UPDATE rota_jobs SET run_at = ?, data = coalesce(?, data), priority = coalesce(?, priority),
-			grp = coalesce(?, grp), max_attempts = coalesce(?, max_attempts), backoff_base = coalesce(?, backoff_base),
-			backoff_max = coalesce(?, backoff_max), updated_at = ? WHERE id = ?`,
-			runAt, a.data, a.priority, a.group, nonZero(int64(a.maxAttempts)), nonZero(a.base.Microseconds()),
-			nonZero(a.maxB.Microseconds()), now, r.id)
-		if a.group != nil {
-			r.grp = *a.group
-		}
-		w.changed(r, r.state, runAt)
-	case r.state == store.Running:
-		outcome = store.Resubmitted
-		runAt := a.runAt
-		if runAt == 0 {
-			runAt = now
-		}
-		_, err = w.exec(`UPDATE rota_jobs SET resubmit = 1, resubmit_at = ?, next_data = coalesce(?, next_data), updated_at = ? WHERE id = ?`,
-			runAt, a.data, now, r.id)
-	default: // ended
-		outcome = store.Requeued
-		runAt := a.runAt
-		if runAt == 0 {
-			runAt = now
-		}
-		_, err = w.exec(`UPDATE rota_jobs SET state = 0, run_at = ?, data = coalesce(?, data), priority = coalesce(?, priority),
-			grp = coalesce(?, grp), max_attempts = coalesce(?, max_attempts), backoff_base = coalesce(?, backoff_base),
-			backoff_max = coalesce(?, backoff_max), attempt = 0, errors = NULL, last_error = NULL, result = NULL,
-			progress = 0, finished_at = NULL, lease_until = NULL, cancel_requested = 0, updated_at = ? WHERE id = ?`,
-			runAt, a.data, a.priority, a.group, nonZero(int64(a.maxAttempts)), nonZero(a.base.Microseconds()),
-			nonZero(a.maxB.Microseconds()), now, r.id)
-		if a.group != nil {
-			r.grp = *a.group
-		}
-		w.changed(r, store.Pending, runAt)
+// readd applies a re-add (by key) or resubmit (by id) to r and returns
+// the job as it now is.
+func (w *writeTx) readd(r *lifecycle.Row, a lifecycle.Readd) (store.AddResult, error) {
+	plan := lifecycle.ReaddTo(r, a, w.now)
+	if err := w.apply(r, &plan, nil, nil); err != nil {
+		return store.AddResult{}, err
 	}
+	j, err := scanJob(w.queryRow(`SELECT `+jobColumns+` FROM rota_jobs WHERE id = ?`, r.ID))
 	if err != nil {
-		return store.AddResult{}, fmt.Errorf("sqlite: re-add job %d: %w", r.id, err)
+		return store.AddResult{}, fmt.Errorf("sqlite: re-add job %d: %w", r.ID, err)
 	}
-	j, err := scanJob(w.queryRow(`SELECT `+jobColumns+` FROM rota_jobs WHERE id = ?`, r.id))
-	if err != nil {
-		return store.AddResult{}, fmt.Errorf("sqlite: re-add job %d: %w", r.id, err)
-	}
-	return store.AddResult{Job: j, Outcome: outcome}, nil
+	return store.AddResult{Job: j, Outcome: plan.Outcome}, nil
 }
 
 func nonZero(v int64) any {
@@ -263,19 +271,15 @@ func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]stor
 	errs := make([]error, len(ps))
 	err = s.write(ctx, true, func(w *writeTx) error {
 		for i, p := range ps {
-			r, found, err := w.load(p.ID)
+			r, _, err := w.load(p.ID)
 			if err != nil {
 				return err
 			}
-			if !found {
+			if r == nil {
 				errs[i] = fmt.Errorf("job %d: %w", p.ID, store.ErrNotFound)
 				continue
 			}
-			var runAt int64
-			if !p.RunAt.IsZero() {
-				runAt = micros(p.RunAt)
-			}
-			if out[i], err = w.readd(r, readd{runAt: runAt, data: datas[i]}); err != nil {
+			if out[i], err = w.readd(r, lifecycle.Readd{RunAt: p.RunAt, KeepRunAt: true, Data: datas[i]}); err != nil {
 				return err
 			}
 		}
@@ -293,36 +297,7 @@ func (s *Store) Cancel(ctx context.Context, ids []int64) ([]error, error) {
 	if err := store.CheckIDs(ids); err != nil {
 		return nil, err
 	}
-	errs := make([]error, len(ids))
-	err := s.write(ctx, true, func(w *writeTx) error {
-		now := micros(w.now)
-		for i, id := range ids {
-			r, found, err := w.load(id)
-			if err != nil {
-				return err
-			}
-			switch {
-			case !found:
-				errs[i] = fmt.Errorf("job %d: %w", id, store.ErrNotFound)
-				continue
-			case r.state == store.Cancelled:
-				continue
-			case r.state.Terminal():
-				errs[i] = fmt.Errorf("job %d is %s: %w", id, r.state, store.ErrFinished)
-				continue
-			}
-			if _, err := w.exec(`UPDATE rota_jobs SET state = 5, cancel_requested = ?, lease_until = NULL, resubmit = 0,
-				finished_at = ?, updated_at = ? WHERE id = ?`, r.state == store.Running, now, now, id); err != nil {
-				return fmt.Errorf("sqlite: cancel job %d: %w", id, err)
-			}
-			w.changed(r, store.Cancelled, r.runAt)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return errs, nil
+	return s.decide(ctx, ids, lifecycle.CancelJob)
 }
 
 // Remove deletes jobs in any state.
@@ -330,21 +305,27 @@ func (s *Store) Remove(ctx context.Context, ids []int64) ([]error, error) {
 	if err := store.CheckIDs(ids); err != nil {
 		return nil, err
 	}
+	return s.decide(ctx, ids, lifecycle.RemoveJob)
+}
+
+// decide applies a producer's decision about each job by id (cancel,
+// remove), with per-item errors.
+func (s *Store) decide(ctx context.Context, ids []int64, rule func(int64, *lifecycle.Row) (lifecycle.Plan, error)) ([]error, error) {
 	errs := make([]error, len(ids))
 	err := s.write(ctx, true, func(w *writeTx) error {
 		for i, id := range ids {
-			r, found, err := w.load(id)
+			r, _, err := w.load(id)
 			if err != nil {
 				return err
 			}
-			if !found {
-				errs[i] = fmt.Errorf("job %d: %w", id, store.ErrNotFound)
+			plan, err := rule(id, r)
+			if err != nil {
+				errs[i] = err
 				continue
 			}
-			if _, err := w.exec(`DELETE FROM rota_jobs WHERE id = ?`, id); err != nil {
-				return fmt.Errorf("sqlite: remove job %d: %w", id, err)
+			if err := w.apply(r, &plan, nil, nil); err != nil {
+				return err
 			}
-			w.changes = append(w.changes, store.Event{ID: id, Type: r.typ, Group: r.grp, State: r.state, Removed: true, Lease: store.LeaseTag(r.token)})
 		}
 		return nil
 	})
@@ -383,37 +364,24 @@ func (s *Store) Heartbeat(ctx context.Context, ps []store.HeartbeatParams) ([]st
 		durable = durable || p.Data != nil
 	}
 	err = s.write(ctx, durable, func(w *writeTx) error {
-		now := micros(w.now)
-		for i, p := range ps {
-			r, found, err := w.load(p.ID)
+		for i := range ps {
+			p := &ps[i]
+			r, lease, err := w.load(p.ID)
 			if err != nil {
 				return err
 			}
-			if err := fence(r, found, p.Token); err != nil {
+			if lease <= 0 && r != nil {
+				lease = w.s.leaseFor(r.Type, 0)
+			}
+			plan, err := lifecycle.Heartbeat(r, p, lease, w.now)
+			if err != nil {
 				out[i].Err = err
 				continue
 			}
-			lease := r.leaseLen
-			if lease <= 0 {
-				lease = w.s.leaseFor(r.typ, 0)
+			if err := w.apply(r, &plan, datas[i], p.Progress); err != nil {
+				return err
 			}
-			until := now + lease.Microseconds()
-			var progress any
-			if p.Progress != nil {
-				progress = *p.Progress
-			}
-			if _, err := w.exec(`UPDATE rota_jobs SET lease_until = ?, data = coalesce(?, data), progress = coalesce(?, progress),
-				updated_at = ? WHERE id = ?`, until, datas[i], progress, now, p.ID); err != nil {
-				return fmt.Errorf("sqlite: heartbeat job %d: %w", p.ID, err)
-			}
-			out[i] = store.HeartbeatResult{LeaseUntil: fromMicros(until), Resubmit: r.resubmit}
-			if p.Progress != nil || p.Data != nil {
-				c := store.Event{ID: r.id, Type: r.typ, Group: r.grp, State: store.Running, Lease: store.LeaseTag(r.token)}
-				if p.Progress != nil {
-					c.Progress = *p.Progress
-				}
-				w.changes = append(w.changes, c)
-			}
+			out[i] = store.HeartbeatResult{LeaseUntil: fromMicros(micros(plan.LeaseUntil)), Resubmit: r.Resubmit}
 		}
 		return nil
 	})
@@ -471,9 +439,9 @@ func (s *Store) FinishTx(ctx context.Context, tx *sql.Tx, ps []store.FinishParam
 }
 
 // completeMany is the common case of finish in one statement: it completes
-// every item that asks to complete a job that is running under the item's
-// token and was not resubmitted meanwhile, and reports which items it
-// handled (nil: none). The others (other endings, fencing failures,
+// every item for which lifecycle.Completes holds (the item completes a job
+// running under its token, not resubmitted meanwhile), with that condition
+// in the statement's WHERE, and reports which items it handled (nil: none). The others (other endings, fencing failures,
 // repeats, resubmits, ids that appear more than once) are left to finish,
 // which classifies them; for a handled item, finish would have made
 // exactly this update and reported exactly this change.
@@ -531,8 +499,7 @@ func (w *writeTx) completeMany(ps []store.FinishParams, results [][]byte) ([]boo
 		i := idx[id]
 		done[i] = true
 		ended[groupKey{grp, typ}]++
-		w.changes = append(w.changes, store.Event{ID: id, Type: typ, Group: grp, State: store.Completed,
-			RunAt: fromMicros(runAt), Lease: store.LeaseTag(ps[i].Token)})
+		w.changes = append(w.changes, lifecycle.CompletedEvent(id, typ, grp, fromMicros(runAt), ps[i].Token))
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: finish: %w", err)
@@ -583,98 +550,15 @@ func appendJSONString(buf []byte, s string) []byte {
 // finish is the one fenced transition out of running. The first result is
 // the item's own error (fencing), the second a failure of the store.
 func (w *writeTx) finish(p *store.FinishParams, result []byte) (error, error) {
-	r, found, err := w.load(p.ID)
+	r, _, err := w.load(p.ID)
 	if err != nil {
 		return nil, err
 	}
-	if found && r.state == store.Completed && r.token == p.Token && p.As == store.Complete {
-		// Already completed by this lease (for example inside the
-		// caller's transaction): the same finish again is a success.
-		w.changed(r, store.Completed, r.runAt)
-		return nil, nil
-	}
-	if err := fence(r, found, p.Token); err != nil {
+	plan, err := lifecycle.Finish(r, p, result, w.now)
+	if err != nil {
 		return err, nil
 	}
-	now := micros(w.now)
-	var errText any
-	if p.As == store.Fail || p.As == store.Cancel {
-		errText = p.Error
-		if p.Error == "" {
-			errText = p.As.String()
-		}
-	}
-	if r.resubmit && p.As != store.Cancel {
-		return nil, w.runAgain(r)
-	}
-	switch p.As {
-	case store.Complete:
-		_, err = w.exec(`UPDATE rota_jobs SET state = 3, result = ?, lease_until = NULL, finished_at = ?, updated_at = ?
-			WHERE id = ?`, result, now, now, r.id)
-		w.changed(r, store.Completed, r.runAt)
-	case store.Fail:
-		if !p.Permanent && r.attempt < r.maxAttempts {
-			runAt := now + store.Backoff(r.base, r.maxB, r.attempt).Microseconds()
-			err = w.failTo(r, store.Pending, runAt, errText)
-		} else {
-			err = w.failTo(r, store.Failed, r.runAt, errText)
-		}
-	case store.Snooze, store.Release:
-		// A released job is due at once; it keeps an earlier run_at, and
-		// with it its place in the queue.
-		runAt := min(r.runAt, now)
-		if p.As == store.Snooze {
-			runAt = now
-			if !p.RunAt.IsZero() {
-				runAt = micros(p.RunAt)
-			}
-		}
-		_, err = w.exec(`UPDATE rota_jobs SET state = 0, run_at = ?, attempt = max(attempt - 1, 0), lease_until = NULL,
-			updated_at = ? WHERE id = ?`, runAt, now, r.id)
-		w.changed(r, store.Pending, runAt)
-	case store.Cancel:
-		_, err = w.exec(`UPDATE rota_jobs SET state = 5, last_error = ?, lease_until = NULL, resubmit = 0,
-			finished_at = ?, updated_at = ? WHERE id = ?`, errText, now, now, r.id)
-		w.changed(r, store.Cancelled, r.runAt)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: finish job %d: %w", r.id, err)
-	}
-	return nil, nil
-}
-
-// failTo records an attempt's error and moves the job to pending (a retry
-// at runAt) or failed.
-func (w *writeTx) failTo(r row, state store.State, runAt int64, errText any) error {
-	now := micros(w.now)
-	var finished any
-	if state == store.Failed {
-		finished = now
-	}
-	_, err := w.exec(`UPDATE rota_jobs SET state = ?, run_at = ?, last_error = ?,
-		errors = json_insert(coalesce(errors, '[]'), '$[#]', json_object('attempt', attempt, 'at', ?, 'error', ?)),
-		lease_until = NULL, finished_at = ?, updated_at = ? WHERE id = ?`,
-		int(state), runAt, errText, w.now.Format(time.RFC3339Nano), errText, finished, now, r.id)
-	w.changed(r, state, runAt)
-	return err
-}
-
-// runAgain ends a run whose job was resubmitted meanwhile: it is pending
-// again at the requested time, with the requested data, as a new cycle.
-func (w *writeTx) runAgain(r row) error {
-	now := micros(w.now)
-	runAt := now
-	if r.resubmitAt.Valid {
-		runAt = r.resubmitAt.Int64
-	}
-	_, err := w.exec(`UPDATE rota_jobs SET state = 0, run_at = ?, data = coalesce(next_data, data), next_data = NULL,
-		resubmit = 0, resubmit_at = NULL, attempt = 0, result = NULL, last_error = NULL, errors = NULL, progress = 0,
-		lease_until = NULL, updated_at = ? WHERE id = ?`, runAt, now, r.id)
-	if err != nil {
-		return fmt.Errorf("sqlite: requeue job %d: %w", r.id, err)
-	}
-	w.changed(r, store.Pending, runAt)
-	return nil
+	return nil, w.apply(r, &plan, nil, nil)
 }
 
 // ExpireLeases takes back running jobs whose lease ended before now.
@@ -701,29 +585,16 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 			return err
 		}
 		for _, id := range ids {
-			r, found, err := w.load(id)
+			r, _, err := w.load(id)
 			if err != nil {
 				return err
 			}
-			if !found {
+			if r == nil {
 				continue
 			}
-			const reason = "lease expired: no heartbeat within the lease timeout"
-			switch {
-			case r.resubmit:
-				err = w.runAgain(r)
-			case r.attempt < r.maxAttempts:
-				err = w.failTo(r, store.Pending, micros(w.now), reason)
-			default:
-				err = w.failTo(r, store.Failed, r.runAt, reason)
-			}
-			if err == nil {
-				// The expired lease is dead: no finish with its token may be
-				// taken for a repeat of an earlier one.
-				_, err = w.exec(`UPDATE rota_jobs SET token = NULL WHERE id = ?`, id)
-			}
-			if err != nil {
-				return fmt.Errorf("sqlite: expire job %d: %w", id, err)
+			plan := lifecycle.Expire(r, w.now)
+			if err := w.apply(r, &plan, nil, nil); err != nil {
+				return err
 			}
 			n++
 		}

@@ -1,0 +1,374 @@
+// Package lifecycle is rota's job state machine: every rule that decides
+// how a job moves between states is written here once, as a pure function,
+// and both stores apply its decisions.
+//
+// A store reads the rows a request concerns, asks this package what to do
+// with each (Finish, Expire, Readd, Cancel, Remove, Heartbeat), and applies
+// the returned Plan in its own transaction, in batches where it can. The
+// functions do no I/O and read no clock: the store passes the time its own
+// statements use (the writer's clock for SQLite, the transaction's now()
+// for PostgreSQL), so that a plan's times and the times the store writes
+// are one.
+//
+// A Plan says what the job becomes (state, run time, attempt, the error to
+// record, whether the lease is fenced out) and the event to publish once
+// the change commits. Per-item refusals (a stale token, a missing job) come
+// back as errors that match store.ErrWorkerConflict, store.ErrCanceled,
+// store.ErrNotFound or store.ErrFinished, and leave the job unchanged.
+package lifecycle
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/rotajobs/rota/store"
+)
+
+// Row is the part of a job that the rules decide on.
+type Row struct {
+	ID          int64
+	Type        string
+	Group       string
+	State       store.State
+	Token       string // the current (or last) lease's token; "" when none
+	Attempt     int
+	MaxAttempts int
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+	RunAt       time.Time
+	// Resubmit says a producer asked for the job to run again after its
+	// current run, at ResubmitAt (zero: at once).
+	Resubmit   bool
+	ResubmitAt time.Time
+}
+
+// Kind is the transition a plan applies. Each store has one way of
+// applying each kind.
+type Kind uint8
+
+const (
+	// Keep writes nothing. Its Event, when it has one, is published again:
+	// a completion repeated by the lease that made it.
+	Keep Kind = iota
+	// Complete: running → completed, with Result.
+	Complete
+	// Retry: running → pending at RunAt; the attempt failed and Error is
+	// recorded as its error.
+	Retry
+	// Discard: running → failed for good; Error is recorded as the
+	// attempt's error.
+	Discard
+	// Requeue: running → pending at RunAt with the attempt given back
+	// (Attempt): a snooze or a release.
+	Requeue
+	// CancelRun: running → cancelled by its own worker; Error becomes the
+	// last error.
+	CancelRun
+	// RunAgain: running → pending at RunAt as a new cycle: the data a
+	// resubmission asked for, attempt 0, no result, errors or progress.
+	RunAgain
+	// Cancel: pending, paused or running → cancelled by a producer;
+	// CancelRequested tells a running job's worker on its next call.
+	Cancel
+	// Update: a pending or paused job takes a re-add's values (Set).
+	Update
+	// MarkResubmit: a running job will run again when its run ends, at
+	// Set.RunAt with Set.Data.
+	MarkResubmit
+	// Revive: an ended job is pending again as a new cycle, with a
+	// re-add's values (Set).
+	Revive
+	// Remove deletes the job.
+	Remove
+	// Extend: a heartbeat extends the lease to LeaseUntil and may update
+	// data and progress.
+	Extend
+)
+
+var kindNames = [...]string{"keep", "complete", "retry", "discard", "requeue", "cancel-run", "run-again",
+	"cancel", "update", "mark-resubmit", "revive", "remove", "extend"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", k)
+}
+
+// Plan is what a store does to one job.
+type Plan struct {
+	Kind Kind
+	// State, RunAt and Attempt are the job's after the change.
+	State   store.State
+	RunAt   time.Time
+	Attempt int
+	// Error is recorded: as the attempt's error (appended to the job's
+	// errors and its last error) for Retry and Discard, as the last error
+	// for CancelRun.
+	Error string
+	// Result is stored by Complete.
+	Result []byte
+	// DropToken fences the lease out for good: the token is cleared, so
+	// that no finish with it passes for a repeat of an earlier one. Set
+	// when a lease expired.
+	DropToken bool
+	// CancelRequested is set by Cancel of a running job.
+	CancelRequested bool
+	// Set holds a re-add's values (Update, MarkResubmit, Revive).
+	Set Readd
+	// LeaseUntil is the lease's new end (Extend).
+	LeaseUntil time.Time
+	// Outcome says what a re-add did (Update, MarkResubmit, Revive).
+	Outcome store.Outcome
+	// Event is published when the change commits; an Event with ID 0 is
+	// not published.
+	Event store.Event
+}
+
+// event is the event of r moving to state at runAt. It carries the lease r
+// had before the change (store.Event.Lease).
+func event(r *Row, state store.State, runAt time.Time) store.Event {
+	return store.Event{ID: r.ID, Type: r.Type, Group: r.Group, State: state, RunAt: runAt, Lease: store.LeaseTag(r.Token)}
+}
+
+// Fence is the rule of every worker call: a missing (r nil) or cancelled
+// job is ErrCanceled; a job that is not running under token is
+// ErrWorkerConflict. id names the job when r is nil.
+func Fence(id int64, r *Row, token string) error {
+	switch {
+	case r == nil:
+		return fmt.Errorf("job %d was removed: %w", id, store.ErrCanceled)
+	case r.State == store.Cancelled:
+		return fmt.Errorf("job %d: %w", id, store.ErrCanceled)
+	case r.State != store.Running:
+		return fmt.Errorf("job %d is %s: %w", id, r.State, store.ErrWorkerConflict)
+	case r.Token != token:
+		return fmt.Errorf("job %d: %w", id, store.ErrWorkerConflict)
+	}
+	return nil
+}
+
+// Completes reports whether Finish plans a plain completion for p on r:
+// p completes, and r is running under p's token with no resubmission
+// pending. Stores complete such items in one set-based statement whose
+// condition is exactly this (state = running AND token = p.Token AND NOT
+// resubmit), without reading the rows first; everything else takes Finish.
+func Completes(r *Row, p *store.FinishParams) bool {
+	return p.As == store.Complete && r != nil && r.State == store.Running && r.Token == p.Token && !r.Resubmit
+}
+
+// Finish decides how a worker's finish ends its run: r is the job (nil
+// when it does not exist), result p's normalized result, now the store's
+// time. The error is the item's own (fencing); the job is then unchanged.
+func Finish(r *Row, p *store.FinishParams, result []byte, now time.Time) (Plan, error) {
+	if r != nil && r.State == store.Completed && r.Token == p.Token && p.As == store.Complete {
+		// Already completed by this lease (for example inside the
+		// caller's transaction): the same finish again is a success.
+		return Plan{Kind: Keep, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt, Event: event(r, store.Completed, r.RunAt)}, nil
+	}
+	if err := Fence(p.ID, r, p.Token); err != nil {
+		return Plan{}, err
+	}
+	if r.Resubmit && p.As != store.Cancel {
+		return runAgain(r, now, false), nil
+	}
+	errText := p.Error
+	if errText == "" {
+		errText = p.As.String()
+	}
+	switch p.As {
+	case store.Complete:
+		return Plan{Kind: Complete, State: store.Completed, RunAt: r.RunAt, Attempt: r.Attempt, Result: result,
+			Event: event(r, store.Completed, r.RunAt)}, nil
+	case store.Fail:
+		if !p.Permanent && r.Attempt < r.MaxAttempts {
+			return retry(r, now.Add(Backoff(r.BackoffBase, r.BackoffMax, r.Attempt)), errText, false), nil
+		}
+		return discard(r, errText, false), nil
+	case store.Snooze, store.Release:
+		// A released job is due at once, but keeps an earlier run time,
+		// and with it its place in the queue. A snoozed one runs at the
+		// time asked for (now when none).
+		runAt := now
+		if p.As == store.Release && r.RunAt.Before(now) {
+			runAt = r.RunAt
+		}
+		if p.As == store.Snooze && !p.RunAt.IsZero() {
+			runAt = p.RunAt
+		}
+		return Plan{Kind: Requeue, State: store.Pending, RunAt: runAt, Attempt: max(r.Attempt-1, 0),
+			Event: event(r, store.Pending, runAt)}, nil
+	case store.Cancel:
+		return Plan{Kind: CancelRun, State: store.Cancelled, RunAt: r.RunAt, Attempt: r.Attempt, Error: errText,
+			Event: event(r, store.Cancelled, r.RunAt)}, nil
+	}
+	return Plan{}, store.Invalidf("job %d: unknown ending %d", p.ID, p.As)
+}
+
+// LeaseExpired is the error recorded for an attempt whose lease ran out.
+const LeaseExpired = "lease expired: no heartbeat within the lease timeout"
+
+// Expire decides what becomes of a running job whose lease ended: it runs
+// again (a new cycle when it was resubmitted, a retry due at once when it
+// has attempts left) or fails. The expired lease is fenced out for good.
+func Expire(r *Row, now time.Time) Plan {
+	switch {
+	case r.Resubmit:
+		return runAgain(r, now, true)
+	case r.Attempt < r.MaxAttempts:
+		return retry(r, now, LeaseExpired, true)
+	}
+	return discard(r, LeaseExpired, true)
+}
+
+func retry(r *Row, runAt time.Time, errText string, drop bool) Plan {
+	return Plan{Kind: Retry, State: store.Pending, RunAt: runAt, Attempt: r.Attempt, Error: errText, DropToken: drop,
+		Event: event(r, store.Pending, runAt)}
+}
+
+func discard(r *Row, errText string, drop bool) Plan {
+	return Plan{Kind: Discard, State: store.Failed, RunAt: r.RunAt, Attempt: r.Attempt, Error: errText, DropToken: drop,
+		Event: event(r, store.Failed, r.RunAt)}
+}
+
+// runAgain ends a run whose job was resubmitted meanwhile: it is pending
+// again at the requested time, with the requested data, as a new cycle.
+func runAgain(r *Row, now time.Time, drop bool) Plan {
+	runAt := now
+	if !r.ResubmitAt.IsZero() {
+		runAt = r.ResubmitAt
+	}
+	return Plan{Kind: RunAgain, State: store.Pending, RunAt: runAt, Attempt: 0, DropToken: drop,
+		Event: event(r, store.Pending, runAt)}
+}
+
+// Readd is what a re-add by key (an add of a job whose type and key
+// exist) or a resubmit by id asks of the job. Nil pointers and zero values
+// keep what the job has.
+type Readd struct {
+	// RunAt is when the job should run; zero means now, except that a
+	// pending job keeps its run time when KeepRunAt is set (resubmit).
+	RunAt     time.Time
+	KeepRunAt bool
+	// Data replaces the job's data (for a running job: its next run's).
+	Data        []byte
+	Priority    *int
+	Group       *string
+	MaxAttempts int
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+}
+
+// ReaddOf is the re-add that an add of p, whose type and key exist, asks
+// for; data is p's normalized data.
+func ReaddOf(p *store.AddParams, data []byte) Readd {
+	return Readd{RunAt: p.RunAt, Data: data, Priority: &p.Priority, Group: &p.Group,
+		MaxAttempts: p.MaxAttempts, BackoffBase: p.BackoffBase, BackoffMax: p.BackoffMax}
+}
+
+// ReaddTo is couch_jobs' resubmit, without its bugs: a pending (or
+// paused) job takes the new values and run time; a running one is marked
+// to run again when its run ends; an ended one is pending again, as a new
+// cycle. The plan's Set has its RunAt filled in.
+func ReaddTo(r *Row, a Readd, now time.Time) Plan {
+	group := r.Group
+	if a.Group != nil {
+		group = *a.Group
+	}
+	runAt := a.RunAt
+	if runAt.IsZero() {
+		runAt = now
+	}
+	switch {
+	case r.State == store.Pending || r.State == store.Paused:
+		if a.RunAt.IsZero() && a.KeepRunAt {
+			runAt = r.RunAt
+		}
+		a.RunAt = runAt
+		ev := event(r, r.State, runAt)
+		ev.Group = group
+		return Plan{Kind: Update, State: r.State, RunAt: runAt, Attempt: r.Attempt, Set: a, Outcome: store.Updated, Event: ev}
+	case r.State == store.Running:
+		// Only the next run's time and data: the job keeps its group
+		// and settings, and nothing is published until the run ends.
+		a.RunAt = runAt
+		return Plan{Kind: MarkResubmit, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt, Set: a, Outcome: store.Resubmitted}
+	}
+	a.RunAt = runAt
+	ev := event(r, store.Pending, runAt)
+	ev.Group = group
+	return Plan{Kind: Revive, State: store.Pending, RunAt: runAt, Attempt: 0, Set: a, Outcome: store.Requeued, Event: ev}
+}
+
+// CancelJob decides a producer's cancel of job id (r nil when it does not
+// exist). A job already cancelled stays so without an error or an event;
+// another ended job is ErrFinished.
+func CancelJob(id int64, r *Row) (Plan, error) {
+	switch {
+	case r == nil:
+		return Plan{}, fmt.Errorf("job %d: %w", id, store.ErrNotFound)
+	case r.State == store.Cancelled:
+		return Plan{Kind: Keep, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt}, nil
+	case r.State.Terminal():
+		return Plan{}, fmt.Errorf("job %d is %s: %w", id, r.State, store.ErrFinished)
+	}
+	return Plan{Kind: Cancel, State: store.Cancelled, RunAt: r.RunAt, Attempt: r.Attempt,
+		CancelRequested: r.State == store.Running, Event: event(r, store.Cancelled, r.RunAt)}, nil
+}
+
+// RemoveJob decides the removal of job id (r nil when it does not exist):
+// any job can be removed; its event carries its last state.
+func RemoveJob(id int64, r *Row) (Plan, error) {
+	if r == nil {
+		return Plan{}, fmt.Errorf("job %d: %w", id, store.ErrNotFound)
+	}
+	ev := event(r, r.State, time.Time{})
+	ev.Removed = true
+	return Plan{Kind: Remove, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt, Event: ev}, nil
+}
+
+// Heartbeat decides a heartbeat on r (nil when the job does not exist):
+// fenced like every worker call, it extends the lease by lease from now.
+// An event is published when it changes what subscribers see (data or
+// progress).
+func Heartbeat(r *Row, p *store.HeartbeatParams, lease time.Duration, now time.Time) (Plan, error) {
+	if err := Fence(p.ID, r, p.Token); err != nil {
+		return Plan{}, err
+	}
+	pl := Plan{Kind: Extend, State: store.Running, RunAt: r.RunAt, Attempt: r.Attempt, LeaseUntil: now.Add(lease)}
+	if p.Progress != nil || p.Data != nil {
+		pl.Event = HeartbeatEvent(r.ID, r.Type, r.Group, p)
+	}
+	return pl, nil
+}
+
+// HeartbeatEvent is the event of a heartbeat that updates data or
+// progress, for stores that extend leases in one set-based statement.
+func HeartbeatEvent(id int64, typ, grp string, p *store.HeartbeatParams) store.Event {
+	ev := store.Event{ID: id, Type: typ, Group: grp, State: store.Running, Lease: store.LeaseTag(p.Token)}
+	if p.Progress != nil {
+		ev.Progress = *p.Progress
+	}
+	return ev
+}
+
+// CompletedEvent is the event of a plain completion (see Completes), for
+// stores that complete in one set-based statement.
+func CompletedEvent(id int64, typ, grp string, runAt time.Time, token string) store.Event {
+	return store.Event{ID: id, Type: typ, Group: grp, State: store.Completed, RunAt: runAt, Lease: store.LeaseTag(token)}
+}
+
+// Backoff returns the delay before retry number attempt (1-based):
+// base·2^(attempt−1), capped at max, with ±10% jitter.
+func Backoff(base, max time.Duration, attempt int) time.Duration {
+	d := base
+	for i := 1; i < attempt && d < max; i++ {
+		d *= 2
+	}
+	if d > max || d <= 0 {
+		d = max
+	}
+	jitter := time.Duration(float64(d) * 0.1 * (2*rand.Float64() - 1))
+	return d + jitter
+}

@@ -209,20 +209,6 @@ func CheckFinish(p *FinishParams) error {
 	return CheckTime("run_at", p.RunAt)
 }
 
-// Backoff returns the delay before retry number attempt (1-based):
-// base·2^(attempt−1), capped at max, with ±10% jitter.
-func Backoff(base, max time.Duration, attempt int) time.Duration {
-	d := base
-	for i := 1; i < attempt && d < max; i++ {
-		d *= 2
-	}
-	if d > max || d <= 0 {
-		d = max
-	}
-	jitter := time.Duration(float64(d) * 0.1 * (2*rand.Float64() - 1))
-	return d + jitter
-}
-
 // NewToken returns a random 128-bit fencing token as 32 hex characters.
 func NewToken() string {
 	const hex = "0123456789abcdef"
@@ -415,23 +401,6 @@ func CheckList(p *ListParams) error {
 		if !st.Valid() {
 			return Invalidf("unknown state %d", st)
 		}
-	}
-	return nil
-}
-
-// Fence applies the worker-call rule to job id, given whether it exists,
-// its state and current token: a missing or cancelled job is ErrCanceled,
-// anything else that is not running under token is ErrWorkerConflict.
-func Fence(id int64, exists bool, state State, current, token string) error {
-	switch {
-	case !exists:
-		return fmt.Errorf("job %d was removed: %w", id, ErrCanceled)
-	case state == Cancelled:
-		return fmt.Errorf("job %d: %w", id, ErrCanceled)
-	case state != Running:
-		return fmt.Errorf("job %d is %s: %w", id, state, ErrWorkerConflict)
-	case current != token:
-		return fmt.Errorf("job %d: %w", id, ErrWorkerConflict)
 	}
 	return nil
 }

@@ -372,3 +372,34 @@ func Backoff(base, max time.Duration, attempt int) time.Duration {
 	jitter := time.Duration(float64(d) * 0.1 * (2*rand.Float64() - 1))
 	return d + jitter
 }
+
+// After makes r the row as it is once p is applied, for stores that apply
+// several items of one batch to the same job in turn.
+func After(r *Row, p *Plan) {
+	switch p.Kind {
+	case Keep, Extend:
+		return
+	case MarkResubmit:
+		r.Resubmit, r.ResubmitAt = true, p.Set.RunAt
+		return
+	case Update, Revive:
+		if p.Set.Group != nil {
+			r.Group = *p.Set.Group
+		}
+		if p.Set.MaxAttempts != 0 {
+			r.MaxAttempts = p.Set.MaxAttempts
+		}
+		if p.Set.BackoffBase != 0 {
+			r.BackoffBase = p.Set.BackoffBase
+		}
+		if p.Set.BackoffMax != 0 {
+			r.BackoffMax = p.Set.BackoffMax
+		}
+	case RunAgain, Cancel, CancelRun, Complete, Discard:
+		r.Resubmit, r.ResubmitAt = false, time.Time{}
+	}
+	r.State, r.RunAt, r.Attempt = p.State, p.RunAt, p.Attempt
+	if p.DropToken {
+		r.Token = ""
+	}
+}

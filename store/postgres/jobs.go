@@ -12,45 +12,33 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/rotajobs/rota/internal/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
 
-// This file holds every state transition of the PostgreSQL store, with the
-// semantics of store/sqlite/jobs.go (docs/concepts.md). Transitions that
-// read a job before they write it lock its row first (FOR UPDATE, in id
-// order, so that concurrent batches cannot deadlock), so concurrent nodes
-// see each other's changes whole. The hot paths (add, accept, heartbeat,
-// complete, lease expiry) are set-based statements over arrays.
+// This file applies the job state machine (internal/lifecycle) to
+// PostgreSQL: each operation locks and reads the rows it concerns (FOR
+// UPDATE, in id order, so that concurrent batches cannot deadlock), asks
+// lifecycle what to do, and applies the plan with the statement for its
+// kind, moving a job to jobs_ended when it ends and back when it is
+// revived. The hot paths (add, accept, heartbeat, complete) are set-based
+// statements over arrays whose conditions are the rules' preconditions.
+//
+// Plans are computed with the transaction's now() (txn.now), the time every
+// statement of the transaction writes, so a plan's times and the database's
+// agree.
 
-// row is the part of a job that transitions decide on.
-type row struct {
-	id          int64
-	typ, grp    string
-	state       store.State
-	token       string
-	attempt     int64
-	maxAttempts int64
-	base, maxB  int64 // µs
-	resubmit    bool
-	runAt       time.Time
-}
-
-const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max, resubmit, run_at`
-
-// change is the change of r to state; it carries the lease r had before
-// the change (store.Event.Lease).
-func (r *row) change(state store.State, runAt time.Time) store.Event {
-	return store.Event{ID: r.id, Type: r.typ, Group: r.grp, State: state, RunAt: runAt.UTC(), Lease: store.LeaseTag(r.token)}
-}
+const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max,
+	resubmit, resubmit_at, run_at`
 
 // lock locks and reads the jobs with these ids. A job moving between the
 // hot and the ended table while this waits for its lock is looked for
 // again in the other table, so a job that exists is always found.
-func (t *txn) lock(ids []int64) (map[int64]*row, error) {
+func (t *txn) lock(ids []int64) (map[int64]*lifecycle.Row, error) {
 	want := slices.Clone(ids)
 	slices.Sort(want)
 	want = slices.Compact(want)
-	found := make(map[int64]*row, len(want))
+	found := make(map[int64]*lifecycle.Row, len(want))
 	for _, table := range []string{"rota.jobs", "rota.jobs_ended", "rota.jobs"} {
 		if len(want) == 0 {
 			break
@@ -60,70 +48,37 @@ func (t *txn) lock(ids []int64) (map[int64]*row, error) {
 			return nil, fmt.Errorf("lock jobs: %w", err)
 		}
 		for _, x := range rs {
-			found[x.id] = x
+			found[x.ID] = x
 		}
 		want = slices.DeleteFunc(want, func(id int64) bool { return found[id] != nil })
 	}
 	return found, nil
 }
 
-// fence applies the worker-call rule to a job read as r (nil when it does
-// not exist).
-func fence(id int64, r *row, token string) error {
-	if r == nil {
-		return store.Fence(id, false, 0, "", token)
-	}
-	return store.Fence(id, true, r.state, r.token, token)
-}
-
 // scanRows reads rows of rowColumns.
-func scanRows(r rows, err error) ([]*row, error) {
+func scanRows(r rows, err error) ([]*lifecycle.Row, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	var out []*row
+	var out []*lifecycle.Row
 	for r.Next() {
-		x := new(row)
+		x := new(lifecycle.Row)
 		var state int16
-		if err := r.Scan(&x.id, &x.typ, &x.grp, &state, &x.token, &x.attempt, &x.maxAttempts,
-			&x.base, &x.maxB, &x.resubmit, &x.runAt); err != nil {
+		var attempt, maxAttempts, base, maxB int64
+		var resubmitAt sql.NullTime
+		if err := r.Scan(&x.ID, &x.Type, &x.Group, &state, &x.Token, &attempt, &maxAttempts,
+			&base, &maxB, &x.Resubmit, &resubmitAt, &x.RunAt); err != nil {
 			return nil, err
 		}
-		x.state = store.State(state)
+		x.State = store.State(state)
+		x.Attempt, x.MaxAttempts = int(attempt), int(maxAttempts)
+		x.BackoffBase, x.BackoffMax = time.Duration(base)*time.Microsecond, time.Duration(maxB)*time.Microsecond
+		x.RunAt, x.ResubmitAt = x.RunAt.UTC(), nullTime(resubmitAt)
 		out = append(out, x)
 	}
 	return out, r.Err()
 }
-
-// moveSQL builds a statement that moves rows between the job tables in one
-// step: del is the DELETE's target and condition (the deleted table is
-// aliased j), after adds CTEs that read the deleted rows d, set overrides
-// columns with expressions over the deleted row d (and whatever from joins
-// in), and returning lists what comes back.
-func moveSQL(with, del, after, from string, set map[string]string, to, returning string) string {
-	exprs := make([]string, len(columns))
-	for i, c := range columns {
-		if e, ok := set[c]; ok {
-			exprs[i] = e
-		} else {
-			exprs[i] = "d." + c
-		}
-	}
-	if with != "" {
-		with += ", "
-	}
-	if after != "" {
-		after = ", " + after
-	}
-	return "WITH " + with + "d AS (DELETE FROM " + del + " RETURNING j.*)" + after + " INSERT INTO " + to +
-		" (" + strings.Join(columns, ", ") + ") SELECT " + strings.Join(exprs, ", ") + " FROM " + from +
-		" RETURNING " + returning
-}
-
-// errorsAppend is the errors column with one more attempt error: $err, at
-// the database's now.
-const errorsAppend = `coalesce(%[1]s.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', %[1]s.attempt, 'at', now(), 'error', %[2]s::text))`
 
 func us(d time.Duration) int64 { return d.Microseconds() }
 
@@ -224,7 +179,7 @@ func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]
 	// every transition does), before anything else: removals do not take
 	// the key locks, so a job found by its key may be gone by now; then
 	// its key is free, and the key lock keeps it free for this add.
-	held := map[int64]*row{}
+	held := map[int64]*lifecycle.Row{}
 	if len(existing) > 0 {
 		ids := make([]int64, 0, len(existing))
 		for _, id := range existing {
@@ -280,12 +235,7 @@ func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]
 			}
 			held[id] = r
 		}
-		prio, grp := int64(p.Priority), p.Group
-		maxAtt, base, maxB := int64(p.MaxAttempts), us(p.BackoffBase), us(p.BackoffMax)
-		if out[i], err = t.readd(r, readd{
-			runAt: optTime(p.RunAt), data: datas[i], priority: &prio, group: &grp,
-			maxAttempts: &maxAtt, base: &base, maxB: &maxB,
-		}); err != nil {
+		if out[i], err = t.readd(r, lifecycle.ReaddOf(&jobs[i], datas[i])); err != nil {
 			return nil, err
 		}
 	}
@@ -419,72 +369,19 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 	return nil
 }
 
-// readd holds what a re-add (by key) or resubmit (by id) asks for. Nil
-// pointers keep what the job has.
-type readd struct {
-	runAt *time.Time
-	// keepRunAt: without runAt, a pending job keeps its run time
-	// (resubmit); otherwise it is due now (add).
-	keepRunAt               bool
-	data                    []byte
-	priority                *int64
-	group                   *string
-	maxAttempts, base, maxB *int64
-}
-
-var requeueSQL = moveSQL("", "rota.jobs_ended j WHERE j.id = $1", "", "d", map[string]string{
-	"state": "0", "run_at": "coalesce($2, now())", "data": "coalesce($3, d.data)",
-	"priority": "coalesce($4, d.priority)", "grp": "coalesce($5, d.grp)",
-	"max_attempts": "coalesce($6, d.max_attempts)", "backoff_base": "coalesce($7, d.backoff_base)",
-	"backoff_max": "coalesce($8, d.backoff_max)", "attempt": "0", "errors": "NULL", "last_error": "NULL",
-	"result": "NULL", "progress": "0", "finished_at": "NULL", "lease_until": "NULL",
-	"cancel_requested": "false", "updated_at": "now()",
-}, "rota.jobs", jobColumns)
-
-// readd is couch_jobs' resubmit, without its bugs: a pending job takes the
-// new data and time; a running one is marked to run again when its worker
-// ends; an ended one is pending again.
-func (t *txn) readd(r *row, a readd) (store.AddResult, error) {
-	var outcome store.Outcome
-	var jobs []store.Job
-	var err error
-	switch {
-	case r.state == store.Pending || r.state == store.Paused:
-		outcome = store.Updated
-		jobs, err = scanJobs(t.query(`UPDATE rota.jobs SET run_at = coalesce($2, CASE WHEN $3 THEN run_at ELSE now() END),
-			data = coalesce($4, data), priority = coalesce($5, priority), grp = coalesce($6, grp),
-			max_attempts = coalesce($7, max_attempts), backoff_base = coalesce($8, backoff_base),
-			backoff_max = coalesce($9, backoff_max), updated_at = now() WHERE id = $1 RETURNING `+jobColumns,
-			r.id, a.runAt, a.keepRunAt, a.data, a.priority, a.group, a.maxAttempts, a.base, a.maxB))
-	case r.state == store.Running:
-		outcome = store.Resubmitted
-		jobs, err = scanJobs(t.query(`UPDATE rota.jobs SET resubmit = true, resubmit_at = coalesce($2, now()),
-			next_data = coalesce($3, next_data), updated_at = now() WHERE id = $1 RETURNING `+jobColumns,
-			r.id, a.runAt, a.data))
-	default: // ended
-		outcome = store.Requeued
-		jobs, err = scanJobs(t.query(requeueSQL, r.id, a.runAt, a.data, a.priority, a.group, a.maxAttempts, a.base, a.maxB))
-	}
-	if err == nil && len(jobs) != 1 {
-		err = fmt.Errorf("%d rows changed", len(jobs))
-	}
+// readd applies a re-add (by key) or resubmit (by id) to r and returns
+// the job as it now is.
+func (t *txn) readd(r *lifecycle.Row, a lifecycle.Readd) (store.AddResult, error) {
+	now, err := t.now()
 	if err != nil {
-		return store.AddResult{}, fmt.Errorf("re-add job %d: %w", r.id, err)
+		return store.AddResult{}, err
 	}
-	j := jobs[0]
-	switch {
-	case outcome == store.Requeued:
-		t.count(j.Type, j.Group, 1)
-	case r.state == store.Pending && j.Group != r.grp:
-		t.count(r.typ, r.grp, -1)
-		t.count(j.Type, j.Group, 1)
+	plan := lifecycle.ReaddTo(r, a, now)
+	j, err := t.apply(r, &plan)
+	if err != nil {
+		return store.AddResult{}, err
 	}
-	if outcome != store.Resubmitted {
-		t.changed(store.Event{ID: j.ID, Type: j.Type, Group: j.Group, State: j.State, RunAt: j.RunAt, Lease: store.LeaseTag(r.token)})
-	}
-	*r = row{id: j.ID, typ: j.Type, grp: j.Group, state: j.State, token: j.Token, attempt: int64(j.Attempt),
-		maxAttempts: int64(j.MaxAttempts), base: us(j.BackoffBase), maxB: us(j.BackoffMax), resubmit: j.Resubmit, runAt: j.RunAt}
-	return store.AddResult{Job: j, Outcome: outcome}, nil
+	return store.AddResult{Job: j, Outcome: plan.Outcome}, nil
 }
 
 // Resubmit asks for jobs to run again.
@@ -511,7 +408,7 @@ func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]stor
 				errs[i] = fmt.Errorf("job %d: %w", p.ID, store.ErrNotFound)
 				continue
 			}
-			if out[i], err = t.readd(r, readd{runAt: optTime(p.RunAt), keepRunAt: true, data: datas[i]}); err != nil {
+			if out[i], err = t.readd(r, lifecycle.Readd{RunAt: p.RunAt, KeepRunAt: true, Data: datas[i]}); err != nil {
 				return err
 			}
 		}
@@ -523,57 +420,13 @@ func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]stor
 	return out, errs, nil
 }
 
-var cancelSQL = moveSQL("", "rota.jobs j WHERE j.id = ANY($1)", "", "d", map[string]string{
-	"state": "5", "cancel_requested": "d.state = 1", "lease_until": "NULL", "resubmit": "false",
-	"finished_at": "now()", "updated_at": "now()",
-}, "rota.jobs_ended", "id")
-
 // Cancel cancels jobs that have not ended. A running job's worker learns
 // of it on its next call, which fails with ErrCanceled.
 func (s *Store) Cancel(ctx context.Context, ids []int64) ([]error, error) {
 	if err := store.CheckIDs(ids); err != nil {
 		return nil, err
 	}
-	var errs []error
-	err := s.inTx(ctx, "cancel", func(t *txn) error {
-		errs = make([]error, len(ids))
-		rs, err := t.lock(ids)
-		if err != nil {
-			return err
-		}
-		var move []int64
-		for i, id := range ids {
-			r := rs[id]
-			switch {
-			case r == nil:
-				errs[i] = fmt.Errorf("job %d: %w", id, store.ErrNotFound)
-				continue
-			case r.state == store.Cancelled:
-				continue
-			case r.state.Terminal():
-				errs[i] = fmt.Errorf("job %d is %s: %w", id, r.state, store.ErrFinished)
-				continue
-			}
-			move = append(move, id)
-			t.countState(r.typ, r.grp, r.state, -1)
-			t.changed(r.change(store.Cancelled, r.runAt))
-			r.state = store.Cancelled
-		}
-		if len(move) > 0 {
-			n, err := t.exec(cancelSQL, move)
-			if err != nil {
-				return fmt.Errorf("cancel: %w", err)
-			}
-			if n != int64(len(move)) {
-				return fmt.Errorf("cancel: %d of %d locked jobs moved", n, len(move))
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return errs, nil
+	return s.decide(ctx, "cancel", ids, lifecycle.CancelJob)
 }
 
 // Remove deletes jobs in any state.
@@ -581,31 +434,31 @@ func (s *Store) Remove(ctx context.Context, ids []int64) ([]error, error) {
 	if err := store.CheckIDs(ids); err != nil {
 		return nil, err
 	}
+	return s.decide(ctx, "remove", ids, lifecycle.RemoveJob)
+}
+
+// decide applies a producer's decision about each job by id (cancel,
+// remove), with per-item errors.
+func (s *Store) decide(ctx context.Context, op string, ids []int64, rule func(int64, *lifecycle.Row) (lifecycle.Plan, error)) ([]error, error) {
 	var errs []error
-	err := s.inTx(ctx, "remove", func(t *txn) error {
+	err := s.inTx(ctx, op, func(t *txn) error {
 		errs = make([]error, len(ids))
 		rs, err := t.lock(ids)
 		if err != nil {
 			return err
 		}
-		var del []int64
 		for i, id := range ids {
 			r := rs[id]
-			if r == nil {
-				errs[i] = fmt.Errorf("job %d: %w", id, store.ErrNotFound)
+			plan, err := rule(id, r)
+			if err != nil {
+				errs[i] = err
 				continue
 			}
-			del = append(del, id)
-			t.countState(r.typ, r.grp, r.state, -1)
-			t.changed(store.Event{ID: id, Type: r.typ, Group: r.grp, State: r.state, Removed: true, Lease: store.LeaseTag(r.token)})
-			delete(rs, id) // a repeated id in the batch finds it gone
-		}
-		if len(del) == 0 {
-			return nil
-		}
-		for _, table := range []string{"rota.jobs", "rota.jobs_ended"} {
-			if _, err := t.exec(`DELETE FROM `+table+` WHERE id = ANY($1)`, del); err != nil {
-				return fmt.Errorf("remove: %w", err)
+			if _, err := t.apply(r, &plan); err != nil {
+				return err
+			}
+			if plan.Kind == lifecycle.Remove {
+				delete(rs, id) // a repeated id in the batch finds it gone
 			}
 		}
 		return nil
@@ -787,13 +640,8 @@ func (s *Store) heartbeat(ctx context.Context, ps []store.HeartbeatParams, datas
 			}
 			out[i] = res
 			done[ids[k]] = true
-			p := ps[i]
-			if p.Progress != nil || p.Data != nil {
-				c := store.Event{ID: p.ID, Type: types[p.ID][0], Group: types[p.ID][1], State: store.Running, Lease: store.LeaseTag(p.Token)}
-				if p.Progress != nil {
-					c.Progress = *p.Progress
-				}
-				t.changed(c)
+			if p := &ps[i]; p.Progress != nil || p.Data != nil {
+				t.changed(lifecycle.HeartbeatEvent(p.ID, types[p.ID][0], types[p.ID][1], p))
 			}
 		}
 		return nil
@@ -817,7 +665,7 @@ func (s *Store) heartbeat(ctx context.Context, ps []store.HeartbeatParams, datas
 	}
 	for k, i := range items {
 		if !done[ids[k]] {
-			out[i].Err = fence(ids[k], rs[ids[k]], tokens[k])
+			out[i].Err = lifecycle.Fence(ids[k], rs[ids[k]], tokens[k])
 			if out[i].Err == nil { // re-leased in between with this token: cannot happen, tokens are fresh
 				out[i].Err = fmt.Errorf("job %d: %w", ids[k], store.ErrWorkerConflict)
 			}
@@ -827,27 +675,32 @@ func (s *Store) heartbeat(ctx context.Context, ps []store.HeartbeatParams, datas
 }
 
 // peek reads jobs without locking them, to explain a failed fence.
-func (s *Store) peek(ctx context.Context, op string, ids []int64) (map[int64]*row, error) {
-	out := map[int64]*row{}
+func (s *Store) peek(ctx context.Context, op string, ids []int64) (map[int64]*lifecycle.Row, error) {
+	out := map[int64]*lifecycle.Row{}
 	err := s.read(ctx, op, func(t *txn) error {
 		rs, err := scanRows(t.query(bothTables(`SELECT `+rowColumns+` FROM %s WHERE id = ANY($1)`), ids))
 		for _, x := range rs {
-			out[x.id] = x
+			out[x.ID] = x
 		}
 		return err
 	})
 	return out, err
 }
 
-// completeSQL completes running jobs whose token is current and that were
-// not resubmitted, moving them to the ended table with their results, in
-// one statement. Items it does not return take the general path.
-var completeSQL = moveSQL("",
-	"rota.jobs j WHERE j.id = ANY($1::bigint[]) AND j.state + 0 = 1 AND NOT j.resubmit AND j.token = $2::jsonb ->> j.id::text", // see above: state + 0
-	"", "d", map[string]string{
-		"state": "3", "result": "convert_to($3::jsonb ->> d.id::text, 'UTF8')", "lease_until": "NULL",
-		"finished_at": "now()", "updated_at": "now()",
-	}, "rota.jobs_ended", "id, type, grp, run_at")
+// completeSQL completes, in one statement, the jobs for which
+// lifecycle.Completes holds (running under the item's token, not
+// resubmitted), moving them to the ended table with their results: the
+// plain completion lifecycle.Finish would plan for each (its state, result,
+// finished_at). Items it does not return take the general path.
+const completeSQL = `WITH d AS (DELETE FROM rota.jobs j
+	WHERE j.id = ANY($1::bigint[]) AND j.state + 0 = 1 AND NOT j.resubmit AND j.token = $2::jsonb ->> j.id::text
+	RETURNING j.*)
+INSERT INTO rota.jobs_ended (` + endedColumns + `)
+SELECT d.id, d.type, d.key, d.grp, d.priority, 3, d.run_at, d.attempt, d.max_attempts, d.backoff_base, d.backoff_max,
+	d.lease_timeout, NULL, d.token, d.worker, d.cancel_requested, d.resubmit, d.resubmit_at, d.progress, d.created_at,
+	d.started_at, now(), now(), d.retry_after, d.parent_id, d.repeat, d.data, d.next_data,
+	convert_to($3::jsonb ->> d.id::text, 'UTF8'), d.last_error, d.errors
+FROM d RETURNING id, type, grp, run_at`
 
 // Finish ends leases: complete, fail, snooze, release or cancel.
 func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, error) {
@@ -906,13 +759,14 @@ func (s *Store) completeFast(ctx context.Context, ps []store.FinishParams, resul
 		}
 		defer r.Close()
 		for r.Next() {
-			var x row
-			if err := r.Scan(&x.id, &x.typ, &x.grp, &x.runAt); err != nil {
+			var id int64
+			var typ, grp string
+			var runAt time.Time
+			if err := r.Scan(&id, &typ, &grp, &runAt); err != nil {
 				return err
 			}
-			done[x.id] = true
-			x.token = byID[x.id]
-			t.changed(x.change(store.Completed, x.runAt))
+			done[id] = true
+			t.changed(lifecycle.CompletedEvent(id, typ, grp, runAt.UTC(), byID[id]))
 		}
 		return r.Err()
 	})
@@ -1018,132 +872,179 @@ func (t *txn) finishAll(ps []store.FinishParams, results [][]byte, items []int, 
 	return nil
 }
 
-var (
-	endSQL = moveSQL("", "rota.jobs j WHERE j.id = $1", "", "d", map[string]string{
-		"state": "$2::smallint", "result": "$3::bytea", "last_error": "$4::text",
-		"errors":      "CASE WHEN $5::boolean THEN " + fmt.Sprintf(errorsAppend, "d", "$4") + " ELSE d.errors END",
-		"resubmit":    "CASE WHEN $2::smallint = 5 THEN false ELSE d.resubmit END",
-		"token":       "CASE WHEN $6::boolean THEN NULL ELSE d.token END",
-		"lease_until": "NULL", "finished_at": "now()", "updated_at": "now()",
-	}, "rota.jobs_ended", "run_at")
+// endedColumns are the columns of both job tables, in the order of the
+// statements that move a row from one to the other.
+const endedColumns = `id, type, key, grp, priority, state, run_at, attempt, max_attempts, backoff_base, backoff_max,
+	lease_timeout, lease_until, token, worker, cancel_requested, resubmit, resubmit_at, progress, created_at,
+	started_at, finished_at, updated_at, retry_after, parent_id, repeat, data, next_data, result, last_error, errors`
 
-	retrySQL = `UPDATE rota.jobs j SET state = 0, run_at = now() + $2::bigint * interval '1 microsecond', last_error = $3::text,
-	errors = ` + fmt.Sprintf(errorsAppend, "j", "$3") + `, lease_until = NULL, finished_at = NULL,
-	token = CASE WHEN $4 THEN NULL ELSE token END, updated_at = now()
-WHERE id = $1 RETURNING run_at`
+// The statements that apply each kind of plan (lifecycle.Kind).
+const (
+	// endSQL moves a running, pending or paused job to the ended table
+	// (Complete, Discard, CancelRun, Cancel). Args: id, state, result,
+	// error (NULL keeps the last error), whether the error is the
+	// attempt's (appended to errors), drop token, cancel requested.
+	endSQL = `WITH d AS (DELETE FROM rota.jobs j WHERE j.id = $1 RETURNING j.*)
+INSERT INTO rota.jobs_ended (` + endedColumns + `)
+SELECT d.id, d.type, d.key, d.grp, d.priority, $2::smallint, d.run_at, d.attempt, d.max_attempts, d.backoff_base,
+	d.backoff_max, d.lease_timeout, NULL, CASE WHEN $6::boolean THEN NULL ELSE d.token END, d.worker, $7::boolean,
+	false, d.resubmit_at, d.progress, d.created_at, d.started_at, now(), now(), d.retry_after, d.parent_id, d.repeat,
+	d.data, d.next_data, $3::bytea, coalesce($4::text, d.last_error),
+	CASE WHEN $5::boolean THEN coalesce(d.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', d.attempt, 'at', now(), 'error', $4::text))
+		ELSE d.errors END
+FROM d RETURNING ` + jobColumns
 
-	runAgainSQL = `UPDATE rota.jobs SET state = 0, run_at = coalesce(resubmit_at, now()), data = coalesce(next_data, data),
+	// reviveSQL moves an ended job back to the hot table as a new cycle
+	// (Revive). Args: id, run_at, data, priority, group, max attempts,
+	// back-off base and max (NULL keeps each).
+	reviveSQL = `WITH d AS (DELETE FROM rota.jobs_ended j WHERE j.id = $1 RETURNING j.*)
+INSERT INTO rota.jobs (` + endedColumns + `)
+SELECT d.id, d.type, d.key, coalesce($5, d.grp), coalesce($4, d.priority), 0, $2::timestamptz, 0,
+	coalesce($6, d.max_attempts), coalesce($7, d.backoff_base), coalesce($8, d.backoff_max), d.lease_timeout, NULL,
+	d.token, d.worker, false, d.resubmit, d.resubmit_at, 0, d.created_at, d.started_at, NULL, now(), d.retry_after,
+	d.parent_id, d.repeat, coalesce($3, d.data), d.next_data, NULL, NULL, NULL
+FROM d RETURNING ` + jobColumns
+
+	// retrySQL records an attempt's error and makes the job pending again
+	// (Retry). Args: id, run_at, error, drop token.
+	retrySQL = `UPDATE rota.jobs j SET state = 0, run_at = $2::timestamptz, last_error = $3::text,
+	errors = coalesce(j.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', j.attempt, 'at', now(), 'error', $3::text)),
+	lease_until = NULL, finished_at = NULL, token = CASE WHEN $4 THEN NULL ELSE token END, updated_at = now()
+WHERE id = $1 RETURNING ` + jobColumns
+
+	// requeueSQL makes a running job pending again with its attempt given
+	// back (Requeue). Args: id, run_at, attempt.
+	requeueSQL = `UPDATE rota.jobs SET state = 0, run_at = $2::timestamptz, attempt = $3, lease_until = NULL, updated_at = now()
+WHERE id = $1 RETURNING ` + jobColumns
+
+	// runAgainSQL starts a new cycle of a resubmitted job (RunAgain).
+	// Args: id, run_at, drop token.
+	runAgainSQL = `UPDATE rota.jobs SET state = 0, run_at = $2::timestamptz, data = coalesce(next_data, data),
 	next_data = NULL, resubmit = false, resubmit_at = NULL, attempt = 0, result = NULL, last_error = NULL, errors = NULL,
-	progress = 0, lease_until = NULL, token = CASE WHEN $2 THEN NULL ELSE token END, updated_at = now()
-WHERE id = $1 RETURNING run_at`
+	progress = 0, lease_until = NULL, token = CASE WHEN $3 THEN NULL ELSE token END, updated_at = now()
+WHERE id = $1 RETURNING ` + jobColumns
+
+	// updateSQL gives a pending or paused job a re-add's values (Update).
+	updateSQL = `UPDATE rota.jobs SET run_at = $2::timestamptz, data = coalesce($3, data), priority = coalesce($4, priority),
+	grp = coalesce($5, grp), max_attempts = coalesce($6, max_attempts), backoff_base = coalesce($7, backoff_base),
+	backoff_max = coalesce($8, backoff_max), updated_at = now() WHERE id = $1 RETURNING ` + jobColumns
+
+	// markResubmitSQL marks a running job to run again (MarkResubmit).
+	markResubmitSQL = `UPDATE rota.jobs SET resubmit = true, resubmit_at = $2::timestamptz,
+	next_data = coalesce($3, next_data), updated_at = now() WHERE id = $1 RETURNING ` + jobColumns
+
+	removeHotSQL   = `DELETE FROM rota.jobs WHERE id = $1`
+	removeEndedSQL = `DELETE FROM rota.jobs_ended WHERE id = $1`
 )
+
+// now is the transaction's now(), which every statement of it writes;
+// read once.
+func (t *txn) now() (time.Time, error) {
+	if t.at.IsZero() {
+		if _, err := t.queryRow(`SELECT now()`, nil, &t.at); err != nil {
+			return time.Time{}, fmt.Errorf("read the time: %w", err)
+		}
+		t.at = t.at.UTC()
+	}
+	return t.at, nil
+}
+
+// apply writes plan p for the locked job r, keeps the group counts and
+// queues the event; r becomes the row as it now is, so that a repeated id
+// in a batch sees this item's effect. It returns the job as it now is for
+// the kinds whose statements return it.
+func (t *txn) apply(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
+	var jobs []store.Job
+	var err error
+	switch p.Kind {
+	case lifecycle.Keep:
+	case lifecycle.Complete, lifecycle.Discard, lifecycle.CancelRun, lifecycle.Cancel:
+		var errText *string
+		if p.Error != "" {
+			e := cleanText(p.Error)
+			errText = &e
+		}
+		recorded := p.Kind == lifecycle.Discard
+		jobs, err = scanJobs(t.query(endSQL, r.ID, int16(p.State), p.Result, errText, recorded, p.DropToken, p.CancelRequested))
+	case lifecycle.Retry:
+		jobs, err = scanJobs(t.query(retrySQL, r.ID, p.RunAt, cleanText(p.Error), p.DropToken))
+	case lifecycle.Requeue:
+		jobs, err = scanJobs(t.query(requeueSQL, r.ID, p.RunAt, p.Attempt))
+	case lifecycle.RunAgain:
+		jobs, err = scanJobs(t.query(runAgainSQL, r.ID, p.RunAt, p.DropToken))
+	case lifecycle.Update, lifecycle.Revive:
+		a := &p.Set
+		q := updateSQL
+		if p.Kind == lifecycle.Revive {
+			q = reviveSQL
+		}
+		var prio *int64
+		if a.Priority != nil {
+			v := int64(*a.Priority)
+			prio = &v
+		}
+		jobs, err = scanJobs(t.query(q, r.ID, a.RunAt, a.Data, prio, a.Group, optInt(int64(a.MaxAttempts)),
+			optInt(us(a.BackoffBase)), optInt(us(a.BackoffMax))))
+	case lifecycle.MarkResubmit:
+		jobs, err = scanJobs(t.query(markResubmitSQL, r.ID, p.Set.RunAt, p.Set.Data))
+	case lifecycle.Remove:
+		for _, q := range []string{removeHotSQL, removeEndedSQL} {
+			if _, err = t.exec(q, r.ID); err != nil {
+				break
+			}
+		}
+	default:
+		err = fmt.Errorf("unknown plan %s", p.Kind)
+	}
+	if err == nil && jobs != nil && len(jobs) != 1 {
+		err = fmt.Errorf("%d rows changed", len(jobs))
+	}
+	if err == nil && jobs == nil && p.Kind != lifecycle.Keep && p.Kind != lifecycle.Remove {
+		err = fmt.Errorf("job vanished")
+	}
+	if err != nil {
+		return store.Job{}, fmt.Errorf("%s job %d: %w", p.Kind, r.ID, err)
+	}
+	switch p.Kind {
+	case lifecycle.Keep, lifecycle.MarkResubmit:
+	case lifecycle.Remove:
+		t.countState(r.Type, r.Group, r.State, -1)
+	default:
+		t.countState(r.Type, r.Group, r.State, -1)
+		t.countState(jobs[0].Type, jobs[0].Group, p.State, 1)
+	}
+	if p.Event.ID != 0 {
+		t.changed(p.Event)
+	}
+	lifecycle.After(r, p)
+	if jobs == nil {
+		return store.Job{}, nil
+	}
+	return jobs[0], nil
+}
+
+func optInt(v int64) *int64 {
+	if v == 0 {
+		return nil
+	}
+	return &v
+}
 
 // finish is the one fenced transition out of running. The first result is
 // the item's own error (fencing), the second a failure of the store. r is
 // the locked row, updated in place so that a repeated id in the batch sees
 // this item's effect.
-func (t *txn) finish(p *store.FinishParams, r *row, result []byte) (error, error) {
-	if r != nil && r.state == store.Completed && r.token == p.Token && p.As == store.Complete {
-		// Already completed by this lease (for example inside the
-		// caller's transaction): the same finish again is a success.
-		t.changed(r.change(store.Completed, r.runAt))
-		return nil, nil
+func (t *txn) finish(p *store.FinishParams, r *lifecycle.Row, result []byte) (error, error) {
+	now, err := t.now()
+	if err != nil {
+		return nil, err
 	}
-	if err := fence(p.ID, r, p.Token); err != nil {
+	plan, err := lifecycle.Finish(r, p, result, now)
+	if err != nil {
 		return err, nil
 	}
-	var errText *string
-	if p.As == store.Fail || p.As == store.Cancel {
-		e := cleanText(p.Error)
-		if e == "" {
-			e = p.As.String()
-		}
-		errText = &e
-	}
-	if r.resubmit && p.As != store.Cancel {
-		return nil, t.runAgain(r, false)
-	}
-	var err error
-	switch p.As {
-	case store.Complete:
-		err = t.end(r, store.Completed, result, nil, false)
-	case store.Fail:
-		if !p.Permanent && r.attempt < r.maxAttempts {
-			err = t.retry(r, store.Backoff(time.Duration(r.base)*time.Microsecond, time.Duration(r.maxB)*time.Microsecond, int(r.attempt)), *errText, false)
-		} else {
-			err = t.end(r, store.Failed, nil, errText, false)
-		}
-	case store.Snooze, store.Release:
-		// A released job is due at once; it keeps an earlier run_at, and
-		// with it its place in the queue.
-		set := `least(run_at, now())`
-		var runAt *time.Time
-		if p.As == store.Snooze {
-			set, runAt = `coalesce($2::timestamptz, now())`, optTime(p.RunAt)
-		}
-		args := []any{r.id}
-		if p.As == store.Snooze {
-			args = append(args, runAt)
-		}
-		var ra time.Time
-		_, err = t.queryRow(`UPDATE rota.jobs SET state = 0, run_at = `+set+`, attempt = greatest(attempt - 1, 0),
-			lease_until = NULL, updated_at = now() WHERE id = $1 RETURNING run_at`, args, &ra)
-		if err == nil {
-			t.count(r.typ, r.grp, 1)
-			t.changed(r.change(store.Pending, ra))
-			r.state = store.Pending
-		}
-	case store.Cancel:
-		err = t.end(r, store.Cancelled, nil, errText, false)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("finish job %d: %w", r.id, err)
-	}
-	return nil, nil
-}
-
-// end moves a running job to the ended table in state, with a result or
-// an error (recorded as the attempt's). killToken clears the token, for
-// leases that expired.
-func (t *txn) end(r *row, state store.State, result []byte, errText *string, killToken bool) error {
-	var runAt time.Time
-	found, err := t.queryRow(endSQL, []any{r.id, int16(state), result, errText, errText != nil, killToken}, &runAt)
-	if err == nil && !found {
-		err = fmt.Errorf("job %d vanished", r.id)
-	}
-	if err != nil {
-		return err
-	}
-	t.countState(r.typ, r.grp, r.state, -1)
-	t.changed(r.change(state, runAt))
-	r.state = state
-	return nil
-}
-
-// retry records an attempt's error and makes the job pending again after
-// backoff.
-func (t *txn) retry(r *row, backoff time.Duration, errText string, killToken bool) error {
-	var runAt time.Time
-	if _, err := t.queryRow(retrySQL, []any{r.id, us(backoff), errText, killToken}, &runAt); err != nil {
-		return err
-	}
-	t.count(r.typ, r.grp, 1)
-	t.changed(r.change(store.Pending, runAt))
-	r.state = store.Pending
-	return nil
-}
-
-// runAgain ends a run whose job was resubmitted meanwhile: it is pending
-// again at the requested time, with the requested data, as a new cycle.
-func (t *txn) runAgain(r *row, killToken bool) error {
-	var runAt time.Time
-	if _, err := t.queryRow(runAgainSQL, []any{r.id, killToken}, &runAt); err != nil {
-		return fmt.Errorf("requeue job %d: %w", r.id, err)
-	}
-	t.count(r.typ, r.grp, 1)
-	t.changed(r.change(store.Pending, runAt))
-	r.state, r.resubmit = store.Pending, false
-	return nil
+	_, err = t.apply(r, &plan)
+	return nil, err
 }
 
 // ExpireLeases takes back running jobs whose lease ended before now (read
@@ -1181,8 +1082,6 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 	return n, next, nil
 }
 
-const leaseExpired = "lease expired: no heartbeat within the lease timeout"
-
 func (t *txn) expire(delta time.Duration) (int, time.Time, error) {
 	expired, err := scanRows(t.query(`SELECT `+rowColumns+` FROM rota.jobs
 		WHERE lease_until < now() + $1::bigint * interval '1 microsecond' AND state = 1
@@ -1190,20 +1089,14 @@ func (t *txn) expire(delta time.Duration) (int, time.Time, error) {
 	if err != nil {
 		return 0, time.Time{}, err
 	}
-	reason := leaseExpired
+	now, err := t.now()
+	if err != nil {
+		return 0, time.Time{}, err
+	}
 	for _, x := range expired {
-		// The expired lease is dead: its token is cleared, so no finish
-		// with it is taken for a repeat of an earlier one.
-		switch {
-		case x.resubmit:
-			err = t.runAgain(x, true)
-		case x.attempt < x.maxAttempts:
-			err = t.retry(x, 0, reason, true)
-		default:
-			err = t.end(x, store.Failed, nil, &reason, true)
-		}
-		if err != nil {
-			return 0, time.Time{}, fmt.Errorf("expire job %d: %w", x.id, err)
+		plan := lifecycle.Expire(x, now)
+		if _, err := t.apply(x, &plan); err != nil {
+			return 0, time.Time{}, fmt.Errorf("expire job %d: %w", x.ID, err)
 		}
 	}
 	var next sql.NullTime

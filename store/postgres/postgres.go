@@ -570,6 +570,7 @@ type txn struct {
 	// statement applies its own.
 	deferCounts bool
 	counts      map[groupKey]int64 // pending jobs by group
+	at          time.Time          // the transaction's now(), once read (see now)
 }
 
 func (t *txn) exec(query string, args ...any) (int64, error) {

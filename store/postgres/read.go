@@ -21,13 +21,6 @@ const jobColumns = `id, type, key, grp, priority, state, run_at, data, attempt, 
 	backoff_base, backoff_max, token, worker, lease_until, cancel_requested, resubmit,
 	progress, last_error, errors::text, result, created_at, started_at, finished_at, updated_at`
 
-// columns names every column of both job tables, in order, for statements
-// that move a row from one to the other.
-var columns = []string{"id", "type", "key", "grp", "priority", "state", "run_at", "attempt", "max_attempts",
-	"backoff_base", "backoff_max", "lease_timeout", "lease_until", "token", "worker", "cancel_requested",
-	"resubmit", "resubmit_at", "progress", "created_at", "started_at", "finished_at", "updated_at",
-	"retry_after", "parent_id", "repeat", "data", "next_data", "result", "last_error", "errors"}
-
 func prefixed(prefix, cols string) string {
 	parts := strings.Split(cols, ",")
 	for i, p := range parts {

@@ -1,0 +1,391 @@
+package lifecycle
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/rotajobs/rota/store"
+)
+
+var (
+	now   = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	early = now.Add(-time.Hour)
+	later = now.Add(time.Hour)
+)
+
+const tok = "0123456789abcdef0123456789abcdef"
+
+// row is a job in state with attempts left, run time early and the lease
+// token tok.
+func row(state store.State) *Row {
+	return &Row{ID: 7, Type: "t", Group: "g", State: state, Token: tok, Attempt: 1, MaxAttempts: 3,
+		BackoffBase: time.Second, BackoffMax: time.Minute, RunAt: early}
+}
+
+var states = []store.State{store.Pending, store.Running, store.Paused, store.Completed, store.Failed, store.Cancelled}
+
+// errOf names the sentinel an error matches, "" for nil.
+func errOf(err error) string {
+	for _, e := range []error{store.ErrCanceled, store.ErrWorkerConflict, store.ErrNotFound, store.ErrFinished, store.ErrInvalid} {
+		if errors.Is(err, e) {
+			return e.Error()
+		}
+	}
+	if err != nil {
+		return "other: " + err.Error()
+	}
+	return ""
+}
+
+// TestWorkerCallsEveryState checks every worker call (each ending of
+// Finish, and Heartbeat) against a missing job and a job in every state,
+// under its current token.
+func TestWorkerCallsEveryState(t *testing.T) {
+	conflict, canceled := store.ErrWorkerConflict.Error(), store.ErrCanceled.Error()
+	endings := []store.Ending{store.Complete, store.Fail, store.Snooze, store.Release, store.Cancel}
+	want := map[store.Ending]Kind{store.Complete: Complete, store.Fail: Retry, store.Snooze: Requeue,
+		store.Release: Requeue, store.Cancel: CancelRun}
+	for _, st := range append([]store.State{255}, states...) { // 255: no such job
+		var r *Row
+		if st != 255 {
+			r = row(st)
+		}
+		wantErr := conflict
+		switch {
+		case r == nil || st == store.Cancelled:
+			wantErr = canceled
+		case st == store.Running:
+			wantErr = ""
+		}
+		for _, e := range endings {
+			p := &store.FinishParams{Lease: store.Lease{ID: 7, Token: tok}, As: e}
+			plan, err := Finish(r, p, nil, now)
+			gotErr := errOf(err)
+			if st == store.Completed && e == store.Complete {
+				// A repeat of the completion this lease made.
+				if gotErr != "" || plan.Kind != Keep || plan.Event.State != store.Completed {
+					t.Errorf("finish %s of completed job: %s, %v", e, plan.Kind, err)
+				}
+				continue
+			}
+			if gotErr != wantErr {
+				t.Errorf("finish %s of %v job: error %q, want %q", e, st, gotErr, wantErr)
+				continue
+			}
+			if err == nil && plan.Kind != want[e] {
+				t.Errorf("finish %s of %v job: plan %s, want %s", e, st, plan.Kind, want[e])
+			}
+		}
+		plan, err := Heartbeat(r, &store.HeartbeatParams{Lease: store.Lease{ID: 7, Token: tok}}, time.Minute, now)
+		if errOf(err) != wantErr {
+			t.Errorf("heartbeat of %v job: error %q, want %q", st, errOf(err), wantErr)
+		}
+		if err == nil && (plan.Kind != Extend || !plan.LeaseUntil.Equal(now.Add(time.Minute)) || plan.Event.ID != 0) {
+			t.Errorf("heartbeat: %+v", plan)
+		}
+	}
+}
+
+// TestFencing checks that a call under any token but the current one
+// changes nothing, including the repeat of a completion.
+func TestFencing(t *testing.T) {
+	for _, token := range []string{"", "stale", tok + "x"} {
+		for _, st := range states {
+			r := row(st)
+			for _, e := range []store.Ending{store.Complete, store.Fail, store.Snooze, store.Release, store.Cancel} {
+				_, err := Finish(r, &store.FinishParams{Lease: store.Lease{ID: 7, Token: token}, As: e}, nil, now)
+				want := store.ErrWorkerConflict
+				if st == store.Cancelled {
+					want = store.ErrCanceled
+				}
+				if !errors.Is(err, want) {
+					t.Errorf("finish %s of %v job with token %q: %v, want %v", e, st, token, err, want)
+				}
+			}
+			if _, err := Heartbeat(r, &store.HeartbeatParams{Lease: store.Lease{ID: 7, Token: token}}, time.Second, now); err == nil {
+				t.Errorf("heartbeat of %v job with token %q passed", st, token)
+			}
+		}
+	}
+	// An expired lease is fenced out: its token is dropped, so its owner's
+	// late completion is not taken for a repeat.
+	r := row(store.Running)
+	plan := Expire(r, now)
+	After(r, &plan)
+	if r.Token != "" || r.State != store.Pending {
+		t.Fatalf("after expiry: %+v", r)
+	}
+	if _, err := Finish(r, &store.FinishParams{Lease: store.Lease{ID: 7, Token: tok}, As: store.Complete}, nil, now); !errors.Is(err, store.ErrWorkerConflict) {
+		t.Fatalf("completion with the expired token: %v", err)
+	}
+	// A job that ran out of attempts and failed at expiry: the same.
+	r = row(store.Running)
+	r.Attempt = r.MaxAttempts
+	plan = Expire(r, now)
+	After(r, &plan)
+	if _, err := Finish(r, &store.FinishParams{Lease: store.Lease{ID: 7, Token: tok}, As: store.Complete}, nil, now); !errors.Is(err, store.ErrWorkerConflict) {
+		t.Fatalf("completion of a failed job with the expired token: %v", err)
+	}
+	// Errors name the job.
+	_, err := Finish(nil, &store.FinishParams{Lease: store.Lease{ID: 42, Token: tok}, As: store.Complete}, nil, now)
+	if err == nil || err.Error() != "job 42 was removed: job canceled" {
+		t.Fatalf("finish of a removed job: %v", err)
+	}
+}
+
+func TestFinishOutcomes(t *testing.T) {
+	lease := store.Lease{ID: 7, Token: tok}
+	tests := []struct {
+		name  string
+		row   func(*Row)
+		p     store.FinishParams
+		kind  Kind
+		state store.State
+		check func(t *testing.T, p Plan)
+	}{
+		{name: "complete", p: store.FinishParams{As: store.Complete}, kind: Complete, state: store.Completed,
+			check: func(t *testing.T, p Plan) {
+				if string(p.Result) != `{"ok":1}` || !p.RunAt.Equal(early) {
+					t.Errorf("result %s run at %v", p.Result, p.RunAt)
+				}
+			}},
+		{name: "fail retries with back-off", p: store.FinishParams{As: store.Fail, Error: "boom"}, kind: Retry, state: store.Pending,
+			check: func(t *testing.T, p Plan) {
+				// Attempt 1 of 3: base 1s ± 10%.
+				if d := p.RunAt.Sub(now); d < 900*time.Millisecond || d > 1100*time.Millisecond || p.Error != "boom" {
+					t.Errorf("run at now+%v, error %q", d, p.Error)
+				}
+			}},
+		{name: "fail back-off doubles", row: func(r *Row) { r.Attempt = 2 }, p: store.FinishParams{As: store.Fail}, kind: Retry, state: store.Pending,
+			check: func(t *testing.T, p Plan) {
+				if d := p.RunAt.Sub(now); d < 1800*time.Millisecond || d > 2200*time.Millisecond || p.Error != "fail" {
+					t.Errorf("run at now+%v, error %q", d, p.Error)
+				}
+			}},
+		{name: "fail permanent", p: store.FinishParams{As: store.Fail, Permanent: true, Error: "bad"}, kind: Discard, state: store.Failed},
+		{name: "fail out of attempts", row: func(r *Row) { r.Attempt = 3 }, p: store.FinishParams{As: store.Fail}, kind: Discard, state: store.Failed},
+		{name: "snooze to a time", p: store.FinishParams{As: store.Snooze, RunAt: later}, kind: Requeue, state: store.Pending,
+			check: func(t *testing.T, p Plan) {
+				if !p.RunAt.Equal(later) || p.Attempt != 0 {
+					t.Errorf("run at %v attempt %d", p.RunAt, p.Attempt)
+				}
+			}},
+		{name: "snooze without a time", p: store.FinishParams{As: store.Snooze}, kind: Requeue, state: store.Pending,
+			check: func(t *testing.T, p Plan) {
+				if !p.RunAt.Equal(now) {
+					t.Errorf("run at %v", p.RunAt)
+				}
+			}},
+		{name: "release keeps an earlier run time", p: store.FinishParams{As: store.Release}, kind: Requeue, state: store.Pending,
+			check: func(t *testing.T, p Plan) {
+				if !p.RunAt.Equal(early) || p.Attempt != 0 {
+					t.Errorf("run at %v attempt %d", p.RunAt, p.Attempt)
+				}
+			}},
+		{name: "release of a job due later is due now", row: func(r *Row) { r.RunAt = later }, p: store.FinishParams{As: store.Release},
+			kind: Requeue, state: store.Pending,
+			check: func(t *testing.T, p Plan) {
+				if !p.RunAt.Equal(now) {
+					t.Errorf("run at %v", p.RunAt)
+				}
+			}},
+		{name: "worker cancels", p: store.FinishParams{As: store.Cancel}, kind: CancelRun, state: store.Cancelled,
+			check: func(t *testing.T, p Plan) {
+				if p.Error != "cancel" {
+					t.Errorf("error %q", p.Error)
+				}
+			}},
+		{name: "resubmitted runs again", row: func(r *Row) { r.Resubmit, r.ResubmitAt = true, later },
+			p: store.FinishParams{As: store.Complete}, kind: RunAgain, state: store.Pending,
+			check: func(t *testing.T, p Plan) {
+				if !p.RunAt.Equal(later) || p.Attempt != 0 || p.DropToken {
+					t.Errorf("%+v", p)
+				}
+			}},
+		{name: "resubmitted, failed, runs again at once", row: func(r *Row) { r.Resubmit = true },
+			p: store.FinishParams{As: store.Fail, Permanent: true}, kind: RunAgain, state: store.Pending,
+			check: func(t *testing.T, p Plan) {
+				if !p.RunAt.Equal(now) {
+					t.Errorf("run at %v", p.RunAt)
+				}
+			}},
+		{name: "resubmitted but cancelled by its worker", row: func(r *Row) { r.Resubmit = true },
+			p: store.FinishParams{As: store.Cancel}, kind: CancelRun, state: store.Cancelled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := row(store.Running)
+			if tt.row != nil {
+				tt.row(r)
+			}
+			tt.p.Lease = lease
+			plan, err := Finish(r, &tt.p, []byte(`{"ok":1}`), now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plan.Kind != tt.kind || plan.State != tt.state {
+				t.Fatalf("plan %s to %v, want %s to %v", plan.Kind, plan.State, tt.kind, tt.state)
+			}
+			if plan.Event.ID != 7 || plan.Event.State != tt.state || plan.Event.Lease != store.LeaseTag(tok) || !plan.Event.RunAt.Equal(plan.RunAt) {
+				t.Errorf("event %+v", plan.Event)
+			}
+			if plan.DropToken {
+				t.Error("a finish drops the token")
+			}
+			if tt.check != nil {
+				tt.check(t, plan)
+			}
+			if Completes(r, &tt.p) != (plan.Kind == Complete) {
+				t.Errorf("Completes = %v for a %s plan", Completes(r, &tt.p), plan.Kind)
+			}
+		})
+	}
+}
+
+// TestCompletes checks that the fast path's condition holds exactly when
+// Finish plans a plain completion, over every state, token and flag.
+func TestCompletes(t *testing.T) {
+	for _, st := range states {
+		for _, token := range []string{tok, "other"} {
+			for _, resubmit := range []bool{false, true} {
+				for _, e := range []store.Ending{store.Complete, store.Fail, store.Snooze, store.Release, store.Cancel} {
+					r := row(st)
+					r.Resubmit = resubmit
+					p := &store.FinishParams{Lease: store.Lease{ID: 7, Token: token}, As: e}
+					plan, err := Finish(r, p, nil, now)
+					plain := err == nil && plan.Kind == Complete
+					if Completes(r, p) != plain {
+						t.Errorf("%v job, token %s, resubmit %v, %s: Completes %v, plan %s %v", st, token, resubmit, e, !plain, plan.Kind, err)
+					}
+				}
+			}
+		}
+	}
+	if Completes(nil, &store.FinishParams{As: store.Complete}) {
+		t.Error("Completes holds for a missing job")
+	}
+}
+
+func TestExpire(t *testing.T) {
+	r := row(store.Running)
+	p := Expire(r, now)
+	if p.Kind != Retry || !p.RunAt.Equal(now) || p.Error != LeaseExpired || !p.DropToken || p.State != store.Pending {
+		t.Errorf("with attempts left: %+v", p)
+	}
+	r.Attempt = r.MaxAttempts
+	p = Expire(r, now)
+	if p.Kind != Discard || p.State != store.Failed || !p.DropToken || p.Error != LeaseExpired || !p.RunAt.Equal(early) {
+		t.Errorf("out of attempts: %+v", p)
+	}
+	r.Resubmit, r.ResubmitAt = true, later
+	p = Expire(r, now)
+	if p.Kind != RunAgain || !p.RunAt.Equal(later) || !p.DropToken {
+		t.Errorf("resubmitted: %+v", p)
+	}
+}
+
+// TestProducerCallsEveryState checks cancel, remove and re-add against a
+// missing job and a job in every state.
+func TestProducerCallsEveryState(t *testing.T) {
+	finished := store.ErrFinished.Error()
+	notFound := store.ErrNotFound.Error()
+	cancel := map[store.State]struct {
+		kind Kind
+		err  string
+	}{
+		store.Pending: {Cancel, ""}, store.Running: {Cancel, ""}, store.Paused: {Cancel, ""},
+		store.Completed: {0, finished}, store.Failed: {0, finished}, store.Cancelled: {Keep, ""},
+	}
+	readd := map[store.State]struct {
+		kind    Kind
+		outcome store.Outcome
+		state   store.State
+	}{
+		store.Pending: {Update, store.Updated, store.Pending}, store.Paused: {Update, store.Updated, store.Paused},
+		store.Running:   {MarkResubmit, store.Resubmitted, store.Running},
+		store.Completed: {Revive, store.Requeued, store.Pending}, store.Failed: {Revive, store.Requeued, store.Pending},
+		store.Cancelled: {Revive, store.Requeued, store.Pending},
+	}
+	for _, st := range states {
+		p, err := CancelJob(7, row(st))
+		if errOf(err) != cancel[st].err || (err == nil && p.Kind != cancel[st].kind) {
+			t.Errorf("cancel of %v job: %s %v", st, p.Kind, err)
+		}
+		if err == nil && p.Kind == Cancel {
+			if p.CancelRequested != (st == store.Running) || p.Event.State != store.Cancelled {
+				t.Errorf("cancel of %v job: %+v", st, p)
+			}
+		}
+		if err == nil && p.Kind == Keep && p.Event.ID != 0 {
+			t.Errorf("cancel of a cancelled job publishes %+v", p.Event)
+		}
+
+		p, err = RemoveJob(7, row(st))
+		if err != nil || p.Kind != Remove || !p.Event.Removed || p.Event.State != st {
+			t.Errorf("remove of %v job: %+v %v", st, p, err)
+		}
+
+		grp := "other"
+		p = ReaddTo(row(st), Readd{Group: &grp, Data: []byte(`{}`)}, now)
+		w := readd[st]
+		if p.Kind != w.kind || p.Outcome != w.outcome || p.State != w.state {
+			t.Errorf("re-add of %v job: %s %v %v", st, p.Kind, p.Outcome, p.State)
+		}
+		switch {
+		case st == store.Running:
+			if p.Event.ID != 0 || !p.Set.RunAt.Equal(now) {
+				t.Errorf("re-add of a running job: %+v", p)
+			}
+		case p.Event.Group != "other" || !p.RunAt.Equal(now) || p.Event.State != w.state:
+			t.Errorf("re-add of %v job: %+v", st, p)
+		}
+	}
+	for _, f := range []func(int64, *Row) (Plan, error){CancelJob, RemoveJob} {
+		if _, err := f(7, nil); errOf(err) != notFound {
+			t.Errorf("missing job: %v", err)
+		}
+	}
+}
+
+func TestReaddRunTimes(t *testing.T) {
+	// A resubmit without a time keeps a pending job's run time.
+	p := ReaddTo(row(store.Pending), Readd{KeepRunAt: true}, now)
+	if !p.RunAt.Equal(early) {
+		t.Errorf("resubmit of pending: run at %v", p.RunAt)
+	}
+	// An add by key without a time makes it due now.
+	p = ReaddTo(row(store.Pending), ReaddOf(&store.AddParams{Type: "t", Key: "k", Group: "g"}, nil), now)
+	if !p.RunAt.Equal(now) || *p.Set.Group != "g" {
+		t.Errorf("add by key: %+v", p)
+	}
+	// An explicit time wins for every state.
+	for _, st := range states {
+		p = ReaddTo(row(st), Readd{RunAt: later, KeepRunAt: true}, now)
+		if !p.Set.RunAt.Equal(later) {
+			t.Errorf("%v: run at %v", st, p.Set.RunAt)
+		}
+	}
+	// The row after a mark: the run that ends next runs again then.
+	r := row(store.Running)
+	p = ReaddTo(r, Readd{RunAt: later}, now)
+	After(r, &p)
+	if !r.Resubmit || !r.ResubmitAt.Equal(later) || r.State != store.Running {
+		t.Errorf("after mark: %+v", r)
+	}
+	p, err := Finish(r, &store.FinishParams{Lease: store.Lease{ID: 7, Token: tok}, As: store.Complete}, nil, now)
+	if err != nil || p.Kind != RunAgain || !p.RunAt.Equal(later) {
+		t.Errorf("finish after mark: %+v %v", p, err)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	for attempt, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 5: 16 * time.Second, 30: time.Minute} {
+		for range 20 {
+			d := Backoff(time.Second, time.Minute, attempt)
+			if d < want*9/10 || d > want*11/10 {
+				t.Errorf("attempt %d: %v, want %v ± 10%%", attempt, d, want)
+			}
+		}
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"github.com/rotajobs/rota/internal/expiry"
 	"github.com/rotajobs/rota/internal/notify"
 	"github.com/rotajobs/rota/store"
-	"github.com/rotajobs/rota/store/sqlite"
 )
 
 // Config tunes a Client. The zero value is ready to use.
@@ -48,12 +47,19 @@ type Client struct {
 	once    sync.Once
 }
 
-// Open opens a client on the SQLite database file at path (created if
-// missing), the embedded default. Close closes the database too.
-func Open(path string) (*Client, error) {
-	st, err := sqlite.Open(path, sqlite.Config{})
+// Open opens a client on the store a data source name names, and Close
+// closes that store too. The store's package must be imported, as a
+// database/sql driver is:
+//
+//	import _ "github.com/rotajobs/rota/store/sqlite"   // "jobs.db", "sqlite:jobs.db"
+//	import _ "github.com/rotajobs/rota/store/postgres" // "postgres://…"
+//
+// A program that only talks to a server uses remote.NewClient instead and
+// links no store.
+func Open(dsn string) (*Client, error) {
+	st, err := store.Open(context.Background(), dsn)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("rota: open %s: %w", dsn, err)
 	}
 	c, err := NewClient(st, Config{})
 	if err != nil {
@@ -282,28 +288,11 @@ func (c *Client) CompleteTx(ctx context.Context, tx *sql.Tx, lease Lease, result
 
 // ---- worker side ----
 
-// AcceptParams asks for due jobs.
-type AcceptParams struct {
-	// Types are type names or GLOB patterns (* ? [...] {a,b}).
-	Types []string
-	// Limit is how many jobs at most; zero means 1.
-	Limit int
-	// DueBy accepts jobs due no later than this; zero means now.
-	DueBy time.Time
-	// Wait is how long to wait for a job when none is due; zero returns
-	// at once.
-	Wait time.Duration
-	// Worker names the caller.
-	Worker string
-	// LeaseTimeout overrides the type's lease timeout when positive.
-	LeaseTimeout time.Duration
-}
-
 // Accept leases due jobs. With Wait, it sleeps until a job of the types is
 // added or becomes due (no polling), ctx ends, or Wait passes; it returns
 // no jobs and no error when none came.
 func (c *Client) Accept(ctx context.Context, p AcceptParams) ([]Job, error) {
-	sp := store.AcceptParams{Types: p.Types, Limit: p.Limit, DueBy: p.DueBy, Worker: p.Worker, LeaseTimeout: p.LeaseTimeout}
+	sp := p
 	if p.Wait < 0 {
 		return nil, store.Invalidf("wait %v must not be negative", p.Wait)
 	}
@@ -312,7 +301,7 @@ func (c *Client) Accept(ctx context.Context, p AcceptParams) ([]Job, error) {
 		return res.Jobs, err
 	}
 	if wa, ok := c.st.(WaitAccepter); ok {
-		res, err := wa.AcceptWait(ctx, sp, p.Wait)
+		res, err := wa.AcceptWait(ctx, sp)
 		return res.Jobs, err
 	}
 	pats, err := compilePatterns(p.Types)
@@ -369,7 +358,7 @@ func (c *Client) Accept(ctx context.Context, p AcceptParams) ([]Job, error) {
 // such as a remote server's long-polling accept; Accept with Wait defers to
 // them instead of waiting on the change feed.
 type WaitAccepter interface {
-	AcceptWait(ctx context.Context, p store.AcceptParams, wait time.Duration) (store.AcceptResult, error)
+	AcceptWait(ctx context.Context, p store.AcceptParams) (store.AcceptResult, error)
 }
 
 func compilePatterns(types []string) ([]store.Pattern, error) {

@@ -2,6 +2,8 @@
 // it to add jobs and run them with typed handlers, on an embedded SQLite
 // database file by default:
 //
+//	import _ "github.com/rotajobs/rota/store/sqlite" // the embedded store
+//
 //	client, err := rota.Open("jobs.db")
 //	...
 //	client.Add(ctx, rota.AddParams{Type: "email.send", Data: data})
@@ -11,6 +13,11 @@
 //		return send(ctx, args)
 //	})
 //	w.Run(ctx) // until ctx ends, then a graceful shutdown
+//
+// The package imports no store: each lives in its own package under store/
+// and registers itself when imported, as database/sql drivers do
+// (store/sqlite needs cgo; store/postgres does not). A program that talks
+// to a rota server uses package remote and links no store at all.
 //
 // Jobs survive crashes: an add or finish that returned without error is
 // on disk. Every job runs at least once; a worker holds a job under a lease
@@ -31,6 +38,8 @@ type (
 	State = store.State
 	// AddParams describes a job to add.
 	AddParams = store.AddParams
+	// AcceptParams asks for due jobs, optionally waiting for them.
+	AcceptParams = store.AcceptParams
 	// AddResult is the result of adding one job, with what the add did.
 	AddResult = store.AddResult
 	// Outcome says what an add or resubmit did.

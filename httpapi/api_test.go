@@ -34,6 +34,7 @@ import (
 
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/httpapi/wire"
 	"github.com/rotajobs/rota/remote"
 	"github.com/rotajobs/rota/store"
 	"github.com/rotajobs/rota/store/sqlite"
@@ -205,7 +206,7 @@ func wantError(t *testing.T, r reply, status int, code, msg string) {
 	if r.Status != status {
 		t.Errorf("got %s, want status %d", r, status)
 	}
-	var e httpapi.ErrorResponse
+	var e wire.ErrorResponse
 	if err := json.Unmarshal(r.Body, &e); err != nil {
 		t.Errorf("error body is not an ErrorResponse: %v: %s", err, r.Body)
 		return
@@ -233,7 +234,7 @@ func (s *testServer) add(t *testing.T, job map[string]any) store.Job {
 
 func (s *testServer) accept(t *testing.T, limit int, types ...string) []store.Job {
 	t.Helper()
-	return want[httpapi.AcceptResponse](t, s, 200, "POST", "/v1/accept", map[string]any{"types": types, "limit": limit, "worker": "tester"}).Jobs
+	return want[wire.AcceptResponse](t, s, 200, "POST", "/v1/accept", map[string]any{"types": types, "limit": limit, "worker": "tester"}).Jobs
 }
 
 func (s *testServer) acceptOne(t *testing.T, typ string) store.Job {
@@ -247,12 +248,12 @@ func (s *testServer) acceptOne(t *testing.T, typ string) store.Job {
 
 func (s *testServer) get(t *testing.T, id int64) store.Job {
 	t.Helper()
-	return want[httpapi.JobResponse](t, s, 200, "GET", fmt.Sprintf("/v1/jobs/%d", id), nil).Job
+	return want[wire.JobResponse](t, s, 200, "GET", fmt.Sprintf("/v1/jobs/%d", id), nil).Job
 }
 
-func (s *testServer) stats(t *testing.T) httpapi.StatsResponse {
+func (s *testServer) stats(t *testing.T) wire.StatsResponse {
 	t.Helper()
-	return want[httpapi.StatsResponse](t, s, 200, "GET", "/v1/stats", nil)
+	return want[wire.StatsResponse](t, s, 200, "GET", "/v1/stats", nil)
 }
 
 // snapshot is the store as the API shows it: the stats and every job.
@@ -365,7 +366,7 @@ func TestAddGetListCancelResubmitRemove(t *testing.T) {
 	// List with filters.
 	list := func(q string) []int64 {
 		t.Helper()
-		return ids(want[httpapi.ListResponse](t, s, 200, "GET", "/v1/jobs?"+q, nil).Jobs)
+		return ids(want[wire.ListResponse](t, s, 200, "GET", "/v1/jobs?"+q, nil).Jobs)
 	}
 	for _, c := range []struct {
 		q    string
@@ -408,7 +409,7 @@ func TestAddGetListCancelResubmitRemove(t *testing.T) {
 			if cursor != "" {
 				q += "&cursor=" + url.QueryEscape(cursor)
 			}
-			page := want[httpapi.ListResponse](t, s, 200, "GET", q, nil)
+			page := want[wire.ListResponse](t, s, 200, "GET", q, nil)
 			got = append(got, ids(page.Jobs)...)
 			if pages++; pages > 10 {
 				t.Fatalf("%s: more than 10 pages for 25 jobs", order)
@@ -431,11 +432,11 @@ func TestAddGetListCancelResubmitRemove(t *testing.T) {
 	}
 
 	// Cancel: 200 with the cancelled job; again: still fine.
-	c := want[httpapi.JobResponse](t, s, 200, "POST", path(other.ID, "cancel"), nil).Job
+	c := want[wire.JobResponse](t, s, 200, "POST", path(other.ID, "cancel"), nil).Job
 	if c.State != store.Cancelled || c.FinishedAt.IsZero() {
 		t.Errorf("cancelled job: %+v", c)
 	}
-	if c := want[httpapi.JobResponse](t, s, 200, "POST", path(other.ID, "cancel"), nil).Job; c.State != store.Cancelled {
+	if c := want[wire.JobResponse](t, s, 200, "POST", path(other.ID, "cancel"), nil).Job; c.State != store.Cancelled {
 		t.Errorf("second cancel: state %v", c.State)
 	}
 
@@ -478,18 +479,18 @@ func TestAddGetListCancelResubmitRemove(t *testing.T) {
 
 func TestTypes(t *testing.T) {
 	s := newServer(t, httpapi.Config{})
-	if got := want[httpapi.TypesResponse](t, s, 200, "GET", "/v1/types", nil); len(got.Types) != 0 {
+	if got := want[wire.TypesResponse](t, s, 200, "GET", "/v1/types", nil); len(got.Types) != 0 {
 		t.Errorf("a new store knows types %+v", got.Types)
 	}
-	tc := want[httpapi.TypeConfig](t, s, 200, "PUT", "/v1/types/email.send", map[string]any{"lease_timeout": "45s"})
+	tc := want[wire.TypeConfig](t, s, 200, "PUT", "/v1/types/email.send", map[string]any{"lease_timeout": "45s"})
 	if tc.Type != "email.send" || time.Duration(tc.LeaseTimeout) != 45*time.Second {
 		t.Errorf("PUT answered %+v", tc)
 	}
-	want[httpapi.TypeConfig](t, s, 200, "PUT", "/v1/types/report.build", map[string]any{"type": "report.build", "lease_timeout": "2m"})
-	got := want[httpapi.TypesResponse](t, s, 200, "GET", "/v1/types", nil)
-	wantTypes := []httpapi.TypeConfig{
-		{Type: "email.send", LeaseTimeout: httpapi.Duration(45 * time.Second)},
-		{Type: "report.build", LeaseTimeout: httpapi.Duration(2 * time.Minute)},
+	want[wire.TypeConfig](t, s, 200, "PUT", "/v1/types/report.build", map[string]any{"type": "report.build", "lease_timeout": "2m"})
+	got := want[wire.TypesResponse](t, s, 200, "GET", "/v1/types", nil)
+	wantTypes := []wire.TypeConfig{
+		{Type: "email.send", LeaseTimeout: wire.Duration(45 * time.Second)},
+		{Type: "report.build", LeaseTimeout: wire.Duration(2 * time.Minute)},
 	}
 	if !slices.Equal(got.Types, wantTypes) {
 		t.Errorf("types %+v, want %+v", got.Types, wantTypes)
@@ -531,7 +532,7 @@ func TestAcceptHeartbeatFinish(t *testing.T) {
 	hb, fin, failOnce, failPerm, snoozeD, snoozeAt, rel, resub := jobs[0], jobs[1], jobs[2], jobs[3], jobs[4], jobs[5], jobs[6], jobs[7]
 
 	// Heartbeat with progress and data.
-	h := want[httpapi.HeartbeatResponse](t, s, 200, "POST", path(hb.ID, "heartbeat"), map[string]any{"token": hb.Token, "progress": 42.5, "data": map[string]any{"step": 2}})
+	h := want[wire.HeartbeatResponse](t, s, 200, "POST", path(hb.ID, "heartbeat"), map[string]any{"token": hb.Token, "progress": 42.5, "data": map[string]any{"step": 2}})
 	if h.LeaseUntil.Before(hb.LeaseUntil) || h.Resubmit {
 		t.Errorf("heartbeat: %+v (lease was until %v)", h, hb.LeaseUntil)
 	}
@@ -583,7 +584,7 @@ func TestAcceptHeartbeatFinish(t *testing.T) {
 	if rr.Outcome != "resubmitted" || rr.Job.State != store.Running || !rr.Job.Resubmit {
 		t.Errorf("resubmit of a running job: %v %+v", rr.Outcome, rr.Job)
 	}
-	if h := want[httpapi.HeartbeatResponse](t, s, 200, "POST", path(resub.ID, "heartbeat"), map[string]any{"token": resub.Token}); !h.Resubmit {
+	if h := want[wire.HeartbeatResponse](t, s, 200, "POST", path(resub.ID, "heartbeat"), map[string]any{"token": resub.Token}); !h.Resubmit {
 		t.Errorf("heartbeat after resubmit: resubmit is false")
 	}
 	want[struct{}](t, s, 204, "POST", path(resub.ID, "finish"), map[string]any{"token": resub.Token})
@@ -605,8 +606,8 @@ func TestBatchHeartbeatAndFinish(t *testing.T) {
 	p := 10.0
 
 	// Heartbeat: good, stale, cancelled, good.
-	want[httpapi.JobResponse](t, s, 200, "POST", path(jobs[2].ID, "cancel"), nil)
-	hb := want[httpapi.HeartbeatBatchResponse](t, s, 200, "POST", "/v1/heartbeat", httpapi.HeartbeatBatchRequest{Items: []httpapi.HeartbeatItem{
+	want[wire.JobResponse](t, s, 200, "POST", path(jobs[2].ID, "cancel"), nil)
+	hb := want[wire.HeartbeatBatchResponse](t, s, 200, "POST", "/v1/heartbeat", wire.HeartbeatBatchRequest{Items: []wire.HeartbeatItem{
 		{ID: jobs[0].ID, Token: jobs[0].Token, Progress: &p},
 		{ID: jobs[1].ID, Token: stale},
 		{ID: jobs[2].ID, Token: jobs[2].Token},
@@ -631,7 +632,7 @@ func TestBatchHeartbeatAndFinish(t *testing.T) {
 	// Finish: each ending, plus a stale token, a cancelled and a removed job.
 	want[struct{}](t, s, 204, "DELETE", path(jobs[7].ID, ""), nil)
 	at := time.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
-	items := []httpapi.FinishItem{
+	items := []wire.FinishItem{
 		{ID: jobs[0].ID, Token: jobs[0].Token, As: "complete", Result: json.RawMessage(`"done"`)},
 		{ID: jobs[1].ID, Token: stale, As: "complete"},
 		{ID: jobs[2].ID, Token: jobs[2].Token, As: "complete"},
@@ -641,7 +642,7 @@ func TestBatchHeartbeatAndFinish(t *testing.T) {
 		{ID: jobs[6].ID, Token: jobs[6].Token, As: "cancel", Error: "not wanted"},
 		{ID: jobs[7].ID, Token: jobs[7].Token, As: "complete"},
 	}
-	fr := want[httpapi.FinishBatchResponse](t, s, 200, "POST", "/v1/finish", httpapi.FinishBatchRequest{Items: items})
+	fr := want[wire.FinishBatchResponse](t, s, 200, "POST", "/v1/finish", wire.FinishBatchRequest{Items: items})
 	if len(fr.Results) != len(items) {
 		t.Fatalf("finish: %d results, want %d", len(fr.Results), len(items))
 	}
@@ -671,7 +672,7 @@ func TestAcceptLongPoll(t *testing.T) {
 	s := newServer(t, httpapi.Config{})
 
 	// Nothing comes: an empty list once the wait is over.
-	r := want[httpapi.AcceptResponse](t, s, 200, "POST", "/v1/accept", map[string]any{"types": []string{"lp.none"}, "wait": "300ms"})
+	r := want[wire.AcceptResponse](t, s, 200, "POST", "/v1/accept", map[string]any{"types": []string{"lp.none"}, "wait": "300ms"})
 	if r.Jobs == nil || len(r.Jobs) != 0 {
 		t.Errorf("accept with nothing due: %+v, want an empty list", r.Jobs)
 	}
@@ -697,7 +698,7 @@ func TestAcceptLongPoll(t *testing.T) {
 		t.Fatalf("the waiting accept did not return when a job was added: %v", res.err)
 	}
 	s.check(t, "POST", "/v1/accept", res.r)
-	var ar httpapi.AcceptResponse
+	var ar wire.AcceptResponse
 	if err := json.Unmarshal(res.r.Body, &ar); err != nil || res.r.Status != 200 {
 		t.Fatalf("waiting accept: %s", res.r)
 	}
@@ -772,7 +773,7 @@ func TestBadInput(t *testing.T) {
 			typ := fmt.Sprintf("prep.cancelled.%d", n)
 			s.add(t, map[string]any{"type": typ})
 			j := s.acceptOne(t, typ)
-			want[httpapi.JobResponse](t, s, 200, "POST", path(j.ID, "cancel"), nil)
+			want[wire.JobResponse](t, s, 200, "POST", path(j.ID, "cancel"), nil)
 			return j.ID, j.Token
 		},
 		"completed": func(t *testing.T) (int64, string) {
@@ -968,7 +969,7 @@ func TestBadInputChangesNothingInBatch(t *testing.T) {
 	if st := s.stats(t); len(st.Counts) != 0 {
 		t.Errorf("a rejected batch added jobs: %+v", st.Counts)
 	}
-	if l := want[httpapi.ListResponse](t, s, 200, "GET", "/v1/jobs?type=ok.2&key=k", nil); len(l.Jobs) != 0 {
+	if l := want[wire.ListResponse](t, s, 200, "GET", "/v1/jobs?type=ok.2&key=k", nil); len(l.Jobs) != 0 {
 		t.Errorf("a rejected batch left job %+v", l.Jobs)
 	}
 }
@@ -998,7 +999,7 @@ func TestAuth(t *testing.T) {
 	}
 
 	// The right token works; /healthz needs none.
-	want[httpapi.StatsResponse](t, s, 200, "GET", "/v1/stats", nil)
+	want[wire.StatsResponse](t, s, 200, "GET", "/v1/stats", nil)
 	want[addResp](t, s, 201, "POST", "/v1/jobs", map[string]any{"type": "a"})
 	if r := s.do(t, "GET", "/healthz", nil, "Authorization", ""); r.Status != 200 {
 		t.Errorf("healthz without a token: %s", r)
@@ -1050,7 +1051,7 @@ func openEvents(t *testing.T, s *testServer, query string) <-chan sseEvent {
 		defer close(ch)
 		defer resp.Body.Close()
 		sc := bufio.NewScanner(resp.Body)
-		httpapi.ParseEventStream(func() (string, bool) {
+		wire.ParseEventStream(func() (string, bool) {
 			if !sc.Scan() {
 				return "", false
 			}
@@ -1068,14 +1069,14 @@ func openEvents(t *testing.T, s *testServer, query string) <-chan sseEvent {
 }
 
 // nextEvent returns the stream's next event; ok is false when it ended.
-func nextEvent(t *testing.T, ch <-chan sseEvent) (httpapi.Event, string, bool) {
+func nextEvent(t *testing.T, ch <-chan sseEvent) (wire.Event, string, bool) {
 	t.Helper()
 	select {
 	case e, ok := <-ch:
 		if !ok {
-			return httpapi.Event{}, "", false
+			return wire.Event{}, "", false
 		}
-		var ev httpapi.Event
+		var ev wire.Event
 		if e.name == "job" {
 			if err := json.Unmarshal(e.data, &ev); err != nil {
 				t.Fatalf("event data %s: %v", e.data, err)
@@ -1087,7 +1088,7 @@ func nextEvent(t *testing.T, ch <-chan sseEvent) (httpapi.Event, string, bool) {
 		return ev, e.name, true
 	case <-time.After(15 * time.Second):
 		t.Fatal("no event within 15s")
-		return httpapi.Event{}, "", false
+		return wire.Event{}, "", false
 	}
 }
 
@@ -1113,8 +1114,8 @@ func TestEventsJob(t *testing.T) {
 		t.Fatalf("first event %s %+v, want job %d pending", name, ev, j.ID)
 	}
 	a := s.acceptOne(t, "sse.job")
-	want[httpapi.HeartbeatResponse](t, s, 200, "POST", path(a.ID, "heartbeat"), map[string]any{"token": a.Token}) // no change: coalesced
-	want[httpapi.HeartbeatResponse](t, s, 200, "POST", path(a.ID, "heartbeat"), map[string]any{"token": a.Token, "progress": 50})
+	want[wire.HeartbeatResponse](t, s, 200, "POST", path(a.ID, "heartbeat"), map[string]any{"token": a.Token}) // no change: coalesced
+	want[wire.HeartbeatResponse](t, s, 200, "POST", path(a.ID, "heartbeat"), map[string]any{"token": a.Token, "progress": 50})
 	want[struct{}](t, s, 204, "POST", path(a.ID, "finish"), map[string]any{"token": a.Token})
 
 	type step struct {
@@ -1393,7 +1394,7 @@ func TestRemoteCancelReachesHandler(t *testing.T) {
 	if g := s.get(t, j.ID); g.State != store.Running {
 		t.Fatalf("job is %v, want running", g.State)
 	}
-	want[httpapi.JobResponse](t, s, 200, "POST", path(j.ID, "cancel"), nil)
+	want[wire.JobResponse](t, s, 200, "POST", path(j.ID, "cancel"), nil)
 	select {
 	case cause := <-causes:
 		if !errors.Is(cause, rota.ErrCanceled) {

@@ -11,99 +11,26 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rotajobs/rota/httpapi/wire"
 	"github.com/rotajobs/rota/store"
 )
-
-// Error codes. They are part of the API: clients match on them.
-const (
-	CodeInvalid        = "invalid_input"
-	CodeNotFound       = "not_found"
-	CodeWorkerConflict = "worker_conflict"
-	CodeCanceled       = "canceled"
-	CodeFinished       = "finished"
-	CodeTooLarge       = "too_large"
-	CodeUnauthorized   = "unauthorized"
-	CodeForbidden      = "forbidden"
-	CodeMethod         = "method_not_allowed"
-	CodeUnavailable    = "unavailable"
-	CodeInternal       = "internal"
-)
-
-var codeErrors = []struct {
-	code   string
-	err    error
-	status int
-}{
-	{CodeInvalid, store.ErrInvalid, http.StatusBadRequest},
-	{CodeNotFound, store.ErrNotFound, http.StatusNotFound},
-	{CodeWorkerConflict, store.ErrWorkerConflict, http.StatusConflict},
-	{CodeCanceled, store.ErrCanceled, http.StatusConflict},
-	{CodeFinished, store.ErrFinished, http.StatusConflict},
-	{CodeUnavailable, store.ErrClosed, http.StatusServiceUnavailable},
-}
-
-// errorOf maps an error to its code and status.
-func errorOf(err error) (code string, status int) {
-	for _, c := range codeErrors {
-		if errors.Is(err, c.err) {
-			return c.code, c.status
-		}
-	}
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return CodeTooLarge, http.StatusRequestEntityTooLarge
-	}
-	return CodeInternal, http.StatusInternalServerError
-}
-
-// wireError is an error's body for a batch item.
-func wireError(err error) *Error {
-	if err == nil {
-		return nil
-	}
-	code, _ := errorOf(err)
-	return &Error{Code: code, Message: err.Error()}
-}
-
-// AsError turns a wire error back into an error that matches the store's
-// sentinel errors with errors.Is, so that remote callers match the same
-// errors as in-process ones.
-func AsError(e *Error) error {
-	if e == nil {
-		return nil
-	}
-	for _, c := range codeErrors {
-		if c.code == e.Code {
-			return &remoteError{msg: e.Message, sentinel: c.err}
-		}
-	}
-	return &remoteError{msg: e.Code + ": " + e.Message}
-}
-
-type remoteError struct {
-	msg      string
-	sentinel error
-}
-
-func (e *remoteError) Error() string { return e.msg }
-func (e *remoteError) Unwrap() error { return e.sentinel }
 
 // writeError sends err as {"error": {...}}.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		return // the client went away
 	}
-	code, status := errorOf(err)
+	code, status := wire.CodeOf(err)
 	msg := err.Error()
 	if status == http.StatusInternalServerError {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		msg = "internal error; the server log has the details"
 	}
-	writeJSON(w, status, ErrorResponse{Error: Error{Code: code, Message: msg}})
+	writeJSON(w, status, wire.ErrorResponse{Error: wire.Error{Code: code, Message: msg}})
 }
 
 func writeErrorCode(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, ErrorResponse{Error: Error{Code: code, Message: msg}})
+	writeJSON(w, status, wire.ErrorResponse{Error: wire.Error{Code: code, Message: msg}})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/httpapi/wire"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -94,7 +94,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				if ev.At.IsZero() {
 					ev.At = now
 				}
-				buf = AppendEvent(buf, ev)
+				buf = wire.AppendEvent(buf, ev)
 				buf = append(buf, "\n\n"...)
 				w.Write(buf)
 				select {
@@ -114,34 +114,6 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			flusher.Flush()
-		}
-	}
-}
-
-// ParseEventStream reads Server-Sent Events from lines and calls fn with
-// each event's name and data; it returns when the stream ends or fn returns
-// false. The remote client uses it.
-func ParseEventStream(next func() (string, bool), fn func(event string, data []byte) bool) {
-	var name string
-	var data []string
-	for {
-		line, ok := next()
-		if !ok {
-			return
-		}
-		switch {
-		case line == "":
-			if len(data) > 0 || name != "" {
-				if !fn(name, []byte(strings.Join(data, "\n"))) {
-					return
-				}
-			}
-			name, data = "", data[:0]
-		case strings.HasPrefix(line, ":"):
-		case strings.HasPrefix(line, "event:"):
-			name = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
-		case strings.HasPrefix(line, "data:"):
-			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/httpapi/wire"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -139,11 +140,11 @@ func (s *Server) routes() {
 		for _, route := range Routes {
 			method, path, _ := strings.Cut(route, " ")
 			if pathMatches(path, r.URL.Path) && method != r.Method {
-				writeErrorCode(w, http.StatusMethodNotAllowed, CodeMethod, fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path))
+				writeErrorCode(w, http.StatusMethodNotAllowed, wire.CodeMethod, fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path))
 				return
 			}
 		}
-		writeErrorCode(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
+		writeErrorCode(w, http.StatusNotFound, wire.CodeNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
 }
 
@@ -168,10 +169,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case auth == "":
 			w.Header().Set("WWW-Authenticate", `Bearer realm="rota"`)
-			writeErrorCode(w, http.StatusUnauthorized, CodeUnauthorized, "this server needs an Authorization: Bearer <token> header")
+			writeErrorCode(w, http.StatusUnauthorized, wire.CodeUnauthorized, "this server needs an Authorization: Bearer <token> header")
 			return
 		case !ok || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.AuthToken)) != 1:
-			writeErrorCode(w, http.StatusForbidden, CodeForbidden, "the bearer token is not valid for this server")
+			writeErrorCode(w, http.StatusForbidden, wire.CodeForbidden, "the bearer token is not valid for this server")
 			return
 		}
 	}
@@ -182,7 +183,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
 	if _, err := s.c.List(ctx, store.ListParams{Limit: 1}); err != nil {
-		writeErrorCode(w, http.StatusServiceUnavailable, CodeUnavailable, "store: "+err.Error())
+		writeErrorCode(w, http.StatusServiceUnavailable, wire.CodeUnavailable, "store: "+err.Error())
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -223,7 +224,7 @@ func (s *Server) add(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, batch := probe["jobs"]; batch {
-		var req AddBatchRequest
+		var req wire.AddBatchRequest
 		if err := decodeStrict(raw, &req); err != nil {
 			s.writeError(w, r, err)
 			return
@@ -241,15 +242,15 @@ func (s *Server) add(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		out := AddBatchResponse{Results: make([]AddResponse, len(res))}
+		out := wire.AddBatchResponse{Results: make([]wire.AddResponse, len(res))}
 		for i, x := range res {
-			out.Results[i] = AddResponse{Job: hideToken(x.Job), Outcome: x.Outcome}
+			out.Results[i] = wire.AddResponse{Job: hideToken(x.Job), Outcome: x.Outcome}
 			s.metrics.added.WithLabelValues(x.Job.Type).Inc()
 		}
 		writeJSON(w, http.StatusOK, out)
 		return
 	}
-	var req AddRequest
+	var req wire.AddRequest
 	if err := decodeStrict(raw, &req); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -264,7 +265,7 @@ func (s *Server) add(w http.ResponseWriter, r *http.Request) {
 	if res.Outcome == store.Inserted {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, AddResponse{Job: hideToken(res.Job), Outcome: res.Outcome})
+	writeJSON(w, status, wire.AddResponse{Job: hideToken(res.Job), Outcome: res.Outcome})
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
@@ -278,7 +279,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, JobResponse{Job: hideToken(j)})
+	writeJSON(w, http.StatusOK, wire.JobResponse{Job: hideToken(j)})
 }
 
 // queryList reads a repeatable query parameter; values may also be
@@ -317,14 +318,14 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		}
 		j, err := s.c.GetByKey(r.Context(), p.Types[0], key)
 		if errors.Is(err, store.ErrNotFound) {
-			writeJSON(w, http.StatusOK, ListResponse{Jobs: []store.Job{}})
+			writeJSON(w, http.StatusOK, wire.ListResponse{Jobs: []store.Job{}})
 			return
 		}
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, ListResponse{Jobs: []store.Job{hideToken(j)}})
+		writeJSON(w, http.StatusOK, wire.ListResponse{Jobs: []store.Job{hideToken(j)}})
 		return
 	}
 	for _, name := range queryList(r, "state") {
@@ -361,7 +362,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := ListResponse{Jobs: make([]store.Job, len(res.Jobs))}
+	out := wire.ListResponse{Jobs: make([]store.Job, len(res.Jobs))}
 	for i, j := range res.Jobs {
 		out.Jobs[i] = hideToken(j)
 	}
@@ -390,7 +391,7 @@ func (s *Server) listByID(w http.ResponseWriter, r *http.Request, raw []string) 
 		s.writeError(w, r, err)
 		return
 	}
-	out := ListResponse{Jobs: []store.Job{}}
+	out := wire.ListResponse{Jobs: []store.Job{}}
 	for _, j := range jobs {
 		if j.ID != 0 {
 			out.Jobs = append(out.Jobs, hideToken(j))
@@ -417,7 +418,7 @@ func (s *Server) resubmit(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	var req ResubmitRequest
+	var req wire.ResubmitRequest
 	if err := s.decode(w, r, &req, true); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -431,7 +432,7 @@ func (s *Server) resubmit(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, AddResponse{Job: hideToken(res.Job), Outcome: res.Outcome})
+	writeJSON(w, http.StatusOK, wire.AddResponse{Job: hideToken(res.Job), Outcome: res.Outcome})
 }
 
 func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
@@ -452,7 +453,7 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := StatsResponse{Counts: counts, ByState: map[string]int64{}}
+	out := wire.StatsResponse{Counts: counts, ByState: map[string]int64{}}
 	if out.Counts == nil {
 		out.Counts = []store.Count{}
 	}
@@ -471,15 +472,15 @@ func (s *Server) types(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := TypesResponse{Types: []TypeConfig{}}
+	out := wire.TypesResponse{Types: []wire.TypeConfig{}}
 	for _, tc := range tcs {
-		out.Types = append(out.Types, NewTypeConfig(tc))
+		out.Types = append(out.Types, wire.NewTypeConfig(tc))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) setType(w http.ResponseWriter, r *http.Request) {
-	var req TypeConfig
+	var req wire.TypeConfig
 	if err := s.decode(w, r, &req, false); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -498,7 +499,7 @@ func (s *Server) setType(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, NewTypeConfig(tc))
+	writeJSON(w, http.StatusOK, wire.NewTypeConfig(tc))
 }
 
 func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
@@ -507,15 +508,15 @@ func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := GroupsResponse{Groups: []GroupConfig{}}
+	out := wire.GroupsResponse{Groups: []wire.GroupConfig{}}
 	for _, g := range gcs {
-		out.Groups = append(out.Groups, GroupConfig{Group: g.Group, Type: g.Type, MaxRunning: g.MaxRunning, Weight: g.Weight})
+		out.Groups = append(out.Groups, wire.GroupConfig{Group: g.Group, Type: g.Type, MaxRunning: g.MaxRunning, Weight: g.Weight})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) setGroup(w http.ResponseWriter, r *http.Request) {
-	var req GroupConfig
+	var req wire.GroupConfig
 	if err := s.decode(w, r, &req, false); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -531,7 +532,7 @@ func (s *Server) setGroup(w http.ResponseWriter, r *http.Request) {
 // ---- worker side ----
 
 func (s *Server) accept(w http.ResponseWriter, r *http.Request) {
-	var req AcceptRequest
+	var req wire.AcceptRequest
 	if err := s.decode(w, r, &req, false); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -542,8 +543,7 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request) {
 	}
 	p := req.Params()
 	start := time.Now()
-	jobs, err := s.c.Accept(r.Context(), rota.AcceptParams{Types: p.Types, Limit: p.Limit, DueBy: p.DueBy,
-		Wait: time.Duration(req.Wait), Worker: p.Worker, LeaseTimeout: p.LeaseTimeout})
+	jobs, err := s.c.Accept(r.Context(), p)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -554,9 +554,9 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request) {
 	for _, j := range jobs {
 		s.metrics.accepted.WithLabelValues(j.Type).Inc()
 	}
-	out := AcceptWire{Jobs: make([]JobWire, len(jobs))}
+	out := wire.AcceptWire{Jobs: make([]wire.JobWire, len(jobs))}
 	for i, j := range jobs {
-		out.Jobs[i] = NewJobWire(j)
+		out.Jobs[i] = wire.NewJobWire(j)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -567,7 +567,7 @@ func (s *Server) heartbeatOne(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	var req HeartbeatRequest
+	var req wire.HeartbeatRequest
 	if err := s.decode(w, r, &req, false); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -577,11 +577,11 @@ func (s *Server) heartbeatOne(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, HeartbeatResponse{LeaseUntil: res.LeaseUntil, Resubmit: res.Resubmit})
+	writeJSON(w, http.StatusOK, wire.HeartbeatResponse{LeaseUntil: res.LeaseUntil, Resubmit: res.Resubmit})
 }
 
 func (s *Server) heartbeatBatch(w http.ResponseWriter, r *http.Request) {
-	var req HeartbeatBatchRequest
+	var req wire.HeartbeatBatchRequest
 	if err := s.decode(w, r, &req, false); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -595,9 +595,9 @@ func (s *Server) heartbeatBatch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := HeartbeatBatchResponse{Results: make([]HeartbeatResult, len(res))}
+	out := wire.HeartbeatBatchResponse{Results: make([]wire.HeartbeatResult, len(res))}
 	for i, x := range res {
-		out.Results[i] = HeartbeatResult{LeaseUntil: x.LeaseUntil, Resubmit: x.Resubmit, Error: wireError(x.Err)}
+		out.Results[i] = wire.HeartbeatResult{LeaseUntil: x.LeaseUntil, Resubmit: x.Resubmit, Error: wire.ErrorOf(x.Err)}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -631,7 +631,7 @@ func (s *Server) finishOne(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	var req FinishRequest
+	var req wire.FinishRequest
 	if err := s.decode(w, r, &req, false); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -645,7 +645,7 @@ func (s *Server) failOne(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	var req FailRequest
+	var req wire.FailRequest
 	if err := s.decode(w, r, &req, false); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -659,7 +659,7 @@ func (s *Server) snoozeOne(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	var req SnoozeRequest
+	var req wire.SnoozeRequest
 	if err := s.decode(w, r, &req, false); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -685,7 +685,7 @@ func (s *Server) releaseOne(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	var req TokenRequest
+	var req wire.TokenRequest
 	if err := s.decode(w, r, &req, false); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -694,7 +694,7 @@ func (s *Server) releaseOne(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) finishBatch(w http.ResponseWriter, r *http.Request) {
-	var req FinishBatchRequest
+	var req wire.FinishBatchRequest
 	if err := s.decode(w, r, &req, false); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -715,9 +715,9 @@ func (s *Server) finishBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.finishLatency.Observe(time.Since(start).Seconds())
-	out := FinishBatchResponse{Results: make([]ItemResult, len(errs))}
+	out := wire.FinishBatchResponse{Results: make([]wire.ItemResult, len(errs))}
 	for i, e := range errs {
-		out.Results[i] = ItemResult{Error: wireError(e)}
+		out.Results[i] = wire.ItemResult{Error: wire.ErrorOf(e)}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/httpapi/wire"
 	"github.com/rotajobs/rota/store"
 	"github.com/rotajobs/rota/store/sqlite"
 )
@@ -495,37 +496,37 @@ var wireTypes = map[string]struct {
 	typ  reflect.Type
 	role role
 }{
-	"AddRequest":             {reflect.TypeFor[AddRequest](), request},
-	"AddBatchRequest":        {reflect.TypeFor[AddBatchRequest](), request},
-	"AddResponse":            {reflect.TypeFor[AddResponse](), response},
-	"AddBatchResponse":       {reflect.TypeFor[AddBatchResponse](), response},
-	"JobResponse":            {reflect.TypeFor[JobResponse](), response},
-	"ListResponse":           {reflect.TypeFor[ListResponse](), response},
-	"ResubmitRequest":        {reflect.TypeFor[ResubmitRequest](), request},
-	"AcceptRequest":          {reflect.TypeFor[AcceptRequest](), request},
-	"AcceptResponse":         {reflect.TypeFor[AcceptResponse](), response},
-	"HeartbeatRequest":       {reflect.TypeFor[HeartbeatRequest](), request},
-	"HeartbeatResponse":      {reflect.TypeFor[HeartbeatResponse](), response},
-	"HeartbeatItem":          {reflect.TypeFor[HeartbeatItem](), request},
-	"HeartbeatBatchRequest":  {reflect.TypeFor[HeartbeatBatchRequest](), request},
-	"HeartbeatResult":        {reflect.TypeFor[HeartbeatResult](), response},
-	"HeartbeatBatchResponse": {reflect.TypeFor[HeartbeatBatchResponse](), response},
-	"FinishRequest":          {reflect.TypeFor[FinishRequest](), request},
-	"FailRequest":            {reflect.TypeFor[FailRequest](), request},
-	"SnoozeRequest":          {reflect.TypeFor[SnoozeRequest](), request},
-	"TokenRequest":           {reflect.TypeFor[TokenRequest](), request},
-	"FinishItem":             {reflect.TypeFor[FinishItem](), request},
-	"FinishBatchRequest":     {reflect.TypeFor[FinishBatchRequest](), request},
-	"ItemResult":             {reflect.TypeFor[ItemResult](), response},
-	"FinishBatchResponse":    {reflect.TypeFor[FinishBatchResponse](), response},
-	"StatsResponse":          {reflect.TypeFor[StatsResponse](), response},
-	"TypeConfig":             {reflect.TypeFor[TypeConfig](), request | response},
-	"TypesResponse":          {reflect.TypeFor[TypesResponse](), response},
-	"GroupConfig":            {reflect.TypeFor[GroupConfig](), request | response},
-	"GroupsResponse":         {reflect.TypeFor[GroupsResponse](), response},
-	"Event":                  {reflect.TypeFor[Event](), response},
-	"ErrorResponse":          {reflect.TypeFor[ErrorResponse](), response},
-	"Error":                  {reflect.TypeFor[Error](), response},
+	"AddRequest":             {reflect.TypeFor[wire.AddRequest](), request},
+	"AddBatchRequest":        {reflect.TypeFor[wire.AddBatchRequest](), request},
+	"AddResponse":            {reflect.TypeFor[wire.AddResponse](), response},
+	"AddBatchResponse":       {reflect.TypeFor[wire.AddBatchResponse](), response},
+	"JobResponse":            {reflect.TypeFor[wire.JobResponse](), response},
+	"ListResponse":           {reflect.TypeFor[wire.ListResponse](), response},
+	"ResubmitRequest":        {reflect.TypeFor[wire.ResubmitRequest](), request},
+	"AcceptRequest":          {reflect.TypeFor[wire.AcceptRequest](), request},
+	"AcceptResponse":         {reflect.TypeFor[wire.AcceptResponse](), response},
+	"HeartbeatRequest":       {reflect.TypeFor[wire.HeartbeatRequest](), request},
+	"HeartbeatResponse":      {reflect.TypeFor[wire.HeartbeatResponse](), response},
+	"HeartbeatItem":          {reflect.TypeFor[wire.HeartbeatItem](), request},
+	"HeartbeatBatchRequest":  {reflect.TypeFor[wire.HeartbeatBatchRequest](), request},
+	"HeartbeatResult":        {reflect.TypeFor[wire.HeartbeatResult](), response},
+	"HeartbeatBatchResponse": {reflect.TypeFor[wire.HeartbeatBatchResponse](), response},
+	"FinishRequest":          {reflect.TypeFor[wire.FinishRequest](), request},
+	"FailRequest":            {reflect.TypeFor[wire.FailRequest](), request},
+	"SnoozeRequest":          {reflect.TypeFor[wire.SnoozeRequest](), request},
+	"TokenRequest":           {reflect.TypeFor[wire.TokenRequest](), request},
+	"FinishItem":             {reflect.TypeFor[wire.FinishItem](), request},
+	"FinishBatchRequest":     {reflect.TypeFor[wire.FinishBatchRequest](), request},
+	"ItemResult":             {reflect.TypeFor[wire.ItemResult](), response},
+	"FinishBatchResponse":    {reflect.TypeFor[wire.FinishBatchResponse](), response},
+	"StatsResponse":          {reflect.TypeFor[wire.StatsResponse](), response},
+	"TypeConfig":             {reflect.TypeFor[wire.TypeConfig](), request | response},
+	"TypesResponse":          {reflect.TypeFor[wire.TypesResponse](), response},
+	"GroupConfig":            {reflect.TypeFor[wire.GroupConfig](), request | response},
+	"GroupsResponse":         {reflect.TypeFor[wire.GroupsResponse](), response},
+	"Event":                  {reflect.TypeFor[wire.Event](), response},
+	"ErrorResponse":          {reflect.TypeFor[wire.ErrorResponse](), response},
+	"Error":                  {reflect.TypeFor[wire.Error](), response},
 	// The store's types, as they appear inside the bodies.
 	"Job":          {reflect.TypeFor[store.Job](), response},
 	"Count":        {reflect.TypeFor[store.Count](), response},
@@ -590,7 +591,7 @@ func jsonFields(t reflect.Type) []jsonField {
 
 var (
 	timeType     = reflect.TypeFor[time.Time]()
-	durationType = reflect.TypeFor[Duration]()
+	durationType = reflect.TypeFor[wire.Duration]()
 	goDuration   = reflect.TypeFor[time.Duration]()
 	rawType      = reflect.TypeFor[json.RawMessage]()
 	textMarshal  = reflect.TypeFor[interface{ MarshalText() ([]byte, error) }]()
@@ -634,7 +635,7 @@ func TestOpenAPIWireTypes(t *testing.T) {
 
 	// Every struct type declared in wire.go is described.
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, filepath.Join(".", "wire.go"), nil, 0)
+	f, err := parser.ParseFile(fset, filepath.Join("wire", "wire.go"), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -783,12 +784,12 @@ func TestOpenAPIEnums(t *testing.T) {
 	}
 	for e := store.Complete; e <= store.Cancel; e++ {
 		endings = append(endings, e.String())
-		if _, ok := endingByName[e.String()]; !ok {
+		if _, ok := wire.ParseEnding(e.String()); !ok {
 			t.Errorf("ending %s has no wire name", e)
 		}
 	}
-	codes := []string{CodeInvalid, CodeNotFound, CodeWorkerConflict, CodeCanceled, CodeFinished, CodeTooLarge,
-		CodeUnauthorized, CodeForbidden, CodeMethod, CodeUnavailable, CodeInternal}
+	codes := []string{wire.CodeInvalid, wire.CodeNotFound, wire.CodeWorkerConflict, wire.CodeCanceled, wire.CodeFinished, wire.CodeTooLarge,
+		wire.CodeUnauthorized, wire.CodeForbidden, wire.CodeMethod, wire.CodeUnavailable, wire.CodeInternal}
 	for _, c := range []struct {
 		schema string
 		want   []string
@@ -799,8 +800,8 @@ func TestOpenAPIEnums(t *testing.T) {
 			t.Errorf("%s enum is %v, want %v", c.schema, got, c.want)
 		}
 	}
-	if len(endingByName) != len(endings) {
-		t.Errorf("endingByName has %d names, want %d", len(endingByName), len(endings))
+	if wire.Endings() != len(endings) {
+		t.Errorf("the wire has %d ending names, want %d", wire.Endings(), len(endings))
 	}
 
 	// The Duration pattern accepts what the server writes and reads.
@@ -875,20 +876,7 @@ func schemaName(s any) string {
 }
 
 // statusOfCode is the status the server answers each code with.
-func statusOfCode(code string) int {
-	for _, c := range codeErrors {
-		if c.code == code {
-			return c.status
-		}
-	}
-	return map[string]int{
-		CodeTooLarge:     http.StatusRequestEntityTooLarge,
-		CodeUnauthorized: http.StatusUnauthorized,
-		CodeForbidden:    http.StatusForbidden,
-		CodeMethod:       http.StatusMethodNotAllowed,
-		CodeInternal:     http.StatusInternalServerError,
-	}[code]
-}
+func statusOfCode(code string) int { return wire.StatusOf(code) }
 
 func TestOpenAPIOperations(t *testing.T) {
 	spec := LoadSpec(t)
@@ -1129,21 +1117,21 @@ func TestOpenAPISchemasValidate(t *testing.T) {
 	p := 50.0
 	good := map[string]any{
 		"Job":                    job,
-		"AddResponse":            AddResponse{Job: job, Outcome: store.Requeued},
-		"AddBatchResponse":       AddBatchResponse{Results: []AddResponse{{Job: job, Outcome: store.Inserted}}},
-		"ListResponse":           ListResponse{Jobs: []store.Job{job}, NextCursor: "7"},
-		"AcceptResponse":         AcceptResponse{Jobs: []store.Job{}},
-		"HeartbeatBatchResponse": HeartbeatBatchResponse{Results: []HeartbeatResult{{LeaseUntil: now}, {Error: &Error{Code: CodeCanceled, Message: "x"}}}},
-		"FinishBatchResponse":    FinishBatchResponse{Results: []ItemResult{{}, {Error: &Error{Code: CodeWorkerConflict, Message: "x"}}}},
-		"StatsResponse":          StatsResponse{Counts: []store.Count{{Type: "a", State: store.Failed, Jobs: 2}}, ByState: map[string]int64{"pending": 0, "running": 0, "paused": 0, "completed": 0, "failed": 2, "cancelled": 0}},
-		"Event":                  Event{ID: 1, Type: "a", State: store.Pending, RunAt: now, At: now},
-		"TypesResponse":          TypesResponse{Types: []TypeConfig{{Type: "a", LeaseTimeout: Duration(45 * time.Second), Bands: "2,1", GroupMaxRunning: 3}, {Type: "b"}}},
-		"GroupsResponse":         GroupsResponse{Groups: []GroupConfig{{Group: "", Weight: 2}, {Group: "acme", Type: "a", MaxRunning: 4}}},
-		"AddRequest":             NewAddRequest(store.AddParams{Type: "a", Key: "k", RunAt: now, Data: json.RawMessage(`{"x":1}`), BackoffBase: time.Second}),
-		"AcceptRequest":          AcceptRequest{Types: []string{"a.*"}, Limit: 5, Wait: Duration(time.Second)},
-		"FinishItem":             NewFinishItem(store.FinishParams{Lease: store.Lease{ID: 1, Token: "t"}, As: store.Snooze, RunAt: now}),
-		"HeartbeatItem":          HeartbeatItem{ID: 1, Token: "t", Progress: &p},
-		"ErrorResponse":          ErrorResponse{Error: Error{Code: CodeInvalid, Message: "x"}},
+		"AddResponse":            wire.AddResponse{Job: job, Outcome: store.Requeued},
+		"AddBatchResponse":       wire.AddBatchResponse{Results: []wire.AddResponse{{Job: job, Outcome: store.Inserted}}},
+		"ListResponse":           wire.ListResponse{Jobs: []store.Job{job}, NextCursor: "7"},
+		"AcceptResponse":         wire.AcceptResponse{Jobs: []store.Job{}},
+		"HeartbeatBatchResponse": wire.HeartbeatBatchResponse{Results: []wire.HeartbeatResult{{LeaseUntil: now}, {Error: &wire.Error{Code: wire.CodeCanceled, Message: "x"}}}},
+		"FinishBatchResponse":    wire.FinishBatchResponse{Results: []wire.ItemResult{{}, {Error: &wire.Error{Code: wire.CodeWorkerConflict, Message: "x"}}}},
+		"StatsResponse":          wire.StatsResponse{Counts: []store.Count{{Type: "a", State: store.Failed, Jobs: 2}}, ByState: map[string]int64{"pending": 0, "running": 0, "paused": 0, "completed": 0, "failed": 2, "cancelled": 0}},
+		"Event":                  wire.Event{ID: 1, Type: "a", State: store.Pending, RunAt: now, At: now},
+		"TypesResponse":          wire.TypesResponse{Types: []wire.TypeConfig{{Type: "a", LeaseTimeout: wire.Duration(45 * time.Second), Bands: "2,1", GroupMaxRunning: 3}, {Type: "b"}}},
+		"GroupsResponse":         wire.GroupsResponse{Groups: []wire.GroupConfig{{Group: "", Weight: 2}, {Group: "acme", Type: "a", MaxRunning: 4}}},
+		"AddRequest":             wire.NewAddRequest(store.AddParams{Type: "a", Key: "k", RunAt: now, Data: json.RawMessage(`{"x":1}`), BackoffBase: time.Second}),
+		"AcceptRequest":          wire.AcceptRequest{Types: []string{"a.*"}, Limit: 5, Wait: wire.Duration(time.Second)},
+		"FinishItem":             wire.NewFinishItem(store.FinishParams{Lease: store.Lease{ID: 1, Token: "t"}, As: store.Snooze, RunAt: now}),
+		"HeartbeatItem":          wire.HeartbeatItem{ID: 1, Token: "t", Progress: &p},
+		"ErrorResponse":          wire.ErrorResponse{Error: wire.Error{Code: wire.CodeInvalid, Message: "x"}},
 	}
 	for _, name := range keys(good) {
 		if err := spec.Validate(ref(name), marshal(good[name])); err != nil {

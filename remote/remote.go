@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota"
-	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/httpapi/wire"
 	"github.com/rotajobs/rota/internal/batch"
 	"github.com/rotajobs/rota/store"
 )
@@ -164,12 +164,12 @@ func (s *Store) do(ctx context.Context, method, path string, query url.Values, i
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
-		var e httpapi.ErrorResponse
+		var e wire.ErrorResponse
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		if json.Unmarshal(raw, &e) != nil || e.Error.Code == "" {
 			return fmt.Errorf("remote: %s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(raw))
 		}
-		return httpapi.AsError(&e.Error)
+		return wire.AsError(&e.Error)
 	}
 	if out == nil {
 		io.Copy(io.Discard, resp.Body)
@@ -185,11 +185,11 @@ func (s *Store) do(ctx context.Context, method, path string, query url.Values, i
 
 // Add adds jobs in one request.
 func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddResult, error) {
-	req := httpapi.AddBatchRequest{Jobs: make([]httpapi.AddRequest, len(jobs))}
+	req := wire.AddBatchRequest{Jobs: make([]wire.AddRequest, len(jobs))}
 	for i, p := range jobs {
-		req.Jobs[i] = httpapi.NewAddRequest(p)
+		req.Jobs[i] = wire.NewAddRequest(p)
 	}
-	var resp httpapi.AddBatchResponse
+	var resp wire.AddBatchResponse
 	if err := s.do(ctx, "POST", "/v1/jobs", nil, req, &resp); err != nil {
 		return nil, err
 	}
@@ -209,7 +209,7 @@ func (s *Store) Get(ctx context.Context, ids []int64) ([]store.Job, error) {
 		for i, id := range chunk {
 			parts[i] = strconv.FormatInt(id, 10)
 		}
-		var resp httpapi.ListResponse
+		var resp wire.ListResponse
 		if err := s.do(ctx, "GET", "/v1/jobs", url.Values{"id": {strings.Join(parts, ",")}}, nil, &resp); err != nil {
 			return nil, err
 		}
@@ -229,7 +229,7 @@ func (s *Store) GetByKey(ctx context.Context, typ, key string) (store.Job, error
 	if typ == "" || key == "" {
 		return store.Job{}, store.Invalidf("type and key are both required")
 	}
-	var resp httpapi.ListResponse
+	var resp wire.ListResponse
 	if err := s.do(ctx, "GET", "/v1/jobs", url.Values{"type": {typ}, "key": {key}}, nil, &resp); err != nil {
 		return store.Job{}, err
 	}
@@ -263,7 +263,7 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 	if p.Descending {
 		q.Set("order", "desc")
 	}
-	var resp httpapi.ListResponse
+	var resp wire.ListResponse
 	if err := s.do(ctx, "GET", "/v1/jobs", q, nil, &resp); err != nil {
 		return store.ListResult{}, err
 	}
@@ -280,7 +280,7 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 
 // Stats counts jobs by type, group and state.
 func (s *Store) Stats(ctx context.Context) ([]store.Count, error) {
-	var resp httpapi.StatsResponse
+	var resp wire.StatsResponse
 	if err := s.do(ctx, "GET", "/v1/stats", nil, nil, &resp); err != nil {
 		return nil, err
 	}
@@ -292,12 +292,12 @@ func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]stor
 	out := make([]store.AddResult, len(ps))
 	errs := make([]error, len(ps))
 	for i, p := range ps {
-		req := httpapi.ResubmitRequest{Data: p.Data}
+		req := wire.ResubmitRequest{Data: p.Data}
 		if !p.RunAt.IsZero() {
 			t := p.RunAt
 			req.RunAt = &t
 		}
-		var resp httpapi.AddResponse
+		var resp wire.AddResponse
 		err := s.do(ctx, "POST", jobPath(p.ID, "resubmit"), nil, req, &resp)
 		if err != nil && !isItemError(err) {
 			return nil, nil, err
@@ -354,12 +354,12 @@ func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
 	if err := store.CheckTypeConfig(c); err != nil {
 		return err
 	}
-	return s.do(ctx, "PUT", "/v1/types/"+url.PathEscape(c.Type), nil, httpapi.NewTypeConfig(c), nil)
+	return s.do(ctx, "PUT", "/v1/types/"+url.PathEscape(c.Type), nil, wire.NewTypeConfig(c), nil)
 }
 
 // TypeConfigs lists the server's types.
 func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
-	var resp httpapi.TypesResponse
+	var resp wire.TypesResponse
 	if err := s.do(ctx, "GET", "/v1/types", nil, nil, &resp); err != nil {
 		return nil, err
 	}
@@ -380,12 +380,12 @@ func (s *Store) SetGroupConfig(ctx context.Context, c store.GroupConfig) error {
 		return err
 	}
 	return s.do(ctx, "PUT", "/v1/groups", nil,
-		httpapi.GroupConfig{Group: c.Group, Type: c.Type, MaxRunning: c.MaxRunning, Weight: c.Weight}, nil)
+		wire.GroupConfig{Group: c.Group, Type: c.Type, MaxRunning: c.MaxRunning, Weight: c.Weight}, nil)
 }
 
 // GroupConfigs lists the server's group settings.
 func (s *Store) GroupConfigs(ctx context.Context) ([]store.GroupConfig, error) {
-	var resp httpapi.GroupsResponse
+	var resp wire.GroupsResponse
 	if err := s.do(ctx, "GET", "/v1/groups", nil, nil, &resp); err != nil {
 		return nil, err
 	}
@@ -398,20 +398,22 @@ func (s *Store) GroupConfigs(ctx context.Context) ([]store.GroupConfig, error) {
 
 // ---- worker side ----
 
-// Accept leases due jobs without waiting.
+// Accept leases due jobs without waiting (it ignores p.Wait, as every
+// Store does).
 func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptResult, error) {
-	return s.AcceptWait(ctx, p, 0)
+	p.Wait = 0
+	return s.AcceptWait(ctx, p)
 }
 
 // AcceptWait leases due jobs, waiting on the server's long poll for up to
-// wait (the server bounds it, 60 s by default).
-func (s *Store) AcceptWait(ctx context.Context, p store.AcceptParams, wait time.Duration) (store.AcceptResult, error) {
-	req := httpapi.AcceptRequest{Types: p.Types, Limit: p.Limit, Wait: httpapi.Duration(wait), Worker: p.Worker, LeaseTimeout: httpapi.Duration(p.LeaseTimeout)}
+// p.Wait (the server bounds it, 60 s by default).
+func (s *Store) AcceptWait(ctx context.Context, p store.AcceptParams) (store.AcceptResult, error) {
+	req := wire.AcceptRequest{Types: p.Types, Limit: p.Limit, Wait: wire.Duration(p.Wait), Worker: p.Worker, LeaseTimeout: wire.Duration(p.LeaseTimeout)}
 	if !p.DueBy.IsZero() {
 		t := p.DueBy
 		req.DueBy = &t
 	}
-	var resp httpapi.AcceptWire
+	var resp wire.AcceptWire
 	if err := s.do(ctx, "POST", "/v1/accept", nil, req, &resp); err != nil {
 		return store.AcceptResult{}, err
 	}
@@ -434,11 +436,11 @@ func (s *Store) Heartbeat(ctx context.Context, ps []store.HeartbeatParams) ([]st
 }
 
 func (s *Store) heartbeatBatch(ctx context.Context, ps []store.HeartbeatParams) ([]store.HeartbeatResult, error) {
-	req := httpapi.HeartbeatBatchRequest{Items: make([]httpapi.HeartbeatItem, len(ps))}
+	req := wire.HeartbeatBatchRequest{Items: make([]wire.HeartbeatItem, len(ps))}
 	for i, p := range ps {
-		req.Items[i] = httpapi.HeartbeatItem{ID: p.ID, Token: p.Token, Data: p.Data, Progress: p.Progress}
+		req.Items[i] = wire.HeartbeatItem{ID: p.ID, Token: p.Token, Data: p.Data, Progress: p.Progress}
 	}
-	var resp httpapi.HeartbeatBatchResponse
+	var resp wire.HeartbeatBatchResponse
 	if err := s.do(ctx, "POST", "/v1/heartbeat", nil, req, &resp); err != nil {
 		return nil, err
 	}
@@ -447,7 +449,7 @@ func (s *Store) heartbeatBatch(ctx context.Context, ps []store.HeartbeatParams) 
 	}
 	out := make([]store.HeartbeatResult, len(ps))
 	for i, r := range resp.Results {
-		out[i] = store.HeartbeatResult{LeaseUntil: r.LeaseUntil, Resubmit: r.Resubmit, Err: httpapi.AsError(r.Error)}
+		out[i] = store.HeartbeatResult{LeaseUntil: r.LeaseUntil, Resubmit: r.Resubmit, Err: wire.AsError(r.Error)}
 	}
 	return out, nil
 }
@@ -461,11 +463,11 @@ func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, e
 }
 
 func (s *Store) finishBatch(ctx context.Context, ps []store.FinishParams) ([]error, error) {
-	req := httpapi.FinishBatchRequest{Items: make([]httpapi.FinishItem, len(ps))}
+	req := wire.FinishBatchRequest{Items: make([]wire.FinishItem, len(ps))}
 	for i, p := range ps {
-		req.Items[i] = httpapi.NewFinishItem(p)
+		req.Items[i] = wire.NewFinishItem(p)
 	}
-	var resp httpapi.FinishBatchResponse
+	var resp wire.FinishBatchResponse
 	if err := s.do(ctx, "POST", "/v1/finish", nil, req, &resp); err != nil {
 		return nil, err
 	}
@@ -474,7 +476,7 @@ func (s *Store) finishBatch(ctx context.Context, ps []store.FinishParams) ([]err
 	}
 	out := make([]error, len(ps))
 	for i, r := range resp.Results {
-		out[i] = httpapi.AsError(r.Error)
+		out[i] = wire.AsError(r.Error)
 	}
 	return out, nil
 }
@@ -547,7 +549,7 @@ func (s *Store) stream(ctx context.Context) bool {
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	httpapi.ParseEventStream(func() (string, bool) {
+	wire.ParseEventStream(func() (string, bool) {
 		if !sc.Scan() {
 			return "", false
 		}
@@ -556,7 +558,7 @@ func (s *Store) stream(ctx context.Context) bool {
 		if event != "job" {
 			return true
 		}
-		ev, err := httpapi.ParseEvent(data)
+		ev, err := wire.ParseEvent(data)
 		if err != nil {
 			return true
 		}

@@ -334,6 +334,11 @@ type AcceptParams struct {
 	Worker string
 	// LeaseTimeout overrides the type's lease timeout when positive.
 	LeaseTimeout time.Duration
+	// Wait is how long to wait for a job when none is due; zero returns at
+	// once. The rota.Client waits (on the store's change feed, or server
+	// side through a WaitAccepter such as the remote client); a Store's
+	// Accept returns at once and ignores it.
+	Wait time.Duration
 }
 
 // MaxAcceptLimit bounds AcceptParams.Limit.

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rotajobs/rota"
-	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/httpapi/wire"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -120,7 +120,7 @@ resubmitted or requeued. With --json it prints the API's answer,
 			out := cmd.OutOrStdout()
 			switch {
 			case g.json:
-				return printJSON(out, httpapi.AddResponse{Job: res.Job, Outcome: res.Outcome})
+				return printJSON(out, wire.AddResponse{Job: res.Job, Outcome: res.Outcome})
 			case quiet:
 				fmt.Fprintln(out, res.Job.ID)
 			default:

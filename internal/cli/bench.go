@@ -27,10 +27,7 @@ type benchFlags struct {
 
 func (f *benchFlags) options(cmd *cobra.Command, label string) (bench.Options, error) {
 	o := bench.Options{Store: f.store, Via: f.via, DSN: f.dsn, Dir: f.dir,
-		OpenPostgres: func(ctx context.Context, dsn string) (store.Store, error) {
-			st, _, err := openPostgres(ctx, dsn)
-			return st, err
-		}}
+		OpenPostgres: store.Open}
 	if o.DSN == "" {
 		o.DSN = os.Getenv("ROTA_TEST_POSTGRES")
 	}

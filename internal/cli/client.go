@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rotajobs/rota"
-	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/httpapi/wire"
 	"github.com/rotajobs/rota/remote"
 )
 
@@ -115,9 +115,9 @@ func (g *globals) explain(err error) error {
 	}
 	msg := err.Error()
 	switch {
-	case strings.HasPrefix(msg, httpapi.CodeUnauthorized+":"):
+	case strings.HasPrefix(msg, wire.CodeUnauthorized+":"):
 		return &exitError{code: exitUsage, err: fmt.Errorf("the server at %s needs a token: pass --token or set ROTA_TOKEN", server)}
-	case strings.HasPrefix(msg, httpapi.CodeForbidden+":"):
+	case strings.HasPrefix(msg, wire.CodeForbidden+":"):
 		return &exitError{code: exitUsage, err: fmt.Errorf("the server at %s did not accept the token given by --token or ROTA_TOKEN", server)}
 	}
 	return err
@@ -243,7 +243,7 @@ type eventStream struct {
 // streamEvent is one event: a job change, or the end of a job's stream.
 type streamEvent struct {
 	End bool
-	httpapi.Event
+	wire.Event
 }
 
 // openEvents opens the event stream with the given filter (job=ID, or
@@ -274,11 +274,11 @@ func (g *globals) openEvents(ctx context.Context, q url.Values) (*eventStream, e
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		var e httpapi.ErrorResponse
+		var e wire.ErrorResponse
 		if json.Unmarshal(raw, &e) != nil || e.Error.Code == "" {
 			return nil, fmt.Errorf("GET /v1/events: %s: %s", resp.Status, strings.TrimSpace(string(raw)))
 		}
-		return nil, g.explain(httpapi.AsError(&e.Error))
+		return nil, g.explain(wire.AsError(&e.Error))
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -293,7 +293,7 @@ func (s *eventStream) Next() (streamEvent, error) {
 	var out streamEvent
 	var perr error
 	got := false
-	httpapi.ParseEventStream(func() (string, bool) {
+	wire.ParseEventStream(func() (string, bool) {
 		if !s.sc.Scan() {
 			return "", false
 		}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/httpapi/wire"
 )
 
 func getCommand(g *globals) *cobra.Command {
@@ -33,7 +33,7 @@ errors, data and result. With --json it prints the API's answer,
 				return g.explain(err)
 			}
 			if g.json {
-				return printJSON(cmd.OutOrStdout(), httpapi.JobResponse{Job: j})
+				return printJSON(cmd.OutOrStdout(), wire.JobResponse{Job: j})
 			}
 			writeJob(cmd.OutOrStdout(), j, time.Now())
 			return nil

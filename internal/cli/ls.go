@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rotajobs/rota"
-	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/httpapi/wire"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -80,7 +80,7 @@ With --json it prints the API's answer, {"jobs": [...], "next_cursor": "..."}
 			}
 			out := cmd.OutOrStdout()
 			if g.json {
-				resp := httpapi.ListResponse{Jobs: jobs}
+				resp := wire.ListResponse{Jobs: jobs}
 				if resp.Jobs == nil {
 					resp.Jobs = []rota.Job{}
 				}

@@ -10,16 +10,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rotajobs/rota"
-	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/httpapi/wire"
 )
 
 // itemResult is one job's answer in the --json output of cancel, retry
 // and rm.
 type itemResult struct {
-	ID      int64          `json:"id"`
-	Job     *rota.Job      `json:"job,omitempty"`
-	Outcome rota.Outcome   `json:"outcome,omitempty"`
-	Error   *httpapi.Error `json:"error,omitempty"`
+	ID      int64        `json:"id"`
+	Job     *rota.Job    `json:"job,omitempty"`
+	Outcome rota.Outcome `json:"outcome,omitempty"`
+	Error   *wire.Error  `json:"error,omitempty"`
 }
 
 type itemResults struct {
@@ -30,17 +30,17 @@ type itemResults struct {
 func errorCode(err error) string {
 	switch {
 	case errors.Is(err, rota.ErrNotFound):
-		return httpapi.CodeNotFound
+		return wire.CodeNotFound
 	case errors.Is(err, rota.ErrFinished):
-		return httpapi.CodeFinished
+		return wire.CodeFinished
 	case errors.Is(err, rota.ErrCanceled):
-		return httpapi.CodeCanceled
+		return wire.CodeCanceled
 	case errors.Is(err, rota.ErrWorkerConflict):
-		return httpapi.CodeWorkerConflict
+		return wire.CodeWorkerConflict
 	case errors.Is(err, rota.ErrInvalid):
-		return httpapi.CodeInvalid
+		return wire.CodeInvalid
 	}
-	return httpapi.CodeInternal
+	return wire.CodeInternal
 }
 
 // finishItems prints the results of an operation on several jobs and
@@ -50,7 +50,7 @@ func finishItems(w, errw io.Writer, g *globals, res []itemResult, errs []error, 
 	for i := range res {
 		if errs[i] != nil {
 			failed++
-			res[i].Error = &httpapi.Error{Code: errorCode(errs[i]), Message: errs[i].Error()}
+			res[i].Error = &wire.Error{Code: errorCode(errs[i]), Message: errs[i].Error()}
 		}
 	}
 	if g.json {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,8 +19,8 @@ import (
 
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/httpapi/wire"
 	"github.com/rotajobs/rota/store"
-	"github.com/rotajobs/rota/store/sqlite"
 )
 
 func serveCommand() *cobra.Command {
@@ -106,8 +107,8 @@ type serveOptions struct {
 
 // serverSettings is the --config file.
 type serverSettings struct {
-	Types  []httpapi.TypeConfig  `json:"types"`
-	Groups []httpapi.GroupConfig `json:"groups"`
+	Types  []wire.TypeConfig  `json:"types"`
+	Groups []wire.GroupConfig `json:"groups"`
 }
 
 // readSettings reads and checks a --config file, so that a mistake stops
@@ -232,24 +233,24 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// openStore opens the store a --store flag names, or the embedded SQLite
-// database in dataDir. It returns the store and a description for logs.
+// openStore opens the store a --store flag names (any data source name
+// store.Open takes), or the embedded SQLite database in dataDir. It returns
+// the store and a description for logs, without the password.
 func openStore(ctx context.Context, spec, dataDir string) (store.Store, string, error) {
-	switch {
-	case strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://"):
-		return openPostgres(ctx, spec)
-	case spec == "":
+	if spec == "" {
 		if err := os.MkdirAll(dataDir, 0o755); err != nil {
 			return nil, "", fmt.Errorf("--data: %w", err)
 		}
 		spec = filepath.Join(dataDir, "rota.db")
-	case strings.Contains(spec, "://"):
-		return nil, "", fmt.Errorf("--store %q: want a SQLite path, sqlite:PATH or postgres://…", spec)
 	}
-	path := strings.TrimPrefix(spec, "sqlite:")
-	st, err := sqlite.Open(path, sqlite.Config{})
+	st, err := store.Open(ctx, spec)
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("--store %q: %w", spec, err)
 	}
-	return st, "sqlite " + path, nil
+	desc := store.SchemeOf(spec) + " " + strings.TrimPrefix(spec, "sqlite:")
+	if u, err := url.Parse(spec); err == nil && u.Scheme != "" && u.Host != "" {
+		u.User, u.RawQuery = nil, ""
+		desc = u.Scheme + " " + u.String()
+	}
+	return st, desc, nil
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rotajobs/rota"
-	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/httpapi/wire"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -37,7 +37,7 @@ and a total row. With --json it prints the API's answer,
 			if err != nil {
 				return g.explain(err)
 			}
-			resp := httpapi.StatsResponse{Counts: counts, ByState: map[string]int64{}}
+			resp := wire.StatsResponse{Counts: counts, ByState: map[string]int64{}}
 			if resp.Counts == nil {
 				resp.Counts = []store.Count{}
 			}

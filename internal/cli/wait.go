@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rotajobs/rota"
-	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/httpapi/wire"
 )
 
 func waitCommand(g *globals) *cobra.Command {
@@ -147,7 +147,7 @@ func followJob(ctx context.Context, g *globals, id int64, d progressDisplay) (ro
 // reportEnd says how the job ended and returns the exit status for it.
 func reportEnd(w io.Writer, asJSON bool, j rota.Job) error {
 	if asJSON {
-		if err := printJSON(w, httpapi.JobResponse{Job: j}); err != nil {
+		if err := printJSON(w, wire.JobResponse{Job: j}); err != nil {
 			return err
 		}
 	}

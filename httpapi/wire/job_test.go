@@ -1,4 +1,4 @@
-package httpapi_test
+package wire_test
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/httpapi/wire"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -33,19 +33,19 @@ func TestJobWireMatchesJobJSON(t *testing.T) {
 		}
 		return buf.Bytes()
 	}
-	wire := httpapi.AcceptWire{Jobs: make([]httpapi.JobWire, len(jobs))}
+	aw := wire.AcceptWire{Jobs: make([]wire.JobWire, len(jobs))}
 	for i, j := range jobs {
-		wire.Jobs[i] = httpapi.NewJobWire(j)
+		aw.Jobs[i] = wire.NewJobWire(j)
 	}
-	want, got := encode(httpapi.AcceptResponse{Jobs: jobs}), encode(wire)
+	want, got := encode(wire.AcceptResponse{Jobs: jobs}), encode(aw)
 	if !bytes.Equal(want, got) {
 		t.Fatalf("JobWire writes\n%s\nstore.Job writes\n%s", got, want)
 	}
-	var back httpapi.AcceptWire
+	var back wire.AcceptWire
 	if err := json.Unmarshal(want, &back); err != nil {
 		t.Fatal(err)
 	}
-	var ref httpapi.AcceptResponse
+	var ref wire.AcceptResponse
 	if err := json.Unmarshal(want, &ref); err != nil {
 		t.Fatal(err)
 	}
@@ -72,8 +72,8 @@ func BenchmarkAcceptAnswer(b *testing.B) {
 	}
 	b.Run("store.Job", func(b *testing.B) {
 		for i := 0; i < b.N; i += len(jobs) {
-			data, _ := json.Marshal(httpapi.AcceptResponse{Jobs: jobs})
-			var back httpapi.AcceptResponse
+			data, _ := json.Marshal(wire.AcceptResponse{Jobs: jobs})
+			var back wire.AcceptResponse
 			if err := json.Unmarshal(data, &back); err != nil {
 				b.Fatal(err)
 			}
@@ -81,12 +81,12 @@ func BenchmarkAcceptAnswer(b *testing.B) {
 	})
 	b.Run("JobWire", func(b *testing.B) {
 		for i := 0; i < b.N; i += len(jobs) {
-			wire := httpapi.AcceptWire{Jobs: make([]httpapi.JobWire, len(jobs))}
+			aw := wire.AcceptWire{Jobs: make([]wire.JobWire, len(jobs))}
 			for k, j := range jobs {
-				wire.Jobs[k] = httpapi.NewJobWire(j)
+				aw.Jobs[k] = wire.NewJobWire(j)
 			}
-			data, _ := json.Marshal(wire)
-			var back httpapi.AcceptWire
+			data, _ := json.Marshal(aw)
+			var back wire.AcceptWire
 			if err := json.Unmarshal(data, &back); err != nil {
 				b.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package httpapi_test
+package wire_test
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/httpapi/wire"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -16,7 +16,7 @@ import (
 // json.Unmarshal reads, for ordinary and odd events alike.
 func TestEventCodecMatchesEncodingJSON(t *testing.T) {
 	now := time.Date(2026, 11, 21, 7, 9, 7, 123456789, time.UTC)
-	events := []httpapi.Event{
+	events := []wire.Event{
 		{},
 		{ID: 1, Type: "email.send", State: store.Running, Lease: "abc123", At: now},
 		{ID: 2, Type: "t", Group: "acme", State: store.Pending, RunAt: now.Add(time.Hour), At: now},
@@ -31,23 +31,23 @@ func TestEventCodecMatchesEncodingJSON(t *testing.T) {
 		for k := range b {
 			b[k] = byte(rng.IntN(256))
 		}
-		events = append(events, httpapi.Event{ID: int64(i), Type: "t", Group: string(b), State: store.State(rng.IntN(6)),
+		events = append(events, wire.Event{ID: int64(i), Type: "t", Group: string(b), State: store.State(rng.IntN(6)),
 			Progress: rng.Float64() * 100, Lease: string(b[:len(b)/2]), At: now.Add(time.Duration(rng.Int64N(1e15)))})
 	}
 	for i, ev := range events {
 		want, err := json.Marshal(ev)
 		if err != nil { // as the stream did before: an empty event
-			if got := httpapi.AppendEvent(nil, ev); len(got) != 0 {
+			if got := wire.AppendEvent(nil, ev); len(got) != 0 {
 				t.Errorf("event %d: AppendEvent writes %s where json.Marshal fails (%v)", i, got, err)
 			}
 			continue
 		}
-		if got := httpapi.AppendEvent(nil, ev); string(got) != string(want) {
+		if got := wire.AppendEvent(nil, ev); string(got) != string(want) {
 			t.Errorf("event %d: AppendEvent writes %s, json.Marshal %s", i, got, want)
 		}
-		var ref httpapi.Event
+		var ref wire.Event
 		refErr := json.Unmarshal(want, &ref)
-		got, err := httpapi.ParseEvent(want)
+		got, err := wire.ParseEvent(want)
 		if (err != nil) != (refErr != nil) || !reflect.DeepEqual(got, ref) {
 			t.Errorf("event %d (%s): ParseEvent reads %+v, %v; json.Unmarshal %+v, %v", i, want, got, err, ref, refErr)
 		}
@@ -60,9 +60,9 @@ func TestEventCodecMatchesEncodingJSON(t *testing.T) {
 		`{"id":7,"type":"t\u0041","group":"","state":"running","progress":0,"at":"2026-11-21T07:09:07Z"}`,
 		`{"id":7}`, `[]`, ``,
 	} {
-		var ref httpapi.Event
+		var ref wire.Event
 		refErr := json.Unmarshal([]byte(in), &ref)
-		got, err := httpapi.ParseEvent([]byte(in))
+		got, err := wire.ParseEvent([]byte(in))
 		if (err != nil) != (refErr != nil) || !reflect.DeepEqual(got, ref) {
 			t.Errorf("%s: ParseEvent reads %+v, %v; json.Unmarshal %+v, %v", in, got, err, ref, refErr)
 		}

@@ -1,4 +1,4 @@
-package httpapi
+package wire
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -241,4 +242,32 @@ func (p *eventParser) time() time.Time {
 		p.ok = false
 	}
 	return t
+}
+
+// ParseEventStream reads Server-Sent Events from lines and calls fn with
+// each event's name and data; it returns when the stream ends or fn returns
+// false. The remote client uses it.
+func ParseEventStream(next func() (string, bool), fn func(event string, data []byte) bool) {
+	var name string
+	var data []string
+	for {
+		line, ok := next()
+		if !ok {
+			return
+		}
+		switch {
+		case line == "":
+			if len(data) > 0 || name != "" {
+				if !fn(name, []byte(strings.Join(data, "\n"))) {
+					return
+				}
+			}
+			name, data = "", data[:0]
+		case strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(line, "event:"):
+			name = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
+		case strings.HasPrefix(line, "data:"):
+			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+		}
+	}
 }

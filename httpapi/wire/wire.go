@@ -1,4 +1,4 @@
-package httpapi
+package wire
 
 import (
 	"encoding/json"
@@ -113,7 +113,8 @@ type AcceptRequest struct {
 
 // Params converts the request to store parameters.
 func (a AcceptRequest) Params() store.AcceptParams {
-	p := store.AcceptParams{Types: a.Types, Limit: a.Limit, Worker: a.Worker, LeaseTimeout: time.Duration(a.LeaseTimeout)}
+	p := store.AcceptParams{Types: a.Types, Limit: a.Limit, Worker: a.Worker, LeaseTimeout: time.Duration(a.LeaseTimeout),
+		Wait: time.Duration(a.Wait)}
 	if a.DueBy != nil {
 		p.DueBy = *a.DueBy
 	}
@@ -317,3 +318,12 @@ func NewFinishItem(p store.FinishParams) FinishItem {
 	}
 	return f
 }
+
+// ParseEnding returns the ending with this wire name.
+func ParseEnding(name string) (store.Ending, bool) {
+	e, ok := endingByName[name]
+	return e, ok
+}
+
+// Endings is how many endings have wire names.
+func Endings() int { return len(endingByName) }

@@ -1,0 +1,98 @@
+package wire
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/rotajobs/rota/store"
+)
+
+// Error codes. They are part of the API: clients match on them.
+const (
+	CodeInvalid        = "invalid_input"
+	CodeNotFound       = "not_found"
+	CodeWorkerConflict = "worker_conflict"
+	CodeCanceled       = "canceled"
+	CodeFinished       = "finished"
+	CodeTooLarge       = "too_large"
+	CodeUnauthorized   = "unauthorized"
+	CodeForbidden      = "forbidden"
+	CodeMethod         = "method_not_allowed"
+	CodeUnavailable    = "unavailable"
+	CodeInternal       = "internal"
+)
+
+var codeErrors = []struct {
+	code   string
+	err    error
+	status int
+}{
+	{CodeInvalid, store.ErrInvalid, http.StatusBadRequest},
+	{CodeNotFound, store.ErrNotFound, http.StatusNotFound},
+	{CodeWorkerConflict, store.ErrWorkerConflict, http.StatusConflict},
+	{CodeCanceled, store.ErrCanceled, http.StatusConflict},
+	{CodeFinished, store.ErrFinished, http.StatusConflict},
+	{CodeUnavailable, store.ErrClosed, http.StatusServiceUnavailable},
+}
+
+// CodeOf maps an error to its code and HTTP status.
+func CodeOf(err error) (code string, status int) {
+	for _, c := range codeErrors {
+		if errors.Is(err, c.err) {
+			return c.code, c.status
+		}
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return CodeTooLarge, http.StatusRequestEntityTooLarge
+	}
+	return CodeInternal, http.StatusInternalServerError
+}
+
+// ErrorOf is an error's body, nil for nil.
+func ErrorOf(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	code, _ := CodeOf(err)
+	return &Error{Code: code, Message: err.Error()}
+}
+
+// AsError turns a wire error back into an error that matches the store's
+// sentinel errors with errors.Is, so that remote callers match the same
+// errors as in-process ones.
+func AsError(e *Error) error {
+	if e == nil {
+		return nil
+	}
+	for _, c := range codeErrors {
+		if c.code == e.Code {
+			return &remoteError{msg: e.Message, sentinel: c.err}
+		}
+	}
+	return &remoteError{msg: e.Code + ": " + e.Message}
+}
+
+type remoteError struct {
+	msg      string
+	sentinel error
+}
+
+func (e *remoteError) Error() string { return e.msg }
+func (e *remoteError) Unwrap() error { return e.sentinel }
+
+// StatusOf is the HTTP status the server answers an error code with.
+func StatusOf(code string) int {
+	for _, c := range codeErrors {
+		if c.code == code {
+			return c.status
+		}
+	}
+	return map[string]int{
+		CodeTooLarge:     http.StatusRequestEntityTooLarge,
+		CodeUnauthorized: http.StatusUnauthorized,
+		CodeForbidden:    http.StatusForbidden,
+		CodeMethod:       http.StatusMethodNotAllowed,
+		CodeInternal:     http.StatusInternalServerError,
+	}[code]
+}

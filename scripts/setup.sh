@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing rota needs on a fresh Debian machine:
 # Go (expected at /usr/local/go or on PATH), a C compiler for the cgo
-# SQLite driver, and PostgreSQL for the PostgreSQL store's tests. Safe to
+# SQLite driver, PostgreSQL for the PostgreSQL store's tests, and
+# staticcheck (a pinned version, with go install). Safe to
 # run again; it installs only what is missing.
 set -euo pipefail
 
@@ -20,4 +21,12 @@ if ((${#need[@]})); then
   echo "setup: installing ${need[*]} from Debian's packages"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
+fi
+
+# staticcheck, pinned so that CI's findings do not change under us.
+staticcheck_version=v0.8.2
+gobin="$(go env GOPATH)/bin"
+if ! "$gobin/staticcheck" -version 2>/dev/null | grep -q "${staticcheck_version#v}"; then
+  echo "setup: installing staticcheck $staticcheck_version"
+  go install "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version"
 fi

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Runs rota's whole test suite: formatting, vet, and every test with the
-# race detector. Installs what is missing first (scripts/setup.sh).
+# Runs rota's whole test suite: formatting, vet, staticcheck, and every
+# test with the race detector. Installs what is missing first (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 export PATH="$PATH:/usr/local/go/bin" CGO_ENABLED=1
+export PATH="$PATH:$(go env GOPATH)/bin"
 
 # The PostgreSQL store's tests run against ROTA_TEST_POSTGRES when it is set,
 # and otherwise against the local cluster, started here if needed, with a
@@ -33,4 +34,5 @@ if [ -n "$unformatted" ]; then
   echo "not gofmt-formatted:"; echo "$unformatted"; exit 1
 fi
 go vet ./...
+staticcheck ./...
 go test -race -count=1 -timeout 10m ./...

@@ -243,24 +243,6 @@ var bandRange = [...][2]int64{
 	bandLow:  {math.MinInt64, 0},
 }
 
-// band is the band the pick number pos of g draws from first.
-func (q *queue) band(g *pgroup, pos int64) int {
-	if q.bands.IsZero() {
-		return bandAny
-	}
-	high := q.bands.Next(int(pos))
-	switch {
-	case high && g.highDone:
-		high = false
-	case !high && g.lowDone:
-		high = true
-	}
-	if high {
-		return bandHigh
-	}
-	return bandLow
-}
-
 // step is a run of turns one group wins: n picks from band count bc on.
 type step struct {
 	g  *pgroup

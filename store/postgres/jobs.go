@@ -1055,7 +1055,7 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 	if s.closed.Load() {
 		return 0, time.Time{}, s.wrap("expire leases", store.ErrClosed)
 	}
-	delta := now.Sub(time.Now())
+	delta := time.Until(now)
 	l := &s.leader
 	l.mu.Lock()
 	defer l.mu.Unlock()

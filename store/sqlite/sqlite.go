@@ -29,7 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	sqlite3 "github.com/mattn/go-sqlite3"
+	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
 
 	"github.com/rotajobs/rota/store"
 )
@@ -360,10 +360,4 @@ func (s *Store) prepare(query string) (*sql.Stmt, error) {
 	}
 	s.stmts[query] = st
 	return st, nil
-}
-
-// isBusy reports whether err is SQLite's "database is locked".
-func isBusy(err error) bool {
-	var se sqlite3.Error
-	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
 }

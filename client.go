@@ -29,6 +29,9 @@ type Config struct {
 	// NoMaintenance disables the lease monitor, for clients of a store
 	// whose leases another process takes care of.
 	NoMaintenance bool
+	// CloseStore makes Close close the store too, for a client that is
+	// the store's only user.
+	CloseStore bool
 }
 
 // Client adds, inspects and runs jobs on a store. It is safe for
@@ -61,17 +64,17 @@ func Open(dsn string) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rota: open %s: %w", dsn, err)
 	}
-	c, err := NewClient(st, Config{})
+	c, err := NewClient(st, Config{CloseStore: true})
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	c.ownsSt = true
 	return c, nil
 }
 
 // NewClient returns a client on st and starts its background services
-// (the lease monitor). Close stops them; it does not close st.
+// (the lease monitor). Close stops them, and closes st only with
+// cfg.CloseStore.
 func NewClient(st store.Store, cfg Config) (*Client, error) {
 	if st == nil {
 		return nil, errors.New("rota: NewClient: store is nil")
@@ -83,7 +86,7 @@ func NewClient(st store.Store, cfg Config) (*Client, error) {
 		cfg.PollInterval = time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Client{st: st, cfg: cfg, log: cfg.Logger, hub: notify.New(), stop: cancel}
+	c := &Client{st: st, ownsSt: cfg.CloseStore, cfg: cfg, log: cfg.Logger, hub: notify.New(), stop: cancel}
 	if !cfg.NoMaintenance {
 		m := &expiry.Monitor{Store: st, Interval: cfg.LeaseCheckInterval, Logger: c.log}
 		c.wg.Add(1)

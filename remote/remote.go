@@ -94,14 +94,15 @@ func New(baseURL string, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// NewClient returns a rota.Client on the server at baseURL. The server runs
-// the lease monitor, so the client runs no maintenance of its own.
+// NewClient returns a rota.Client on the server at baseURL; its Close
+// closes the connection to the server too. The server runs the lease
+// monitor, so the client runs no maintenance of its own.
 func NewClient(baseURL string, cfg Config) (*rota.Client, error) {
 	st, err := New(baseURL, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return rota.NewClient(st, rota.Config{NoMaintenance: true})
+	return rota.NewClient(st, rota.Config{NoMaintenance: true, CloseStore: true})
 }
 
 // Close stops the event stream and fails later calls with store.ErrClosed.

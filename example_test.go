@@ -1,0 +1,189 @@
+package rota_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/store/sqlite" // the embedded store; registers "sqlite"
+)
+
+// dbPath returns a fresh database file for an example, and a function that
+// removes it.
+func dbPath() (string, func()) {
+	dir, err := os.MkdirTemp("", "rota-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	return filepath.Join(dir, "jobs.db"), func() { os.RemoveAll(dir) }
+}
+
+// Email is the data of an "email.send" job.
+type Email struct {
+	To      string `json:"to"`
+	Subject string `json:"subject"`
+}
+
+// Open a client on the embedded SQLite store, add a job, run it with a
+// typed handler, and wait for its result.
+func Example() {
+	path, cleanup := dbPath()
+	defer cleanup()
+	client, err := rota.Open(path) // or "postgres://…" with store/postgres imported
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+
+	data, _ := json.Marshal(Email{To: "ada@example.com", Subject: "hello"})
+	added, err := client.Add(ctx, rota.AddParams{Type: "email.send", Data: data})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	w := rota.NewWorker(client, rota.WorkerConfig{Concurrency: 4})
+	rota.Handle(w, "email.send", func(ctx context.Context, job *rota.Job, e Email) error {
+		return rota.SetResult(ctx, map[string]string{"sent_to": e.To})
+	})
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- w.Run(runCtx) }()
+
+	job, err := client.Wait(ctx, added.Job.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	stop()
+	<-done
+	fmt.Println(job.State, string(job.Result))
+	// Output: completed {"sent_to":"ada@example.com"}
+}
+
+// Add jobs with a key: adding a job whose type and key exist updates the
+// pending job instead of adding another.
+func ExampleClient_Add() {
+	path, cleanup := dbPath()
+	defer cleanup()
+	client, err := rota.Open(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+
+	for _, to := range []string{"ada@example.com", "bob@example.com"} {
+		res, err := client.Add(ctx, rota.AddParams{
+			Type:     "report.build",
+			Key:      "daily", // unique within the type
+			Group:    "acme",  // the tenant, for fairness
+			Priority: 5,
+			RunAt:    time.Now().Add(time.Hour),
+			Data:     json.RawMessage(fmt.Sprintf(`{"mail_to":%q}`, to)),
+		})
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(res.Outcome, res.Job.State, string(res.Job.Data))
+	}
+	// Output:
+	// inserted pending {"mail_to":"ada@example.com"}
+	// updated pending {"mail_to":"bob@example.com"}
+}
+
+// Run jobs by hand: accept leases a job with a fencing token, and every
+// later call for it carries that token.
+func ExampleClient_Accept() {
+	path, cleanup := dbPath()
+	defer cleanup()
+	client, err := rota.Open(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+
+	if _, err := client.Add(ctx, rota.AddParams{Type: "image.resize", Data: json.RawMessage(`{"w":64}`)}); err != nil {
+		log.Fatal(err)
+	}
+	jobs, err := client.Accept(ctx, rota.AcceptParams{Types: []string{"image.*"}, Limit: 10, Wait: time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, j := range jobs {
+		fmt.Println("running", j.Type, "attempt", j.Attempt)
+		if err := client.Complete(ctx, j.Lease(), json.RawMessage(`{"ok":true}`)); err != nil {
+			log.Fatal(err)
+		}
+		// The lease ended: its token no longer changes the job.
+		err := client.Fail(ctx, j.Lease(), fmt.Errorf("too late"), false)
+		fmt.Println(err != nil)
+	}
+	// Output:
+	// running image.resize attempt 1
+	// true
+}
+
+// Add a job inside your own transaction on the same SQLite database: it
+// exists only if the transaction commits, together with your writes.
+func ExampleClient_AddTx() {
+	path, cleanup := dbPath()
+	defer cleanup()
+	client, err := rota.Open(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+
+	db, err := client.Store().(*sqlite.Store).DB()
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT)`); err != nil {
+		log.Fatal(err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := tx.Exec(`INSERT INTO orders (item) VALUES ('book')`); err != nil {
+		log.Fatal(err)
+	}
+	res, err := client.AddTx(ctx, tx, rota.AddParams{Type: "order.ship", Data: json.RawMessage(`{"order":1}`)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		log.Fatal(err)
+	}
+	job, err := client.Get(ctx, res.Job.ID)
+	fmt.Println(job.Type, job.State, err)
+	// Output: order.ship pending <nil>
+}
+
+// Wait for a job to end; Subscribe follows every change on the way.
+func ExampleClient_Wait() {
+	path, cleanup := dbPath()
+	defer cleanup()
+	client, err := rota.Open(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+
+	res, err := client.Add(ctx, rota.AddParams{Type: "cleanup"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	go client.Cancel(ctx, res.Job.ID)
+	job, err := client.Wait(ctx, res.Job.ID)
+	fmt.Println(job.State, err)
+	// Output: cancelled <nil>
+}

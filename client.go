@@ -32,6 +32,9 @@ type Config struct {
 	// CloseStore makes Close close the store too, for a client that is
 	// the store's only user.
 	CloseStore bool
+	// Hooks run at points of a job's life (see AddHook, FinishHook); each
+	// must implement at least one hook interface.
+	Hooks []any
 }
 
 // Client adds, inspects and runs jobs on a store. It is safe for
@@ -43,6 +46,7 @@ type Client struct {
 	cfg     Config
 	log     *slog.Logger
 	hub     *notify.Hub
+	hooks   hooks
 	watchMu sync.Mutex
 	unwatch func() // set once the store's change feed is attached
 	stop    context.CancelFunc
@@ -85,8 +89,12 @@ func NewClient(st store.Store, cfg Config) (*Client, error) {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = time.Second
 	}
+	hk, err := newHooks(cfg.Hooks)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Client{st: st, ownsSt: cfg.CloseStore, cfg: cfg, log: cfg.Logger, hub: notify.New(), stop: cancel}
+	c := &Client{hooks: hk, st: st, ownsSt: cfg.CloseStore, cfg: cfg, log: cfg.Logger, hub: notify.New(), stop: cancel}
 	if !cfg.NoMaintenance {
 		m := &expiry.Monitor{Store: st, Interval: cfg.LeaseCheckInterval, Logger: c.log}
 		c.wg.Add(1)
@@ -137,7 +145,7 @@ func (c *Client) Close() error {
 
 // Add adds one job, or re-adds an existing one with the same type and key.
 func (c *Client) Add(ctx context.Context, p AddParams) (AddResult, error) {
-	res, err := c.st.Add(ctx, []AddParams{p})
+	res, err := c.AddMany(ctx, []AddParams{p})
 	if err != nil {
 		return AddResult{}, err
 	}
@@ -146,6 +154,10 @@ func (c *Client) Add(ctx context.Context, p AddParams) (AddResult, error) {
 
 // AddMany adds jobs in one transaction: all or none.
 func (c *Client) AddMany(ctx context.Context, ps []AddParams) ([]AddResult, error) {
+	ps, err := c.hooks.beforeAdd(ctx, ps)
+	if err != nil {
+		return nil, err
+	}
 	return c.st.Add(ctx, ps)
 }
 
@@ -264,7 +276,11 @@ func (c *Client) AddTx(ctx context.Context, tx *sql.Tx, p AddParams) (AddResult,
 	if err != nil {
 		return AddResult{}, err
 	}
-	res, err := ts.AddTx(ctx, tx, []AddParams{p})
+	ps, err := c.hooks.beforeAdd(ctx, []AddParams{p})
+	if err != nil {
+		return AddResult{}, err
+	}
+	res, err := ts.AddTx(ctx, tx, ps)
 	if err != nil {
 		return AddResult{}, err
 	}

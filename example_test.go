@@ -187,3 +187,81 @@ func ExampleClient_Wait() {
 	fmt.Println(job.State, err)
 	// Output: cancelled <nil>
 }
+
+// Middleware wraps every handler of a worker: here it logs each run and
+// bounds it with a timeout.
+func ExampleMiddleware() {
+	path, cleanup := dbPath()
+	defer cleanup()
+	client, err := rota.Open(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+
+	logRuns := func(next rota.Handler) rota.Handler {
+		return rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+			fmt.Println("start", job.Type, "attempt", job.Attempt)
+			err := next.Work(ctx, job)
+			fmt.Println("end", job.Type, err)
+			return err
+		})
+	}
+	w := rota.NewWorker(client, rota.WorkerConfig{
+		Middleware: []rota.Middleware{logRuns, rota.Timeout(time.Minute)},
+	})
+	w.Handle("index.rebuild", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error { return nil }))
+	res, _ := client.Add(ctx, rota.AddParams{Type: "index.rebuild"})
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- w.Run(runCtx) }()
+	client.Wait(ctx, res.Job.ID)
+	stop()
+	<-done
+	// Output:
+	// start index.rebuild attempt 1
+	// end index.rebuild <nil>
+}
+
+// stampTenant is an AddHook: it puts jobs without a group in the tenant of
+// the request's context.
+type stampTenant struct{}
+
+type tenantKey struct{}
+
+func (stampTenant) BeforeAdd(ctx context.Context, p *rota.AddParams) error {
+	if p.Group == "" {
+		tenant, ok := ctx.Value(tenantKey{}).(string)
+		if !ok {
+			return fmt.Errorf("no tenant in the context")
+		}
+		p.Group = tenant
+	}
+	return nil
+}
+
+// Hooks run at points of a job's life; an AddHook may change or refuse
+// what is added.
+func ExampleAddHook() {
+	path, cleanup := dbPath()
+	defer cleanup()
+	st, err := sqlite.Open(path, sqlite.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	client, err := rota.NewClient(st, rota.Config{Hooks: []any{stampTenant{}}, CloseStore: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	ctx := context.WithValue(context.Background(), tenantKey{}, "acme")
+	res, err := client.Add(ctx, rota.AddParams{Type: "invoice.send"})
+	fmt.Println(res.Job.Group, err)
+	_, err = client.Add(context.Background(), rota.AddParams{Type: "invoice.send"})
+	fmt.Println(err)
+	// Output:
+	// acme <nil>
+	// rota: add hook rota_test.stampTenant: no tenant in the context
+}

@@ -107,6 +107,9 @@ type WorkerConfig struct {
 	ShutdownTimeout time.Duration
 	// Logger receives the worker's logs; nil means the client's.
 	Logger *slog.Logger
+	// Middleware wraps every handler, the first listed outermost (see
+	// Middleware).
+	Middleware []Middleware
 }
 
 // Worker runs jobs with registered handlers. Register handlers, then call
@@ -375,7 +378,9 @@ func (w *Worker) forget(r *runningJob) {
 // outcome.
 func (w *Worker) execute(r *runningJob, handlerDone func()) {
 	defer w.forget(r)
+	began := time.Now()
 	err := w.call(r)
+	took := time.Since(began)
 	handlerDone()
 	r.mu.Lock()
 	released := r.ended
@@ -423,6 +428,9 @@ func (w *Worker) execute(r *runningJob, handlerDone func()) {
 		}
 		w.log.Log(ctx, level, "finish failed", "id", r.job.ID, "type", r.job.Type, "ending", p.As, "err", ferr)
 	}
+	for _, h := range w.c.hooks.finish {
+		h.AfterFinish(ctx, &r.view, p, took, ferr)
+	}
 }
 
 // call runs the handler, turning a panic into an error with its stack.
@@ -432,7 +440,7 @@ func (w *Worker) call(r *runningJob) (err error) {
 			err = fmt.Errorf("panic: %v\n%s", v, debug.Stack())
 		}
 	}()
-	h := w.handlers[r.job.Type]
+	h := chain(w.handlers[r.job.Type], w.cfg.Middleware)
 	r.view = r.job
 	return h.Work(r.ctx, &r.view)
 }

@@ -1,0 +1,72 @@
+package rota
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Hooks run code of yours at points of a job's life, in the shape River's
+// users know: a hook is a value that implements one or more of the hook
+// interfaces below, listed in Config.Hooks. Hooks run in this process, on
+// an embedded store and on a remote one alike; each kind runs in the order
+// listed.
+//
+// For code around every handler run, use Middleware instead.
+
+// AddHook runs before jobs are added (Add, AddMany, AddTx). It may change
+// the parameters, for example to stamp metadata into the data; an error
+// rejects the add, and nothing is added.
+type AddHook interface {
+	BeforeAdd(ctx context.Context, p *AddParams) error
+}
+
+// FinishHook runs after a worker has ended a run and reported it to the
+// store: job is the job as the handler saw it, p how the run ended (its
+// As, Error, RunAt), took how long the handler ran, and err the store's
+// answer (nil when the ending was recorded; ErrCanceled or
+// ErrWorkerConflict when the lease had been lost). It must not block for
+// long: the worker's slot is already free, but its finish is not done.
+type FinishHook interface {
+	AfterFinish(ctx context.Context, job *Job, p FinishParams, took time.Duration, err error)
+}
+
+// hooks are a client's hooks, by kind.
+type hooks struct {
+	add    []AddHook
+	finish []FinishHook
+}
+
+func newHooks(list []any) (hooks, error) {
+	var h hooks
+	for i, v := range list {
+		known := false
+		if a, ok := v.(AddHook); ok {
+			h.add, known = append(h.add, a), true
+		}
+		if f, ok := v.(FinishHook); ok {
+			h.finish, known = append(h.finish, f), true
+		}
+		if !known {
+			return hooks{}, fmt.Errorf("rota: Config.Hooks[%d] (%T) implements no hook interface (AddHook, FinishHook)", i, v)
+		}
+	}
+	return h, nil
+}
+
+// beforeAdd runs the add hooks on a copy of ps.
+func (h *hooks) beforeAdd(ctx context.Context, ps []AddParams) ([]AddParams, error) {
+	if len(h.add) == 0 {
+		return ps, nil
+	}
+	out := make([]AddParams, len(ps))
+	copy(out, ps)
+	for i := range out {
+		for _, a := range h.add {
+			if err := a.BeforeAdd(ctx, &out[i]); err != nil {
+				return nil, fmt.Errorf("rota: add hook %T: %w", a, err)
+			}
+		}
+	}
+	return out, nil
+}

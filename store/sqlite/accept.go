@@ -1,16 +1,16 @@
 package sqlite
 
 import (
-	"container/heap"
 	"database/sql"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/rotajobs/rota/internal/fair"
+	"github.com/rotajobs/rota/internal/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -28,227 +28,110 @@ func (s *Store) resolve(pats []store.Pattern) []string {
 	return store.MatchTypes(pats, maps.Keys(s.types))
 }
 
-// group is one group's round-robin state during one accept.
-type group struct {
-	typ, grp  string
-	turn      float64
-	pending   int
-	running   int
-	bandCount int
-	weight    float64
-	limit     int  // bound on running jobs of this type; 0: none
-	crossRun  *int // running jobs of every type, shared by the accept's queues, when a cross-type bound applies
-	crossMax  int  // the cross-type bound; 0: none
-	served    bool
-}
-
-func (g *group) atLimit() bool {
-	return (g.limit > 0 && g.running >= g.limit) || (g.crossMax > 0 && *g.crossRun >= g.crossMax)
-}
-
-// room is how many more jobs the group may start.
-func (g *group) room() int {
-	r := math.MaxInt
-	if g.limit > 0 {
-		r = g.limit - g.running
-	}
-	if g.crossMax > 0 {
-		r = min(r, g.crossMax-*g.crossRun)
-	}
-	return max(r, 0)
-}
-
-// groupHeap orders groups by turn, then name.
-type groupHeap []*group
-
-func (h groupHeap) Len() int { return len(h) }
-func (h groupHeap) Less(i, j int) bool {
-	return store.TurnBefore(h[i].turn, h[i].grp, h[j].turn, h[j].grp)
-}
-func (h groupHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *groupHeap) Push(x any)   { *h = append(*h, x.(*group)) }
-func (h *groupHeap) Pop() any {
-	old := *h
-	g := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return g
-}
-
-// queue is one type's groups during one accept: a heap of the groups seen
-// so far, fed from the turn index in pages.
+// queue is one type's groups during one accept (fair.Queue), with what
+// this store keeps of them: the groups served, to save their turns, and
+// the type's virtual clock.
 type queue struct {
-	cross   map[string]*int // running jobs per group across types, for cross-type bounds
-	w       *writeTx
-	page    int // groups to read at a time
-	typ     string
+	*fair.Queue
 	cfg     typeConfig
-	heap    groupHeap
-	touched []*group
-	// the turn index is read from (lastTurn, lastGrp) on
-	lastTurn float64
-	lastGrp  string
-	started  bool
-	drained  bool
-	vclock   float64
-	moved    bool // the virtual clock moved
+	touched []*fair.Group
+	vclock  float64
+	moved   bool // the virtual clock moved
 }
 
-const groupPage = 64
+// groupsFirstSQL and groupsAfterSQL read a page of a type's groups with
+// pending jobs in turn order (fair.Page).
+const (
+	groupsFirstSQL = `SELECT grp, turn, pending, running, band_count FROM rota_groups
+	WHERE type = ? AND pending > 0 ORDER BY turn, grp LIMIT ?`
+	groupsAfterSQL = `SELECT grp, turn, pending, running, band_count FROM rota_groups
+	WHERE type = ? AND pending > 0 AND (turn > ? OR (turn = ? AND grp > ?)) ORDER BY turn, grp LIMIT ?`
+)
 
-func (q *queue) fill() error {
-	if q.drained {
-		return nil
-	}
-	var rows *sql.Rows
-	var err error
-	if !q.started {
-		rows, err = q.w.query(`SELECT grp, turn, pending, running, band_count FROM rota_groups
-			WHERE type = ? AND pending > 0 ORDER BY turn, grp LIMIT ?`, q.typ, q.page)
-	} else {
-		rows, err = q.w.query(`SELECT grp, turn, pending, running, band_count FROM rota_groups
-			WHERE type = ? AND pending > 0 AND (turn > ? OR (turn = ? AND grp > ?)) ORDER BY turn, grp LIMIT ?`,
-			q.typ, q.lastTurn, q.lastTurn, q.lastGrp, q.page)
-	}
-	if err != nil {
-		return fmt.Errorf("sqlite: accept: groups: %w", err)
-	}
-	defer rows.Close()
-	n := 0
-	for rows.Next() {
-		g := &group{typ: q.typ}
-		if err := rows.Scan(&g.grp, &g.turn, &g.pending, &g.running, &g.bandCount); err != nil {
-			return fmt.Errorf("sqlite: accept: groups: %w", err)
+func (w *writeTx) newQueue(typ string, first int, cross map[string]*fair.Bound) *queue {
+	q := &queue{cfg: w.s.typeConfig(typ)}
+	q.Queue = fair.NewQueue(typ, q.cfg.bands, first, func(isFirst bool, turn float64, name string, limit int) ([]*fair.Group, error) {
+		var rows *sql.Rows
+		var err error
+		if isFirst {
+			rows, err = w.query(groupsFirstSQL, typ, limit)
+		} else {
+			rows, err = w.query(groupsAfterSQL, typ, turn, turn, name, limit)
 		}
-		q.lastTurn, q.lastGrp = g.turn, g.grp
-		if err := q.w.s.applyGroupConfig(q.w, g, q.cfg, q.cross); err != nil {
-			return err
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: accept: groups: %w", err)
 		}
-		heap.Push(&q.heap, g)
-		n++
-	}
-	q.started = true
-	if n < q.page {
-		q.drained = true
-	}
-	q.page = groupPage
-	return rows.Err()
-}
-
-// next returns the group whose turn it is, or nil when no group has
-// pending jobs. It reads more of the index when the next unread group
-// could come before the best group in the heap.
-func (q *queue) next() (*group, error) {
-	// Unread groups sort after (lastTurn, lastGrp), the last one read; read
-	// on only while that could still come before the heap's best.
-	for !q.drained && (len(q.heap) == 0 || store.TurnBefore(q.lastTurn, q.lastGrp, q.heap[0].turn, q.heap[0].grp)) {
-		if err := q.fill(); err != nil {
-			return nil, err
+		defer rows.Close()
+		var out []*fair.Group
+		for rows.Next() {
+			g := &fair.Group{Type: typ}
+			if err := rows.Scan(&g.Name, &g.Turn, &g.Pending, &g.Running, &g.BandCount); err != nil {
+				return nil, fmt.Errorf("sqlite: accept: groups: %w", err)
+			}
+			out = append(out, g)
 		}
-	}
-	if len(q.heap) == 0 {
-		return nil, nil
-	}
-	return heap.Pop(&q.heap).(*group), nil
-}
-
-// wins is how many turns in a row g wins, at most want: the turns
-// g.turn + i/weight that come before the next group in the heap (or the
-// first group not read yet), ties going to the smaller group name.
-func (q *queue) wins(g *group, want int) int {
-	var rivalTurn float64
-	var rivalGrp string
-	switch {
-	case len(q.heap) > 0 && (q.drained || store.TurnBefore(q.heap[0].turn, q.heap[0].grp, q.lastTurn, q.lastGrp)):
-		rivalTurn, rivalGrp = q.heap[0].turn, q.heap[0].grp
-	case !q.drained:
-		rivalTurn, rivalGrp = q.lastTurn, q.lastGrp
-	default:
-		return want // no rival
-	}
-	return store.TurnsWon(g.turn, g.grp, g.weight, rivalTurn, rivalGrp, want)
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("sqlite: accept: groups: %w", err)
+		}
+		// Settings after the rows are read: applying them may query.
+		for _, g := range out {
+			if err := w.s.applyGroupConfig(w, g, q.cfg, cross); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	})
+	return q
 }
 
 // served records that g handed out n jobs.
-func (q *queue) served(g *group, n int) {
-	if !q.moved || g.turn > q.vclock {
-		q.vclock, q.moved = g.turn+float64(n-1)/g.weight, true
+func (q *queue) served(g *fair.Group, n int) {
+	if !q.moved || g.Turn > q.vclock {
+		q.vclock, q.moved = g.Turn+float64(n-1)/g.Weight, true
 	}
-	g.turn += float64(n) / g.weight
-	g.pending -= n
-	g.running += n
-	if g.crossRun != nil {
-		*g.crossRun += n
-	}
-	g.bandCount += n
-	if !g.served {
-		g.served = true
+	if g.Served == 0 {
 		q.touched = append(q.touched, g)
 	}
-	if g.pending > 0 {
-		heap.Push(&q.heap, g)
-	}
+	g.Serve(int64(n))
+	q.Push(g)
 }
 
 // save writes the turns back.
-func (q *queue) save() error {
+func (q *queue) save(w *writeTx) error {
 	for _, g := range q.touched {
-		if _, err := q.w.exec(`UPDATE rota_groups SET turn = ?, band_count = ? WHERE type = ? AND grp = ?`,
-			g.turn, g.bandCount, g.typ, g.grp); err != nil {
+		if _, err := w.exec(`UPDATE rota_groups SET turn = ?, band_count = ? WHERE type = ? AND grp = ?`,
+			g.Turn, g.BandCount, g.Type, g.Name); err != nil {
 			return fmt.Errorf("sqlite: accept: save turns: %w", err)
 		}
 	}
 	if q.moved {
-		if _, err := q.w.exec(`UPDATE rota_types SET vclock = max(vclock, ?) WHERE name = ?`, q.vclock, q.typ); err != nil {
+		if _, err := w.exec(`UPDATE rota_types SET vclock = max(vclock, ?) WHERE name = ?`, q.vclock, q.Type); err != nil {
 			return fmt.Errorf("sqlite: accept: save clock: %w", err)
 		}
 	}
 	return nil
 }
 
-// candidate is a due job a group offers.
-type candidate struct {
-	id       int64
-	priority int
-	runAt    int64
-	retry    bool
-}
-
-// better orders candidates across types: due retries first, then
-// priority, run time, id.
-func better(a, b candidate) bool {
-	if a.retry != b.retry {
-		return a.retry
-	}
-	if a.priority != b.priority {
-		return a.priority > b.priority
-	}
-	if a.runAt != b.runAt {
-		return a.runAt < b.runAt
-	}
-	return a.id < b.id
-}
+// bandSQL is the condition of each band's priorities.
+var bandSQL = map[fair.Band]string{fair.AnyBand: "", fair.HighBand: " AND priority > 0", fair.LowBand: " AND priority <= 0"}
 
 // offer returns up to n of g's due jobs in order: due retries first, then
-// the rest; with a counting scheme, n is 1 and the band is the scheme's.
-func (w *writeTx) offer(g *group, cfg typeConfig, dueBy int64, n int) ([]candidate, error) {
-	band := ""
-	var alt string
-	if !cfg.bands.IsZero() {
+// the rest; with a counting scheme, n is 1 and the band is the scheme's,
+// falling back to the other when it is empty.
+func (w *writeTx) offer(g *fair.Group, bands store.Bands, dueBy int64, n int) ([]fair.Candidate, error) {
+	band := fair.BandOf(bands, g.BandCount)
+	if band != fair.AnyBand {
 		n = 1
-		band, alt = " AND priority > 0", " AND priority <= 0"
-		if !cfg.bands.Next(g.bandCount) {
-			band, alt = alt, band
-		}
 	}
-	out, err := w.offerFrom(g, dueBy, n, band)
-	if err == nil && len(out) == 0 && band != "" {
-		out, err = w.offerFrom(g, dueBy, n, alt) // the wanted band is empty: fall back
+	out, err := w.offerFrom(g, dueBy, n, bandSQL[band])
+	if err == nil && len(out) == 0 && band != fair.AnyBand {
+		out, err = w.offerFrom(g, dueBy, n, bandSQL[band.Other()])
 	}
 	return out, err
 }
 
-func (w *writeTx) offerFrom(g *group, dueBy int64, n int, band string) ([]candidate, error) {
-	var out []candidate
+func (w *writeTx) offerFrom(g *fair.Group, dueBy int64, n int, band string) ([]fair.Candidate, error) {
+	var out []fair.Candidate
 	for _, retry := range []bool{true, false} {
 		if len(out) >= n {
 			break
@@ -261,16 +144,18 @@ func (w *writeTx) offerFrom(g *group, dueBy int64, n int, band string) ([]candid
 		}
 		rows, err := w.query(`SELECT id, priority, run_at FROM `+from+band+`
 			AND type = ? AND grp = ? AND run_at <= ? ORDER BY priority DESC, run_at, id LIMIT ?`,
-			g.typ, g.grp, dueBy, n-len(out))
+			g.Type, g.Name, dueBy, n-len(out))
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: accept: %w", err)
 		}
 		for rows.Next() {
-			c := candidate{retry: retry}
-			if err := rows.Scan(&c.id, &c.priority, &c.runAt); err != nil {
+			c := fair.Candidate{Retry: retry}
+			var runAt int64
+			if err := rows.Scan(&c.ID, &c.Priority, &runAt); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("sqlite: accept: %w", err)
 			}
+			c.RunAt = fromMicros(runAt)
 			out = append(out, c)
 		}
 		rows.Close()
@@ -287,14 +172,14 @@ func (w *writeTx) offerFrom(g *group, dueBy int64, n int, band string) ([]candid
 // Jobs are read straight into dst, which accept sizes for the whole batch,
 // since a job is a large struct and a drain claims tens of thousands a
 // second.
-func (w *writeTx) claim(dst []store.Job, g *group, cands []candidate, worker string, leaseMicros, now int64) ([]store.Job, error) {
+func (w *writeTx) claim(dst []store.Job, g *fair.Group, cands []fair.Candidate, worker string, leaseMicros, now int64) ([]store.Job, error) {
 	buf := make([]byte, 0, 12*len(cands)+2)
 	buf = append(buf, '[')
 	for i, c := range cands {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = strconv.AppendInt(buf, c.id, 10)
+		buf = strconv.AppendInt(buf, c.ID, 10)
 	}
 	buf = append(buf, ']')
 	var workerArg any
@@ -320,7 +205,7 @@ func (w *writeTx) claim(dst []store.Job, g *group, cands []candidate, worker str
 			return dst[:base], fmt.Errorf("sqlite: accept: claimed more jobs than the %d asked for", len(cands))
 		}
 		j := &seg[n]
-		*j = store.Job{Type: g.typ, Group: g.grp, State: store.Running, Worker: worker,
+		*j = store.Job{Type: g.Type, Group: g.Name, State: store.Running, Worker: worker,
 			LeaseUntil: fromMicros(now + leaseMicros), StartedAt: fromMicros(now), UpdatedAt: fromMicros(now)}
 		if err := scanClaimed(rows, j); err != nil {
 			return dst[:base], fmt.Errorf("sqlite: accept: claim: %w", err)
@@ -334,7 +219,7 @@ func (w *writeTx) claim(dst []store.Job, g *group, cands []candidate, worker str
 	if n != len(cands) {
 		return dst[:base], fmt.Errorf("sqlite: accept: claimed %d of %d jobs", n, len(cands))
 	}
-	if err := w.countBulk(g.typ, g.grp, -n, n); err != nil {
+	if err := w.countBulk(g.Type, g.Name, -n, n); err != nil {
 		return dst[:base], err
 	}
 	// Put the jobs in the candidates' order, in place: each swap moves one
@@ -342,7 +227,7 @@ func (w *writeTx) claim(dst []store.Job, g *group, cands []candidate, worker str
 	if n > 1 {
 		rank := make(map[int64]int, n)
 		for i, c := range cands {
-			rank[c.id] = i
+			rank[c.ID] = i
 		}
 		for i := range seg {
 			for {
@@ -403,28 +288,26 @@ func (w *writeTx) accept(p store.AcceptParams, types []string) (store.AcceptResu
 	// A group's running jobs across types are counted once per accept and
 	// shared by every type's queue, so that a bound across types holds
 	// within one accept of several types too.
-	cross := map[string]*int{}
+	cross := map[string]*fair.Bound{}
 	queues := make([]*queue, len(types))
 	for i, t := range types {
-		// A batch of n jobs needs at most n groups (plus one to know the
-		// next rival) unless some are skipped; read more only then.
-		queues[i] = &queue{w: w, typ: t, cfg: w.s.typeConfig(t), page: min(groupPage, p.Limit+1), cross: cross}
+		queues[i] = w.newQueue(t, min(fair.PageSize, p.Limit+1), cross)
 	}
 	// Room for the batch up front (claims append in place), but not for a
 	// long poll's ten thousand that may find one job.
 	res.Jobs = make([]store.Job, 0, min(p.Limit, 1024))
 	w.changes = slices.Grow(w.changes, min(p.Limit, 1024))
-	take := func(q *queue, g *group, offers []candidate) error {
+	take := func(q *queue, g *fair.Group, offers []fair.Candidate) error {
 		before := len(res.Jobs)
 		var err error
-		res.Jobs, err = w.claim(res.Jobs, g, offers, p.Worker, w.s.leaseFor(q.typ, p.LeaseTimeout).Microseconds(), now)
+		res.Jobs, err = w.claim(res.Jobs, g, offers, p.Worker, w.s.leaseFor(q.Type, p.LeaseTimeout).Microseconds(), now)
 		if err != nil {
 			return err
 		}
 		jobs := res.Jobs[before:]
 		q.served(g, len(jobs))
-		for _, j := range jobs {
-			w.changes = append(w.changes, store.Event{ID: j.ID, Type: j.Type, Group: j.Group, State: store.Running, Lease: store.LeaseTag(j.Token)})
+		for i := range jobs {
+			w.changes = append(w.changes, lifecycle.ClaimedEvent(&jobs[i]))
 		}
 		return nil
 	}
@@ -438,7 +321,7 @@ func (w *writeTx) accept(p store.AcceptParams, types []string) (store.AcceptResu
 		return res, err
 	}
 	for _, q := range queues {
-		if err := q.save(); err != nil {
+		if err := q.save(w); err != nil {
 			return res, err
 		}
 	}
@@ -450,20 +333,21 @@ func (w *writeTx) accept(p store.AcceptParams, types []string) (store.AcceptResu
 	return res, nil
 }
 
-type takeFunc func(q *queue, g *group, offers []candidate) error
+type takeFunc func(q *queue, g *fair.Group, offers []fair.Candidate) error
 
 // acceptOneType serves one type's groups in turn order; a group that wins
 // several turns in a row gives that many jobs at once.
 func (w *writeTx) acceptOneType(q *queue, limit int, dueBy int64, res *store.AcceptResult, take takeFunc) error {
 	for len(res.Jobs) < limit {
-		g, err := q.next()
+		g, err := q.Next()
 		if err != nil || g == nil {
 			return err
 		}
-		if g.atLimit() {
+		room := g.Room(0)
+		if room == 0 {
 			continue // skipped in this accept; its turn stays
 		}
-		offers, err := w.offer(g, q.cfg, dueBy, min(q.wins(g, limit-len(res.Jobs)), g.room()))
+		offers, err := w.offer(g, q.Bands, dueBy, int(min(q.Wins(g, int64(limit-len(res.Jobs))), room)))
 		if err != nil {
 			return err
 		}
@@ -478,27 +362,27 @@ func (w *writeTx) acceptOneType(q *queue, limit int, dueBy int64, res *store.Acc
 }
 
 // acceptTypes serves several types: each offers the best job of its next
-// group, and the best offer across types goes first.
+// group, and the best offer across types (fair.Better) goes first.
 func (w *writeTx) acceptTypes(queues []*queue, limit int, dueBy int64, res *store.AcceptResult, take takeFunc) error {
 	type head struct {
-		g *group
-		c candidate
+		g *fair.Group
+		c fair.Candidate
 	}
 	heads := make([]*head, len(queues))
 	for len(res.Jobs) < limit {
 		for i, q := range queues {
 			for heads[i] == nil {
-				g, err := q.next()
+				g, err := q.Next()
 				if err != nil {
 					return err
 				}
 				if g == nil {
 					break
 				}
-				if g.atLimit() {
+				if g.Room(0) == 0 {
 					continue
 				}
-				offers, err := w.offer(g, q.cfg, dueBy, 1)
+				offers, err := w.offer(g, q.Bands, dueBy, 1)
 				if err != nil {
 					return err
 				}
@@ -509,7 +393,7 @@ func (w *writeTx) acceptTypes(queues []*queue, limit int, dueBy int64, res *stor
 		}
 		best := -1
 		for i, h := range heads {
-			if h != nil && (best < 0 || better(h.c, heads[best].c)) {
+			if h != nil && (best < 0 || fair.Better(h.c, heads[best].c)) {
 				best = i
 			}
 		}
@@ -518,10 +402,10 @@ func (w *writeTx) acceptTypes(queues []*queue, limit int, dueBy int64, res *stor
 		}
 		h := heads[best]
 		heads[best] = nil
-		if h.g.atLimit() {
+		if h.g.Room(0) == 0 {
 			continue // another type's job of the group used up a bound across types
 		}
-		if err := take(queues[best], h.g, []candidate{h.c}); err != nil {
+		if err := take(queues[best], h.g, []fair.Candidate{h.c}); err != nil {
 			return err
 		}
 	}

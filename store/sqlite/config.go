@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/rotajobs/rota/internal/fair"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -71,34 +72,33 @@ func (s *Store) leaseFor(typ string, override time.Duration) time.Duration {
 
 // applyGroupConfig sets g's weight and bounds from the group settings
 // and the type's, reading its running jobs across types when a
-// cross-type bound applies.
-func (s *Store) applyGroupConfig(w *writeTx, g *group, tc typeConfig, cross map[string]*int) error {
+// cross-type bound applies (once per accept: cross holds them).
+func (s *Store) applyGroupConfig(w *writeTx, g *fair.Group, tc typeConfig, cross map[string]*fair.Bound) error {
 	s.typesMu.RLock()
-	own, hasOwn := s.groups[groupKey{g.grp, g.typ}]
-	all, hasAll := s.groups[groupKey{g.grp, ""}]
+	own, hasOwn := s.groups[groupKey{g.Name, g.Type}]
+	all, hasAll := s.groups[groupKey{g.Name, ""}]
 	s.typesMu.RUnlock()
-	g.weight = 1
+	g.Weight = 1
 	switch {
 	case hasOwn && own.Weight > 0:
-		g.weight = own.Weight
+		g.Weight = own.Weight
 	case hasAll && all.Weight > 0:
-		g.weight = all.Weight
+		g.Weight = all.Weight
 	}
-	g.limit = tc.groupMaxRunning
-	if hasOwn && own.MaxRunning > 0 && (g.limit == 0 || own.MaxRunning < g.limit) {
-		g.limit = own.MaxRunning
+	g.Limit = int64(tc.groupMaxRunning)
+	if hasOwn && own.MaxRunning > 0 && (g.Limit == 0 || int64(own.MaxRunning) < g.Limit) {
+		g.Limit = int64(own.MaxRunning)
 	}
 	if hasAll && all.MaxRunning > 0 {
-		g.crossMax = all.MaxRunning
-		if n, ok := cross[g.grp]; ok {
-			g.crossRun = n
-		} else {
-			n := new(int)
-			if err := w.queryRow(`SELECT coalesce(sum(running), 0) FROM rota_groups WHERE grp = ? AND running > 0`, g.grp).Scan(n); err != nil {
-				return fmt.Errorf("sqlite: accept: group %q: %w", g.grp, err)
+		b, ok := cross[g.Name]
+		if !ok {
+			b = &fair.Bound{Max: int64(all.MaxRunning), Exact: true}
+			if err := w.queryRow(`SELECT coalesce(sum(running), 0) FROM rota_groups WHERE grp = ? AND running > 0`, g.Name).Scan(&b.Running); err != nil {
+				return fmt.Errorf("sqlite: accept: group %q: %w", g.Name, err)
 			}
-			cross[g.grp], g.crossRun = n, n
+			cross[g.Name] = b
 		}
+		g.Cross = b
 	}
 	return nil
 }

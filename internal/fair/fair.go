@@ -34,6 +34,9 @@ type Group struct {
 	// Cross bounds its running jobs of all types together, shared by its
 	// groups of every type in the accept; nil: none.
 	Cross *Bound
+	// Exact: Running was counted under the group's lock, so its bounds
+	// hold across nodes (a store with one writer counts exactly always).
+	Exact bool
 
 	// Out: passed over for the rest of the accept (at a bound, or it gave
 	// fewer jobs than it won turns: the rest are not due or others hold
@@ -139,10 +142,22 @@ func NewQueue(typ string, bands store.Bands, first int, read Page) *Queue {
 func (q *Queue) Group(name string) *Group { return q.loaded[name] }
 
 func (q *Queue) fill() error {
-	gs, err := q.read(!q.started, q.lastTurn, q.lastName, q.page)
+	gs, err := q.read(q.Cursor())
 	if err != nil {
 		return err
 	}
+	q.Feed(gs)
+	return nil
+}
+
+// Cursor is where the next page starts, as Page takes it.
+func (q *Queue) Cursor() (first bool, turn float64, name string, limit int) {
+	return !q.started, q.lastTurn, q.lastName, q.page
+}
+
+// Feed adds the page at Cursor that the store read by itself (for
+// example in the round trip of a claim).
+func (q *Queue) Feed(gs []*Group) {
 	for _, g := range gs {
 		q.lastTurn, q.lastName = g.Turn, g.Name
 		if q.loaded[g.Name] != nil {
@@ -159,7 +174,6 @@ func (q *Queue) fill() error {
 		q.drained = true
 	}
 	q.page = PageSize
-	return nil
 }
 
 // Next returns the group whose turn it is, out of the heap, or nil when no

@@ -1,11 +1,9 @@
 package postgres
 
 import (
-	"container/heap"
 	"context"
 	"database/sql"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -14,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/rotajobs/rota/internal/fair"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -37,79 +36,12 @@ import (
 // so that bounds hold across nodes; see lock_group in migration 0002 and
 // "Fairness" in docs/postgres.md.
 
-// pgroup is one group's round-robin state during one accept.
-type pgroup struct {
-	typ, grp  string
-	turn      float64
-	pending   int64
-	running   int64 // counted when the group is locked
-	bandCount int64
-	weight    float64
-	limit     int64       // bound on running jobs of this type; 0: none
-	cross     *crossBound // bound on running jobs of all types; nil: none
-	locked    bool        // the accept holds the group's lock, and running is exact
-	out       bool        // passed over for the rest of the accept
-	highDone  bool        // its high band gave out in this accept
-	lowDone   bool
-	served    int64 // jobs claimed from it in this accept
-	deferred  int64 // of those, claimed in the accept's transaction, not yet counted as not pending
-}
-
-func (g *pgroup) bounded() bool { return g.limit > 0 || g.cross != nil }
-
-// room is how many more jobs the group may start; extra are jobs of its
-// name planned (not yet claimed) in this round.
-func (g *pgroup) room(extra int64) int64 {
-	r := int64(math.MaxInt64)
-	if g.limit > 0 {
-		r = g.limit - g.running
-	}
-	if g.cross != nil {
-		r = min(r, g.cross.max-g.cross.run-extra)
-	}
-	return max(r, 0)
-}
-
-// crossBound is a bound on a group's running jobs across types, shared by
-// the group's queues in one accept.
-type crossBound struct {
-	max, run int64
-	locked   bool // run is exact (counted under the group's lock, plus this accept's claims since)
-}
-
-// groupHeap orders groups by turn, then name.
-type groupHeap []*pgroup
-
-func (h groupHeap) Len() int { return len(h) }
-func (h groupHeap) Less(i, j int) bool {
-	return store.TurnBefore(h[i].turn, h[i].grp, h[j].turn, h[j].grp)
-}
-func (h groupHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *groupHeap) Push(x any)   { *h = append(*h, x.(*pgroup)) }
-func (h *groupHeap) Pop() any {
-	old := *h
-	g := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return g
-}
-
-// queue is one type's groups during one accept: a heap of the groups read
-// so far, fed from the turn index in pages.
+// queue is one type's groups during one accept (fair.Queue), with the
+// type's bound per group, read with the first page.
 type queue struct {
-	typ     string
-	bands   store.Bands
-	gmax    int64 // the type's bound per group
-	heap    groupHeap
-	loaded  map[string]*pgroup
-	page    int
-	started bool
-	drained bool
-	// the turn index is read on from (lastTurn, lastGrp)
-	lastTurn float64
-	lastGrp  string
+	*fair.Queue
+	gmax int64
 }
-
-const groupPage = 64
 
 // pageSQL reads the next groups with pending jobs in turn order, with their
 // settings and the type's.
@@ -125,127 +57,75 @@ ORDER BY g.turn, g.grp`
 
 // pageArgs are the arguments of pageSQL for q's next page.
 func (q *queue) pageArgs() []any {
-	from, after := -1.0, ""
-	if q.started {
-		from, after = q.lastTurn, q.lastGrp
+	first, turn, name, limit := q.Cursor()
+	if first {
+		turn, name = -1, ""
 	}
-	return []any{q.typ, from, after, q.page}
+	return []any{q.Type, turn, name, limit}
 }
 
-func (a *acceptor) fill(q *queue) error {
-	if q.drained {
-		return nil
-	}
-	r, err := a.t.query(pageSQL, q.pageArgs()...)
-	if err != nil {
-		return fmt.Errorf("groups: %w", err)
-	}
-	return a.load(q, r)
+// newQueue returns the queue of typ, reading pages of groups with pageSQL.
+func (a *acceptor) newQueue(typ string, first int) *queue {
+	q := &queue{}
+	q.Queue = fair.NewQueue(typ, store.Bands{}, first, func(_ bool, _ float64, _ string, _ int) ([]*fair.Group, error) {
+		r, err := a.t.query(pageSQL, q.pageArgs()...)
+		if err != nil {
+			return nil, fmt.Errorf("groups: %w", err)
+		}
+		return a.load(q, r)
+	})
+	return q
 }
 
-// load reads a page of groups into q.
-func (a *acceptor) load(q *queue, r rows) error {
+// load reads a page of groups (rows of pageSQL), with their settings and,
+// with the first page, the type's.
+func (a *acceptor) load(q *queue, r rows) ([]*fair.Group, error) {
 	defer r.Close()
-	n := 0
+	first, _, _, _ := q.Cursor()
+	var out []*fair.Group
 	for r.Next() {
-		g := &pgroup{typ: q.typ}
+		g := &fair.Group{Type: q.Type}
 		var ownMax, allMax int64
 		var ownW, allW float64
 		var typeCfg []int64
-		if err := r.Scan(&g.grp, &g.turn, &g.pending, &g.bandCount, &ownMax, &ownW, &allMax, &allW, &typeCfg); err != nil {
-			return fmt.Errorf("groups: %w", err)
+		if err := r.Scan(&g.Name, &g.Turn, &g.Pending, &g.BandCount, &ownMax, &ownW, &allMax, &allW, &typeCfg); err != nil {
+			return nil, fmt.Errorf("groups: %w", err)
 		}
-		n++
-		q.lastTurn, q.lastGrp = g.turn, g.grp
-		if !q.started && len(typeCfg) == 3 {
-			q.bands = store.Bands{High: int(typeCfg[0]), Low: int(typeCfg[1])}
+		if first && len(typeCfg) == 3 {
+			q.Bands = store.Bands{High: int(typeCfg[0]), Low: int(typeCfg[1])}
 			q.gmax = typeCfg[2]
+			first = false
 		}
-		q.started = true
-		if q.loaded[g.grp] != nil {
-			continue // read before, and its turn has moved since
-		}
-		g.weight = 1
+		g.Weight = 1
 		switch {
 		case ownW > 0:
-			g.weight = ownW
+			g.Weight = ownW
 		case allW > 0:
-			g.weight = allW
+			g.Weight = allW
 		}
-		g.limit = q.gmax
-		if ownMax > 0 && (g.limit == 0 || ownMax < g.limit) {
-			g.limit = ownMax
+		g.Limit = q.gmax
+		if ownMax > 0 && (g.Limit == 0 || ownMax < g.Limit) {
+			g.Limit = ownMax
 		}
 		if allMax > 0 {
-			c := a.crosses[g.grp]
+			c := a.crosses[g.Name]
 			if c == nil {
-				c = &crossBound{max: allMax}
-				a.crosses[g.grp] = c
+				c = &fair.Bound{Max: allMax}
+				a.crosses[g.Name] = c
 			}
-			g.cross = c
+			g.Cross = c
 		}
-		q.loaded[g.grp] = g
-		heap.Push(&q.heap, g)
+		out = append(out, g)
 	}
 	if err := r.Err(); err != nil {
-		return fmt.Errorf("groups: %w", err)
+		return nil, fmt.Errorf("groups: %w", err)
 	}
-	q.started = true
-	if n < q.page {
-		q.drained = true
-	}
-	q.page = groupPage
-	return nil
-}
-
-// next returns the group whose turn it is, or nil when no group has
-// pending jobs. It reads more of the index when the next unread group
-// could come before the best group in the heap.
-func (a *acceptor) next(q *queue) (*pgroup, error) {
-	for !q.drained && (len(q.heap) == 0 || !q.started || store.TurnBefore(q.lastTurn, q.lastGrp, q.heap[0].turn, q.heap[0].grp)) {
-		if err := a.fill(q); err != nil {
-			return nil, err
-		}
-	}
-	if len(q.heap) == 0 {
-		return nil, nil
-	}
-	return heap.Pop(&q.heap).(*pgroup), nil
-}
-
-// wins is how many turns in a row g wins, at most want: the turns
-// g.turn + i/weight that come before the next group in the heap (or the
-// first group not read yet), ties going to the smaller group name.
-func (q *queue) wins(g *pgroup, want int64) int64 {
-	var rivalTurn float64
-	var rivalGrp string
-	switch {
-	case len(q.heap) > 0 && (q.drained || store.TurnBefore(q.heap[0].turn, q.heap[0].grp, q.lastTurn, q.lastGrp)):
-		rivalTurn, rivalGrp = q.heap[0].turn, q.heap[0].grp
-	case !q.drained:
-		rivalTurn, rivalGrp = q.lastTurn, q.lastGrp
-	default:
-		return want // no rival
-	}
-	return int64(store.TurnsWon(g.turn, g.grp, g.weight, rivalTurn, rivalGrp, int(want)))
-}
-
-// Priority bands a plan entry draws from.
-const (
-	bandAny = iota
-	bandHigh
-	bandLow
-)
-
-var bandRange = [...][2]int64{
-	bandAny:  {math.MinInt64, math.MaxInt64},
-	bandHigh: {1, math.MaxInt64},
-	bandLow:  {math.MinInt64, 0},
+	return out, nil
 }
 
 // step is a run of turns one group wins: n picks from band count bc on.
 type step struct {
-	g  *pgroup
+	g  *fair.Group
 	n  int64
 	bc int64
 }
@@ -258,99 +138,68 @@ type before struct {
 }
 
 // plan simulates up to need turns of q's round robin.
-func (a *acceptor) plan(q *queue, need int64, start map[*pgroup]before) ([]step, error) {
+func (a *acceptor) plan(q *queue, need int64, start map[*fair.Group]before) ([]step, error) {
 	var steps []step
-	extra := map[*crossBound]int64{}
+	extra := map[*fair.Bound]int64{}
 	for planned := int64(0); planned < need; {
-		g, err := a.next(q)
+		g, err := q.Next()
 		if err != nil {
 			return nil, err
 		}
 		if g == nil {
 			break
 		}
-		if g.out {
+		if g.Out {
 			continue
 		}
-		if g.bounded() && !g.locked {
+		if g.Bounded() && !g.Exact {
 			ok, err := a.lock(g, g == a.waitFor)
 			if err != nil {
 				return nil, err
 			}
 			if !ok { // another accept serves it now: serve another group
-				g.out = true
+				g.Out = true
 				a.busy = append(a.busy, g)
 				continue
 			}
 		}
-		room := g.room(extra[g.cross])
+		room := g.Room(extra[g.Cross])
 		if room == 0 {
-			g.out = true // at its bound: its turn stays
+			g.Out = true // at its bound: its turn stays
 			continue
 		}
-		n := min(q.wins(g, need-planned), room, g.pending)
+		n := min(q.Wins(g, need-planned), room, g.Pending)
 		if _, ok := start[g]; !ok {
-			start[g] = before{g.turn, g.pending, g.running, g.bandCount}
+			start[g] = before{g.Turn, g.Pending, g.Running, g.BandCount}
 		}
-		steps = append(steps, step{g: g, n: n, bc: g.bandCount})
-		g.turn += float64(n) / g.weight
-		g.pending -= n
-		g.running += n
-		g.bandCount += n
-		if g.cross != nil {
-			extra[g.cross] += n
+		steps = append(steps, step{g: g, n: n, bc: g.BandCount})
+		g.Turn += float64(n) / g.Weight
+		g.Pending -= n
+		g.Running += n
+		g.BandCount += n
+		if g.Cross != nil {
+			extra[g.Cross] += n
 		}
-		if g.pending > 0 {
-			heap.Push(&q.heap, g)
-		}
+		q.Push(g)
 		planned += n
 	}
 	return steps, nil
 }
 
-// candidate is a due job a plan entry found.
+// candidate is a due job a plan entry found, and the job once claimed.
 type candidate struct {
-	id       int64
-	retry    bool
-	priority int64
-	runAt    time.Time
-	job      *store.Job // when claimed
+	fair.Candidate
+	job *store.Job
 }
 
-// better orders candidates across types: due retries first, then
-// priority, run time, id.
-func better(a, b candidate) bool {
-	if a.retry != b.retry {
-		return a.retry
-	}
-	if a.priority != b.priority {
-		return a.priority > b.priority
-	}
-	if !a.runAt.Equal(b.runAt) {
-		return a.runAt.Before(b.runAt)
-	}
-	return a.id < b.id
-}
+func cmpCandidates(x, y candidate) int { return fair.Compare(x.Candidate, y.Candidate) }
 
-func cmpCandidates(x, y candidate) int {
-	switch {
-	case better(x, y):
-		return -1
-	case better(y, x):
-		return 1
-	}
-	return 0
-}
-
-// jobCandidate is a claimed job as a candidate: it was a due retry if this
-// is not its first attempt.
-func jobCandidate(j *store.Job) candidate {
-	return candidate{id: j.ID, retry: j.Attempt > 1, priority: int64(j.Priority), runAt: j.RunAt, job: j}
-}
+// jobCandidate is a claimed job as a candidate.
+func jobCandidate(j *store.Job) candidate { return candidate{fair.JobCandidate(j), j} }
 
 type entryKey struct {
-	g    *pgroup
-	band int
+	g    *fair.Group
+	band fair.Band
 }
 
 // entries is a round's plan for the database: how many jobs of each group
@@ -369,9 +218,9 @@ func (a *acceptor) entries(q *queue, steps []step, into *entries) {
 		}
 		into.n[k] += n
 	}
-	if q.bands.IsZero() {
+	if q.Bands.IsZero() {
 		for _, st := range steps {
-			add(entryKey{st.g, bandAny}, st.n)
+			add(entryKey{st.g, fair.AnyBand}, st.n)
 		}
 		return
 	}
@@ -379,11 +228,11 @@ func (a *acceptor) entries(q *queue, steps []step, into *entries) {
 	// its own is empty: so a group's picks are looked for in both bands,
 	// and chosen among what was found (see round).
 	for _, st := range steps {
-		if !st.g.highDone {
-			add(entryKey{st.g, bandHigh}, st.n)
+		if !st.g.HighDone {
+			add(entryKey{st.g, fair.HighBand}, st.n)
 		}
-		if !st.g.lowDone {
-			add(entryKey{st.g, bandLow}, st.n)
+		if !st.g.LowDone {
+			add(entryKey{st.g, fair.LowBand}, st.n)
 		}
 	}
 }
@@ -394,8 +243,8 @@ func (e *entries) args() []any {
 	types, grps := make([]string, n), make([]string, n)
 	los, his, ns := make([]int64, n), make([]int64, n), make([]int32, n)
 	for i, k := range e.keys {
-		types[i], grps[i] = k.g.typ, k.g.grp
-		los[i], his[i] = bandRange[k.band][0], bandRange[k.band][1]
+		types[i], grps[i] = k.g.Type, k.g.Name
+		los[i], his[i] = k.band.Range()
 		ns[i] = int32(e.n[k])
 	}
 	return []any{types, grps, los, his, ns}
@@ -546,11 +395,14 @@ type acceptor struct {
 	t       *txn  // where statements run: the pool, or the accept's transaction
 	tx      pgx.Tx
 	locks   map[string]bool // group names whose lock the transaction holds
-	crosses map[string]*crossBound
-	groups  []*pgroup // served, in order of first service
-	busy    []*pgroup // passed over because another accept held their lock
-	waitFor *pgroup   // a busy group to wait for
-	jobs    []store.Job
+	crosses map[string]*fair.Bound
+	// deferred: jobs claimed from a group in the accept's transaction, not
+	// yet counted as not pending
+	deferred map[*fair.Group]int64
+	groups   []*fair.Group // served, in order of first service
+	busy     []*fair.Group // passed over because another accept held their lock
+	waitFor  *fair.Group   // a busy group to wait for
+	jobs     []store.Job
 	// jobs[:committedJobs] and t.changes[:committedChanges] were claimed
 	// by statements that committed by themselves
 	committedJobs, committedChanges int
@@ -575,28 +427,28 @@ func (a *acceptor) begin() error {
 // lock takes the lock of a bounded group and counts its running jobs. It
 // only tries, so that concurrent accepts serve different groups rather
 // than queue, unless wait (see claimOnce).
-func (a *acceptor) lock(g *pgroup, wait bool) (bool, error) {
+func (a *acceptor) lock(g *fair.Group, wait bool) (bool, error) {
 	if err := a.begin(); err != nil {
 		return false, err
 	}
-	wait = wait || a.locks[g.grp] // held: it returns at once
+	wait = wait || a.locks[g.Name] // held: it returns at once
 	var locked bool
 	var running, all int64
 	_, err := a.t.queryRow(`SELECT locked, coalesce(running, 0), coalesce(all_running, 0) FROM rota.lock_group($1, $2, $3, $4)`,
-		[]any{g.typ, g.grp, hash64("group", a.s.cfg.Schema, g.grp), wait}, &locked, &running, &all)
+		[]any{g.Type, g.Name, hash64("group", a.s.cfg.Schema, g.Name), wait}, &locked, &running, &all)
 	if err != nil {
-		return false, fmt.Errorf("lock group %q: %w", g.grp, err)
+		return false, fmt.Errorf("lock group %q: %w", g.Name, err)
 	}
 	if !locked {
 		return false, nil
 	}
 	// The counts include what this transaction claimed so far.
-	a.locks[g.grp] = true
-	g.locked = true
-	g.running = running
-	if c := g.cross; c != nil && !c.locked {
-		c.locked = true
-		c.run = all
+	a.locks[g.Name] = true
+	g.Exact = true
+	g.Running = running
+	if c := g.Cross; c != nil && !c.Exact {
+		c.Exact = true
+		c.Running = all
 	}
 	return true, nil
 }
@@ -604,7 +456,7 @@ func (a *acceptor) lock(g *pgroup, wait bool) (bool, error) {
 // round plans and claims up to need jobs from the queues and appends them
 // to a.jobs in accept order. It reports whether it made progress.
 func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
-	start := map[*pgroup]before{}
+	start := map[*fair.Group]before{}
 	steps := make([][]step, len(queues))
 	ents := &entries{n: map[entryKey]int64{}, index: map[entryKey]int{}}
 	for i, q := range queues {
@@ -623,7 +475,7 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 	// chosen, in the accept's transaction.
 	lists := make(map[entryKey][]candidate, len(ents.keys))
 	args := append(ents.args(), optTime(a.p.DueBy))
-	single := len(queues) == 1 && queues[0].bands.IsZero()
+	single := len(queues) == 1 && queues[0].Bands.IsZero()
 	if !single {
 		if err := a.begin(); err != nil {
 			return false, err
@@ -636,7 +488,7 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 			query = claimCountedSQL
 			types, grps, invs := make([]string, 0, len(start)), make([]string, 0, len(start)), make([]float64, 0, len(start))
 			for g := range start {
-				types, grps, invs = append(types, g.typ), append(grps, g.grp), append(invs, 1/g.weight)
+				types, grps, invs = append(types, g.Type), append(grps, g.Name), append(invs, 1/g.Weight)
 			}
 			args = append(args, types, grps, invs)
 		}
@@ -669,7 +521,7 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 			for r.Next() {
 				var c candidate
 				var e int64
-				if err := r.Scan(&e, &c.id, &c.retry, &c.priority, &c.runAt); err != nil {
+				if err := r.Scan(&e, &c.ID, &c.Retry, &c.Priority, &c.RunAt); err != nil {
 					return err
 				}
 				k := ents.keys[e-1]
@@ -688,15 +540,15 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 		if int64(len(l)) < ents.n[k] {
 			progress = true
 			switch k.band {
-			case bandAny:
-				k.g.out = true
-			case bandHigh:
-				k.g.highDone = true
-			case bandLow:
-				k.g.lowDone = true
+			case fair.AnyBand:
+				k.g.Out = true
+			case fair.HighBand:
+				k.g.HighDone = true
+			case fair.LowBand:
+				k.g.LowDone = true
 			}
-			if k.g.highDone && k.g.lowDone {
-				k.g.out = true
+			if k.g.HighDone && k.g.LowDone {
+				k.g.Out = true
 			}
 		}
 	}
@@ -706,16 +558,16 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 	for i, q := range queues {
 		for _, st := range steps[i] {
 			for n := range st.n {
-				want := bandAny // the scheme's band, whatever was found
-				if !q.bands.IsZero() {
-					want = bandLow
-					if q.bands.Next(int(st.bc + n)) {
-						want = bandHigh
+				want := fair.AnyBand // the scheme's band, whatever was found
+				if !q.Bands.IsZero() {
+					want = fair.LowBand
+					if q.Bands.Next(int(st.bc + n)) {
+						want = fair.HighBand
 					}
 				}
 				k := entryKey{st.g, want}
-				if len(lists[k]) == 0 && want != bandAny {
-					k.band = bandHigh + bandLow - want
+				if len(lists[k]) == 0 && want != fair.AnyBand {
+					k.band = fair.HighBand + fair.LowBand - want
 				}
 				if l := lists[k]; len(l) > 0 {
 					seqs[i] = append(seqs[i], pick{st.g, l[0]})
@@ -729,8 +581,8 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 		taken = seqs[0]
 	} else {
 		// The type whose next pick ranks best goes first.
-		extra := map[*crossBound]int64{}
-		dropped := map[*pgroup]bool{}
+		extra := map[*fair.Bound]int64{}
+		dropped := map[*fair.Group]bool{}
 		next := make([]int, len(seqs))
 		for int64(len(taken)) < need {
 			best := -1
@@ -738,7 +590,7 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 				for next[i] < len(s) && dropped[s[next[i]].g] {
 					next[i]++
 				}
-				if next[i] < len(s) && (best < 0 || better(s[next[i]].c, seqs[best][next[best]].c)) {
+				if next[i] < len(s) && (best < 0 || fair.Better(s[next[i]].c.Candidate, seqs[best][next[best]].c.Candidate)) {
 					best = i
 				}
 			}
@@ -746,15 +598,15 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 				break
 			}
 			pk := seqs[best][next[best]]
-			if c := pk.g.cross; c != nil && c.run+extra[c] >= c.max {
+			if c := pk.g.Cross; c != nil && c.Running+extra[c] >= c.Max {
 				dropped[pk.g] = true // at its bound across types
-				pk.g.out = true
+				pk.g.Out = true
 				progress = true
 				continue
 			}
 			next[best]++
-			if pk.g.cross != nil {
-				extra[pk.g.cross]++
+			if pk.g.Cross != nil {
+				extra[pk.g.Cross]++
 			}
 			taken = append(taken, pk)
 		}
@@ -762,7 +614,7 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 			n := len(taken)
 			ids, es, types := make([]int64, n), make([]int64, n), make([]string, n)
 			for i, pk := range taken {
-				ids[i], es[i], types[i] = pk.c.id, int64(i), pk.g.typ
+				ids[i], es[i], types[i] = pk.c.ID, int64(i), pk.g.Type
 			}
 			args := append([]any{ids, es, types}, a.lease...)
 			r, err := a.t.query(claimIDsSQL, args...)
@@ -794,7 +646,7 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 		}
 	}
 	// Settle the round with what was claimed.
-	claimed := map[*pgroup]int64{}
+	claimed := map[*fair.Group]int64{}
 	for _, pk := range taken {
 		claimed[pk.g]++
 		j := pk.c.job
@@ -806,21 +658,21 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 	}
 	for g, b := range start {
 		n := claimed[g]
-		g.turn = b.turn + float64(n)/g.weight
-		g.pending = b.pending - n
-		g.running = b.running + n
-		g.bandCount = b.bandCount + n
-		if n > 0 && g.served == 0 {
+		g.Turn = b.turn + float64(n)/g.Weight
+		g.Pending = b.pending - n
+		g.Running = b.running + n
+		g.BandCount = b.bandCount + n
+		if n > 0 && g.Served == 0 {
 			a.groups = append(a.groups, g)
 		}
-		g.served += n
+		g.Served += n
 		if a.tx != nil {
-			g.deferred += n
-		} else if n > 0 && g.pending <= 0 {
-			a.clock(g, g.turn) // it ran out (as far as this accept can tell)
+			a.deferred[g] += n
+		} else if n > 0 && g.Pending <= 0 {
+			a.clock(g, g.Turn) // it ran out (as far as this accept can tell)
 		}
-		if g.cross != nil {
-			g.cross.run += n
+		if g.Cross != nil {
+			g.Cross.Running += n
 		}
 	}
 	if a.tx == nil {
@@ -828,19 +680,13 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 	}
 	// The next round starts from the groups as they now are.
 	for _, q := range queues {
-		q.heap = q.heap[:0]
-		for _, g := range q.loaded {
-			if !g.out && g.pending > 0 {
-				q.heap = append(q.heap, g)
-			}
-		}
-		heap.Init(&q.heap)
+		q.Reset()
 	}
 	return progress, nil
 }
 
 type pick struct {
-	g *pgroup
+	g *fair.Group
 	c candidate
 }
 
@@ -868,10 +714,10 @@ func (s *extraScanner) Scan(dest ...any) error {
 
 // clock notes that g ran out of pending jobs at turn (after it was
 // served), for its type's virtual clock.
-func (a *acceptor) clock(g *pgroup, turn float64) {
-	v := turn - 1/g.weight
-	if old, ok := a.clocks[g.typ]; !ok || v > old {
-		a.clocks[g.typ] = v
+func (a *acceptor) clock(g *fair.Group, turn float64) {
+	v := turn - 1/g.Weight
+	if old, ok := a.clocks[g.Type]; !ok || v > old {
+		a.clocks[g.Type] = v
 	}
 }
 
@@ -880,7 +726,7 @@ func (a *acceptor) clock(g *pgroup, turn float64) {
 // round trip. The page shows the groups after the claim.
 func (a *acceptor) head(q *queue) error {
 	b := &pgx.Batch{}
-	b.Queue(a.s.q(headSQL), append([]any{q.typ, a.p.Limit, optTime(a.p.DueBy)}, a.lease...)...)
+	b.Queue(a.s.q(headSQL), append([]any{q.Type, a.p.Limit, optTime(a.p.DueBy)}, a.lease...)...)
 	b.Queue(a.s.q(pageIfShortSQL), q.pageArgs()...)
 	br := a.s.pool.SendBatch(a.ctx, b)
 	defer br.Close()
@@ -911,9 +757,11 @@ func (a *acceptor) head(q *queue) error {
 	if err != nil {
 		return err
 	}
-	if err := a.load(q, pr); err != nil {
+	gs, err := a.load(q, pr)
+	if err != nil {
 		return err
 	}
+	q.Feed(gs)
 	if err := br.Close(); err != nil {
 		return err
 	}
@@ -926,20 +774,19 @@ func (a *acceptor) head(q *queue) error {
 		return nil
 	}
 	if claimed >= pending { // it ran out
-		a.clock(&pgroup{typ: q.typ, weight: w}, turn+float64(claimed)/w)
+		a.clock(&fair.Group{Type: q.Type, Weight: w}, turn+float64(claimed)/w)
 	}
-	g := q.loaded[grp]
+	g := q.Group(grp)
 	if g == nil { // not read: the accept is complete, or the group ran out
 		return nil
 	}
-	g.served = claimed
+	g.Served = claimed
 	a.groups = append(a.groups, g)
 	// A group that gave fewer jobs than it won turns (the others are not
 	// due, or others hold them) is passed over, as in a round.
 	if claimed < won {
-		g.out = true
-		q.heap = slices.DeleteFunc(q.heap, func(h *pgroup) bool { return h.out })
-		heap.Init(&q.heap)
+		g.Out = true
+		q.Reset()
 	}
 	return nil
 }
@@ -970,8 +817,8 @@ func (a *acceptor) finish() error {
 		var ns []int64
 		var invs []float64
 		for _, g := range a.groups {
-			if g.deferred > 0 {
-				types, grps, ns, invs = append(types, g.typ), append(grps, g.grp), append(ns, g.deferred), append(invs, 1/g.weight)
+			if d := a.deferred[g]; d > 0 {
+				types, grps, ns, invs = append(types, g.Type), append(grps, g.Name), append(ns, d), append(invs, 1/g.Weight)
 			}
 		}
 		if len(types) > 0 {
@@ -979,9 +826,9 @@ func (a *acceptor) finish() error {
 			if err != nil {
 				return fmt.Errorf("group counts: %w", err)
 			}
-			byKey := map[groupKey]*pgroup{}
+			byKey := map[groupKey]*fair.Group{}
 			for _, g := range a.groups {
-				byKey[groupKey{g.typ, g.grp}] = g
+				byKey[groupKey{g.Type, g.Name}] = g
 			}
 			err = func() error {
 				defer r.Close()
@@ -1051,17 +898,18 @@ func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []str
 	}
 	a := &acceptor{
 		s: s, ctx: ctx, p: p,
-		lease:   []any{override, us(store.DefaultLeaseTimeout), optString(cleanText(p.Worker))},
-		t:       &txn{s: s, ctx: ctx, db: pgxDB{s.pool}},
-		locks:   map[string]bool{},
-		crosses: map[string]*crossBound{},
-		clocks:  map[string]float64{},
+		lease:    []any{override, us(store.DefaultLeaseTimeout), optString(cleanText(p.Worker))},
+		t:        &txn{s: s, ctx: ctx, db: pgxDB{s.pool}},
+		locks:    map[string]bool{},
+		crosses:  map[string]*fair.Bound{},
+		deferred: map[*fair.Group]int64{},
+		clocks:   map[string]float64{},
 	}
 	queues := make([]*queue, len(names))
 	for i, n := range names {
 		// A batch of n jobs needs at most n groups (plus one to know the
 		// next rival) unless some are passed over; read more only then.
-		queues[i] = &queue{typ: n, loaded: map[string]*pgroup{}, page: min(groupPage, p.Limit+1)}
+		queues[i] = a.newQueue(n, min(fair.PageSize, p.Limit+1))
 	}
 	err := func() error {
 		if len(queues) > 1 {
@@ -1087,10 +935,10 @@ func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []str
 				break
 			}
 			g := a.busy[0]
-			a.waitFor, g.out = g, false
+			a.waitFor, g.Out = g, false
 			for _, q := range queues {
-				if q.typ == g.typ {
-					heap.Push(&q.heap, g)
+				if q.Type == g.Type {
+					q.Push(g)
 				}
 			}
 		}

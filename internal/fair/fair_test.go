@@ -1,0 +1,178 @@
+package fair
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rotajobs/rota/store"
+)
+
+func TestTurnsWon(t *testing.T) {
+	cases := []struct {
+		turn       float64
+		grp        string
+		weight     float64
+		rivalTurn  float64
+		rivalGrp   string
+		want, wins int64
+	}{
+		{0, "a", 1, 0, "b", 10, 1},       // a tie goes to the smaller name
+		{0, "b", 1, 0, "a", 10, 1},       // the popped group always wins its first turn
+		{0, "b", 1, 1, "a", 10, 1},       // 0 < 1, then 1 ties and a wins
+		{0, "a", 1, 1, "b", 10, 2},       // 0, and 1 wins the tie
+		{0, "a", 3, 1, "b", 10, 4},       // 0, 1/3, 2/3, 1
+		{1.0 / 3, "b", 3, 1, "a", 10, 2}, // 1/3, 2/3; 1 ties and a wins
+		{0, "a", 1, 100, "b", 5, 5},      // bounded by want
+	}
+	for _, c := range cases {
+		if got := TurnsWon(c.turn, c.grp, c.weight, c.rivalTurn, c.rivalGrp, c.want); got != c.wins {
+			t.Errorf("TurnsWon(%v, %q, w%v, vs %v %q, want %d) = %d, want %d", c.turn, c.grp, c.weight, c.rivalTurn, c.rivalGrp, c.want, got, c.wins)
+		}
+	}
+	if !TurnBefore(0, "b", 1, "a") || !TurnBefore(1, "a", 1, "b") || TurnBefore(1, "b", 1, "b") {
+		t.Error("TurnBefore orders by turn, then name, strictly")
+	}
+}
+
+// table is an in-memory turn index: a type's groups, read in (turn, name)
+// order a page at a time, as the stores' tables are.
+type table struct {
+	groups map[string]*Group // as stored: turns move only when saved
+	reads  int
+}
+
+func (tb *table) page(first bool, turn float64, name string, limit int) ([]*Group, error) {
+	tb.reads++
+	var all []*Group
+	for _, g := range tb.groups {
+		if g.Pending > 0 && (first || TurnBefore(turn, name, g.Turn, g.Name)) {
+			c := *g
+			all = append(all, &c)
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return TurnBefore(all[i].Turn, all[i].Name, all[j].Turn, all[j].Name) })
+	return all[:min(limit, len(all))], nil
+}
+
+// serve runs n picks of the round robin over q, taking as many turns from
+// a group as it wins in a row, and returns the groups in pick order.
+func serve(t *testing.T, q *Queue, n int64) []string {
+	t.Helper()
+	var out []string
+	for int64(len(out)) < n {
+		g, err := q.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g == nil {
+			break
+		}
+		k := min(q.Wins(g, n-int64(len(out))), g.Pending, g.Room(0))
+		if k == 0 {
+			continue
+		}
+		for range k {
+			out = append(out, g.Name)
+		}
+		g.Serve(k)
+		q.Push(g)
+	}
+	return out
+}
+
+func TestRoundRobin(t *testing.T) {
+	tests := []struct {
+		name   string
+		groups []*Group
+		n      int64
+		want   string
+	}{
+		{"equal weights alternate, ties by name", []*Group{{Name: "b", Pending: 3}, {Name: "a", Pending: 3}}, 6, "a b a b a b"},
+		{"weight 2 gets twice the turns", []*Group{{Name: "a", Pending: 10, Weight: 2}, {Name: "b", Pending: 10}}, 6, "a b a a b a"}, // turns a 0 .5 1 1.5, b 0 1: ties to a
+		{"a group that runs out leaves the round", []*Group{{Name: "a", Pending: 1}, {Name: "b", Pending: 5}}, 4, "a b b b"},
+		{"turns carried from earlier accepts count", []*Group{{Name: "a", Pending: 5, Turn: 2}, {Name: "b", Pending: 5}}, 4, "b b a b"},
+		{"a bound per group", []*Group{{Name: "a", Pending: 5, Limit: 1}, {Name: "b", Pending: 5}}, 4, "a b b b"},
+		{"a bound across types", []*Group{{Name: "a", Pending: 5, Cross: &Bound{Max: 3, Running: 2}}, {Name: "b", Pending: 5}}, 4, "a b b b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tb := &table{groups: map[string]*Group{}}
+			for _, g := range tt.groups {
+				g.Type = "t"
+				tb.groups[g.Name] = g
+			}
+			q := NewQueue("t", store.Bands{}, 1, tb.page)
+			if got := strings.Join(serve(t, q, tt.n), " "); got != tt.want {
+				t.Fatalf("picks %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestPaging checks that reading the turn index a page at a time gives the
+// order of reading it all at once, with many groups.
+func TestPaging(t *testing.T) {
+	tb := &table{groups: map[string]*Group{}}
+	for i := range 300 {
+		name := fmt.Sprintf("g%03d", i)
+		tb.groups[name] = &Group{Type: "t", Name: name, Pending: 2, Turn: float64(i % 7), Weight: float64(1 + i%3)}
+	}
+	whole := &table{groups: tb.groups}
+	want := serve(t, NewQueue("t", store.Bands{}, 1000, whole.page), 200)
+	got := serve(t, NewQueue("t", store.Bands{}, 5, tb.page), 200)
+	if !slices.Equal(got, want) {
+		t.Fatalf("paged order differs:\n%v\n%v", got[:20], want[:20])
+	}
+	if tb.reads < 2 || whole.reads != 1 {
+		t.Fatalf("reads: paged %d, whole %d", tb.reads, whole.reads)
+	}
+	// A small accept reads only the front of the index.
+	tb.reads = 0
+	serve(t, NewQueue("t", store.Bands{}, 3, tb.page), 2)
+	if tb.reads != 1 {
+		t.Fatalf("an accept of 2 read %d pages", tb.reads)
+	}
+}
+
+func TestBands(t *testing.T) {
+	b := store.Bands{High: 2, Low: 1}
+	var got []Band
+	for pos := range int64(6) {
+		got = append(got, BandOf(b, pos))
+	}
+	if want := []Band{HighBand, HighBand, LowBand, HighBand, HighBand, LowBand}; !slices.Equal(got, want) {
+		t.Fatalf("bands %v, want %v", got, want)
+	}
+	if BandOf(store.Bands{}, 3) != AnyBand || HighBand.Other() != LowBand || LowBand.Other() != HighBand {
+		t.Fatal("no scheme, or fallback, is wrong")
+	}
+	if lo, hi := HighBand.Range(); lo != 1 || hi < 1<<62 {
+		t.Fatalf("high band %d..%d", lo, hi)
+	}
+	if lo, hi := LowBand.Range(); hi != 0 || lo > -1<<62 {
+		t.Fatalf("low band %d..%d", lo, hi)
+	}
+}
+
+func TestBetter(t *testing.T) {
+	now := time.Now()
+	cs := []Candidate{
+		{ID: 5, Priority: 0, RunAt: now},
+		{ID: 4, Priority: 9, RunAt: now},
+		{ID: 3, Priority: 0, RunAt: now.Add(-time.Second)},
+		{ID: 2, Retry: true, Priority: -5, RunAt: now},
+		{ID: 1, Priority: 0, RunAt: now},
+	}
+	slices.SortFunc(cs, Compare)
+	var ids []int64
+	for _, c := range cs {
+		ids = append(ids, c.ID)
+	}
+	if want := []int64{2, 4, 3, 1, 5}; !slices.Equal(ids, want) {
+		t.Fatalf("order %v, want %v (retries, priority, run time, id)", ids, want)
+	}
+}

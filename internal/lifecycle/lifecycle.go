@@ -412,3 +412,13 @@ func After(r *Row, p *Plan) {
 func ClaimedEvent(j *store.Job) store.Event {
 	return store.Event{ID: j.ID, Type: j.Type, Group: j.Group, State: store.Running, Lease: store.LeaseTag(j.Token)}
 }
+
+// Resubmit decides a resubmit of job id (r nil when it does not exist):
+// the job runs again (see ReaddTo), at p.RunAt or, when pending, at its
+// own run time, with data (p's normalized data, nil to keep the job's).
+func Resubmit(id int64, r *Row, p *store.ResubmitParams, data []byte, now time.Time) (Plan, error) {
+	if r == nil {
+		return Plan{}, fmt.Errorf("job %d: %w", id, store.ErrNotFound)
+	}
+	return ReaddTo(r, Readd{RunAt: p.RunAt, KeepRunAt: true, Data: data}, now), nil
+}

@@ -369,8 +369,7 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 	return nil
 }
 
-// readd applies a re-add (by key) or resubmit (by id) to r and returns
-// the job as it now is.
+// readd applies a re-add by key to r and returns the job as it now is.
 func (t *txn) readd(r *lifecycle.Row, a lifecycle.Readd) (store.AddResult, error) {
 	now, err := t.now()
 	if err != nil {
@@ -403,14 +402,20 @@ func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]stor
 			return err
 		}
 		for i, p := range ps {
-			r := rs[p.ID]
-			if r == nil {
-				errs[i] = fmt.Errorf("job %d: %w", p.ID, store.ErrNotFound)
-				continue
-			}
-			if out[i], err = t.readd(r, lifecycle.Readd{RunAt: p.RunAt, KeepRunAt: true, Data: datas[i]}); err != nil {
+			now, err := t.now()
+			if err != nil {
 				return err
 			}
+			plan, err := lifecycle.Resubmit(p.ID, rs[p.ID], &p, datas[i], now)
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			j, err := t.apply(rs[p.ID], &plan)
+			if err != nil {
+				return err
+			}
+			out[i] = store.AddResult{Job: j, Outcome: plan.Outcome}
 		}
 		return nil
 	})

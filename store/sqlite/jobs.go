@@ -188,7 +188,7 @@ func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) ([]store.AddResult
 				if err != nil {
 					return nil, err
 				}
-				if out[i], err = w.readd(r, lifecycle.ReaddOf(p, datas[i])); err != nil {
+				if out[i], err = w.readd(r, lifecycle.ReaddTo(r, lifecycle.ReaddOf(p, datas[i]), w.now)); err != nil {
 					return nil, err
 				}
 				continue
@@ -240,10 +240,9 @@ func (w *writeTx) registerType(name string) error {
 	return nil
 }
 
-// readd applies a re-add (by key) or resubmit (by id) to r and returns
-// the job as it now is.
-func (w *writeTx) readd(r *lifecycle.Row, a lifecycle.Readd) (store.AddResult, error) {
-	plan := lifecycle.ReaddTo(r, a, w.now)
+// readd applies a re-add (by key) or resubmit (by id) planned for r and
+// returns the job as it now is.
+func (w *writeTx) readd(r *lifecycle.Row, plan lifecycle.Plan) (store.AddResult, error) {
 	if err := w.apply(r, &plan, nil, nil); err != nil {
 		return store.AddResult{}, err
 	}
@@ -275,11 +274,12 @@ func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]stor
 			if err != nil {
 				return err
 			}
-			if r == nil {
-				errs[i] = fmt.Errorf("job %d: %w", p.ID, store.ErrNotFound)
+			plan, err := lifecycle.Resubmit(p.ID, r, &p, datas[i], w.now)
+			if err != nil {
+				errs[i] = err
 				continue
 			}
-			if out[i], err = w.readd(r, lifecycle.Readd{RunAt: p.RunAt, KeepRunAt: true, Data: datas[i]}); err != nil {
+			if out[i], err = w.readd(r, plan); err != nil {
 				return err
 			}
 		}

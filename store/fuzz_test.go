@@ -1,0 +1,195 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The validators and parsers every store and protocol runs on input from
+// outside. Each target checks a property, not only the absence of panics:
+// what is accepted round-trips or is idempotent, and what is refused is
+// ErrInvalid with a message.
+
+func invalid(t *testing.T, err error) {
+	t.Helper()
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), ": ") {
+		t.Fatalf("a refusal must match ErrInvalid and say why: %v", err)
+	}
+}
+
+func FuzzNormalizeData(f *testing.F) {
+	for _, s := range []string{``, `{}`, ` {"a": [1, 2, {"b": null}]} `, `[]`, `"x"`, `{"a":`, `{"\u00e9": "\ud800"}`, "{\"a\":\"\xff\"}", `{"a":1}{}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, err := NormalizeData("data", data)
+		if err != nil {
+			invalid(t, err)
+			return
+		}
+		if !json.Valid(out) || out[0] != '{' {
+			t.Fatalf("accepted %q as %q, not a JSON object", data, out)
+		}
+		again, err := NormalizeData("data", out)
+		if err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("normalizing %q again gave %q, %v", out, again, err)
+		}
+	})
+}
+
+func FuzzNormalizeResult(f *testing.F) {
+	for _, s := range []string{``, `1`, `"x"`, `[1, 2]`, `{"a": {}}`, `nul`, ` `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, err := NormalizeResult(data)
+		if err != nil {
+			invalid(t, err)
+			return
+		}
+		if out == nil {
+			if len(bytes.TrimSpace(data)) != 0 {
+				t.Fatalf("%q became no result", data)
+			}
+			return
+		}
+		if again, err := NormalizeResult(out); err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("normalizing %q again gave %q, %v", out, again, err)
+		}
+	})
+}
+
+func FuzzParseBands(f *testing.F) {
+	for _, s := range []string{"", "2,1", "0,1", "1000,1000", "1001,0", "-1,2", "0,0", " 2,1", "2,1,3", "02,1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b, err := ParseBands(s)
+		if err != nil {
+			invalid(t, err)
+			return
+		}
+		if s == "" {
+			if !b.IsZero() {
+				t.Fatalf("empty gave %v", b)
+			}
+			return
+		}
+		if b.String() != s {
+			t.Fatalf("%q parsed as %v, which prints as %q", s, b, b.String())
+		}
+	})
+}
+
+func FuzzParseState(f *testing.F) {
+	for _, s := range []string{"pending", "running", "paused", "completed", "failed", "cancelled", "Pending", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		st, err := ParseState(s)
+		if err != nil {
+			invalid(t, err)
+			return
+		}
+		if st.String() != s || !st.Valid() {
+			t.Fatalf("%q parsed as %v", s, st)
+		}
+	})
+}
+
+func FuzzCompilePattern(f *testing.F) {
+	for _, s := range []string{"email.send", "email.*", "*", "a?c", "[a-c]x", "{a,b}", "[", "{a", "\\", "", "a\x00b"} {
+		f.Add(s, "email.send")
+	}
+	f.Fuzz(func(t *testing.T, pat, name string) {
+		p, err := CompilePattern(pat)
+		if err != nil {
+			invalid(t, err)
+			return
+		}
+		p.Match(name)
+		if p.Literal() && (!p.Match(pat) || p.String() != pat) {
+			t.Fatalf("literal %q does not match itself", pat)
+		}
+		if CheckType(pat) == nil && !p.Match(pat) {
+			t.Fatalf("a valid type %q is not matched by itself as a pattern", pat)
+		}
+	})
+}
+
+func FuzzCheckAdd(f *testing.F) {
+	f.Add("email.send", "", "", 0, int64(0), int64(0), int64(0))
+	f.Add("t", "key", "tenant", 3, int64(time.Second), int64(time.Minute), int64(1e18))
+	f.Add("a*b", "k", "g", -1, int64(-1), int64(0), int64(-1))
+	f.Add("a,b", "\x01", "\xff", 1, int64(2), int64(1), int64(0))
+	f.Fuzz(func(t *testing.T, typ, key, group string, attempts int, base, max, runAt int64) {
+		p := AddParams{Type: typ, Key: key, Group: group, MaxAttempts: attempts,
+			BackoffBase: time.Duration(base), BackoffMax: time.Duration(max)}
+		if runAt != 0 {
+			p.RunAt = time.Unix(0, runAt)
+		}
+		before := p
+		out, _, err := CheckAdds([]AddParams{p})
+		if !reflect.DeepEqual(p, before) {
+			t.Fatal("CheckAdds changed its input")
+		}
+		if err != nil {
+			invalid(t, err)
+			return
+		}
+		q := out[0]
+		if CheckType(q.Type) != nil || q.MaxAttempts <= 0 || q.BackoffBase <= 0 || q.BackoffMax < q.BackoffBase {
+			t.Fatalf("accepted %+v", q)
+		}
+		// What was accepted, with its defaults filled in, is accepted as is.
+		again, _, err := CheckAdds(out)
+		if err != nil || !reflect.DeepEqual(again[0], q) {
+			t.Fatalf("checking %+v again: %+v, %v", q, again[0], err)
+		}
+	})
+}
+
+func FuzzJobJSON(f *testing.F) {
+	j := Job{ID: 1, Type: "t", State: Running, Data: json.RawMessage(`{}`), BackoffBase: time.Second, BackoffMax: time.Hour,
+		RunAt: time.Unix(1700000000, 5).UTC(), CreatedAt: time.Unix(1700000000, 0).UTC(), UpdatedAt: time.Unix(1700000000, 0).UTC()}
+	b, _ := json.Marshal(j)
+	f.Add(b)
+	f.Add([]byte(`{"backoff_base":"1x"}`))
+	f.Add([]byte(`{"state":"nope"}`))
+	f.Add([]byte(`{"id":1,"data":{"a":1},"backoff_max":"90m"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var j Job
+		if err := json.Unmarshal(data, &j); err != nil {
+			return
+		}
+		b, err := json.Marshal(j)
+		if err != nil {
+			return // a decoded value json cannot write (such as raw data that is not JSON)
+		}
+		var k Job
+		if err := json.Unmarshal(b, &k); err != nil {
+			t.Fatalf("a job's own JSON %s does not decode: %v", b, err)
+		}
+		b2, _ := json.Marshal(k)
+		if !bytes.Equal(b, b2) {
+			t.Fatalf("round trip changed the job:\n%s\n%s", b, b2)
+		}
+	})
+}
+
+func FuzzSchemeOf(f *testing.F) {
+	for _, s := range []string{"jobs.db", "sqlite:jobs.db", "postgres://u@h/db", "./a:b/c.db", "C:\\x", ":memory:", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, dsn string) {
+		s := SchemeOf(dsn)
+		if s == "" || !strings.HasPrefix(dsn, s) && s != "sqlite" {
+			t.Fatalf("SchemeOf(%q) = %q", dsn, s)
+		}
+	})
+}

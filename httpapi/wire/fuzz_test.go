@@ -44,7 +44,7 @@ func FuzzDuration(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var d wire.Duration
 		if err := json.Unmarshal(data, &d); err != nil {
-			if !strings.Contains(err.Error(), "duration") {
+			if json.Valid(data) && !strings.Contains(err.Error(), "duration") {
 				t.Fatalf("refusal %q does not say what was wrong", err)
 			}
 			return

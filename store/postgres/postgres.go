@@ -49,11 +49,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,11 +61,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/rotajobs/rota/internal/migrate"
 	"github.com/rotajobs/rota/store"
 )
 
 //go:embed migrations/*.sql
-var migrations embed.FS
+var migrationFiles embed.FS
 
 // Config tunes a Store. The zero value is ready to use.
 type Config struct {
@@ -296,36 +294,40 @@ func (s *Store) q(query string) string {
 
 // ---- migrations ----
 
-// LatestSchemaVersion is the schema version this package migrates to.
-func LatestSchemaVersion() int {
-	files, _ := migrationFiles()
-	if len(files) == 0 {
-		return 0
-	}
-	return files[len(files)-1].version
-}
-
-type migration struct {
-	version int
-	name    string
-}
-
-func migrationFiles() ([]migration, error) {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
+// migrations are the schema's migrations (internal/migrate).
+var migrations = func() []migrate.Migration {
+	all, err := migrate.Load(migrationFiles, "migrations")
 	if err != nil {
-		return nil, err
+		panic("postgres: " + err.Error()) // a build with a misnamed file
 	}
-	var out []migration
-	for _, f := range names {
-		name := strings.TrimPrefix(f, "migrations/")
-		v, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
-		if err != nil {
-			return nil, fmt.Errorf("migration %s: bad version prefix", name)
-		}
-		out = append(out, migration{v, name})
+	return all
+}()
+
+// LatestSchemaVersion is the schema version this package migrates to.
+func LatestSchemaVersion() int { return migrate.Latest(migrations) }
+
+// migrationTx is a migration's transaction (migrate.Tx), in the store's
+// schema, under its advisory lock.
+type migrationTx struct{ tx pgx.Tx }
+
+func (m migrationTx) Applied(ctx context.Context) (int, error) {
+	if _, err := m.tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return 0, err
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	return out, nil
+	var v int
+	err := m.tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, err
+}
+
+func (m migrationTx) Exec(ctx context.Context, q string) error {
+	_, err := m.tx.Exec(ctx, q)
+	return err
+}
+
+func (m migrationTx) Record(ctx context.Context, mg migrate.Migration) error {
+	_, err := m.tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, mg.Version, mg.Name)
+	return err
 }
 
 // Migrate brings the schema up to date. It is safe to run from many nodes
@@ -337,11 +339,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if s.closed.Load() {
 		return fmt.Errorf("postgres: migrate: %w", store.ErrClosed)
 	}
-	files, err := migrationFiles()
-	if err != nil {
-		return fmt.Errorf("postgres: migrate: %w", err)
-	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, hash64("migrate", s.cfg.Schema)); err != nil {
 			return err
 		}
@@ -351,35 +349,22 @@ func (s *Store) Migrate(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+s.schema); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-			version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-			return err
-		}
-		var have int
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
-			return err
-		}
-		for _, m := range files {
-			if m.version <= have {
-				continue
-			}
-			body, err := migrations.ReadFile("migrations/" + m.name)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, string(body)); err != nil {
-				return fmt.Errorf("migration %s: %w", m.name, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
-				return err
-			}
-		}
-		return nil
+		_, err := migrate.Apply(ctx, migrationTx{tx}, migrations)
+		return err
 	})
 	if err != nil {
 		return s.wrap("migrate schema "+s.cfg.Schema, err)
 	}
 	return nil
+}
+
+// PendingMigrations returns the migrations Migrate would apply now.
+func (s *Store) PendingMigrations(ctx context.Context) ([]migrate.Migration, error) {
+	have, err := s.SchemaVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return migrate.Pending(migrations, have)
 }
 
 // SchemaVersion returns the highest migration applied, 0 when the schema

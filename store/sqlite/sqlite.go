@@ -22,7 +22,6 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,11 +30,12 @@ import (
 
 	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
 
+	"github.com/rotajobs/rota/internal/migrate"
 	"github.com/rotajobs/rota/store"
 )
 
 //go:embed migrations/*.sql
-var migrations embed.FS
+var migrationFiles embed.FS
 
 // Config tunes a Store. The zero value is ready to use.
 type Config struct {
@@ -130,7 +130,7 @@ func Open(path string, cfg Config) (*Store, error) {
 		w.Close()
 		return nil, err
 	}
-	if err := migrate(w); err != nil {
+	if err := migrateDB(w); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
 	}
@@ -202,47 +202,81 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	return v, err
 }
 
-func migrate(db *sql.DB) error {
+// migrations are the schema's migrations (internal/migrate).
+var migrations = func() []migrate.Migration {
+	all, err := migrate.Load(migrationFiles, "migrations")
+	if err != nil {
+		panic("sqlite: " + err.Error()) // a build with a misnamed file
+	}
+	return all
+}()
+
+const migrationsTableSQL = `CREATE TABLE IF NOT EXISTS rota_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`
+
+// migrationTx is a migration's transaction (migrate.Tx): BEGIN IMMEDIATE,
+// so that processes opening the file at once queue on the write lock.
+type migrationTx struct{ tx *sql.Tx }
+
+func (m migrationTx) Applied(ctx context.Context) (int, error) {
+	if _, err := m.tx.ExecContext(ctx, migrationsTableSQL); err != nil {
+		return 0, err
+	}
+	var v int
+	err := m.tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM rota_migrations`).Scan(&v)
+	return v, err
+}
+
+func (m migrationTx) Exec(ctx context.Context, q string) error {
+	_, err := m.tx.ExecContext(ctx, q)
+	return err
+}
+
+func (m migrationTx) Record(ctx context.Context, mg migrate.Migration) error {
+	_, err := m.tx.ExecContext(ctx, `INSERT INTO rota_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+		mg.Version, mg.Name, time.Now().UnixMicro())
+	return err
+}
+
+func migrateDB(db *sql.DB) error {
 	ctx := context.Background()
-	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: concurrent openers queue here
+	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.Exec(`CREATE TABLE IF NOT EXISTS rota_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
+	if _, err := migrate.Apply(ctx, migrationTx{tx}, migrations); err != nil {
 		return err
-	}
-	var have int
-	if err := tx.QueryRow(`SELECT coalesce(max(version), 0) FROM rota_migrations`).Scan(&have); err != nil {
-		return err
-	}
-	files, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return err
-	}
-	sort.Strings(files)
-	for _, f := range files {
-		name := strings.TrimPrefix(f, "migrations/")
-		v, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
-		if err != nil {
-			return fmt.Errorf("migration %s: bad version prefix", name)
-		}
-		if v <= have {
-			continue
-		}
-		body, err := migrations.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(string(body)); err != nil {
-			return fmt.Errorf("migration %s: %w", name, err)
-		}
-		if _, err := tx.Exec(`INSERT INTO rota_migrations (version, name, applied_at) VALUES (?, ?, ?)`, v, name, time.Now().UnixMicro()); err != nil {
-			return err
-		}
 	}
 	return tx.Commit()
 }
+
+// PendingMigrations returns the migrations that opening the database file
+// at path would apply (all of them for a file that does not exist), without
+// creating or changing it.
+func PendingMigrations(path string) ([]migrate.Migration, error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return migrations, nil
+	}
+	db, err := sql.Open(driverName, dsn(path, url.Values{"mode": {"ro"}}, 5*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	defer db.Close()
+	var exists int
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'rota_migrations'`).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("sqlite: read %s: %w", path, err)
+	}
+	have := 0
+	if exists > 0 {
+		if err := db.QueryRow(`SELECT coalesce(max(version), 0) FROM rota_migrations`).Scan(&have); err != nil {
+			return nil, fmt.Errorf("sqlite: read %s: %w", path, err)
+		}
+	}
+	return migrate.Pending(migrations, have)
+}
+
+// LatestSchemaVersion is the schema version this package migrates to.
+func LatestSchemaVersion() int { return migrate.Latest(migrations) }
 
 // DB returns a handle on the same database file for the caller's own
 // tables and transactions, so that AddTx and FinishTx commit together with

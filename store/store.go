@@ -144,6 +144,10 @@ type Job struct {
 	Errors    []AttemptError  `json:"errors,omitempty"`
 	Result    json.RawMessage `json:"result,omitempty"`
 
+	// Meta is what the producer attached to the job besides its data
+	// (AddParams.Meta): trace context, routing.
+	Meta map[string]string `json:"meta,omitempty"`
+
 	CreatedAt  time.Time `json:"created_at"`
 	StartedAt  time.Time `json:"started_at,omitzero"`
 	FinishedAt time.Time `json:"finished_at,omitzero"`
@@ -235,7 +239,18 @@ type AddParams struct {
 	// means the defaults.
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
+	// Meta is small string pairs carried with the job beside its data, for
+	// infrastructure rather than the handler: a trace context (otelrota),
+	// routing hints. At most MaxMetaKeys keys and MaxMetaSize bytes; nil
+	// keeps a re-added job's.
+	Meta map[string]string
 }
+
+// Bounds of AddParams.Meta.
+const (
+	MaxMetaKeys = 32
+	MaxMetaSize = 4096 // keys and values together
+)
 
 // Outcome says what an add or resubmit did.
 type Outcome uint8
@@ -579,4 +594,25 @@ type Store interface {
 
 	// Close releases the store. Pending operations fail with ErrClosed.
 	Close() error
+}
+
+// MetaJSON is metadata as stores keep it: a JSON object, nil for nil.
+func MetaJSON(m map[string]string) []byte {
+	if m == nil {
+		return nil
+	}
+	b, _ := json.Marshal(m) // a map of strings always encodes
+	return b
+}
+
+// ParseMetaJSON reads what MetaJSON wrote; nil or empty gives nil.
+func ParseMetaJSON(b []byte) (map[string]string, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("meta: %w", err)
+	}
+	return m, nil
 }

@@ -170,7 +170,33 @@ func CheckAdd(p *AddParams) ([]byte, error) {
 	if err := CheckTime("run_at", p.RunAt); err != nil {
 		return nil, err
 	}
+	if err := CheckMeta(p.Meta); err != nil {
+		return nil, err
+	}
 	return NormalizeData("data", p.Data)
+}
+
+// CheckMeta checks a job's metadata: at most MaxMetaKeys keys of 1..255
+// bytes without control characters, values of valid UTF-8, MaxMetaSize
+// bytes in all.
+func CheckMeta(m map[string]string) error {
+	if len(m) > MaxMetaKeys {
+		return Invalidf("meta has %d keys, more than %d", len(m), MaxMetaKeys)
+	}
+	size := 0
+	for k, v := range m {
+		if err := checkName("meta key", k, true); err != nil {
+			return err
+		}
+		if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+			return Invalidf("meta %q: the value is not valid UTF-8 text", k)
+		}
+		size += len(k) + len(v)
+	}
+	if size > MaxMetaSize {
+		return Invalidf("meta is %d bytes, more than %d", size, MaxMetaSize)
+	}
+	return nil
 }
 
 var (

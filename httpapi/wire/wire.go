@@ -35,21 +35,23 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // AddRequest is one job to add: POST /v1/jobs with this object, or with
 // {"jobs": [...]} for a batch.
 type AddRequest struct {
-	Type        string          `json:"type"`
-	Key         string          `json:"key,omitempty"`
-	Group       string          `json:"group,omitempty"`
-	Priority    int             `json:"priority,omitempty"`
-	RunAt       *time.Time      `json:"run_at,omitempty"`
-	Data        json.RawMessage `json:"data,omitempty"`
-	MaxAttempts int             `json:"max_attempts,omitempty"`
-	BackoffBase Duration        `json:"backoff_base,omitempty"`
-	BackoffMax  Duration        `json:"backoff_max,omitempty"`
+	Type        string            `json:"type"`
+	Key         string            `json:"key,omitempty"`
+	Group       string            `json:"group,omitempty"`
+	Priority    int               `json:"priority,omitempty"`
+	RunAt       *time.Time        `json:"run_at,omitempty"`
+	Data        json.RawMessage   `json:"data,omitempty"`
+	MaxAttempts int               `json:"max_attempts,omitempty"`
+	BackoffBase Duration          `json:"backoff_base,omitempty"`
+	BackoffMax  Duration          `json:"backoff_max,omitempty"`
+	Meta        map[string]string `json:"meta,omitempty"`
 }
 
 // Params converts the request to store parameters.
 func (a AddRequest) Params() store.AddParams {
 	p := store.AddParams{Type: a.Type, Key: a.Key, Group: a.Group, Priority: a.Priority, Data: a.Data,
-		MaxAttempts: a.MaxAttempts, BackoffBase: time.Duration(a.BackoffBase), BackoffMax: time.Duration(a.BackoffMax)}
+		MaxAttempts: a.MaxAttempts, BackoffBase: time.Duration(a.BackoffBase), BackoffMax: time.Duration(a.BackoffMax),
+		Meta: a.Meta}
 	if a.RunAt != nil {
 		p.RunAt = *a.RunAt
 	}
@@ -59,7 +61,7 @@ func (a AddRequest) Params() store.AddParams {
 // NewAddRequest converts store parameters to a request.
 func NewAddRequest(p store.AddParams) AddRequest {
 	a := AddRequest{Type: p.Type, Key: p.Key, Group: p.Group, Priority: p.Priority, Data: p.Data,
-		MaxAttempts: p.MaxAttempts, BackoffBase: Duration(p.BackoffBase), BackoffMax: Duration(p.BackoffMax)}
+		MaxAttempts: p.MaxAttempts, BackoffBase: Duration(p.BackoffBase), BackoffMax: Duration(p.BackoffMax), Meta: p.Meta}
 	if !p.RunAt.IsZero() {
 		t := p.RunAt
 		a.RunAt = &t

@@ -258,13 +258,15 @@ type Readd struct {
 	MaxAttempts int
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
+	// Meta, when not nil, replaces the job's metadata.
+	Meta map[string]string
 }
 
 // ReaddOf is the re-add that an add of p, whose type and key exist, asks
 // for; data is p's normalized data.
 func ReaddOf(p *store.AddParams, data []byte) Readd {
 	return Readd{RunAt: p.RunAt, Data: data, Priority: &p.Priority, Group: &p.Group,
-		MaxAttempts: p.MaxAttempts, BackoffBase: p.BackoffBase, BackoffMax: p.BackoffMax}
+		MaxAttempts: p.MaxAttempts, BackoffBase: p.BackoffBase, BackoffMax: p.BackoffMax, Meta: p.Meta}
 }
 
 // ReaddTo is couch_jobs' resubmit, without its bugs: a pending (or

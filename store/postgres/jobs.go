@@ -291,10 +291,10 @@ func (t *txn) lockKeys(jobs []store.AddParams) (map[typeKey]int64, error) {
 // that is a transaction of its own.
 const insertHead = `WITH ty AS (
 	INSERT INTO rota.types (name, updated_at) SELECT unnest($1::text[]), now() ON CONFLICT DO NOTHING RETURNING 1),
-ins AS (INSERT INTO rota.jobs (type, key, grp, priority, state, run_at, data, max_attempts, backoff_base, backoff_max, created_at, updated_at)
-SELECT u.type, u.key, u.grp, u.priority, 0, coalesce(u.run_at, now()), u.data, u.max_attempts, u.base, u.maxb, now(), now()
-FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], $7::bytea[], $8::bigint[], $9::bigint[], $10::bigint[])
-	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, ord)
+ins AS (INSERT INTO rota.jobs (type, key, grp, priority, state, run_at, data, max_attempts, backoff_base, backoff_max, created_at, updated_at, meta)
+SELECT u.type, u.key, u.grp, u.priority, 0, coalesce(u.run_at, now()), u.data, u.max_attempts, u.base, u.maxb, now(), now(), u.meta
+FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], $7::bytea[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[])
+	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, ord)
 WHERE (SELECT count(*) FROM ty) >= 0
 ORDER BY u.ord
 RETURNING id, run_at, created_at, type, grp)`
@@ -318,8 +318,13 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 	prios, maxAtts, bases, maxBs := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	runAts := make([]*time.Time, n)
 	ds := make([][]byte, n)
+	metas := make([]*string, n)
 	for k, i := range ins {
 		p := &jobs[i]
+		if m := store.MetaJSON(p.Meta); m != nil {
+			v := string(m)
+			metas[k] = &v
+		}
 		types[k], keys[k], grps[k], prios[k] = p.Type, optString(p.Key), p.Group, int64(p.Priority)
 		runAts[k], ds[k] = optTime(p.RunAt), datas[i]
 		maxAtts[k], bases[k], maxBs[k] = int64(p.MaxAttempts), us(p.BackoffBase), us(p.BackoffMax)
@@ -334,7 +339,7 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 			t.count(types[k], grps[k], 1)
 		}
 	}
-	r, err := t.query(query, newTypes, types, keys, grps, prios, runAts, ds, maxAtts, bases, maxBs)
+	r, err := t.query(query, newTypes, types, keys, grps, prios, runAts, ds, maxAtts, bases, maxBs, metas)
 	if err != nil {
 		return fmt.Errorf("insert: %w", err)
 	}
@@ -352,7 +357,7 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 		p := &jobs[ins[k]]
 		j := store.Job{
 			ID: id, Type: p.Type, Key: p.Key, Group: p.Group, Priority: p.Priority, State: store.Pending,
-			RunAt: runAt.UTC(), Data: ds[k], MaxAttempts: p.MaxAttempts,
+			RunAt: runAt.UTC(), Data: ds[k], MaxAttempts: p.MaxAttempts, Meta: p.Meta,
 			BackoffBase: p.BackoffBase.Truncate(time.Microsecond), BackoffMax: p.BackoffMax.Truncate(time.Microsecond),
 			CreatedAt: created.UTC(), UpdatedAt: created.UTC(),
 		}
@@ -704,7 +709,7 @@ INSERT INTO rota.jobs_ended (` + endedColumns + `)
 SELECT d.id, d.type, d.key, d.grp, d.priority, 3, d.run_at, d.attempt, d.max_attempts, d.backoff_base, d.backoff_max,
 	d.lease_timeout, NULL, d.token, d.worker, d.cancel_requested, d.resubmit, d.resubmit_at, d.progress, d.created_at,
 	d.started_at, now(), now(), d.retry_after, d.parent_id, d.repeat, d.data, d.next_data,
-	convert_to($3::jsonb ->> d.id::text, 'UTF8'), d.last_error, d.errors
+	convert_to($3::jsonb ->> d.id::text, 'UTF8'), d.last_error, d.errors, d.meta
 FROM d RETURNING id, type, grp, run_at`
 
 // Finish ends leases: complete, fail, snooze, release or cancel.
@@ -881,7 +886,7 @@ func (t *txn) finishAll(ps []store.FinishParams, results [][]byte, items []int, 
 // statements that move a row from one to the other.
 const endedColumns = `id, type, key, grp, priority, state, run_at, attempt, max_attempts, backoff_base, backoff_max,
 	lease_timeout, lease_until, token, worker, cancel_requested, resubmit, resubmit_at, progress, created_at,
-	started_at, finished_at, updated_at, retry_after, parent_id, repeat, data, next_data, result, last_error, errors`
+	started_at, finished_at, updated_at, retry_after, parent_id, repeat, data, next_data, result, last_error, errors, meta`
 
 // The statements that apply each kind of plan (lifecycle.Kind).
 const (
@@ -896,7 +901,7 @@ SELECT d.id, d.type, d.key, d.grp, d.priority, $2::smallint, d.run_at, d.attempt
 	false, d.resubmit_at, d.progress, d.created_at, d.started_at, now(), now(), d.retry_after, d.parent_id, d.repeat,
 	d.data, d.next_data, $3::bytea, coalesce($4::text, d.last_error),
 	CASE WHEN $5::boolean THEN coalesce(d.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', d.attempt, 'at', now(), 'error', $4::text))
-		ELSE d.errors END
+		ELSE d.errors END, d.meta
 FROM d RETURNING ` + jobColumns
 
 	// reviveSQL moves an ended job back to the hot table as a new cycle
@@ -907,7 +912,7 @@ INSERT INTO rota.jobs (` + endedColumns + `)
 SELECT d.id, d.type, d.key, coalesce($5, d.grp), coalesce($4, d.priority), 0, $2::timestamptz, 0,
 	coalesce($6, d.max_attempts), coalesce($7, d.backoff_base), coalesce($8, d.backoff_max), d.lease_timeout, NULL,
 	d.token, d.worker, false, d.resubmit, d.resubmit_at, 0, d.created_at, d.started_at, NULL, now(), d.retry_after,
-	d.parent_id, d.repeat, coalesce($3, d.data), d.next_data, NULL, NULL, NULL
+	d.parent_id, d.repeat, coalesce($3, d.data), d.next_data, NULL, NULL, NULL, coalesce($9, d.meta)
 FROM d RETURNING ` + jobColumns
 
 	// retrySQL records an attempt's error and makes the job pending again
@@ -932,7 +937,7 @@ WHERE id = $1 RETURNING ` + jobColumns
 	// updateSQL gives a pending or paused job a re-add's values (Update).
 	updateSQL = `UPDATE rota.jobs SET run_at = $2::timestamptz, data = coalesce($3, data), priority = coalesce($4, priority),
 	grp = coalesce($5, grp), max_attempts = coalesce($6, max_attempts), backoff_base = coalesce($7, backoff_base),
-	backoff_max = coalesce($8, backoff_max), updated_at = now() WHERE id = $1 RETURNING ` + jobColumns
+	backoff_max = coalesce($8, backoff_max), meta = coalesce($9, meta), updated_at = now() WHERE id = $1 RETURNING ` + jobColumns
 
 	// markResubmitSQL marks a running job to run again (MarkResubmit).
 	markResubmitSQL = `UPDATE rota.jobs SET resubmit = true, resubmit_at = $2::timestamptz,
@@ -988,8 +993,13 @@ func (t *txn) apply(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
 			v := int64(*a.Priority)
 			prio = &v
 		}
+		var meta *string
+		if m := store.MetaJSON(a.Meta); m != nil {
+			v := string(m)
+			meta = &v
+		}
 		jobs, err = scanJobs(t.query(q, r.ID, a.RunAt, a.Data, prio, a.Group, optInt(int64(a.MaxAttempts)),
-			optInt(us(a.BackoffBase)), optInt(us(a.BackoffMax))))
+			optInt(us(a.BackoffBase)), optInt(us(a.BackoffMax)), meta))
 	case lifecycle.MarkResubmit:
 		jobs, err = scanJobs(t.query(markResubmitSQL, r.ID, p.Set.RunAt, p.Set.Data))
 	case lifecycle.Remove:

@@ -19,7 +19,7 @@ import (
 // pgx and database/sql scan into plain Go values.
 const jobColumns = `id, type, key, grp, priority, state, run_at, data, attempt, max_attempts,
 	backoff_base, backoff_max, token, worker, lease_until, cancel_requested, resubmit,
-	progress, last_error, errors::text, result, created_at, started_at, finished_at, updated_at`
+	progress, last_error, errors::text, result, created_at, started_at, finished_at, updated_at, meta`
 
 func prefixed(prefix, cols string) string {
 	parts := strings.Split(cols, ",")
@@ -44,6 +44,7 @@ func scanJob(sc scanner) (store.Job, error) {
 	var (
 		j                                 store.Job
 		key, token, worker, lastErr, errs sql.NullString
+		meta                              sql.NullString
 		leaseUntil, started, finished     sql.NullTime
 		runAt, created, updated           time.Time
 		base, maxB, prio, attempt, maxAtt int64
@@ -52,9 +53,14 @@ func scanJob(sc scanner) (store.Job, error) {
 	)
 	err := sc.Scan(&j.ID, &j.Type, &key, &j.Group, &prio, &state, &runAt, &data, &attempt, &maxAtt,
 		&base, &maxB, &token, &worker, &leaseUntil, &j.CancelRequested, &j.Resubmit,
-		&j.Progress, &lastErr, &errs, &result, &created, &started, &finished, &updated)
+		&j.Progress, &lastErr, &errs, &result, &created, &started, &finished, &updated, &meta)
 	if err != nil {
 		return j, err
+	}
+	if meta.Valid {
+		if j.Meta, err = store.ParseMetaJSON([]byte(meta.String)); err != nil {
+			return j, fmt.Errorf("job %d: %w", j.ID, err)
+		}
 	}
 	j.Key, j.Token, j.Worker, j.LastError = key.String, token.String, worker.String, lastErr.String
 	j.Priority, j.Attempt, j.MaxAttempts = int(prio), int(attempt), int(maxAtt)

@@ -247,7 +247,7 @@ func (w *writeTx) claim(dst []store.Job, g *fair.Group, cands []fair.Candidate, 
 
 // claimColumns are what a claim does not set itself.
 const claimColumns = `id, key, priority, run_at, data, attempt, max_attempts, backoff_base, backoff_max, token,
-	resubmit, progress, last_error, errors, result, created_at, finished_at`
+	resubmit, progress, last_error, errors, result, created_at, finished_at, meta`
 
 // scanClaimed reads claimColumns into j, as scanJob does for all columns.
 func scanClaimed(sc scanner, j *store.Job) error {
@@ -255,11 +255,17 @@ func scanClaimed(sc scanner, j *store.Job) error {
 		key, token, lastErr, errs  sql.NullString
 		finished                   sql.NullInt64
 		runAt, created, base, maxB int64
-		data, result               []byte
+		data, result, meta         []byte
 	)
 	if err := sc.Scan(&j.ID, &key, &j.Priority, &runAt, &data, &j.Attempt, &j.MaxAttempts, &base, &maxB, &token,
-		&j.Resubmit, &j.Progress, &lastErr, &errs, &result, &created, &finished); err != nil {
+		&j.Resubmit, &j.Progress, &lastErr, &errs, &result, &created, &finished, &meta); err != nil {
 		return err
+	}
+	if len(meta) > 0 {
+		var err error
+		if j.Meta, err = store.ParseMetaJSON(meta); err != nil {
+			return fmt.Errorf("job %d: %w", j.ID, err)
+		}
 	}
 	j.Key, j.Token, j.LastError = key.String, token.String, lastErr.String
 	j.RunAt = fromMicros(runAt)

@@ -46,6 +46,10 @@ func (w *writeTx) load(id int64) (*lifecycle.Row, time.Duration, error) {
 	return &r, time.Duration(lease) * time.Microsecond, nil
 }
 
+// insertSQL adds one job.
+const insertSQL = `INSERT INTO rota_jobs (type, key, grp, priority, state, run_at, data, max_attempts,
+	backoff_base, backoff_max, created_at, updated_at, meta) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)`
+
 // The statements that apply each kind of plan (lifecycle.Kind).
 const (
 	completeSQL = `UPDATE rota_jobs SET state = 3, result = ?, lease_until = NULL, finished_at = ?, updated_at = ?
@@ -66,12 +70,12 @@ const (
 	finished_at = ?, updated_at = ? WHERE id = ?`
 	updateSQL = `UPDATE rota_jobs SET run_at = ?, data = coalesce(?, data), priority = coalesce(?, priority),
 	grp = coalesce(?, grp), max_attempts = coalesce(?, max_attempts), backoff_base = coalesce(?, backoff_base),
-	backoff_max = coalesce(?, backoff_max), updated_at = ? WHERE id = ?`
+	backoff_max = coalesce(?, backoff_max), meta = coalesce(?, meta), updated_at = ? WHERE id = ?`
 	markResubmitSQL = `UPDATE rota_jobs SET resubmit = 1, resubmit_at = ?, next_data = coalesce(?, next_data), updated_at = ?
 	WHERE id = ?`
 	reviveSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, data = coalesce(?, data), priority = coalesce(?, priority),
 	grp = coalesce(?, grp), max_attempts = coalesce(?, max_attempts), backoff_base = coalesce(?, backoff_base),
-	backoff_max = coalesce(?, backoff_max), attempt = 0, errors = NULL, last_error = NULL, result = NULL,
+	backoff_max = coalesce(?, backoff_max), meta = coalesce(?, meta), attempt = 0, errors = NULL, last_error = NULL, result = NULL,
 	progress = 0, finished_at = NULL, lease_until = NULL, cancel_requested = 0, updated_at = ? WHERE id = ?`
 	removeSQL = `DELETE FROM rota_jobs WHERE id = ?`
 	extendSQL = `UPDATE rota_jobs SET lease_until = ?, data = coalesce(?, data), progress = coalesce(?, progress),
@@ -109,7 +113,7 @@ func (w *writeTx) apply(r *lifecycle.Row, p *lifecycle.Plan, data []byte, progre
 			q = reviveSQL
 		}
 		_, err = w.exec(q, micros(a.RunAt), a.Data, a.Priority, a.Group, nonZero(int64(a.MaxAttempts)),
-			nonZero(a.BackoffBase.Microseconds()), nonZero(a.BackoffMax.Microseconds()), now, r.ID)
+			nonZero(a.BackoffBase.Microseconds()), nonZero(a.BackoffMax.Microseconds()), store.MetaJSON(a.Meta), now, r.ID)
 	case lifecycle.MarkResubmit:
 		_, err = w.exec(markResubmitSQL, micros(p.Set.RunAt), p.Set.Data, now, r.ID)
 	case lifecycle.Remove:
@@ -201,10 +205,8 @@ func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) ([]store.AddResult
 		if p.Key != "" {
 			key = p.Key
 		}
-		res, err := w.exec(`INSERT INTO rota_jobs (type, key, grp, priority, state, run_at, data, max_attempts,
-			backoff_base, backoff_max, created_at, updated_at) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`,
-			p.Type, key, p.Group, p.Priority, runAt, datas[i], p.MaxAttempts,
-			p.BackoffBase.Microseconds(), p.BackoffMax.Microseconds(), now, now)
+		res, err := w.exec(insertSQL, p.Type, key, p.Group, p.Priority, runAt, datas[i], p.MaxAttempts,
+			p.BackoffBase.Microseconds(), p.BackoffMax.Microseconds(), now, now, store.MetaJSON(p.Meta))
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: add: %w", err)
 		}
@@ -214,7 +216,7 @@ func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) ([]store.AddResult
 		}
 		j := store.Job{
 			ID: id, Type: p.Type, Key: p.Key, Group: p.Group, Priority: p.Priority, State: store.Pending,
-			RunAt: fromMicros(runAt), Data: datas[i], MaxAttempts: p.MaxAttempts,
+			RunAt: fromMicros(runAt), Data: datas[i], MaxAttempts: p.MaxAttempts, Meta: p.Meta,
 			BackoffBase: p.BackoffBase.Truncate(time.Microsecond), BackoffMax: p.BackoffMax.Truncate(time.Microsecond),
 			CreatedAt: fromMicros(now), UpdatedAt: fromMicros(now),
 		}

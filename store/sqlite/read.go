@@ -17,7 +17,7 @@ import (
 
 const jobColumns = `id, type, key, grp, priority, state, run_at, data, attempt, max_attempts,
 	backoff_base, backoff_max, token, worker, lease_until, cancel_requested, resubmit,
-	progress, last_error, errors, result, created_at, started_at, finished_at, updated_at`
+	progress, last_error, errors, result, created_at, started_at, finished_at, updated_at, meta`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -40,13 +40,16 @@ func scanJob(sc scanner) (store.Job, error) {
 		runAt, created, updated, base, maxB int64
 		state                               int
 		cancelReq, resubmit                 bool
-		data, result                        []byte
+		data, result, meta                  []byte
 	)
 	err := sc.Scan(&j.ID, &j.Type, &key, &j.Group, &j.Priority, &state, &runAt, &data, &j.Attempt, &j.MaxAttempts,
 		&base, &maxB, &token, &worker, &leaseUntil, &cancelReq, &resubmit,
-		&j.Progress, &lastErr, &errs, &result, &created, &started, &finished, &updated)
+		&j.Progress, &lastErr, &errs, &result, &created, &started, &finished, &updated, &meta)
 	if err != nil {
 		return j, err
+	}
+	if j.Meta, err = store.ParseMetaJSON(meta); err != nil {
+		return j, fmt.Errorf("job %d: %w", j.ID, err)
 	}
 	j.Key, j.Token, j.Worker, j.LastError = key.String, token.String, worker.String, lastErr.String
 	j.State = store.State(state)

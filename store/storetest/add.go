@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,43 @@ import (
 // ---- add ----
 
 func testAdd(t *testing.T, open func(t *testing.T) store.Store) {
+	t.Run("Meta", func(t *testing.T) {
+		s := open(t)
+		meta := map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "é": ""}
+		j := addOne(t, s, store.AddParams{Type: "m", Key: "k", Meta: meta})
+		if !reflect.DeepEqual(j.Meta, meta) {
+			t.Fatalf("added meta %v, want %v", j.Meta, meta)
+		}
+		if got := get(t, s, j.ID); !reflect.DeepEqual(got.Meta, meta) {
+			t.Fatalf("stored meta %v, want %v", got.Meta, meta)
+		}
+		// A re-add without meta keeps it; with meta, replaces it.
+		add(t, s, store.AddParams{Type: "m", Key: "k"})
+		if got := get(t, s, j.ID); !reflect.DeepEqual(got.Meta, meta) {
+			t.Fatalf("after a re-add without meta: %v", got.Meta)
+		}
+		add(t, s, store.AddParams{Type: "m", Key: "k", Meta: map[string]string{"a": "b"}})
+		if got := get(t, s, j.ID); !reflect.DeepEqual(got.Meta, map[string]string{"a": "b"}) {
+			t.Fatalf("after a re-add with meta: %v", got.Meta)
+		}
+		res := accept(t, s, store.AcceptParams{Types: []string{"m"}})
+		if len(res.Jobs) != 1 || !reflect.DeepEqual(res.Jobs[0].Meta, map[string]string{"a": "b"}) {
+			t.Fatalf("accepted %+v", res.Jobs)
+		}
+		mustFinish(t, s, store.FinishParams{Lease: lease(res.Jobs[0]), As: store.Complete})
+		if got := get(t, s, j.ID); !reflect.DeepEqual(got.Meta, map[string]string{"a": "b"}) {
+			t.Fatalf("completed job's meta %v", got.Meta)
+		}
+		if got := addOne(t, s, store.AddParams{Type: "m"}); got.Meta != nil {
+			t.Fatalf("a job without meta has %v", got.Meta)
+		}
+		big := map[string]string{"k": strings.Repeat("x", store.MaxMetaSize)}
+		for what, bad := range map[string]map[string]string{"too large": big, "empty key": {"": "v"}, "not UTF-8": {"k": "\xff"}} {
+			if _, err := s.Add(t.Context(), []store.AddParams{{Type: "m", Meta: bad}}); !errors.Is(err, store.ErrInvalid) {
+				t.Errorf("meta %s: %v, want ErrInvalid", what, err)
+			}
+		}
+	})
 	t.Run("Defaults", func(t *testing.T) {
 		s := open(t)
 		before := time.Now()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -190,6 +191,26 @@ func FuzzSchemeOf(f *testing.F) {
 		s := SchemeOf(dsn)
 		if s == "" || !strings.HasPrefix(dsn, s) && s != "sqlite" {
 			t.Fatalf("SchemeOf(%q) = %q", dsn, s)
+		}
+	})
+}
+
+func FuzzCheckMeta(f *testing.F) {
+	f.Add("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", 1)
+	f.Add("", "v", 1)
+	f.Add("k\x01", "\xff", 40)
+	f.Fuzz(func(t *testing.T, key, value string, copies int) {
+		m := map[string]string{}
+		for i := range min(max(copies, 0), 64) {
+			m[fmt.Sprint(key, i)] = value
+		}
+		if err := CheckMeta(m); err != nil {
+			invalid(t, err)
+			return
+		}
+		back, err := ParseMetaJSON(MetaJSON(m))
+		if err != nil || !reflect.DeepEqual(back, m) && len(m) > 0 {
+			t.Fatalf("meta %v came back as %v, %v", m, back, err)
 		}
 	})
 }

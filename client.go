@@ -311,16 +311,15 @@ func (c *Client) CompleteTx(ctx context.Context, tx *sql.Tx, lease Lease, result
 // added or becomes due (no polling), ctx ends, or Wait passes; it returns
 // no jobs and no error when none came.
 func (c *Client) Accept(ctx context.Context, p AcceptParams) ([]Job, error) {
-	sp := p
 	if p.Wait < 0 {
 		return nil, store.Invalidf("wait %v must not be negative", p.Wait)
 	}
 	if p.Wait == 0 {
-		res, err := c.st.Accept(ctx, sp)
+		res, err := c.st.Accept(ctx, p)
 		return res.Jobs, err
 	}
 	if wa, ok := c.st.(WaitAccepter); ok {
-		res, err := wa.AcceptWait(ctx, sp)
+		res, err := wa.AcceptWait(ctx, p)
 		return res.Jobs, err
 	}
 	pats, err := compilePatterns(p.Types)
@@ -334,7 +333,7 @@ func (c *Client) Accept(ctx context.Context, p AcceptParams) ([]Job, error) {
 	defer timer.Stop()
 	for {
 		w.Drain()
-		res, err := c.st.Accept(ctx, sp)
+		res, err := c.st.Accept(ctx, p)
 		if err != nil || len(res.Jobs) > 0 {
 			return res.Jobs, err
 		}

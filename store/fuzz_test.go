@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // The validators and parsers every store and protocol runs on input from
@@ -33,7 +34,7 @@ func FuzzNormalizeData(f *testing.F) {
 			invalid(t, err)
 			return
 		}
-		if !json.Valid(out) || out[0] != '{' {
+		if !json.Valid(out) || out[0] != '{' || !utf8.Valid(out) {
 			t.Fatalf("accepted %q as %q, not a JSON object", data, out)
 		}
 		again, err := NormalizeData("data", out)
@@ -52,6 +53,9 @@ func FuzzNormalizeResult(f *testing.F) {
 		if err != nil {
 			invalid(t, err)
 			return
+		}
+		if !utf8.Valid(out) {
+			t.Fatalf("accepted %q, not UTF-8", out)
 		}
 		if out == nil {
 			if len(bytes.TrimSpace(data)) != 0 {

@@ -107,6 +107,11 @@ func NormalizeData(what string, data json.RawMessage) ([]byte, error) {
 	if !json.Valid(data) {
 		return nil, Invalidf("%s is not valid JSON", what)
 	}
+	if !utf8.Valid(data) {
+		// encoding/json lets bytes that are not UTF-8 through inside
+		// strings; stored raw, they would come back as something else.
+		return nil, Invalidf("%s is not valid UTF-8 (JSON text must be)", what)
+	}
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if trimmed[0] != '{' {
 		return nil, Invalidf("%s must be a JSON object", what)
@@ -129,6 +134,9 @@ func NormalizeResult(data json.RawMessage) ([]byte, error) {
 	}
 	if !json.Valid(data) {
 		return nil, Invalidf("result is not valid JSON")
+	}
+	if !utf8.Valid(data) {
+		return nil, Invalidf("result is not valid UTF-8 (JSON text must be)")
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, data); err != nil {

@@ -822,6 +822,11 @@ func TestBadInput(t *testing.T) {
 		{name: "data as array", method: "POST", target: "/v1/jobs", body: `{"type":"a","data":[1,2]}`, status: 400, code: "invalid_input", msg: "data must be a JSON object"},
 		{name: "data as string", method: "POST", target: "/v1/jobs", body: `{"type":"a","data":"x"}`, status: 400, code: "invalid_input", msg: "data must be a JSON object"},
 		{name: "data as null", method: "POST", target: "/v1/jobs", body: `{"type":"a","data":null}`, status: 400, code: "invalid_input", msg: "data must be a JSON object"},
+		{name: "finish of an unknown id names it", method: "POST", target: "/v1/jobs/987654/finish", body: `{"token":"` + stale + `"}`, status: 409, code: "canceled", msg: "job 987654 was removed"},
+		{name: "heartbeat of an unknown id names it", method: "POST", target: "/v1/jobs/987654/heartbeat", body: `{"token":"` + stale + `"}`, status: 409, code: "canceled", msg: "job 987654 was removed"},
+		{name: "release of an unknown id names it", method: "POST", target: "/v1/jobs/987654/release", body: `{"token":"` + stale + `"}`, status: 409, code: "canceled", msg: "job 987654 was removed"},
+		{name: "a lease shorter than 1ms", method: "POST", target: "/v1/accept", body: `{"types":["a"],"lease_timeout":"1ns"}`, status: 400, code: "invalid_input", msg: "shorter than 1ms"},
+		{name: "data nested too deep", method: "POST", target: "/v1/jobs", body: `{"type":"a","data":` + strings.Repeat(`{"a":`, 65) + `1` + strings.Repeat(`}`, 65) + `}`, status: 400, code: "invalid_input", msg: "nests 65 levels deep, more than 64"},
 		{name: "data not UTF-8", method: "POST", target: "/v1/jobs", body: "{\"type\":\"a\",\"data\":{\"x\":\"\xff\"}}", status: 400, code: "invalid_input", msg: "data is not valid UTF-8"},
 		{name: "result not UTF-8", job: "running", method: "POST", target: "/v1/jobs/{id}/finish", body: "{\"token\":\"{token}\",\"result\":\"\xfe\"}", status: 400, code: "invalid_input", msg: "result is not valid UTF-8"},
 		{name: "heartbeat data not UTF-8", job: "running", method: "POST", target: "/v1/jobs/{id}/heartbeat", body: "{\"token\":\"{token}\",\"data\":{\"\xc3\":1}}", status: 400, code: "invalid_input", msg: "data is not valid UTF-8"},
@@ -1610,5 +1615,23 @@ func TestRemoteGroupsWithCommas(t *testing.T) {
 	}
 	if got := ids(res.Jobs); !slices.Equal(got, []int64{j.ID}) {
 		t.Errorf("List(groups [\"eu,west\"]) = jobs %v, want [%d]", got, j.ID)
+	}
+}
+
+// TestAddBatchCap checks that a batch add over store.MaxAddBatch jobs is
+// refused with 413 before any work, and that one at the cap is taken.
+func TestAddBatchCap(t *testing.T) {
+	s := newServer(t, httpapi.Config{})
+	batch := func(n int) string {
+		return `{"jobs":[` + strings.TrimSuffix(strings.Repeat(`{"type":"cap"},`, n), ",") + `]}`
+	}
+	r := s.do(t, "POST", "/v1/jobs", batch(store.MaxAddBatch+1))
+	wantError(t, r, http.StatusRequestEntityTooLarge, wire.CodeTooLarge, fmt.Sprintf("a batch of %d jobs is more than %d", store.MaxAddBatch+1, store.MaxAddBatch))
+	if st := s.stats(t); len(st.Counts) != 0 {
+		t.Fatalf("a refused batch added %v", st.Counts)
+	}
+	r = s.do(t, "POST", "/v1/jobs", batch(store.MaxAddBatch))
+	if r.Status != http.StatusOK {
+		t.Fatalf("a batch at the cap: %d %s", r.Status, r.Body)
 	}
 }

@@ -223,7 +223,12 @@ func (s *Server) add(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, store.Invalidf("the body must be a JSON object: a job, or {\"jobs\": [...]}"))
 		return
 	}
-	if _, batch := probe["jobs"]; batch {
+	if jobs, batch := probe["jobs"]; batch {
+		// Refuse an oversized batch before decoding its jobs.
+		if n := store.JSONArrayLen(jobs); n > store.MaxAddBatch {
+			s.writeError(w, r, store.TooLarge("a batch of %d jobs is more than %d", n, store.MaxAddBatch))
+			return
+		}
 		var req wire.AddBatchRequest
 		if err := decodeStrict(raw, &req); err != nil {
 			s.writeError(w, r, err)

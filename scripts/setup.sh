@@ -8,7 +8,7 @@ set -euo pipefail
 
 export PATH="$PATH:/usr/local/go/bin"
 if ! command -v go >/dev/null; then
-  echo "setup: Go is not installed; install Go 1.25 or newer from https://go.dev/dl/" >&2
+  echo "setup: Go is not installed; install Go 1.26 or newer (go.mod asks for it) from https://go.dev/dl/" >&2
   exit 1
 fi
 

@@ -218,3 +218,43 @@ func FuzzCheckMeta(f *testing.F) {
 		}
 	})
 }
+
+func TestJSONDepthAndArrayLen(t *testing.T) {
+	for s, want := range map[string]int{`1`: 0, `{}`: 1, `{"a":[1,{"b":"[[["}]}`: 3, `"{\"["`: 0, `[[[]]]`: 3} {
+		if got := JSONDepth([]byte(s)); got != want {
+			t.Errorf("JSONDepth(%s) = %d, want %d", s, got, want)
+		}
+	}
+	for s, want := range map[string]int{`[]`: 0, ` [ ] `: 0, `[1]`: 1, `[1, "a,b", [2, 3], {"x": [4, 5]}]`: 4, `{"a":1}`: 0, `["\"", "]"]`: 2} {
+		if got := JSONArrayLen([]byte(s)); got != want {
+			t.Errorf("JSONArrayLen(%s) = %d, want %d", s, got, want)
+		}
+	}
+	deep := strings.Repeat(`{"a":`, MaxDataDepth+1) + `1` + strings.Repeat(`}`, MaxDataDepth+1)
+	if _, err := NormalizeData("data", []byte(deep)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "nests 65 levels deep, more than 64") {
+		t.Errorf("data nested %d deep: %v", MaxDataDepth+1, err)
+	}
+	ok := strings.Repeat(`[`, MaxDataDepth) + strings.Repeat(`]`, MaxDataDepth)
+	if _, err := NormalizeResult([]byte(ok)); err != nil {
+		t.Errorf("a result nested %d deep: %v", MaxDataDepth, err)
+	}
+	_, _, err := CheckAdds(make([]AddParams, MaxAddBatch+1))
+	if !errors.Is(err, ErrTooLarge) || !errors.Is(err, ErrInvalid) {
+		t.Errorf("an add of %d jobs: %v", MaxAddBatch+1, err)
+	}
+}
+
+func FuzzJSONArrayLen(f *testing.F) {
+	for _, s := range []string{`[]`, `[1,2]`, `[[1,2],{"a":","}]`, `["\\",",",3]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var arr []json.RawMessage
+		if json.Unmarshal(b, &arr) != nil || !utf8.Valid(b) {
+			return
+		}
+		if got := JSONArrayLen(b); got != len(arr) {
+			t.Fatalf("JSONArrayLen(%s) = %d, want %d", b, got, len(arr))
+		}
+	})
+}

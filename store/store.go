@@ -43,6 +43,9 @@ var (
 	ErrInvalid = errors.New("invalid input")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store closed")
+	// ErrTooLarge: the input is over a documented limit (MaxAddBatch);
+	// such errors match ErrInvalid too.
+	ErrTooLarge = errors.New("input too large")
 )
 
 // Invalidf returns an error that matches ErrInvalid and says what is wrong.
@@ -216,8 +219,16 @@ const (
 	DefaultBackoffBase  = time.Second
 	DefaultBackoffMax   = time.Hour
 	DefaultLeaseTimeout = 30 * time.Second
+	// MinLeaseTimeout is the shortest lease a type or an accept may ask
+	// for: a shorter one would expire before any worker could heartbeat.
+	MinLeaseTimeout = time.Millisecond
 	// MaxDataSize bounds a job's data, result and error texts.
 	MaxDataSize = 1 << 20
+	// MaxDataDepth bounds how deeply a job's data and result nest (objects
+	// and arrays within each other).
+	MaxDataDepth = 64
+	// MaxAddBatch bounds how many jobs one add takes.
+	MaxAddBatch = 10000
 )
 
 // AddParams describes a job to add.

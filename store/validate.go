@@ -112,6 +112,9 @@ func NormalizeData(what string, data json.RawMessage) ([]byte, error) {
 		// strings; stored raw, they would come back as something else.
 		return nil, Invalidf("%s is not valid UTF-8 (JSON text must be)", what)
 	}
+	if d := JSONDepth(data); d > MaxDataDepth {
+		return nil, Invalidf("%s nests %d levels deep, more than %d", what, d, MaxDataDepth)
+	}
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if trimmed[0] != '{' {
 		return nil, Invalidf("%s must be a JSON object", what)
@@ -137,6 +140,9 @@ func NormalizeResult(data json.RawMessage) ([]byte, error) {
 	}
 	if !utf8.Valid(data) {
 		return nil, Invalidf("result is not valid UTF-8 (JSON text must be)")
+	}
+	if d := JSONDepth(data); d > MaxDataDepth {
+		return nil, Invalidf("result nests %d levels deep, more than %d", d, MaxDataDepth)
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, data); err != nil {
@@ -212,6 +218,80 @@ var (
 	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 )
 
+// JSONDepth is how deeply the JSON text b nests objects and arrays (0 for
+// a scalar), for text json.Valid accepts.
+func JSONDepth(b []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
+}
+
+// JSONArrayLen counts the elements of the JSON array b (0 when b is not
+// an array), without decoding them.
+func JSONArrayLen(b []byte) int {
+	b = bytes.TrimSpace(b)
+	if len(b) < 2 || b[0] != '[' {
+		return 0
+	}
+	n, depth := 0, 0
+	inString, escaped, any := false, false, false
+	for _, c := range b[1 : len(b)-1] {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			depth--
+		case c == ',' && depth == 0:
+			n++
+		}
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			any = true
+		}
+	}
+	if any {
+		n++
+	}
+	return n
+}
+
+// TooLarge returns an error that matches ErrTooLarge and ErrInvalid and
+// says what is over which limit.
+func TooLarge(format string, args ...any) error {
+	return fmt.Errorf("%w (%w): %s", ErrInvalid, ErrTooLarge, fmt.Sprintf(format, args...))
+}
+
 // CheckTime rejects times a store cannot hold (before 1970 or after 9999).
 // The zero time is allowed and means "unset".
 func CheckTime(what string, t time.Time) error {
@@ -263,6 +343,9 @@ func NewToken() string {
 // (callers may share their slice between goroutines). It returns the
 // completed params and each job's compacted data.
 func CheckAdds(in []AddParams) ([]AddParams, [][]byte, error) {
+	if len(in) > MaxAddBatch {
+		return nil, nil, TooLarge("an add of %d jobs is more than %d", len(in), MaxAddBatch)
+	}
 	jobs := make([]AddParams, len(in))
 	copy(jobs, in)
 	datas := make([][]byte, len(jobs))
@@ -319,8 +402,8 @@ func CheckTypeConfig(c TypeConfig) error {
 	if c.LeaseTimeout < 0 {
 		return Invalidf("lease timeout %v must not be negative", c.LeaseTimeout)
 	}
-	if c.LeaseTimeout > 0 && c.LeaseTimeout < time.Millisecond {
-		return Invalidf("lease timeout %v is shorter than 1ms", c.LeaseTimeout)
+	if c.LeaseTimeout > 0 && c.LeaseTimeout < MinLeaseTimeout {
+		return Invalidf("lease timeout %v is shorter than %v", c.LeaseTimeout, MinLeaseTimeout)
 	}
 	if c.GroupMaxRunning < 0 {
 		return Invalidf("group max running %d must not be negative", c.GroupMaxRunning)
@@ -371,6 +454,9 @@ func CheckAccept(p *AcceptParams) ([]Pattern, error) {
 	}
 	if p.LeaseTimeout < 0 {
 		return nil, Invalidf("lease timeout %v must not be negative", p.LeaseTimeout)
+	}
+	if p.LeaseTimeout > 0 && p.LeaseTimeout < MinLeaseTimeout {
+		return nil, Invalidf("lease timeout %v is shorter than %v", p.LeaseTimeout, MinLeaseTimeout)
 	}
 	if len(p.Worker) > MaxNameLen {
 		return nil, Invalidf("worker name is longer than %d bytes", MaxNameLen)

@@ -27,6 +27,7 @@ var codeErrors = []struct {
 	err    error
 	status int
 }{
+	{CodeTooLarge, store.ErrTooLarge, http.StatusRequestEntityTooLarge},
 	{CodeInvalid, store.ErrInvalid, http.StatusBadRequest},
 	{CodeNotFound, store.ErrNotFound, http.StatusNotFound},
 	{CodeWorkerConflict, store.ErrWorkerConflict, http.StatusConflict},

@@ -21,6 +21,17 @@ func TestRelTime(t *testing.T) {
 	if got := relTime(time.Time{}, now); got != "-" {
 		t.Errorf("relTime(zero) = %q", got)
 	}
+	// Beyond what a Duration holds it said "in 106751d".
+	far := time.Date(9999, 12, 31, 12, 0, 0, 0, time.Local)
+	if got := relTime(far, now); got != "9999-12-31" {
+		t.Errorf("relTime(year 9999) = %q, want the date", got)
+	}
+}
+
+func TestServeRefusesClientToken(t *testing.T) {
+	if code := Main([]string{"serve", "--token", "secret", "--http", "127.0.0.1:0"}); code != exitUsage {
+		t.Fatalf("rota serve --token: exit %d, want %d (usage)", code, exitUsage)
+	}
 }
 
 func TestCheckData(t *testing.T) {

@@ -27,6 +27,10 @@ func relTime(t, now time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
+	if y := t.Sub(now).Hours() / 24 / 365; y > 10 || y < -10 {
+		// Far away (or as far as a Duration reaches): a date says more.
+		return t.Local().Format("2006-01-02")
+	}
 	d := t.Sub(now)
 	if d > -time.Second && d < time.Second {
 		return "now"

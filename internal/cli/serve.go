@@ -53,6 +53,11 @@ same shapes as PUT /v1/types/{type} and PUT /v1/groups):
               {"group": "free-tier", "max_running": 3}]}`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f := cmd.Flags().Lookup("token"); f != nil && f.Changed {
+				// --token is what clients send; taking it for the server's
+				// would leave the server open while its owner thinks it closed.
+				return usageErrorf("--token is the token a client sends; the server's token is --auth-token (or --auth-token-file)")
+			}
 			level := slog.LevelInfo
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return fmt.Errorf("--log-level %q: want debug, info, warn or error", logLevel)

@@ -47,6 +47,7 @@ type Client struct {
 	log     *slog.Logger
 	hub     *notify.Hub
 	hooks   hooks
+	life    context.Context // ends when Close is called
 	watchMu sync.Mutex
 	unwatch func() // set once the store's change feed is attached
 	stop    context.CancelFunc
@@ -94,7 +95,7 @@ func NewClient(st store.Store, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Client{hooks: hk, st: st, ownsSt: cfg.CloseStore, cfg: cfg, log: cfg.Logger, hub: notify.New(), stop: cancel}
+	c := &Client{hooks: hk, life: ctx, st: st, ownsSt: cfg.CloseStore, cfg: cfg, log: cfg.Logger, hub: notify.New(), stop: cancel}
 	if !cfg.NoMaintenance {
 		m := &expiry.Monitor{Store: st, Interval: cfg.LeaseCheckInterval, Logger: c.log}
 		c.wg.Add(1)
@@ -470,8 +471,10 @@ func (c *Client) Subscribe(ctx context.Context, id int64) (*Subscription, error)
 	}
 	out := make(chan Event, 1)
 	ctx, cancel := context.WithCancel(ctx)
+	endWithClient := context.AfterFunc(c.life, cancel)
 	go func() {
 		defer close(out)
+		defer endWithClient()
 		defer sub.Stop()
 		last := Event{ID: j.ID, Type: j.Type, Group: j.Group, State: j.State, Progress: j.Progress, RunAt: j.RunAt}
 		select {
@@ -543,7 +546,9 @@ func (c *Client) SubscribeTypes(ctx context.Context, patterns ...string) (*Subsc
 	sub := c.watch().SubscribeTypes(pats)
 	out := make(chan Event, 64)
 	ctx, cancel := context.WithCancel(ctx)
+	endWithClient := context.AfterFunc(c.life, cancel)
 	go func() {
+		defer endWithClient()
 		defer close(out)
 		defer sub.Stop()
 		for {
@@ -583,6 +588,9 @@ func (c *Client) Wait(ctx context.Context, id int64) (Job, error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return Job{}, err
+	}
+	if c.life.Err() != nil {
+		return Job{}, fmt.Errorf("job %d: %w", id, ErrClosed)
 	}
 	return Job{}, fmt.Errorf("job %d: subscription ended", id)
 }

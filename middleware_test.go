@@ -204,3 +204,51 @@ func TestHooksMustBeHooks(t *testing.T) {
 		t.Fatalf("NewClient with a function as a hook: %v", err)
 	}
 }
+
+// TestCloseEndsSubscriptions checks that closing a client closes its open
+// subscriptions and ends a Wait without a deadline with ErrClosed.
+func TestCloseEndsSubscriptions(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "jobs.db"), sqlite.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c, err := rota.NewClient(st, rota.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	res, err := c.Add(ctx, rota.AddParams{Type: "never"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := c.SubscribeTypes(ctx, "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		_, err := c.Wait(ctx, res.Job.ID)
+		waited <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // let Wait subscribe
+	c.Close()
+	select {
+	case err := <-waited:
+		if !errors.Is(err, rota.ErrClosed) {
+			t.Fatalf("Wait after Close: %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Wait still blocks after Close")
+	}
+	for deadline := time.After(5 * time.Second); ; {
+		select {
+		case _, ok := <-sub.C:
+			if !ok {
+				return
+			}
+		case <-deadline:
+			t.Fatal("a subscription stays open after Close")
+		}
+	}
+}

@@ -1635,3 +1635,22 @@ func TestAddBatchCap(t *testing.T) {
 		t.Fatalf("a batch at the cap: %d %s", r.Status, r.Body)
 	}
 }
+
+// TestMetricTypesCapped checks that job types past Config.MaxMetricTypes
+// share the label "other", so that clients cannot grow the metrics.
+func TestMetricTypesCapped(t *testing.T) {
+	s := newServer(t, httpapi.Config{MaxMetricTypes: 2})
+	for i := range 5 {
+		s.add(t, map[string]any{"type": fmt.Sprintf("capped.%d", i)})
+	}
+	r := s.do(t, "GET", "/metrics", nil)
+	body := string(r.Body)
+	for _, line := range []string{`rota_jobs_added_total{type="capped.0"} 1`, `rota_jobs_added_total{type="capped.1"} 1`, `rota_jobs_added_total{type="other"} 3`} {
+		if !strings.Contains(body, line) {
+			t.Errorf("metrics lack %q", line)
+		}
+	}
+	if strings.Contains(body, `type="capped.2"`) {
+		t.Error("a type past the cap has a label of its own")
+	}
+}

@@ -40,6 +40,10 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxWait bounds an accept's long-poll wait; zero means 60s.
 	MaxWait time.Duration
+	// MaxMetricTypes bounds how many job types get a label of their own in
+	// the metrics; the types seen after that count as "other", so that
+	// clients cannot grow the metrics without bound. Zero means 100.
+	MaxMetricTypes int
 	// Logger receives request errors; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -62,11 +66,14 @@ func New(c *rota.Client, cfg Config) *Server {
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = 60 * time.Second
 	}
+	if cfg.MaxMetricTypes <= 0 {
+		cfg.MaxMetricTypes = 100
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{c: c, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
-	s.metrics, s.stop = newMetrics(c)
+	s.metrics, s.stop = newMetrics(c, cfg.MaxMetricTypes)
 	s.routes()
 	return s
 }
@@ -250,7 +257,7 @@ func (s *Server) add(w http.ResponseWriter, r *http.Request) {
 		out := wire.AddBatchResponse{Results: make([]wire.AddResponse, len(res))}
 		for i, x := range res {
 			out.Results[i] = wire.AddResponse{Job: hideToken(x.Job), Outcome: x.Outcome}
-			s.metrics.added.WithLabelValues(x.Job.Type).Inc()
+			s.metrics.added.WithLabelValues(s.metrics.types.of(x.Job.Type)).Inc()
 		}
 		writeJSON(w, http.StatusOK, out)
 		return
@@ -265,7 +272,7 @@ func (s *Server) add(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.metrics.added.WithLabelValues(res.Job.Type).Inc()
+	s.metrics.added.WithLabelValues(s.metrics.types.of(res.Job.Type)).Inc()
 	status := http.StatusOK
 	if res.Outcome == store.Inserted {
 		status = http.StatusCreated
@@ -557,7 +564,7 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request) {
 		s.metrics.acceptLatency.Observe(time.Since(start).Seconds())
 	}
 	for _, j := range jobs {
-		s.metrics.accepted.WithLabelValues(j.Type).Inc()
+		s.metrics.accepted.WithLabelValues(s.metrics.types.of(j.Type)).Inc()
 	}
 	out := wire.AcceptWire{Jobs: make([]wire.JobWire, len(jobs))}
 	for i, j := range jobs {

@@ -23,11 +23,37 @@ type metrics struct {
 	ended         *prometheus.CounterVec
 	acceptLatency prometheus.Histogram
 	finishLatency prometheus.Histogram
+	types         *typeLabels
 }
 
-func newMetrics(c *rota.Client) (*metrics, func()) {
+// otherTypes is the label of the types past Config.MaxMetricTypes.
+const otherTypes = "other"
+
+// typeLabels caps the distinct type names the metrics carry: the first
+// max seen keep a label of their own, later ones count as "other".
+type typeLabels struct {
+	mu   sync.Mutex
+	max  int
+	seen map[string]bool
+}
+
+func (l *typeLabels) of(typ string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen[typ] {
+		return typ
+	}
+	if len(l.seen) >= l.max {
+		return otherTypes
+	}
+	l.seen[typ] = true
+	return typ
+}
+
+func newMetrics(c *rota.Client, maxTypes int) (*metrics, func()) {
 	reg := prometheus.NewRegistry()
 	m := &metrics{
+		types: &typeLabels{max: maxTypes, seen: map[string]bool{}},
 		added: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rota_jobs_added_total", Help: "Jobs added (or re-added by key) through this server, by type.",
 		}, []string{"type"}),
@@ -58,7 +84,7 @@ func newMetrics(c *rota.Client) (*metrics, func()) {
 		go func() {
 			for ev := range sub.C {
 				if !ev.Removed && ev.State.Terminal() {
-					m.ended.WithLabelValues(ev.Type, ev.State.String()).Inc()
+					m.ended.WithLabelValues(m.types.of(ev.Type), ev.State.String()).Inc()
 				}
 			}
 		}()

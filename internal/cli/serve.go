@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/net/netutil"
 
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/httpapi"
@@ -29,6 +30,8 @@ func serveCommand() *cobra.Command {
 		token, tokenFile         string
 		allowOpen                bool
 		maxBody                  int64
+		maxConns                 int
+		idleTimeout              time.Duration
 		logLevel                 string
 		configFile               string
 	)
@@ -87,6 +90,7 @@ same shapes as PUT /v1/types/{type} and PUT /v1/groups):
 			return serve(cmd.Context(), logger, serveOptions{
 				dataDir: dataDir, storeSpec: storeSpec, addr: addr, token: token,
 				allowOpen: allowOpen, maxBody: maxBody, settings: settings,
+				maxConns: maxConns, idleTimeout: idleTimeout,
 			})
 		},
 	}
@@ -98,6 +102,8 @@ same shapes as PUT /v1/types/{type} and PUT /v1/groups):
 	f.StringVar(&tokenFile, "auth-token-file", "", "read the bearer token from this file")
 	f.BoolVar(&allowOpen, "allow-unauthenticated", false, "allow a non-loopback address without a token")
 	f.Int64Var(&maxBody, "max-body", 8<<20, "largest request body in bytes")
+	f.IntVar(&maxConns, "max-conns", 1024, "most connections served at once; more wait to be accepted")
+	f.DurationVar(&idleTimeout, "idle-timeout", time.Minute, "close a keep-alive connection idle this long")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&configFile, "config", "", "JSON file of type and group settings to apply at start")
 	return cmd
@@ -107,6 +113,8 @@ type serveOptions struct {
 	dataDir, storeSpec, addr, token string
 	allowOpen                       bool
 	maxBody                         int64
+	maxConns                        int
+	idleTimeout                     time.Duration
 	settings                        *serverSettings
 }
 
@@ -196,14 +204,25 @@ func serve(ctx context.Context, logger *slog.Logger, o serveOptions) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.addr, err)
 	}
+	if o.maxConns > 0 {
+		// Past the cap, connections wait in the kernel's backlog rather
+		// than take file descriptors; idle and slow ones are closed by the
+		// timeouts below, so the cap cannot be held by clients doing nothing.
+		ln = netutil.LimitListener(ln, o.maxConns)
+	}
 	// Long polls and event streams end when the server shuts down.
 	base, cancelBase := context.WithCancel(context.Background())
 	defer cancelBase()
 	srv := &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return base },
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		IdleTimeout:       o.idleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		// No ReadTimeout or WriteTimeout: a long poll or an event stream
+		// lasts long, and net/http would cancel it at either deadline;
+		// they end on shutdown (BaseContext) or when the client goes.
+		BaseContext: func(net.Listener) context.Context { return base },
+		ErrorLog:    slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	srv.RegisterOnShutdown(cancelBase)
 	served := make(chan error, 1)

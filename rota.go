@@ -109,6 +109,8 @@ var (
 	ErrFinished       = store.ErrFinished
 	ErrInvalid        = store.ErrInvalid
 	ErrClosed         = store.ErrClosed
+	ErrUnavailable    = store.ErrUnavailable
+	ErrTooLarge       = store.ErrTooLarge
 )
 
 // ParseState parses a state name.

@@ -22,6 +22,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	code, status := wire.CodeOf(err)
 	msg := err.Error()
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1") // seconds: the store reconnects by itself
+	}
 	if status == http.StatusInternalServerError {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		msg = "internal error; the server log has the details"

@@ -131,7 +131,51 @@ func (s *Store) isClosed() bool {
 
 // do sends a request and decodes a JSON answer into out (unless nil). An
 // error answer becomes an error that matches the store's sentinels.
+// Idempotent reads (GET) that find the server or its store unavailable (a
+// 503, or no connection) are tried again this many times, with back-off.
+const (
+	readRetries    = 4
+	readRetryFirst = 100 * time.Millisecond
+	readRetryMax   = 2 * time.Second
+)
+
 func (s *Store) do(ctx context.Context, method, path string, query url.Values, in, out any) error {
+	if method != "GET" {
+		return s.doOnce(ctx, method, path, query, in, out)
+	}
+	wait := readRetryFirst
+	for attempt := 0; ; attempt++ {
+		err := s.doOnce(ctx, method, path, query, in, out)
+		var unavailable *unavailableError
+		if err == nil || attempt == readRetries || ctx.Err() != nil ||
+			!(errors.As(err, &unavailable) || errors.Is(err, store.ErrUnavailable)) {
+			return err
+		}
+		if unavailable != nil && unavailable.retryAfter > 0 {
+			wait = min(unavailable.retryAfter, readRetryMax)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, readRetryMax)
+	}
+}
+
+// unavailableError is a request that found no server (no connection), or
+// a 503 with its Retry-After.
+type unavailableError struct {
+	err        error
+	retryAfter time.Duration
+}
+
+func (e *unavailableError) Error() string { return e.err.Error() }
+func (e *unavailableError) Unwrap() error { return e.err }
+
+func (s *Store) doOnce(ctx context.Context, method, path string, query url.Values, in, out any) error {
 	if s.isClosed() {
 		return store.ErrClosed
 	}
@@ -161,16 +205,23 @@ func (s *Store) do(ctx context.Context, method, path string, query url.Values, i
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("remote: %s %s: %w", method, path, err)
+		return &unavailableError{err: fmt.Errorf("remote: %s %s: %w", method, path, err)}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
 		var e wire.ErrorResponse
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		var err error
 		if json.Unmarshal(raw, &e) != nil || e.Error.Code == "" {
-			return fmt.Errorf("remote: %s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(raw))
+			err = fmt.Errorf("remote: %s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(raw))
+		} else {
+			err = wire.AsError(&e.Error)
 		}
-		return wire.AsError(&e.Error)
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+			return &unavailableError{err: err, retryAfter: time.Duration(secs) * time.Second}
+		}
+		return err
 	}
 	if out == nil {
 		io.Copy(io.Discard, resp.Body)

@@ -43,6 +43,11 @@ var (
 	ErrInvalid = errors.New("invalid input")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store closed")
+	// ErrUnavailable: the store's database cannot be reached now (a lost
+	// or refused connection); the call may be tried again later. A write
+	// whose connection broke after it was sent may or may not have been
+	// applied, so only idempotent calls are safe to repeat blindly.
+	ErrUnavailable = errors.New("store unavailable")
 	// ErrTooLarge: the input is over a documented limit (MaxAddBatch);
 	// such errors match ErrInvalid too.
 	ErrTooLarge = errors.New("input too large")

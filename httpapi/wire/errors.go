@@ -33,6 +33,7 @@ var codeErrors = []struct {
 	{CodeWorkerConflict, store.ErrWorkerConflict, http.StatusConflict},
 	{CodeCanceled, store.ErrCanceled, http.StatusConflict},
 	{CodeFinished, store.ErrFinished, http.StatusConflict},
+	{CodeUnavailable, store.ErrUnavailable, http.StatusServiceUnavailable},
 	{CodeUnavailable, store.ErrClosed, http.StatusServiceUnavailable},
 }
 

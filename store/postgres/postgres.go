@@ -109,8 +109,9 @@ type Config struct {
 // ErrUnavailable marks errors caused by a lost or refused database
 // connection. The pool and the LISTEN connection reconnect by themselves;
 // the call can be retried. A write whose connection broke after the
-// statement was sent may or may not have been applied.
-var ErrUnavailable = errors.New("database unavailable")
+// statement was sent may or may not have been applied. It is
+// store.ErrUnavailable, which the HTTP API answers with 503.
+var ErrUnavailable = store.ErrUnavailable
 
 // Store is the PostgreSQL store. It implements store.Store.
 type Store struct {

@@ -177,3 +177,16 @@ func TestWorkStopNow(t *testing.T) {
 		t.Errorf("after a second signal, job %d is %s with attempt %d; want pending with the attempt given back", jid, j.State, j.Attempt)
 	}
 }
+
+// TestWorkKilledTakesItsProgram kills `rota work` with SIGKILL while its
+// program runs: the program must not run on as an orphan.
+func TestWorkKilledTakesItsProgram(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	dir := t.TempDir()
+	w := s.start(t, "work", "--type", "e2e.killed", "--", "sh", "-c", pidsScript(dir))
+	jid := s.add(t, "e2e.killed")
+	pids := readPids(t, dir, jid)
+	w.signal(t, syscall.SIGKILL)
+	eventually(t, "the program dies with its worker", func() bool { return !alive(pids[0]) })
+}

@@ -93,7 +93,7 @@ func (r *runner) Work(ctx context.Context, job *rota.Job) error {
 		"ROTA_JOB_KEY="+job.Key,
 		"ROTA_JOB_GROUP="+job.Group,
 	)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = programAttr()
 	// A program that exits but leaves a child holding stdout or stderr
 	// open does not hold up the job for longer than this.
 	cmd.WaitDelay = r.grace

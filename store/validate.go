@@ -218,44 +218,12 @@ var (
 	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 )
 
-// JSONDepth is how deeply the JSON text b nests objects and arrays (0 for
-// a scalar), for text json.Valid accepts.
-func JSONDepth(b []byte) int {
-	depth, deepest := 0, 0
+// scanJSON calls fn with each byte of the JSON text b that is structure
+// (outside strings), with the nesting depth after it.
+func scanJSON(b []byte, fn func(c byte, depth int)) {
+	depth := 0
 	inString, escaped := false, false
 	for _, c := range b {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			depth++
-			deepest = max(deepest, depth)
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return deepest
-}
-
-// JSONArrayLen counts the elements of the JSON array b (0 when b is not
-// an array), without decoding them.
-func JSONArrayLen(b []byte) int {
-	b = bytes.TrimSpace(b)
-	if len(b) < 2 || b[0] != '[' {
-		return 0
-	}
-	n, depth := 0, 0
-	inString, escaped, any := false, false, false
-	for _, c := range b[1 : len(b)-1] {
 		switch {
 		case inString:
 			switch {
@@ -273,16 +241,37 @@ func JSONArrayLen(b []byte) int {
 			depth++
 		case c == '}' || c == ']':
 			depth--
-		case c == ',' && depth == 0:
+		}
+		fn(c, depth)
+	}
+}
+
+// JSONDepth is how deeply the JSON text b nests objects and arrays (0 for
+// a scalar), for text json.Valid accepts.
+func JSONDepth(b []byte) int {
+	deepest := 0
+	scanJSON(b, func(_ byte, depth int) { deepest = max(deepest, depth) })
+	return deepest
+}
+
+// JSONArrayLen counts the elements of the JSON array b (0 when b is not
+// an array), without decoding them: the commas at its top level, plus
+// one unless it is empty.
+func JSONArrayLen(b []byte) int {
+	b = bytes.TrimSpace(b)
+	if len(b) < 2 || b[0] != '[' {
+		return 0
+	}
+	inner := bytes.TrimSpace(b[1 : len(b)-1])
+	if len(inner) == 0 {
+		return 0
+	}
+	n := 1
+	scanJSON(inner, func(c byte, depth int) {
+		if c == ',' && depth == 0 {
 			n++
 		}
-		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			any = true
-		}
-	}
-	if any {
-		n++
-	}
+	})
 	return n
 }
 

@@ -42,7 +42,6 @@ type Config struct {
 // Close.
 type Client struct {
 	st      store.Store
-	ownsSt  bool
 	cfg     Config
 	log     *slog.Logger
 	hub     *notify.Hub
@@ -95,7 +94,7 @@ func NewClient(st store.Store, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Client{hooks: hk, life: ctx, st: st, ownsSt: cfg.CloseStore, cfg: cfg, log: cfg.Logger, hub: notify.New(), stop: cancel}
+	c := &Client{hooks: hk, life: ctx, st: st, cfg: cfg, log: cfg.Logger, hub: notify.New(), stop: cancel}
 	if !cfg.NoMaintenance {
 		m := &expiry.Monitor{Store: st, Interval: cfg.LeaseCheckInterval, Logger: c.log}
 		c.wg.Add(1)
@@ -135,7 +134,7 @@ func (c *Client) Close() error {
 			c.unwatch()
 		}
 		c.watchMu.Unlock()
-		if c.ownsSt {
+		if c.cfg.CloseStore {
 			err = c.st.Close()
 		}
 	})

@@ -207,8 +207,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.started = true
 	types := make([]string, 0, len(w.handlers))
-	for t := range w.handlers {
+	for t, h := range w.handlers {
 		types = append(types, t)
+		// Wrapped once here, not per run: handlers and middleware are
+		// fixed from now on.
+		w.handlers[t] = chain(h, w.cfg.Middleware)
 	}
 	w.mu.Unlock()
 	sort.Strings(types)
@@ -440,7 +443,7 @@ func (w *Worker) call(r *runningJob) (err error) {
 			err = fmt.Errorf("panic: %v\n%s", v, debug.Stack())
 		}
 	}()
-	h := chain(w.handlers[r.job.Type], w.cfg.Middleware)
+	h := w.handlers[r.job.Type] // wrapped in the middleware by Run
 	r.view = r.job
 	return h.Work(r.ctx, &r.view)
 }

@@ -902,7 +902,7 @@ SELECT d.id, d.type, d.key, d.grp, d.priority, $2::smallint, d.run_at, d.attempt
 	d.data, d.next_data, $3::bytea, coalesce($4::text, d.last_error),
 	CASE WHEN $5::boolean THEN coalesce(d.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', d.attempt, 'at', now(), 'error', $4::text))
 		ELSE d.errors END, d.meta
-FROM d RETURNING ` + jobColumns
+FROM d`
 
 	// reviveSQL moves an ended job back to the hot table as a new cycle
 	// (Revive). Args: id, run_at, data, priority, group, max attempts,
@@ -920,19 +920,19 @@ FROM d RETURNING ` + jobColumns
 	retrySQL = `UPDATE rota.jobs j SET state = 0, run_at = $2::timestamptz, last_error = $3::text,
 	errors = coalesce(j.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', j.attempt, 'at', now(), 'error', $3::text)),
 	lease_until = NULL, finished_at = NULL, token = CASE WHEN $4 THEN NULL ELSE token END, updated_at = now()
-WHERE id = $1 RETURNING ` + jobColumns
+WHERE id = $1`
 
 	// requeueSQL makes a running job pending again with its attempt given
 	// back (Requeue). Args: id, run_at, attempt.
 	requeueSQL = `UPDATE rota.jobs SET state = 0, run_at = $2::timestamptz, attempt = $3, lease_until = NULL, updated_at = now()
-WHERE id = $1 RETURNING ` + jobColumns
+WHERE id = $1`
 
 	// runAgainSQL starts a new cycle of a resubmitted job (RunAgain).
 	// Args: id, run_at, drop token.
 	runAgainSQL = `UPDATE rota.jobs SET state = 0, run_at = $2::timestamptz, data = coalesce(next_data, data),
 	next_data = NULL, resubmit = false, resubmit_at = NULL, attempt = 0, result = NULL, last_error = NULL, errors = NULL,
 	progress = 0, lease_until = NULL, token = CASE WHEN $3 THEN NULL ELSE token END, updated_at = now()
-WHERE id = $1 RETURNING ` + jobColumns
+WHERE id = $1`
 
 	// updateSQL gives a pending or paused job a re-add's values (Update).
 	updateSQL = `UPDATE rota.jobs SET run_at = $2::timestamptz, data = coalesce($3, data), priority = coalesce($4, priority),
@@ -964,7 +964,8 @@ func (t *txn) now() (time.Time, error) {
 // in a batch sees this item's effect. It returns the job as it now is for
 // the kinds whose statements return it.
 func (t *txn) apply(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
-	var jobs []store.Job
+	var jobs []store.Job // for re-adds, whose callers get the job as it now is
+	var n int64          // rows written
 	var err error
 	switch p.Kind {
 	case lifecycle.Keep:
@@ -975,13 +976,13 @@ func (t *txn) apply(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
 			errText = &e
 		}
 		recorded := p.Kind == lifecycle.Discard
-		jobs, err = scanJobs(t.query(endSQL, r.ID, int16(p.State), p.Result, errText, recorded, p.DropToken, p.CancelRequested))
+		n, err = t.exec(endSQL, r.ID, int16(p.State), p.Result, errText, recorded, p.DropToken, p.CancelRequested)
 	case lifecycle.Retry:
-		jobs, err = scanJobs(t.query(retrySQL, r.ID, p.RunAt, cleanText(p.Error), p.DropToken))
+		n, err = t.exec(retrySQL, r.ID, p.RunAt, cleanText(p.Error), p.DropToken)
 	case lifecycle.Requeue:
-		jobs, err = scanJobs(t.query(requeueSQL, r.ID, p.RunAt, p.Attempt))
+		n, err = t.exec(requeueSQL, r.ID, p.RunAt, p.Attempt)
 	case lifecycle.RunAgain:
-		jobs, err = scanJobs(t.query(runAgainSQL, r.ID, p.RunAt, p.DropToken))
+		n, err = t.exec(runAgainSQL, r.ID, p.RunAt, p.DropToken)
 	case lifecycle.Update, lifecycle.Revive:
 		a := &p.Set
 		q := updateSQL
@@ -1000,38 +1001,42 @@ func (t *txn) apply(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
 		}
 		jobs, err = scanJobs(t.query(q, r.ID, a.RunAt, a.Data, prio, a.Group, optInt(int64(a.MaxAttempts)),
 			optInt(us(a.BackoffBase)), optInt(us(a.BackoffMax)), meta))
+		n = int64(len(jobs))
 	case lifecycle.MarkResubmit:
 		jobs, err = scanJobs(t.query(markResubmitSQL, r.ID, p.Set.RunAt, p.Set.Data))
+		n = int64(len(jobs))
 	case lifecycle.Remove:
 		for _, q := range []string{removeHotSQL, removeEndedSQL} {
-			if _, err = t.exec(q, r.ID); err != nil {
+			var k int64
+			if k, err = t.exec(q, r.ID); err != nil {
 				break
 			}
+			n += k
 		}
 	default:
 		err = fmt.Errorf("unknown plan %s", p.Kind)
 	}
-	if err == nil && jobs != nil && len(jobs) != 1 {
-		err = fmt.Errorf("%d rows changed", len(jobs))
-	}
-	if err == nil && jobs == nil && p.Kind != lifecycle.Keep && p.Kind != lifecycle.Remove {
-		err = fmt.Errorf("job vanished")
+	if err == nil && p.Kind != lifecycle.Keep && n != 1 {
+		err = fmt.Errorf("%d rows changed, want 1", n)
 	}
 	if err != nil {
 		return store.Job{}, fmt.Errorf("%s job %d: %w", p.Kind, r.ID, err)
 	}
+	// The job leaves its old state's count and enters its new one's, in
+	// its group as the plan leaves it.
+	typ, grp, from := r.Type, r.Group, r.State
+	lifecycle.After(r, p)
 	switch p.Kind {
 	case lifecycle.Keep, lifecycle.MarkResubmit:
 	case lifecycle.Remove:
-		t.countState(r.Type, r.Group, r.State, -1)
+		t.countState(typ, grp, from, -1)
 	default:
-		t.countState(r.Type, r.Group, r.State, -1)
-		t.countState(jobs[0].Type, jobs[0].Group, p.State, 1)
+		t.countState(typ, grp, from, -1)
+		t.countState(r.Type, r.Group, p.State, 1)
 	}
 	if p.Event.ID != 0 {
 		t.changed(p.Event)
 	}
-	lifecycle.After(r, p)
 	if jobs == nil {
 		return store.Job{}, nil
 	}

@@ -29,7 +29,7 @@ import (
 // agree.
 
 const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max,
-	resubmit, resubmit_at, run_at`
+	resubmit, resubmit_at, run_at, now()`
 
 // lock locks and reads the jobs with these ids. A job moving between the
 // hot and the ended table while this waits for its lock is looked for
@@ -43,7 +43,7 @@ func (t *txn) lock(ids []int64) (map[int64]*lifecycle.Row, error) {
 		if len(want) == 0 {
 			break
 		}
-		rs, err := scanRows(t.query(`SELECT `+rowColumns+` FROM `+table+` WHERE id = ANY($1) ORDER BY id FOR UPDATE`, want))
+		rs, err := t.readRows(&t.at, `SELECT `+rowColumns+` FROM `+table+` WHERE id = ANY($1) ORDER BY id FOR UPDATE`, want)
 		if err != nil {
 			return nil, fmt.Errorf("lock jobs: %w", err)
 		}
@@ -55,8 +55,17 @@ func (t *txn) lock(ids []int64) (map[int64]*lifecycle.Row, error) {
 	return found, nil
 }
 
-// scanRows reads rows of rowColumns.
-func scanRows(r rows, err error) ([]*lifecycle.Row, error) {
+// readRows runs a query of rowColumns and reads its rows (scanRows).
+func (t *txn) readRows(at *time.Time, query string, args ...any) ([]*lifecycle.Row, error) {
+	r, err := t.query(query, args...)
+	return scanRows(r, err, at)
+}
+
+// scanRows reads rows of rowColumns. Their last column is the
+// transaction's now(), kept in at when at is not nil, so that a
+// transaction that reads its rows knows its time without asking for it
+// (txn.now).
+func scanRows(r rows, err error, at *time.Time) ([]*lifecycle.Row, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -67,9 +76,13 @@ func scanRows(r rows, err error) ([]*lifecycle.Row, error) {
 		var state int16
 		var attempt, maxAttempts, base, maxB int64
 		var resubmitAt sql.NullTime
+		var now time.Time
 		if err := r.Scan(&x.ID, &x.Type, &x.Group, &state, &x.Token, &attempt, &maxAttempts,
-			&base, &maxB, &x.Resubmit, &resubmitAt, &x.RunAt); err != nil {
+			&base, &maxB, &x.Resubmit, &resubmitAt, &x.RunAt, &now); err != nil {
 			return nil, err
+		}
+		if at != nil && at.IsZero() {
+			*at = now.UTC()
 		}
 		x.State = store.State(state)
 		x.Attempt, x.MaxAttempts = int(attempt), int(maxAttempts)
@@ -688,7 +701,7 @@ func (s *Store) heartbeat(ctx context.Context, ps []store.HeartbeatParams, datas
 func (s *Store) peek(ctx context.Context, op string, ids []int64) (map[int64]*lifecycle.Row, error) {
 	out := map[int64]*lifecycle.Row{}
 	err := s.read(ctx, op, func(t *txn) error {
-		rs, err := scanRows(t.query(bothTables(`SELECT `+rowColumns+` FROM %s WHERE id = ANY($1)`), ids))
+		rs, err := t.readRows(nil, bothTables(`SELECT `+rowColumns+` FROM %s WHERE id = ANY($1)`), ids)
 		for _, x := range rs {
 			out[x.ID] = x
 		}
@@ -947,8 +960,9 @@ WHERE id = $1`
 	removeEndedSQL = `DELETE FROM rota.jobs_ended WHERE id = $1`
 )
 
-// now is the transaction's now(), which every statement of it writes;
-// read once.
+// now is the transaction's now(), which every statement of it writes:
+// read with the rows it locked (scanRows), or asked for when it locked
+// none.
 func (t *txn) now() (time.Time, error) {
 	if t.at.IsZero() {
 		if _, err := t.queryRow(`SELECT now()`, nil, &t.at); err != nil {
@@ -1103,9 +1117,9 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 }
 
 func (t *txn) expire(delta time.Duration) (int, time.Time, error) {
-	expired, err := scanRows(t.query(`SELECT `+rowColumns+` FROM rota.jobs
+	expired, err := t.readRows(&t.at, `SELECT `+rowColumns+` FROM rota.jobs
 		WHERE lease_until < now() + $1::bigint * interval '1 microsecond' AND state = 1
-		ORDER BY lease_until LIMIT 1000 FOR UPDATE SKIP LOCKED`, us(delta)))
+		ORDER BY lease_until LIMIT 1000 FOR UPDATE SKIP LOCKED`, us(delta))
 	if err != nil {
 		return 0, time.Time{}, err
 	}

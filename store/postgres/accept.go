@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/rotajobs/rota/internal/fair"
+	"github.com/rotajobs/rota/internal/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -651,7 +652,7 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 		claimed[pk.g]++
 		j := pk.c.job
 		a.jobs = append(a.jobs, *j)
-		a.t.changed(store.Event{ID: j.ID, Type: j.Type, Group: j.Group, State: store.Running, Lease: store.LeaseTag(j.Token)})
+		a.t.changed(lifecycle.ClaimedEvent(j))
 	}
 	if len(taken) > 0 {
 		progress = true
@@ -766,8 +767,8 @@ func (a *acceptor) head(q *queue) error {
 		return err
 	}
 	sortJobs(a.jobs)
-	for _, j := range a.jobs {
-		a.t.changed(store.Event{ID: j.ID, Type: j.Type, Group: j.Group, State: store.Running, Lease: store.LeaseTag(j.Token)})
+	for i := range a.jobs {
+		a.t.changed(lifecycle.ClaimedEvent(&a.jobs[i]))
 	}
 	a.committedJobs, a.committedChanges = len(a.jobs), len(a.t.changes)
 	if claimed == 0 {
@@ -791,22 +792,10 @@ func (a *acceptor) head(q *queue) error {
 	return nil
 }
 
-// sortJobs puts one group's claimed jobs in accept order: due retries
-// first, then priority, run time, id.
+// sortJobs puts one group's claimed jobs in accept order (fair.Better).
 func sortJobs(jobs []store.Job) {
-	sort.Slice(jobs, func(i, j int) bool {
-		x, y := &jobs[i], &jobs[j]
-		if rx, ry := x.Attempt > 1, y.Attempt > 1; rx != ry {
-			return rx
-		}
-		if x.Priority != y.Priority {
-			return x.Priority > y.Priority
-		}
-		if !x.RunAt.Equal(y.RunAt) {
-			return x.RunAt.Before(y.RunAt)
-		}
-		return x.ID < y.ID
-	})
+	// By index: a Job is large, and this runs on every claim.
+	sort.Slice(jobs, func(i, k int) bool { return fair.Better(fair.JobCandidate(&jobs[i]), fair.JobCandidate(&jobs[k])) })
 }
 
 // finish counts what the transaction claimed, moves the virtual clocks,

@@ -578,3 +578,18 @@ func TestWorkTimeout(t *testing.T) {
 		t.Errorf("job %d: state %s, last error %q", jid, j.State, j.LastError)
 	}
 }
+
+// TestAddMeta checks that rota add --meta stores metadata with the job and
+// rota get shows it.
+func TestAddMeta(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	var withMeta struct{ Job job }
+	s.rotaJSON(t, &withMeta, "add", "e2e.meta", "--meta", "route=eu,tier=gold")
+	if m := withMeta.Job.Meta; m["route"] != "eu" || m["tier"] != "gold" || len(m) != 2 {
+		t.Errorf("add --meta stored %v", m)
+	}
+	if out := s.rota(t, "get", strconv.FormatInt(withMeta.Job.ID, 10)); !strings.Contains(out, "route=eu tier=gold") {
+		t.Errorf("rota get does not show the metadata:\n%s", out)
+	}
+}

@@ -197,18 +197,19 @@ func (s *server) rotaJSON(t *testing.T, out any, args ...string) {
 
 // job is the part of a job's JSON the tests look at.
 type job struct {
-	ID          int64           `json:"id"`
-	Type        string          `json:"type"`
-	Key         string          `json:"key"`
-	Group       string          `json:"group"`
-	Priority    int             `json:"priority"`
-	State       string          `json:"state"`
-	RunAt       time.Time       `json:"run_at"`
-	Data        json.RawMessage `json:"data"`
-	Attempt     int             `json:"attempt"`
-	MaxAttempts int             `json:"max_attempts"`
-	Progress    float64         `json:"progress"`
-	LastError   string          `json:"last_error"`
+	ID          int64             `json:"id"`
+	Type        string            `json:"type"`
+	Key         string            `json:"key"`
+	Group       string            `json:"group"`
+	Meta        map[string]string `json:"meta"`
+	Priority    int               `json:"priority"`
+	State       string            `json:"state"`
+	RunAt       time.Time         `json:"run_at"`
+	Data        json.RawMessage   `json:"data"`
+	Attempt     int               `json:"attempt"`
+	MaxAttempts int               `json:"max_attempts"`
+	Progress    float64           `json:"progress"`
+	LastError   string            `json:"last_error"`
 	Errors      []struct {
 		Attempt int    `json:"attempt"`
 		Error   string `json:"error"`

@@ -59,6 +59,7 @@ func addCommand(g *globals) *cobra.Command {
 		dataFile string
 		sched    schedule
 		quiet    bool
+		meta     map[string]string
 	)
 	cmd := &cobra.Command{
 		Use:   "add TYPE [DATA-JSON | -]",
@@ -113,6 +114,9 @@ resubmitted or requeued. With --json it prints the API's answer,
 				return err
 			}
 			defer c.Close()
+			if len(meta) > 0 {
+				p.Meta = meta
+			}
 			res, err := c.Add(cmd.Context(), p)
 			if err != nil {
 				return g.explain(err)
@@ -138,6 +142,7 @@ resubmitted or requeued. With --json it prints the API's answer,
 	f.DurationVar(&p.BackoffBase, "backoff-base", 0, fmt.Sprintf("first retry delay, doubled each retry (default %v)", store.DefaultBackoffBase))
 	f.DurationVar(&p.BackoffMax, "backoff-max", 0, fmt.Sprintf("longest retry delay (default %v)", store.DefaultBackoffMax))
 	f.StringVar(&dataFile, "data-file", "", `read the data from this file ("-" for standard input)`)
+	f.StringToStringVar(&meta, "meta", nil, "metadata carried with the job, KEY=VALUE (repeat, or comma-separate)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print only the job id")
 	return cmd
 }

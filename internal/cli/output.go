@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -121,6 +123,14 @@ func writeJob(w io.Writer, j rota.Job, now time.Time) {
 		line("key", j.Key)
 	}
 	line("group", orDash(j.Group))
+	if len(j.Meta) > 0 {
+		keys := slices.Sorted(maps.Keys(j.Meta))
+		pairs := make([]string, len(keys))
+		for i, k := range keys {
+			pairs[i] = k + "=" + j.Meta[k]
+		}
+		line("meta", strings.Join(pairs, " "))
+	}
 	state := j.State.String()
 	if j.CancelRequested && j.State != rota.Cancelled {
 		state += " (cancel requested)"

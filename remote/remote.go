@@ -131,8 +131,10 @@ func (s *Store) isClosed() bool {
 
 // do sends a request and decodes a JSON answer into out (unless nil). An
 // error answer becomes an error that matches the store's sentinels.
-// Idempotent reads (GET) that find the server or its store unavailable (a
-// 503, or no connection) are tried again this many times, with back-off.
+// Idempotent reads (GET) that find the server's store unavailable (a 503)
+// are tried again this many times, with back-off. A read that finds no
+// server at all fails at once: that is more often a wrong address than a
+// restart, and the caller should hear of it now.
 const (
 	readRetries    = 4
 	readRetryFirst = 100 * time.Millisecond
@@ -147,11 +149,10 @@ func (s *Store) do(ctx context.Context, method, path string, query url.Values, i
 	for attempt := 0; ; attempt++ {
 		err := s.doOnce(ctx, method, path, query, in, out)
 		var unavailable *unavailableError
-		if err == nil || attempt == readRetries || ctx.Err() != nil ||
-			!(errors.As(err, &unavailable) || errors.Is(err, store.ErrUnavailable)) {
+		if err == nil || attempt == readRetries || ctx.Err() != nil || !errors.As(err, &unavailable) {
 			return err
 		}
-		if unavailable != nil && unavailable.retryAfter > 0 {
+		if unavailable.retryAfter > 0 {
 			wait = min(unavailable.retryAfter, readRetryMax)
 		}
 		t := time.NewTimer(wait)
@@ -165,8 +166,7 @@ func (s *Store) do(ctx context.Context, method, path string, query url.Values, i
 	}
 }
 
-// unavailableError is a request that found no server (no connection), or
-// a 503 with its Retry-After.
+// unavailableError is a 503 with its Retry-After.
 type unavailableError struct {
 	err        error
 	retryAfter time.Duration
@@ -205,7 +205,7 @@ func (s *Store) doOnce(ctx context.Context, method, path string, query url.Value
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return &unavailableError{err: fmt.Errorf("remote: %s %s: %w", method, path, err)}
+		return fmt.Errorf("remote: %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {

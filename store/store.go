@@ -156,6 +156,13 @@ type Job struct {
 	// (AddParams.Meta): trace context, routing.
 	Meta map[string]string `json:"meta,omitempty"`
 
+	// Schedule makes the job recurring (AddParams.Schedule); Slot is the
+	// slot of its schedule that its current cycle stands for, and RunAt,
+	// while it is pending, its next run.
+	Schedule string    `json:"schedule,omitempty"`
+	Missed   Missed    `json:"missed,omitempty"`
+	Slot     time.Time `json:"slot,omitzero"`
+
 	CreatedAt  time.Time `json:"created_at"`
 	StartedAt  time.Time `json:"started_at,omitzero"`
 	FinishedAt time.Time `json:"finished_at,omitzero"`
@@ -260,6 +267,75 @@ type AddParams struct {
 	// routing hints. At most MaxMetaKeys keys and MaxMetaSize bytes; nil
 	// keeps a re-added job's.
 	Meta map[string]string
+	// Schedule makes the job recurring: a Bedrock repeat ("SCHEDULED,
+	// +1 HOUR", "FINISHED, +5 MINUTES", "DAILY") or a cron expression
+	// ("*/5 * * * *", "@daily", "CRON_TZ=Europe/Paris 0 9 * * 1-5"). When
+	// a run completes, or fails for good other than by a permanent failure,
+	// the job is pending again at its next slot, with its data as the run
+	// left it. Without RunAt, a repeat first runs now and a cron
+	// expression at its first match.
+	Schedule string
+	// Missed is what the job does about slots that pass while it cannot
+	// run; the zero value is MissedOnce.
+	Missed Missed
+}
+
+// Missed is a recurring job's policy for slots that passed while it could
+// not run (the server was down, its type or group paused, its run took
+// longer than a slot). A slot counts as missed when the next one falls due
+// before the job starts.
+type Missed uint8
+
+const (
+	// MissedOnce runs the job once for all the slots it missed, then keeps
+	// to its schedule from the next slot to come.
+	MissedOnce Missed = iota
+	// MissedSkip skips missed slots: a job that would start late runs at
+	// its next slot to come instead.
+	MissedSkip
+	// MissedAll runs the job once for each missed slot, one run after the
+	// other, as Bedrock does for repeats it does not re-anchor.
+	MissedAll
+)
+
+var missedNames = [...]string{"once", "skip", "all"}
+
+func (m Missed) String() string {
+	if int(m) < len(missedNames) {
+		return missedNames[m]
+	}
+	return fmt.Sprintf("Missed(%d)", m)
+}
+
+// ParseMissed parses a policy name as returned by String; "" is MissedOnce.
+func ParseMissed(name string) (Missed, error) {
+	if name == "" {
+		return MissedOnce, nil
+	}
+	for i, n := range missedNames {
+		if n == name {
+			return Missed(i), nil
+		}
+	}
+	return 0, Invalidf("unknown missed-slot policy %q (want once, skip or all)", name)
+}
+
+// MarshalText encodes the policy as its name.
+func (m Missed) MarshalText() ([]byte, error) {
+	if int(m) >= len(missedNames) {
+		return nil, fmt.Errorf("invalid missed-slot policy %d", m)
+	}
+	return []byte(m.String()), nil
+}
+
+// UnmarshalText decodes a policy name.
+func (m *Missed) UnmarshalText(b []byte) error {
+	v, err := ParseMissed(string(b))
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
 }
 
 // Bounds of AddParams.Meta.

@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gobwas/glob"
+
+	"github.com/rotajobs/rota/internal/schedule"
 )
 
 // MaxNameLen bounds type names, keys, groups and worker names.
@@ -187,7 +189,24 @@ func CheckAdd(p *AddParams) ([]byte, error) {
 	if err := CheckMeta(p.Meta); err != nil {
 		return nil, err
 	}
+	if err := CheckSchedule(&p.Schedule, p.Missed); err != nil {
+		return nil, err
+	}
 	return NormalizeData("data", p.Data)
+}
+
+// CheckSchedule checks a schedule and its missed-slot policy, and puts the
+// schedule in its stored form (a repeat upper-cased).
+func CheckSchedule(text *string, m Missed) error {
+	if int(m) >= len(missedNames) {
+		return Invalidf("unknown missed-slot policy %d", m)
+	}
+	s, err := schedule.Parse(*text)
+	if err != nil {
+		return Invalidf("schedule: %v", err)
+	}
+	*text = s.String()
+	return nil
 }
 
 // CheckMeta checks a job's metadata: at most MaxMetaKeys keys of 1..255

@@ -41,6 +41,12 @@ type Row struct {
 	// current run, at ResubmitAt (zero: at once).
 	Resubmit   bool
 	ResubmitAt time.Time
+	// Schedule, Missed and Slot make the job recurring (store.Job);
+	// StartedAt is when its last run started.
+	Schedule  string
+	Missed    store.Missed
+	Slot      time.Time
+	StartedAt time.Time
 }
 
 // Kind is the transition a plan applies. Each store has one way of
@@ -84,10 +90,20 @@ const (
 	// Extend: a heartbeat extends the lease to LeaseUntil and may update
 	// data and progress.
 	Extend
+	// Recur: a recurring job's run ended (completed, or failed for good
+	// without a permanent failure): it is pending at RunAt, its next slot
+	// (Slot), as a new cycle with attempt 0 and its data kept; Result and
+	// Error (either may be empty) are the run's outcome.
+	Recur
+	// SkipSlots: a recurring job claimed after it missed slots, under
+	// store.MissedSkip, goes back to pending at its next slot to come
+	// (RunAt, Slot) without running; the claim's attempt is given back and
+	// its token fenced out.
+	SkipSlots
 )
 
 var kindNames = [...]string{"keep", "complete", "retry", "discard", "requeue", "cancel-run", "run-again",
-	"cancel", "update", "mark-resubmit", "revive", "remove", "extend"}
+	"cancel", "update", "mark-resubmit", "revive", "remove", "extend", "recur", "skip-slots"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -119,6 +135,9 @@ type Plan struct {
 	Set Readd
 	// LeaseUntil is the lease's new end (Extend).
 	LeaseUntil time.Time
+	// Slot is a recurring job's new slot (Recur, SkipSlots, and Update and
+	// Revive of a recurring job).
+	Slot time.Time
 	// Outcome says what a re-add did (Update, MarkResubmit, Revive).
 	Outcome store.Outcome
 	// Event is published when the change commits; an Event with ID 0 is
@@ -151,11 +170,13 @@ func Fence(id int64, r *Row, token string) error {
 
 // Completes reports whether Finish plans a plain completion for p on r:
 // p completes, and r is running under p's token with no resubmission
-// pending. Stores complete such items in one set-based statement whose
-// condition is exactly this (state = running AND token = p.Token AND NOT
-// resubmit), without reading the rows first; everything else takes Finish.
+// pending and no schedule. Stores complete such items in one set-based
+// statement whose condition is exactly this (state = running AND token =
+// p.Token AND NOT resubmit AND no schedule), without reading the rows
+// first; everything else takes Finish.
 func Completes(r *Row, p *store.FinishParams) bool {
-	return p.As == store.Complete && r != nil && r.State == store.Running && r.Token == p.Token && !r.Resubmit
+	return p.As == store.Complete && r != nil && r.State == store.Running && r.Token == p.Token && !r.Resubmit &&
+		r.Schedule == ""
 }
 
 // Finish decides how a worker's finish ends its run: r is the job (nil
@@ -179,11 +200,17 @@ func Finish(r *Row, p *store.FinishParams, result []byte, now time.Time) (Plan, 
 	}
 	switch p.As {
 	case store.Complete:
+		if r.Schedule != "" {
+			return recur(r, result, "", false, now), nil
+		}
 		return Plan{Kind: Complete, State: store.Completed, RunAt: r.RunAt, Attempt: r.Attempt, Result: result,
 			Event: event(r, store.Completed, r.RunAt)}, nil
 	case store.Fail:
 		if !p.Permanent && r.Attempt < r.MaxAttempts {
 			return retry(r, now.Add(Backoff(r.BackoffBase, r.BackoffMax, r.Attempt)), errText, false), nil
+		}
+		if r.Schedule != "" && !p.Permanent {
+			return recur(r, nil, errText, false, now), nil
 		}
 		return discard(r, errText, false), nil
 	case store.Snooze, store.Release:
@@ -218,6 +245,8 @@ func Expire(r *Row, now time.Time) Plan {
 		return runAgain(r, now, true)
 	case r.Attempt < r.MaxAttempts:
 		return retry(r, now, LeaseExpired, true)
+	case r.Schedule != "":
+		return recur(r, nil, LeaseExpired, true, now)
 	}
 	return discard(r, LeaseExpired, true)
 }
@@ -234,12 +263,20 @@ func discard(r *Row, errText string, drop bool) Plan {
 
 // runAgain ends a run whose job was resubmitted meanwhile: it is pending
 // again at the requested time, with the requested data, as a new cycle.
+// A recurring job resubmitted without a time runs again at its next slot.
 func runAgain(r *Row, now time.Time, drop bool) Plan {
 	runAt := now
-	if !r.ResubmitAt.IsZero() {
+	switch {
+	case !r.ResubmitAt.IsZero():
 		runAt = r.ResubmitAt
+	case r.Schedule != "":
+		runAt = NextSlot(r, now)
 	}
-	return Plan{Kind: RunAgain, State: store.Pending, RunAt: runAt, Attempt: 0, DropToken: drop,
+	var slot time.Time
+	if r.Schedule != "" {
+		slot = runAt
+	}
+	return Plan{Kind: RunAgain, State: store.Pending, RunAt: runAt, Slot: slot, Attempt: 0, DropToken: drop,
 		Event: event(r, store.Pending, runAt)}
 }
 
@@ -260,13 +297,18 @@ type Readd struct {
 	BackoffMax  time.Duration
 	// Meta, when not nil, replaces the job's metadata.
 	Meta map[string]string
+	// Schedule and Missed, when not nil, replace the job's (a re-add
+	// always sets them; a resubmit keeps them).
+	Schedule *string
+	Missed   *store.Missed
 }
 
 // ReaddOf is the re-add that an add of p, whose type and key exist, asks
 // for; data is p's normalized data.
 func ReaddOf(p *store.AddParams, data []byte) Readd {
 	return Readd{RunAt: p.RunAt, Data: data, Priority: &p.Priority, Group: &p.Group,
-		MaxAttempts: p.MaxAttempts, BackoffBase: p.BackoffBase, BackoffMax: p.BackoffMax, Meta: p.Meta}
+		MaxAttempts: p.MaxAttempts, BackoffBase: p.BackoffBase, BackoffMax: p.BackoffMax, Meta: p.Meta,
+		Schedule: &p.Schedule, Missed: &p.Missed}
 }
 
 // ReaddTo is couch_jobs' resubmit, without its bugs: a pending (or
@@ -278,29 +320,53 @@ func ReaddTo(r *Row, a Readd, now time.Time) Plan {
 	if a.Group != nil {
 		group = *a.Group
 	}
-	runAt := a.RunAt
-	if runAt.IsZero() {
-		runAt = now
+	sched := r.Schedule
+	if a.Schedule != nil {
+		sched = *a.Schedule
 	}
+	runAt := FirstRun(sched, a.RunAt, now)
 	switch {
 	case r.State == store.Pending || r.State == store.Paused:
-		if a.RunAt.IsZero() && a.KeepRunAt {
+		// A pending job keeps its run time when asked to (resubmit), and
+		// a recurring one its slot while its schedule stays the same: a
+		// producer that re-adds its recurring jobs at every start moves
+		// none of them.
+		keep := a.KeepRunAt || (sched != "" && sched == r.Schedule)
+		if a.RunAt.IsZero() && keep {
 			runAt = r.RunAt
 		}
 		a.RunAt = runAt
 		ev := event(r, r.State, runAt)
 		ev.Group = group
-		return Plan{Kind: Update, State: r.State, RunAt: runAt, Attempt: r.Attempt, Set: a, Outcome: store.Updated, Event: ev}
+		return Plan{Kind: Update, State: r.State, RunAt: runAt, Slot: slotOf(sched, r, runAt, keep), Attempt: r.Attempt, Set: a,
+			Outcome: store.Updated, Event: ev}
 	case r.State == store.Running:
-		// Only the next run's time and data: the job keeps its group
-		// and settings, and nothing is published until the run ends.
-		a.RunAt = runAt
-		return Plan{Kind: MarkResubmit, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt, Set: a, Outcome: store.Resubmitted}
+		// Only the next run's time and data, and the schedule: the job
+		// keeps its group and settings, and nothing is published until
+		// the run ends. A recurring job asked to run again without a
+		// time runs at its next slot.
+		if !a.RunAt.IsZero() || sched == "" {
+			a.RunAt = runAt
+		}
+		return Plan{Kind: MarkResubmit, State: r.State, RunAt: r.RunAt, Slot: r.Slot, Attempt: r.Attempt, Set: a, Outcome: store.Resubmitted}
 	}
 	a.RunAt = runAt
 	ev := event(r, store.Pending, runAt)
 	ev.Group = group
-	return Plan{Kind: Revive, State: store.Pending, RunAt: runAt, Attempt: 0, Set: a, Outcome: store.Requeued, Event: ev}
+	return Plan{Kind: Revive, State: store.Pending, RunAt: runAt, Slot: slotOf(sched, r, runAt, false), Attempt: 0, Set: a,
+		Outcome: store.Requeued, Event: ev}
+}
+
+// slotOf is the slot of a job re-added with schedule sched to run at
+// runAt: none without a schedule, its own when it keeps its time.
+func slotOf(sched string, r *Row, runAt time.Time, keep bool) time.Time {
+	switch {
+	case sched == "":
+		return time.Time{}
+	case keep && !r.Slot.IsZero():
+		return r.Slot
+	}
+	return runAt
 }
 
 // CancelJob decides a producer's cancel of job id (r nil when it does not
@@ -383,6 +449,12 @@ func After(r *Row, p *Plan) {
 		return
 	case MarkResubmit:
 		r.Resubmit, r.ResubmitAt = true, p.Set.RunAt
+		if p.Set.Schedule != nil {
+			r.Schedule = *p.Set.Schedule
+		}
+		if p.Set.Missed != nil {
+			r.Missed = *p.Set.Missed
+		}
 		return
 	case Update, Revive:
 		if p.Set.Group != nil {
@@ -397,10 +469,19 @@ func After(r *Row, p *Plan) {
 		if p.Set.BackoffMax != 0 {
 			r.BackoffMax = p.Set.BackoffMax
 		}
+		if p.Set.Schedule != nil {
+			r.Schedule = *p.Set.Schedule
+		}
+		if p.Set.Missed != nil {
+			r.Missed = *p.Set.Missed
+		}
 	case RunAgain, Cancel, CancelRun, Complete, Discard:
 		r.Resubmit, r.ResubmitAt = false, time.Time{}
 	}
 	r.State, r.RunAt, r.Attempt = p.State, p.RunAt, p.Attempt
+	if r.Schedule != "" && !p.Slot.IsZero() {
+		r.Slot = p.Slot
+	}
 	if p.DropToken {
 		r.Token = ""
 	}

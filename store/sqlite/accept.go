@@ -247,18 +247,19 @@ func (w *writeTx) claim(dst []store.Job, g *fair.Group, cands []fair.Candidate, 
 
 // claimColumns are what a claim does not set itself.
 const claimColumns = `id, key, priority, run_at, data, attempt, max_attempts, backoff_base, backoff_max, token,
-	resubmit, progress, last_error, errors, result, created_at, finished_at, meta`
+	resubmit, progress, last_error, errors, result, created_at, finished_at, meta, coalesce(repeat, ''), missed, slot`
 
 // scanClaimed reads claimColumns into j, as scanJob does for all columns.
 func scanClaimed(sc scanner, j *store.Job) error {
 	var (
 		key, token, lastErr, errs  sql.NullString
-		finished                   sql.NullInt64
+		finished, slot             sql.NullInt64
 		runAt, created, base, maxB int64
 		data, result, meta         []byte
 	)
 	if err := sc.Scan(&j.ID, &key, &j.Priority, &runAt, &data, &j.Attempt, &j.MaxAttempts, &base, &maxB, &token,
-		&j.Resubmit, &j.Progress, &lastErr, &errs, &result, &created, &finished, &meta); err != nil {
+		&j.Resubmit, &j.Progress, &lastErr, &errs, &result, &created, &finished, &meta,
+		&j.Schedule, &j.Missed, &slot); err != nil {
 		return err
 	}
 	if len(meta) > 0 {
@@ -281,11 +282,11 @@ func scanClaimed(sc scanner, j *store.Job) error {
 	}
 	j.CreatedAt = fromMicros(created)
 	j.FinishedAt = fromNullMicros(finished)
+	j.Slot = fromNullMicros(slot)
 	return nil
 }
 
-func (w *writeTx) accept(p store.AcceptParams, types []string) (store.AcceptResult, error) {
-	var res store.AcceptResult
+func (w *writeTx) accept(p store.AcceptParams, types []string) (res store.AcceptResult, err error) {
 	now := micros(w.now)
 	dueBy := now
 	if !p.DueBy.IsZero() {
@@ -317,7 +318,11 @@ func (w *writeTx) accept(p store.AcceptParams, types []string) (store.AcceptResu
 		}
 		return nil
 	}
-	var err error
+	defer func() {
+		if err == nil {
+			res.Jobs, err = w.skipLate(res.Jobs)
+		}
+	}()
 	if len(queues) == 1 {
 		err = w.acceptOneType(queues[0], p.Limit, dueBy, &res, take)
 	} else {
@@ -434,4 +439,30 @@ func (w *writeTx) nextRunAt(types []string) (time.Time, error) {
 		return time.Time{}, nil
 	}
 	return fromMicros(next), nil
+}
+
+// skipLate takes back the jobs just claimed that missed slots under
+// store.MissedSkip (lifecycle.Late): they go to their next slot without
+// running, and the rest are returned.
+func (w *writeTx) skipLate(jobs []store.Job) ([]store.Job, error) {
+	kept := jobs[:0]
+	for i := range jobs {
+		j := &jobs[i]
+		if !lifecycle.Late(j, w.now) {
+			kept = append(kept, *j)
+			continue
+		}
+		r, _, err := w.load(j.ID)
+		if err != nil {
+			return nil, err
+		}
+		plan, err := lifecycle.SkipLate(j.ID, r, j.Token, w.now)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: skip missed slots of job %d: %w", j.ID, err)
+		}
+		if err := w.apply(r, &plan, nil, nil); err != nil {
+			return nil, err
+		}
+	}
+	return kept, nil
 }

@@ -22,7 +22,7 @@ import (
 // 0002), except where a statement flips the bulk column (0003).
 
 const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max,
-	resubmit, resubmit_at, run_at, coalesce(lease_timeout, 0)`
+	resubmit, resubmit_at, run_at, coalesce(lease_timeout, 0), coalesce(repeat, ''), missed, slot, started_at`
 
 // load reads job id's row, nil when it does not exist, with its lease
 // length (zero: the type's).
@@ -30,10 +30,10 @@ func (w *writeTx) load(id int64) (*lifecycle.Row, time.Duration, error) {
 	var r lifecycle.Row
 	var state int
 	var base, maxB, runAt, lease int64
-	var resubmitAt sql.NullInt64
+	var resubmitAt, slot, started sql.NullInt64
 	err := w.queryRow(`SELECT `+rowColumns+` FROM rota_jobs WHERE id = ?`, id).Scan(
 		&r.ID, &r.Type, &r.Group, &state, &r.Token, &r.Attempt, &r.MaxAttempts, &base, &maxB,
-		&r.Resubmit, &resubmitAt, &runAt, &lease)
+		&r.Resubmit, &resubmitAt, &runAt, &lease, &r.Schedule, &r.Missed, &slot, &started)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, 0, nil
 	}
@@ -43,12 +43,13 @@ func (w *writeTx) load(id int64) (*lifecycle.Row, time.Duration, error) {
 	r.State = store.State(state)
 	r.BackoffBase, r.BackoffMax = time.Duration(base)*time.Microsecond, time.Duration(maxB)*time.Microsecond
 	r.RunAt, r.ResubmitAt = fromMicros(runAt), fromNullMicros(resubmitAt)
+	r.Slot, r.StartedAt = fromNullMicros(slot), fromNullMicros(started)
 	return &r, time.Duration(lease) * time.Microsecond, nil
 }
 
 // insertSQL adds one job.
 const insertSQL = `INSERT INTO rota_jobs (type, key, grp, priority, state, run_at, data, max_attempts,
-	backoff_base, backoff_max, created_at, updated_at, meta) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)`
+	backoff_base, backoff_max, created_at, updated_at, meta, repeat, missed, slot) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // The statements that apply each kind of plan (lifecycle.Kind).
 const (
@@ -63,24 +64,56 @@ const (
 	requeueSQL   = `UPDATE rota_jobs SET state = 0, run_at = ?, attempt = ?, lease_until = NULL, updated_at = ? WHERE id = ?`
 	cancelRunSQL = `UPDATE rota_jobs SET state = 5, last_error = ?, lease_until = NULL, resubmit = 0,
 	finished_at = ?, updated_at = ? WHERE id = ?`
-	runAgainSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, data = coalesce(next_data, data), next_data = NULL,
+	runAgainSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, slot = ?, data = coalesce(next_data, data), next_data = NULL,
 	resubmit = 0, resubmit_at = NULL, attempt = 0, result = NULL, last_error = NULL, errors = NULL, progress = 0,
 	lease_until = NULL, token = CASE WHEN ? THEN NULL ELSE token END, updated_at = ? WHERE id = ?`
 	cancelSQL = `UPDATE rota_jobs SET state = 5, cancel_requested = ?, lease_until = NULL, resubmit = 0,
 	finished_at = ?, updated_at = ? WHERE id = ?`
+	// updateSQL and reviveSQL set the schedule with CASE, since NULL is a
+	// value there (no schedule): the flag says whether to set it.
 	updateSQL = `UPDATE rota_jobs SET run_at = ?, data = coalesce(?, data), priority = coalesce(?, priority),
 	grp = coalesce(?, grp), max_attempts = coalesce(?, max_attempts), backoff_base = coalesce(?, backoff_base),
-	backoff_max = coalesce(?, backoff_max), meta = coalesce(?, meta), updated_at = ? WHERE id = ?`
-	markResubmitSQL = `UPDATE rota_jobs SET resubmit = 1, resubmit_at = ?, next_data = coalesce(?, next_data), updated_at = ?
-	WHERE id = ?`
+	backoff_max = coalesce(?, backoff_max), meta = coalesce(?, meta),
+	repeat = CASE WHEN ? THEN ? ELSE repeat END, missed = coalesce(?, missed), slot = ?, updated_at = ? WHERE id = ?`
+	markResubmitSQL = `UPDATE rota_jobs SET resubmit = 1, resubmit_at = ?, next_data = coalesce(?, next_data),
+	repeat = CASE WHEN ? THEN ? ELSE repeat END, missed = coalesce(?, missed), updated_at = ? WHERE id = ?`
 	reviveSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, data = coalesce(?, data), priority = coalesce(?, priority),
 	grp = coalesce(?, grp), max_attempts = coalesce(?, max_attempts), backoff_base = coalesce(?, backoff_base),
-	backoff_max = coalesce(?, backoff_max), meta = coalesce(?, meta), attempt = 0, errors = NULL, last_error = NULL, result = NULL,
+	backoff_max = coalesce(?, backoff_max), meta = coalesce(?, meta),
+	repeat = CASE WHEN ? THEN ? ELSE repeat END, missed = coalesce(?, missed), slot = ?, attempt = 0, errors = NULL, last_error = NULL, result = NULL,
 	progress = 0, finished_at = NULL, lease_until = NULL, cancel_requested = 0, updated_at = ? WHERE id = ?`
 	removeSQL = `DELETE FROM rota_jobs WHERE id = ?`
 	extendSQL = `UPDATE rota_jobs SET lease_until = ?, data = coalesce(?, data), progress = coalesce(?, progress),
 	updated_at = ? WHERE id = ?`
+	// recurSQL starts a recurring job's next cycle: the run's result and
+	// error are its last outcome, its errors and attempts start again.
+	recurSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, slot = ?, attempt = 0, result = ?, last_error = ?, errors = NULL,
+	progress = 0, lease_until = NULL, finished_at = ?, updated_at = ?, token = CASE WHEN ? THEN NULL ELSE token END WHERE id = ?`
+	skipSlotsSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, slot = ?, attempt = ?, lease_until = NULL, token = NULL,
+	updated_at = ? WHERE id = ?`
 )
+
+// nullTime is t in microseconds, NULL when zero.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return micros(t)
+}
+
+// scheduleArgs are the arguments that set a schedule in updateSQL,
+// markResubmitSQL and reviveSQL: whether to set it, to what, and the
+// policy (NULL: keep).
+func scheduleArgs(a *lifecycle.Readd) []any {
+	var text, missed any
+	if a.Schedule != nil && *a.Schedule != "" {
+		text = *a.Schedule
+	}
+	if a.Missed != nil {
+		missed = int(*a.Missed)
+	}
+	return []any{a.Schedule != nil, text, missed}
+}
 
 // apply writes plan p for the job r and queues its event. data and
 // progress are a heartbeat's (Extend).
@@ -103,7 +136,7 @@ func (w *writeTx) apply(r *lifecycle.Row, p *lifecycle.Plan, data []byte, progre
 	case lifecycle.CancelRun:
 		_, err = w.exec(cancelRunSQL, p.Error, now, now, r.ID)
 	case lifecycle.RunAgain:
-		_, err = w.exec(runAgainSQL, micros(p.RunAt), p.DropToken, now, r.ID)
+		_, err = w.exec(runAgainSQL, micros(p.RunAt), nullTime(p.Slot), p.DropToken, now, r.ID)
 	case lifecycle.Cancel:
 		_, err = w.exec(cancelSQL, p.CancelRequested, now, now, r.ID)
 	case lifecycle.Update, lifecycle.Revive:
@@ -112,10 +145,21 @@ func (w *writeTx) apply(r *lifecycle.Row, p *lifecycle.Plan, data []byte, progre
 		if p.Kind == lifecycle.Revive {
 			q = reviveSQL
 		}
-		_, err = w.exec(q, micros(a.RunAt), a.Data, a.Priority, a.Group, nonZero(int64(a.MaxAttempts)),
-			nonZero(a.BackoffBase.Microseconds()), nonZero(a.BackoffMax.Microseconds()), store.MetaJSON(a.Meta), now, r.ID)
+		args := []any{micros(a.RunAt), a.Data, a.Priority, a.Group, nonZero(int64(a.MaxAttempts)),
+			nonZero(a.BackoffBase.Microseconds()), nonZero(a.BackoffMax.Microseconds()), store.MetaJSON(a.Meta)}
+		args = append(append(args, scheduleArgs(a)...), nullTime(p.Slot), now, r.ID)
+		_, err = w.exec(q, args...)
 	case lifecycle.MarkResubmit:
-		_, err = w.exec(markResubmitSQL, micros(p.Set.RunAt), p.Set.Data, now, r.ID)
+		args := append([]any{nullTime(p.Set.RunAt), p.Set.Data}, scheduleArgs(&p.Set)...)
+		_, err = w.exec(markResubmitSQL, append(args, now, r.ID)...)
+	case lifecycle.Recur:
+		var errText any
+		if p.Error != "" {
+			errText = p.Error
+		}
+		_, err = w.exec(recurSQL, micros(p.RunAt), nullTime(p.Slot), p.Result, errText, now, now, p.DropToken, r.ID)
+	case lifecycle.SkipSlots:
+		_, err = w.exec(skipSlotsSQL, micros(p.RunAt), nullTime(p.Slot), p.Attempt, now, r.ID)
 	case lifecycle.Remove:
 		_, err = w.exec(removeSQL, r.ID)
 	case lifecycle.Extend:
@@ -180,10 +224,7 @@ func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) ([]store.AddResult
 				return nil, err
 			}
 		}
-		runAt := now
-		if !p.RunAt.IsZero() {
-			runAt = micros(p.RunAt)
-		}
+		runAt := micros(lifecycle.FirstRun(p.Schedule, p.RunAt, w.now))
 		if p.Key != "" {
 			var id int64
 			err := w.queryRow(`SELECT id FROM rota_jobs WHERE type = ? AND key = ?`, p.Type, p.Key).Scan(&id)
@@ -205,8 +246,12 @@ func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) ([]store.AddResult
 		if p.Key != "" {
 			key = p.Key
 		}
+		var repeat, slot any
+		if p.Schedule != "" {
+			repeat, slot = p.Schedule, runAt
+		}
 		res, err := w.exec(insertSQL, p.Type, key, p.Group, p.Priority, runAt, datas[i], p.MaxAttempts,
-			p.BackoffBase.Microseconds(), p.BackoffMax.Microseconds(), now, now, store.MetaJSON(p.Meta))
+			p.BackoffBase.Microseconds(), p.BackoffMax.Microseconds(), now, now, store.MetaJSON(p.Meta), repeat, int(p.Missed), slot)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: add: %w", err)
 		}
@@ -218,7 +263,10 @@ func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) ([]store.AddResult
 			ID: id, Type: p.Type, Key: p.Key, Group: p.Group, Priority: p.Priority, State: store.Pending,
 			RunAt: fromMicros(runAt), Data: datas[i], MaxAttempts: p.MaxAttempts, Meta: p.Meta,
 			BackoffBase: p.BackoffBase.Truncate(time.Microsecond), BackoffMax: p.BackoffMax.Truncate(time.Microsecond),
-			CreatedAt: fromMicros(now), UpdatedAt: fromMicros(now),
+			CreatedAt: fromMicros(now), UpdatedAt: fromMicros(now), Schedule: p.Schedule, Missed: p.Missed,
+		}
+		if p.Schedule != "" {
+			j.Slot = j.RunAt
 		}
 		out[i] = store.AddResult{Job: j, Outcome: store.Inserted}
 		w.changes = append(w.changes, store.Event{ID: id, Type: p.Type, Group: p.Group, State: store.Pending, RunAt: j.RunAt})
@@ -534,6 +582,7 @@ const completeManyQuery = `UPDATE rota_jobs SET state = 3, result = unhex(j.valu
 	finished_at = ?, updated_at = ?, bulk = NOT bulk
 	FROM json_each(?) AS j
 	WHERE rota_jobs.id = j.value->>0 AND rota_jobs.token = j.value->>1 AND +rota_jobs.state = 1 AND rota_jobs.resubmit = 0
+		AND rota_jobs.repeat IS NULL
 	RETURNING rota_jobs.id, rota_jobs.type, rota_jobs.grp, rota_jobs.run_at`
 
 // appendJSONString appends s as a JSON string.

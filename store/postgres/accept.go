@@ -875,8 +875,69 @@ func (s *Store) claim(ctx context.Context, p store.AcceptParams, names []string)
 		if err != nil && len(jobs) > 0 {
 			err = nil // they are leased: hand them out rather than leave them to their leases
 		}
+		if err == nil {
+			jobs = s.skipLate(ctx, jobs)
+		}
 		return jobs, s.wrap("accept", err)
 	}
+}
+
+// skipLate takes back the jobs just claimed that missed slots under
+// store.MissedSkip (lifecycle.Late): they go to their next slot without
+// running, and the rest are returned. It is a transaction of its own after
+// the claim's, fenced by the claim's token; should it fail, the job runs
+// (once, late) rather than wait for its lease to expire.
+func (s *Store) skipLate(ctx context.Context, jobs []store.Job) []store.Job {
+	var late []int
+	for i := range jobs {
+		if jobs[i].Schedule != "" && jobs[i].Missed == store.MissedSkip {
+			late = append(late, i)
+		}
+	}
+	if len(late) == 0 {
+		return jobs
+	}
+	skipped := map[int64]bool{}
+	err := s.inTx(ctx, "skip missed slots", func(t *txn) error {
+		clear(skipped)
+		now, err := t.now()
+		if err != nil {
+			return err
+		}
+		var ids []int64
+		for _, i := range late {
+			if lifecycle.Late(&jobs[i], now) {
+				ids = append(ids, jobs[i].ID)
+			}
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		rows, err := t.lock(ids)
+		if err != nil {
+			return err
+		}
+		for _, i := range late {
+			j := &jobs[i]
+			r := rows[j.ID]
+			if r == nil || !lifecycle.Late(j, now) {
+				continue
+			}
+			plan, err := lifecycle.SkipLate(j.ID, r, j.Token, now)
+			if err != nil {
+				continue // no longer this claim's: nothing to take back
+			}
+			if _, err := t.apply(r, &plan); err != nil {
+				return err
+			}
+			skipped[j.ID] = true
+		}
+		return nil
+	})
+	if err != nil || len(skipped) == 0 {
+		return jobs
+	}
+	return slices.DeleteFunc(jobs, func(j store.Job) bool { return skipped[j.ID] })
 }
 
 func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []string) ([]store.Job, error) {

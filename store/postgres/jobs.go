@@ -29,7 +29,7 @@ import (
 // agree.
 
 const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max,
-	resubmit, resubmit_at, run_at, now()`
+	resubmit, resubmit_at, run_at, coalesce(repeat, ''), missed, slot, started_at, now()`
 
 // lock locks and reads the jobs with these ids. A job moving between the
 // hot and the ended table while this waits for its lock is looked for
@@ -75,10 +75,11 @@ func scanRows(r rows, err error, at *time.Time) ([]*lifecycle.Row, error) {
 		x := new(lifecycle.Row)
 		var state int16
 		var attempt, maxAttempts, base, maxB int64
-		var resubmitAt sql.NullTime
+		var resubmitAt, slot, started sql.NullTime
+		var missed int16
 		var now time.Time
 		if err := r.Scan(&x.ID, &x.Type, &x.Group, &state, &x.Token, &attempt, &maxAttempts,
-			&base, &maxB, &x.Resubmit, &resubmitAt, &x.RunAt, &now); err != nil {
+			&base, &maxB, &x.Resubmit, &resubmitAt, &x.RunAt, &x.Schedule, &missed, &slot, &started, &now); err != nil {
 			return nil, err
 		}
 		if at != nil && at.IsZero() {
@@ -88,6 +89,7 @@ func scanRows(r rows, err error, at *time.Time) ([]*lifecycle.Row, error) {
 		x.Attempt, x.MaxAttempts = int(attempt), int(maxAttempts)
 		x.BackoffBase, x.BackoffMax = time.Duration(base)*time.Microsecond, time.Duration(maxB)*time.Microsecond
 		x.RunAt, x.ResubmitAt = x.RunAt.UTC(), nullTime(resubmitAt)
+		x.Missed, x.Slot, x.StartedAt = store.Missed(missed), nullTime(slot), nullTime(started)
 		out = append(out, x)
 	}
 	return out, r.Err()
@@ -304,10 +306,13 @@ func (t *txn) lockKeys(jobs []store.AddParams) (map[typeKey]int64, error) {
 // that is a transaction of its own.
 const insertHead = `WITH ty AS (
 	INSERT INTO rota.types (name, updated_at) SELECT unnest($1::text[]), now() ON CONFLICT DO NOTHING RETURNING 1),
-ins AS (INSERT INTO rota.jobs (type, key, grp, priority, state, run_at, data, max_attempts, backoff_base, backoff_max, created_at, updated_at, meta)
-SELECT u.type, u.key, u.grp, u.priority, 0, coalesce(u.run_at, now()), u.data, u.max_attempts, u.base, u.maxb, now(), now(), u.meta
-FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], $7::bytea[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[])
-	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, ord)
+ins AS (INSERT INTO rota.jobs (type, key, grp, priority, state, run_at, data, max_attempts, backoff_base, backoff_max, created_at, updated_at, meta,
+	repeat, missed, slot)
+SELECT u.type, u.key, u.grp, u.priority, 0, coalesce(u.run_at, now()), u.data, u.max_attempts, u.base, u.maxb, now(), now(), u.meta,
+	u.repeat, u.missed, CASE WHEN u.repeat IS NOT NULL THEN coalesce(u.run_at, now()) END
+FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], $7::bytea[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[],
+	$12::text[], $13::smallint[])
+	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, repeat, missed, ord)
 WHERE (SELECT count(*) FROM ty) >= 0
 ORDER BY u.ord
 RETURNING id, run_at, created_at, type, grp)`
@@ -332,8 +337,18 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 	runAts := make([]*time.Time, n)
 	ds := make([][]byte, n)
 	metas := make([]*string, n)
+	repeats, misseds := make([]*string, n), make([]int16, n)
 	for k, i := range ins {
 		p := &jobs[i]
+		repeats[k], misseds[k] = optString(p.Schedule), int16(p.Missed)
+		if p.Schedule != "" && p.RunAt.IsZero() {
+			// A cron job's first run is its first match after now.
+			now, err := t.now()
+			if err != nil {
+				return err
+			}
+			p.RunAt = lifecycle.FirstRun(p.Schedule, time.Time{}, now)
+		}
 		if m := store.MetaJSON(p.Meta); m != nil {
 			v := string(m)
 			metas[k] = &v
@@ -352,7 +367,7 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 			t.count(types[k], grps[k], 1)
 		}
 	}
-	r, err := t.query(query, newTypes, types, keys, grps, prios, runAts, ds, maxAtts, bases, maxBs, metas)
+	r, err := t.query(query, newTypes, types, keys, grps, prios, runAts, ds, maxAtts, bases, maxBs, metas, repeats, misseds)
 	if err != nil {
 		return fmt.Errorf("insert: %w", err)
 	}
@@ -372,7 +387,10 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 			ID: id, Type: p.Type, Key: p.Key, Group: p.Group, Priority: p.Priority, State: store.Pending,
 			RunAt: runAt.UTC(), Data: ds[k], MaxAttempts: p.MaxAttempts, Meta: p.Meta,
 			BackoffBase: p.BackoffBase.Truncate(time.Microsecond), BackoffMax: p.BackoffMax.Truncate(time.Microsecond),
-			CreatedAt: created.UTC(), UpdatedAt: created.UTC(),
+			CreatedAt: created.UTC(), UpdatedAt: created.UTC(), Schedule: p.Schedule, Missed: p.Missed,
+		}
+		if p.Schedule != "" {
+			j.Slot = j.RunAt
 		}
 		out[ins[k]] = store.AddResult{Job: j, Outcome: store.Inserted}
 		t.changed(store.Event{ID: id, Type: p.Type, Group: p.Group, State: store.Pending, RunAt: j.RunAt})
@@ -716,13 +734,14 @@ func (s *Store) peek(ctx context.Context, op string, ids []int64) (map[int64]*li
 // plain completion lifecycle.Finish would plan for each (its state, result,
 // finished_at). Items it does not return take the general path.
 const completeSQL = `WITH d AS (DELETE FROM rota.jobs j
-	WHERE j.id = ANY($1::bigint[]) AND j.state + 0 = 1 AND NOT j.resubmit AND j.token = $2::jsonb ->> j.id::text
+	WHERE j.id = ANY($1::bigint[]) AND j.state + 0 = 1 AND NOT j.resubmit AND j.repeat IS NULL
+		AND j.token = $2::jsonb ->> j.id::text
 	RETURNING j.*)
 INSERT INTO rota.jobs_ended (` + endedColumns + `)
 SELECT d.id, d.type, d.key, d.grp, d.priority, 3, d.run_at, d.attempt, d.max_attempts, d.backoff_base, d.backoff_max,
 	d.lease_timeout, NULL, d.token, d.worker, d.cancel_requested, d.resubmit, d.resubmit_at, d.progress, d.created_at,
 	d.started_at, now(), now(), d.retry_after, d.parent_id, d.repeat, d.data, d.next_data,
-	convert_to($3::jsonb ->> d.id::text, 'UTF8'), d.last_error, d.errors, d.meta
+	convert_to($3::jsonb ->> d.id::text, 'UTF8'), d.last_error, d.errors, d.meta, d.missed, d.slot
 FROM d RETURNING id, type, grp, run_at`
 
 // Finish ends leases: complete, fail, snooze, release or cancel.
@@ -899,7 +918,8 @@ func (t *txn) finishAll(ps []store.FinishParams, results [][]byte, items []int, 
 // statements that move a row from one to the other.
 const endedColumns = `id, type, key, grp, priority, state, run_at, attempt, max_attempts, backoff_base, backoff_max,
 	lease_timeout, lease_until, token, worker, cancel_requested, resubmit, resubmit_at, progress, created_at,
-	started_at, finished_at, updated_at, retry_after, parent_id, repeat, data, next_data, result, last_error, errors, meta`
+	started_at, finished_at, updated_at, retry_after, parent_id, repeat, data, next_data, result, last_error, errors, meta,
+	missed, slot`
 
 // The statements that apply each kind of plan (lifecycle.Kind).
 const (
@@ -914,18 +934,20 @@ SELECT d.id, d.type, d.key, d.grp, d.priority, $2::smallint, d.run_at, d.attempt
 	false, d.resubmit_at, d.progress, d.created_at, d.started_at, now(), now(), d.retry_after, d.parent_id, d.repeat,
 	d.data, d.next_data, $3::bytea, coalesce($4::text, d.last_error),
 	CASE WHEN $5::boolean THEN coalesce(d.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', d.attempt, 'at', now(), 'error', $4::text))
-		ELSE d.errors END, d.meta
+		ELSE d.errors END, d.meta, d.missed, d.slot
 FROM d`
 
 	// reviveSQL moves an ended job back to the hot table as a new cycle
 	// (Revive). Args: id, run_at, data, priority, group, max attempts,
-	// back-off base and max (NULL keeps each).
+	// back-off base and max, meta (NULL keeps each), whether to set the
+	// schedule and to what, the missed-slot policy (NULL keeps it), slot.
 	reviveSQL = `WITH d AS (DELETE FROM rota.jobs_ended j WHERE j.id = $1 RETURNING j.*)
 INSERT INTO rota.jobs (` + endedColumns + `)
 SELECT d.id, d.type, d.key, coalesce($5, d.grp), coalesce($4, d.priority), 0, $2::timestamptz, 0,
 	coalesce($6, d.max_attempts), coalesce($7, d.backoff_base), coalesce($8, d.backoff_max), d.lease_timeout, NULL,
 	d.token, d.worker, false, d.resubmit, d.resubmit_at, 0, d.created_at, d.started_at, NULL, now(), d.retry_after,
-	d.parent_id, d.repeat, coalesce($3, d.data), d.next_data, NULL, NULL, NULL, coalesce($9, d.meta)
+	d.parent_id, CASE WHEN $10::boolean THEN $11::text ELSE d.repeat END, coalesce($3, d.data), d.next_data, NULL, NULL, NULL,
+	coalesce($9, d.meta), coalesce($12::smallint, d.missed), $13::timestamptz
 FROM d RETURNING ` + jobColumns
 
 	// retrySQL records an attempt's error and makes the job pending again
@@ -941,8 +963,8 @@ WHERE id = $1`
 WHERE id = $1`
 
 	// runAgainSQL starts a new cycle of a resubmitted job (RunAgain).
-	// Args: id, run_at, drop token.
-	runAgainSQL = `UPDATE rota.jobs SET state = 0, run_at = $2::timestamptz, data = coalesce(next_data, data),
+	// Args: id, run_at, drop token, slot.
+	runAgainSQL = `UPDATE rota.jobs SET state = 0, run_at = $2::timestamptz, slot = $4::timestamptz, data = coalesce(next_data, data),
 	next_data = NULL, resubmit = false, resubmit_at = NULL, attempt = 0, result = NULL, last_error = NULL, errors = NULL,
 	progress = 0, lease_until = NULL, token = CASE WHEN $3 THEN NULL ELSE token END, updated_at = now()
 WHERE id = $1`
@@ -950,11 +972,28 @@ WHERE id = $1`
 	// updateSQL gives a pending or paused job a re-add's values (Update).
 	updateSQL = `UPDATE rota.jobs SET run_at = $2::timestamptz, data = coalesce($3, data), priority = coalesce($4, priority),
 	grp = coalesce($5, grp), max_attempts = coalesce($6, max_attempts), backoff_base = coalesce($7, backoff_base),
-	backoff_max = coalesce($8, backoff_max), meta = coalesce($9, meta), updated_at = now() WHERE id = $1 RETURNING ` + jobColumns
+	backoff_max = coalesce($8, backoff_max), meta = coalesce($9, meta),
+	repeat = CASE WHEN $10::boolean THEN $11::text ELSE repeat END, missed = coalesce($12::smallint, missed), slot = $13::timestamptz,
+	updated_at = now() WHERE id = $1 RETURNING ` + jobColumns
 
 	// markResubmitSQL marks a running job to run again (MarkResubmit).
+	// Args: id, run_at (NULL: now, or a recurring job's next slot), data,
+	// and the schedule as in reviveSQL.
 	markResubmitSQL = `UPDATE rota.jobs SET resubmit = true, resubmit_at = $2::timestamptz,
-	next_data = coalesce($3, next_data), updated_at = now() WHERE id = $1 RETURNING ` + jobColumns
+	next_data = coalesce($3, next_data), repeat = CASE WHEN $4::boolean THEN $5::text ELSE repeat END,
+	missed = coalesce($6::smallint, missed), updated_at = now() WHERE id = $1 RETURNING ` + jobColumns
+
+	// recurSQL starts a recurring job's next cycle (Recur): the run's
+	// result and error are its last outcome, its errors and attempts start
+	// again. Args: id, run_at, slot, result, error (NULL: none), drop token.
+	recurSQL = `UPDATE rota.jobs SET state = 0, run_at = $2::timestamptz, slot = $3::timestamptz, attempt = 0, result = $4::bytea,
+	last_error = $5::text, errors = NULL, progress = 0, lease_until = NULL, finished_at = now(), updated_at = now(),
+	token = CASE WHEN $6 THEN NULL ELSE token END WHERE id = $1`
+
+	// skipSlotsSQL takes back a claim of a job that missed its slots
+	// (SkipSlots). Args: id, run_at, slot, attempt.
+	skipSlotsSQL = `UPDATE rota.jobs SET state = 0, run_at = $2::timestamptz, slot = $3::timestamptz, attempt = $4,
+	lease_until = NULL, token = NULL, updated_at = now() WHERE id = $1`
 
 	removeHotSQL   = `DELETE FROM rota.jobs WHERE id = $1`
 	removeEndedSQL = `DELETE FROM rota.jobs_ended WHERE id = $1`
@@ -996,7 +1035,16 @@ func (t *txn) apply(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
 	case lifecycle.Requeue:
 		n, err = t.exec(requeueSQL, r.ID, p.RunAt, p.Attempt)
 	case lifecycle.RunAgain:
-		n, err = t.exec(runAgainSQL, r.ID, p.RunAt, p.DropToken)
+		n, err = t.exec(runAgainSQL, r.ID, p.RunAt, p.DropToken, optTime(p.Slot))
+	case lifecycle.Recur:
+		var errText *string
+		if p.Error != "" {
+			e := cleanText(p.Error)
+			errText = &e
+		}
+		n, err = t.exec(recurSQL, r.ID, p.RunAt, optTime(p.Slot), p.Result, errText, p.DropToken)
+	case lifecycle.SkipSlots:
+		n, err = t.exec(skipSlotsSQL, r.ID, p.RunAt, optTime(p.Slot), p.Attempt)
 	case lifecycle.Update, lifecycle.Revive:
 		a := &p.Set
 		q := updateSQL
@@ -1013,11 +1061,13 @@ func (t *txn) apply(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
 			v := string(m)
 			meta = &v
 		}
+		set, text, missed := scheduleArgs(a)
 		jobs, err = scanJobs(t.query(q, r.ID, a.RunAt, a.Data, prio, a.Group, optInt(int64(a.MaxAttempts)),
-			optInt(us(a.BackoffBase)), optInt(us(a.BackoffMax)), meta))
+			optInt(us(a.BackoffBase)), optInt(us(a.BackoffMax)), meta, set, text, missed, optTime(p.Slot)))
 		n = int64(len(jobs))
 	case lifecycle.MarkResubmit:
-		jobs, err = scanJobs(t.query(markResubmitSQL, r.ID, p.Set.RunAt, p.Set.Data))
+		set, text, missed := scheduleArgs(&p.Set)
+		jobs, err = scanJobs(t.query(markResubmitSQL, r.ID, optTime(p.Set.RunAt), p.Set.Data, set, text, missed))
 		n = int64(len(jobs))
 	case lifecycle.Remove:
 		for _, q := range []string{removeHotSQL, removeEndedSQL} {
@@ -1055,6 +1105,22 @@ func (t *txn) apply(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
 		return store.Job{}, nil
 	}
 	return jobs[0], nil
+}
+
+// scheduleArgs are the arguments that set a schedule in updateSQL,
+// markResubmitSQL and reviveSQL: whether to set it, to what (NULL: none),
+// and the policy (NULL: keep).
+func scheduleArgs(a *lifecycle.Readd) (bool, *string, *int16) {
+	var text *string
+	if a.Schedule != nil {
+		text = optString(*a.Schedule)
+	}
+	var missed *int16
+	if a.Missed != nil {
+		v := int16(*a.Missed)
+		missed = &v
+	}
+	return a.Schedule != nil, text, missed
 }
 
 func optInt(v int64) *int64 {

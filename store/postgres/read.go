@@ -19,7 +19,8 @@ import (
 // pgx and database/sql scan into plain Go values.
 const jobColumns = `id, type, key, grp, priority, state, run_at, data, attempt, max_attempts,
 	backoff_base, backoff_max, token, worker, lease_until, cancel_requested, resubmit,
-	progress, last_error, errors::text, result, created_at, started_at, finished_at, updated_at, meta`
+	progress, last_error, errors::text, result, created_at, started_at, finished_at, updated_at, meta,
+	repeat, missed, slot`
 
 func prefixed(prefix, cols string) string {
 	parts := strings.Split(cols, ",")
@@ -44,19 +45,22 @@ func scanJob(sc scanner) (store.Job, error) {
 	var (
 		j                                 store.Job
 		key, token, worker, lastErr, errs sql.NullString
-		meta                              sql.NullString
+		meta, repeat                      sql.NullString
 		leaseUntil, started, finished     sql.NullTime
+		slot                              sql.NullTime
 		runAt, created, updated           time.Time
 		base, maxB, prio, attempt, maxAtt int64
-		state                             int16
+		state, missed                     int16
 		data, result                      []byte
 	)
 	err := sc.Scan(&j.ID, &j.Type, &key, &j.Group, &prio, &state, &runAt, &data, &attempt, &maxAtt,
 		&base, &maxB, &token, &worker, &leaseUntil, &j.CancelRequested, &j.Resubmit,
-		&j.Progress, &lastErr, &errs, &result, &created, &started, &finished, &updated, &meta)
+		&j.Progress, &lastErr, &errs, &result, &created, &started, &finished, &updated, &meta,
+		&repeat, &missed, &slot)
 	if err != nil {
 		return j, err
 	}
+	j.Schedule, j.Missed, j.Slot = repeat.String, store.Missed(missed), nullTime(slot)
 	if meta.Valid {
 		if j.Meta, err = store.ParseMetaJSON([]byte(meta.String)); err != nil {
 			return j, fmt.Errorf("job %d: %w", j.ID, err)

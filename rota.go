@@ -72,6 +72,15 @@ type (
 	Count = store.Count
 	// AttemptError is the error one attempt ended with.
 	AttemptError = store.AttemptError
+	// Missed is a recurring job's policy for slots it missed.
+	Missed = store.Missed
+)
+
+// Missed-slot policies of recurring jobs (AddParams.Missed).
+const (
+	MissedOnce = store.MissedOnce
+	MissedSkip = store.MissedSkip
+	MissedAll  = store.MissedAll
 )
 
 // Job states.

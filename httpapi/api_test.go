@@ -827,6 +827,10 @@ func TestBadInput(t *testing.T) {
 		{name: "release of an unknown id names it", method: "POST", target: "/v1/jobs/987654/release", body: `{"token":"` + stale + `"}`, status: 409, code: "canceled", msg: "job 987654 was removed"},
 		{name: "a lease shorter than 1ms", method: "POST", target: "/v1/accept", body: `{"types":["a"],"lease_timeout":"1ns"}`, status: 400, code: "invalid_input", msg: "shorter than 1ms"},
 		{name: "data nested too deep", method: "POST", target: "/v1/jobs", body: `{"type":"a","data":` + strings.Repeat(`{"a":`, 65) + `1` + strings.Repeat(`}`, 65) + `}`, status: 400, code: "invalid_input", msg: "nests 65 levels deep, more than 64"},
+		{name: "malformed repeat", method: "POST", target: "/v1/jobs", body: `{"type":"a","schedule":"FINISHED, +1 WEEK"}`, status: 400, code: "invalid_input", msg: `modifier "+1 WEEK"`},
+		{name: "repeat without modifier", method: "POST", target: "/v1/jobs", body: `{"type":"a","schedule":"SCHEDULED"}`, status: 400, code: "invalid_input", msg: "at least one modifier"},
+		{name: "malformed cron", method: "POST", target: "/v1/jobs", body: `{"type":"a","schedule":"61 * * * *"}`, status: 400, code: "invalid_input", msg: "cron"},
+		{name: "unknown missed policy", method: "POST", target: "/v1/jobs", body: `{"type":"a","schedule":"@daily","missed":"twice"}`, status: 400, code: "invalid_input", msg: `"twice"`},
 		{name: "data not UTF-8", method: "POST", target: "/v1/jobs", body: "{\"type\":\"a\",\"data\":{\"x\":\"\xff\"}}", status: 400, code: "invalid_input", msg: "data is not valid UTF-8"},
 		{name: "result not UTF-8", job: "running", method: "POST", target: "/v1/jobs/{id}/finish", body: "{\"token\":\"{token}\",\"result\":\"\xfe\"}", status: 400, code: "invalid_input", msg: "result is not valid UTF-8"},
 		{name: "heartbeat data not UTF-8", job: "running", method: "POST", target: "/v1/jobs/{id}/heartbeat", body: "{\"token\":\"{token}\",\"data\":{\"\xc3\":1}}", status: 400, code: "invalid_input", msg: "data is not valid UTF-8"},
@@ -1652,5 +1656,29 @@ func TestMetricTypesCapped(t *testing.T) {
 	}
 	if strings.Contains(body, `type="capped.2"`) {
 		t.Error("a type past the cap has a label of its own")
+	}
+}
+
+// TestRecurringJob: a schedule goes in through the API, and the job comes
+// back with it, its slot and its next run after each run.
+func TestRecurringJob(t *testing.T) {
+	s := newServer(t, httpapi.Config{})
+	slot := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
+	j := s.add(t, map[string]any{"type": "report", "schedule": "scheduled, +1 hour", "missed": "skip",
+		"run_at": slot.Format(time.RFC3339), "data": map[string]any{"n": 1}})
+	if j.Schedule != "SCHEDULED, +1 HOUR" || j.Missed != store.MissedSkip || !j.Slot.Equal(slot) {
+		t.Fatalf("added: schedule %q missed %v slot %v, want the stored repeat, skip, %v", j.Schedule, j.Missed, j.Slot, slot)
+	}
+	run := s.acceptOne(t, "report")
+	want[struct{}](t, s, 204, "POST", path(run.ID, "finish"), map[string]any{"token": run.Token, "result": "sent"})
+	got := s.get(t, j.ID)
+	if got.State != store.Pending || !got.RunAt.Equal(slot.Add(time.Hour)) || !got.Slot.Equal(slot.Add(time.Hour)) {
+		t.Errorf("after the run: %v run_at %v slot %v, want pending at %v", got.State, got.RunAt, got.Slot, slot.Add(time.Hour))
+	}
+	jsonEq(t, "result of the last run", got.Result, `"sent"`)
+	// The next run shows in listings too.
+	list := want[wire.ListResponse](t, s, 200, "GET", "/v1/jobs?type=report", nil)
+	if len(list.Jobs) != 1 || list.Jobs[0].Schedule != "SCHEDULED, +1 HOUR" || !list.Jobs[0].RunAt.Equal(slot.Add(time.Hour)) {
+		t.Errorf("listed: %+v", list.Jobs)
 	}
 }

@@ -45,13 +45,15 @@ type AddRequest struct {
 	BackoffBase Duration          `json:"backoff_base,omitempty"`
 	BackoffMax  Duration          `json:"backoff_max,omitempty"`
 	Meta        map[string]string `json:"meta,omitempty"`
+	Schedule    string            `json:"schedule,omitempty"`
+	Missed      store.Missed      `json:"missed,omitempty"`
 }
 
 // Params converts the request to store parameters.
 func (a AddRequest) Params() store.AddParams {
 	p := store.AddParams{Type: a.Type, Key: a.Key, Group: a.Group, Priority: a.Priority, Data: a.Data,
 		MaxAttempts: a.MaxAttempts, BackoffBase: time.Duration(a.BackoffBase), BackoffMax: time.Duration(a.BackoffMax),
-		Meta: a.Meta}
+		Meta: a.Meta, Schedule: a.Schedule, Missed: a.Missed}
 	if a.RunAt != nil {
 		p.RunAt = *a.RunAt
 	}
@@ -61,7 +63,8 @@ func (a AddRequest) Params() store.AddParams {
 // NewAddRequest converts store parameters to a request.
 func NewAddRequest(p store.AddParams) AddRequest {
 	a := AddRequest{Type: p.Type, Key: p.Key, Group: p.Group, Priority: p.Priority, Data: p.Data,
-		MaxAttempts: p.MaxAttempts, BackoffBase: Duration(p.BackoffBase), BackoffMax: Duration(p.BackoffMax), Meta: p.Meta}
+		MaxAttempts: p.MaxAttempts, BackoffBase: Duration(p.BackoffBase), BackoffMax: Duration(p.BackoffMax), Meta: p.Meta,
+		Schedule: p.Schedule, Missed: p.Missed}
 	if !p.RunAt.IsZero() {
 		t := p.RunAt
 		a.RunAt = &t

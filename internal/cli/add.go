@@ -60,6 +60,7 @@ func addCommand(g *globals) *cobra.Command {
 		sched    schedule
 		quiet    bool
 		meta     map[string]string
+		missed   string
 	)
 	cmd := &cobra.Command{
 		Use:   "add TYPE [DATA-JSON | -]",
@@ -71,12 +72,23 @@ With --key, the job is unique within its type: adding a job whose type and
 key exist re-adds that job instead (a pending job is updated, a running one
 runs again after its attempt, an ended one is queued again).
 
+With --schedule, the job is recurring: each time a run completes (or fails
+for good), it is pending again at its next slot. A schedule is a Bedrock
+repeat, a base (SCHEDULED, STARTED or FINISHED) and modifiers such as
+"SCHEDULED, +1 HOUR" or "FINISHED, +1 DAY, START OF DAY", or HOURLY, DAILY,
+WEEKLY; or a cron expression such as "*/5 * * * *", "@daily" or
+"CRON_TZ=Europe/Paris 0 9 * * 1-5". --missed says what the job does about
+slots that pass while it cannot run: once (run once for all of them, the
+default), skip (wait for the next slot) or all (run once for each).
+
 It prints the job's id and what the add did: inserted, updated,
 resubmitted or requeued. With --json it prints the API's answer,
 {"job": {...}, "outcome": "inserted"}.`,
 		Example: `  rota add email.send '{"to":"ada@example.com"}'
   rota add report.build - --key 2026-01 --in 10m < params.json
-  id=$(rota add -q resize '{"image":"a.png"}')`,
+  id=$(rota add -q resize '{"image":"a.png"}')
+  rota add report.daily --key daily --schedule 'CRON_TZ=Europe/Paris 0 7 * * *'
+  rota add sync.feed --schedule 'SCHEDULED, +5 MINUTES' --missed skip`,
 		Args: rangeArgs(1, 2, "a TYPE and optional DATA-JSON"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p.Type = args[0]
@@ -101,6 +113,15 @@ resubmitted or requeued. With --json it prints the API's answer,
 			var err error
 			if p.RunAt, err = sched.runAt(cmd, time.Now()); err != nil {
 				return err
+			}
+			if p.Missed, err = store.ParseMissed(missed); err != nil {
+				return usageErrorf("--missed: %v", invalidDetail(err))
+			}
+			if cmd.Flags().Changed("missed") && p.Schedule == "" {
+				return usageErrorf("--missed needs --schedule")
+			}
+			if err := store.CheckSchedule(&p.Schedule, p.Missed); err != nil {
+				return usageErrorf("--%v", invalidDetail(err))
 			}
 			arg := ""
 			if len(args) == 2 {
@@ -142,6 +163,8 @@ resubmitted or requeued. With --json it prints the API's answer,
 	f.DurationVar(&p.BackoffBase, "backoff-base", 0, fmt.Sprintf("first retry delay, doubled each retry (default %v)", store.DefaultBackoffBase))
 	f.DurationVar(&p.BackoffMax, "backoff-max", 0, fmt.Sprintf("longest retry delay (default %v)", store.DefaultBackoffMax))
 	f.StringVar(&dataFile, "data-file", "", `read the data from this file ("-" for standard input)`)
+	f.StringVar(&p.Schedule, "schedule", "", `make the job recurring: a repeat ("SCHEDULED, +1 HOUR") or cron expression ("*/5 * * * *")`)
+	f.StringVar(&missed, "missed", "", "what a recurring job does about missed slots: once, skip or all (default once)")
 	f.StringToStringVar(&meta, "meta", nil, "metadata carried with the job, KEY=VALUE (repeat, or comma-separate)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print only the job id")
 	return cmd
@@ -218,4 +241,10 @@ func checkName(what, s string) error {
 		}
 	}
 	return nil
+}
+
+// invalidDetail is what an ErrInvalid error says is wrong, without the
+// "invalid input: " it starts with.
+func invalidDetail(err error) string {
+	return strings.TrimPrefix(err.Error(), store.ErrInvalid.Error()+": ")
 }

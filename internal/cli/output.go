@@ -73,6 +73,8 @@ func when(j rota.Job, now time.Time) string {
 		return relTime(j.StartedAt, now)
 	case j.State.Terminal():
 		return relTime(j.FinishedAt, now)
+	case j.State == rota.Pending && j.Schedule != "":
+		return relTime(j.RunAt, now) + " (recurring)"
 	case j.State == rota.Pending:
 		return relTime(j.RunAt, now)
 	}
@@ -141,6 +143,16 @@ func writeJob(w io.Writer, j rota.Job, now time.Time) {
 	line("state", state)
 	line("priority", strconv.Itoa(j.Priority))
 	line("attempts", fmt.Sprintf("%d of %d", j.Attempt, j.MaxAttempts))
+	if j.Schedule != "" {
+		sched := j.Schedule
+		if j.Missed != rota.MissedOnce {
+			sched += " (missed slots: " + j.Missed.String() + ")"
+		}
+		line("schedule", sched)
+		if !j.Slot.IsZero() {
+			line("slot", stamp(j.Slot, now))
+		}
+	}
 	line("run at", stamp(j.RunAt, now))
 	line("created", stamp(j.CreatedAt, now))
 	if !j.StartedAt.IsZero() {

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,6 +32,7 @@ type nodeConfig struct {
 	Schema    string
 	Lease     time.Duration
 	WorkDelay time.Duration // how long a batch "runs" between accept and finish
+	Type      string        // the type it works on; "" means "mn"
 }
 
 // TestNodeChild is one rota node, run as a process of its own by
@@ -45,6 +47,8 @@ type nodeConfig struct {
 //	F id         its completion of the job was acknowledged
 //	X id error   its completion was rejected
 //	H            a worker holds its batch and will not finish it
+//	S id slot    the acknowledged completion was of a recurring job's slot
+//	             (Unix nanoseconds)
 func TestNodeChild(t *testing.T) {
 	raw := os.Getenv(nodeEnv)
 	if raw == "" {
@@ -91,11 +95,12 @@ func TestNodeChild(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	})
+	typ := cmp.Or(cfg.Type, "mn")
 	for w := range 4 {
 		wg.Go(func() {
 			worker := fmt.Sprintf("%s-w%d", cfg.Name, w)
 			for ctx.Err() == nil {
-				res, err := st.Accept(ctx, store.AcceptParams{Types: []string{"mn"}, Limit: 50, Worker: worker, LeaseTimeout: cfg.Lease})
+				res, err := st.Accept(ctx, store.AcceptParams{Types: []string{typ}, Limit: 50, Worker: worker, LeaseTimeout: cfg.Lease})
 				if err != nil {
 					if ctx.Err() == nil {
 						fmt.Fprintln(os.Stderr, worker, "accept:", err)
@@ -109,7 +114,9 @@ func TestNodeChild(t *testing.T) {
 				}
 				var b strings.Builder
 				ps := make([]store.FinishParams, len(res.Jobs))
+				slots := make([]time.Time, len(res.Jobs))
 				for i, j := range res.Jobs {
+					slots[i] = j.Slot
 					fmt.Fprintf(&b, "A %d %s\n", j.ID, j.Token)
 					ps[i] = store.FinishParams{Lease: j.Lease(), As: store.Complete, Result: []byte(`{"by":"` + worker + `"}`)}
 				}
@@ -130,6 +137,9 @@ func TestNodeChild(t *testing.T) {
 				for i, e := range errs {
 					if e == nil {
 						fmt.Fprintf(&b, "F %d\n", ps[i].ID)
+						if !slots[i].IsZero() {
+							fmt.Fprintf(&b, "S %d %d\n", ps[i].ID, slots[i].UnixNano())
+						}
 					} else {
 						fmt.Fprintf(&b, "X %d %v\n", ps[i].ID, strings.ReplaceAll(e.Error(), "\n", " "))
 					}
@@ -151,6 +161,7 @@ type node struct {
 	holding  bool
 	accepted map[int64][]string // job → tokens it got
 	finished map[int64]int      // job → acknowledged completions
+	slots    []time.Time        // the slots of acknowledged completions of recurring jobs
 	rejected int
 	done     chan struct{} // output fully read
 }
@@ -193,6 +204,10 @@ func startNode(t *testing.T, cfg nodeConfig) *node {
 			case f[0] == "F" && len(f) == 2:
 				if id, err := strconv.ParseInt(f[1], 10, 64); err == nil {
 					n.finished[id]++
+				}
+			case f[0] == "S" && len(f) == 3:
+				if ns, err := strconv.ParseInt(f[2], 10, 64); err == nil {
+					n.slots = append(n.slots, time.Unix(0, ns).UTC())
 				}
 			case f[0] == "X":
 				n.rejected++
@@ -450,4 +465,106 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestRecurringLeaderKilled: a recurring job on two node processes keeps
+// its phase when the sweep leader is killed with SIGKILL while it runs the
+// job: the other node takes the lease back, becomes the leader, and the job
+// goes on, each slot completed once.
+func TestRecurringLeaderKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	testDSN(t)
+	cfg := nodeConfig{Schema: newSchema(t), Lease: time.Second, WorkDelay: 50 * time.Millisecond, Type: "rec"}
+	st := openIn(t, cfg.Schema, postgres.Config{NoListen: true})
+	const interval = time.Second
+	t0 := time.Now().Add(time.Second).UTC().Truncate(time.Second)
+	res, err := st.Add(t.Context(), []store.AddParams{{Type: "rec", Schedule: "SCHEDULED, +1 SECOND", RunAt: t0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res[0].Job.ID
+	var nodes []*node
+	for i := range 2 {
+		c := cfg
+		c.Name = fmt.Sprintf("node%d", i)
+		nodes = append(nodes, startNode(t, c))
+	}
+	count := func() int {
+		c := 0
+		for _, n := range nodes {
+			n.mu.Lock()
+			c += len(n.slots)
+			n.mu.Unlock()
+		}
+		return c
+	}
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting until %s", what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	wait("3 slots completed", func() bool { return count() >= 3 })
+	var leader *node
+	wait("a leader", func() bool {
+		for _, n := range nodes {
+			if n.isLeader() {
+				leader = n
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := io.WriteString(leader.stdin, "hold\n"); err != nil {
+		t.Fatal(err)
+	}
+	// Kill the leader once it holds the job (or after a few slots, if the
+	// other node keeps winning it).
+	before := count()
+	wait("the leader to hold the job", func() bool { return leader.isHolding() || count() >= before+5 })
+	if err := leader.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := count()
+	var other *node
+	for _, n := range nodes {
+		if n != leader {
+			other = n
+		}
+	}
+	wait("the other node to lead", other.isLeader)
+	wait("3 more slots completed after the kill", func() bool { return count() >= killed+3 })
+	for _, n := range nodes {
+		n.stdin.Close()
+	}
+	for _, n := range nodes {
+		n.cmd.Wait()
+		<-n.done
+	}
+
+	var slots []time.Time
+	for _, n := range nodes {
+		slots = append(slots, n.slots...)
+	}
+	seen := map[time.Time]bool{}
+	for _, s := range slots {
+		if seen[s] {
+			t.Errorf("slot %v completed twice", s)
+		}
+		seen[s] = true
+		if s.Sub(t0)%interval != 0 {
+			t.Errorf("slot %v is off the phase of %v every %v", s, t0, interval)
+		}
+	}
+	j := readAll(t, st, map[int64]bool{id: true})[id]
+	if j.State != store.Pending || j.Slot.Sub(t0)%interval != 0 || !j.Slot.After(slots[0]) {
+		t.Errorf("at the end the job is %v with slot %v, want pending on the phase of %v", j.State, j.Slot, t0)
+	}
+	t.Logf("%d slots completed by 2 nodes, the leader killed after %d", len(slots), killed)
 }

@@ -522,7 +522,7 @@ func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
 	}
 	out := wire.GroupsResponse{Groups: []wire.GroupConfig{}}
 	for _, g := range gcs {
-		out.Groups = append(out.Groups, wire.GroupConfig{Group: g.Group, Type: g.Type, MaxRunning: g.MaxRunning, Weight: g.Weight})
+		out.Groups = append(out.Groups, wire.NewGroupConfig(g))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -533,7 +533,7 @@ func (s *Server) setGroup(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	gc := store.GroupConfig{Group: req.Group, Type: req.Type, MaxRunning: req.MaxRunning, Weight: req.Weight}
+	gc := req.Params()
 	if err := s.c.SetGroupConfig(r.Context(), gc); err != nil {
 		s.writeError(w, r, err)
 		return

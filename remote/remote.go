@@ -432,7 +432,7 @@ func (s *Store) SetGroupConfig(ctx context.Context, c store.GroupConfig) error {
 		return err
 	}
 	return s.do(ctx, "PUT", "/v1/groups", nil,
-		wire.GroupConfig{Group: c.Group, Type: c.Type, MaxRunning: c.MaxRunning, Weight: c.Weight}, nil)
+		wire.NewGroupConfig(c), nil)
 }
 
 // GroupConfigs lists the server's group settings.
@@ -443,7 +443,7 @@ func (s *Store) GroupConfigs(ctx context.Context) ([]store.GroupConfig, error) {
 	}
 	out := make([]store.GroupConfig, len(resp.Groups))
 	for i, g := range resp.Groups {
-		out[i] = store.GroupConfig{Group: g.Group, Type: g.Type, MaxRunning: g.MaxRunning, Weight: g.Weight}
+		out[i] = g.Params()
 	}
 	return out, nil
 }

@@ -533,6 +533,10 @@ type TypeConfig struct {
 	// GroupMaxRunning bounds the running jobs of each group of this type;
 	// zero means no bound.
 	GroupMaxRunning int
+	// Paused stops accepts of the type: its jobs are added and wait, and
+	// its running jobs finish, until it is resumed. Recurring jobs whose
+	// slots pass meanwhile follow their missed-slot policy.
+	Paused bool
 }
 
 // Bands is a counting scheme such as 2,1.
@@ -592,6 +596,9 @@ type GroupConfig struct {
 	// jobs: a group of weight 2 gets twice the jobs of a group of weight 1.
 	// Zero means 1.
 	Weight float64
+	// Paused stops accepts from the group (of Type, or of every type):
+	// its jobs wait until it is resumed.
+	Paused bool
 }
 
 // MaxWeight bounds GroupConfig.Weight.
@@ -673,9 +680,10 @@ type Store interface {
 	SetTypeConfig(ctx context.Context, c TypeConfig) error
 	// TypeConfigs lists the types the store knows, with their settings.
 	TypeConfigs(ctx context.Context) ([]TypeConfig, error)
-	// SetGroupConfig stores a group's weight and bound for one type or for
-	// all (Type ""), replacing earlier settings for that pair; a zero
-	// MaxRunning and Weight remove them. Changes apply to the next accept.
+	// SetGroupConfig stores a group's weight, bound and pause for one type
+	// or for all (Type ""), replacing earlier settings for that pair; a
+	// zero MaxRunning and Weight, not paused, remove them. Changes apply to
+	// the next accept.
 	SetGroupConfig(ctx context.Context, c GroupConfig) error
 	// GroupConfigs lists the group settings, by group and type.
 	GroupConfigs(ctx context.Context) ([]GroupConfig, error)

@@ -238,6 +238,7 @@ type TypeConfig struct {
 	// priority order.
 	Bands           string `json:"bands,omitempty"`
 	GroupMaxRunning int    `json:"group_max_running,omitempty"`
+	Paused          bool   `json:"paused,omitempty"`
 }
 
 // Params converts the wire form to store settings.
@@ -246,12 +247,13 @@ func (t TypeConfig) Params() (store.TypeConfig, error) {
 	if err != nil {
 		return store.TypeConfig{}, err
 	}
-	return store.TypeConfig{Type: t.Type, LeaseTimeout: time.Duration(t.LeaseTimeout), Bands: b, GroupMaxRunning: t.GroupMaxRunning}, nil
+	return store.TypeConfig{Type: t.Type, LeaseTimeout: time.Duration(t.LeaseTimeout), Bands: b, GroupMaxRunning: t.GroupMaxRunning,
+		Paused: t.Paused}, nil
 }
 
 // NewTypeConfig converts store settings to the wire form.
 func NewTypeConfig(c store.TypeConfig) TypeConfig {
-	t := TypeConfig{Type: c.Type, LeaseTimeout: Duration(c.LeaseTimeout), GroupMaxRunning: c.GroupMaxRunning}
+	t := TypeConfig{Type: c.Type, LeaseTimeout: Duration(c.LeaseTimeout), GroupMaxRunning: c.GroupMaxRunning, Paused: c.Paused}
 	if !c.Bands.IsZero() {
 		t.Bands = c.Bands.String()
 	}
@@ -265,6 +267,17 @@ type GroupConfig struct {
 	Type       string  `json:"type,omitempty"`
 	MaxRunning int     `json:"max_running,omitempty"`
 	Weight     float64 `json:"weight,omitempty"`
+	Paused     bool    `json:"paused,omitempty"`
+}
+
+// Params converts the wire form to store settings.
+func (g GroupConfig) Params() store.GroupConfig {
+	return store.GroupConfig{Group: g.Group, Type: g.Type, MaxRunning: g.MaxRunning, Weight: g.Weight, Paused: g.Paused}
+}
+
+// NewGroupConfig converts store settings to the wire form.
+func NewGroupConfig(c store.GroupConfig) GroupConfig {
+	return GroupConfig{Group: c.Group, Type: c.Type, MaxRunning: c.MaxRunning, Weight: c.Weight, Paused: c.Paused}
 }
 
 // GroupsResponse lists group settings.

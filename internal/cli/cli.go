@@ -24,7 +24,8 @@ func Main(args []string) int {
 	g := &globals{}
 	addGlobalFlags(root, g)
 	root.AddCommand(addCommand(g), getCommand(g), lsCommand(g), cancelCommand(g), retryCommand(g),
-		rmCommand(g), statsCommand(g), watchCommand(g), waitCommand(g), workCommand(g))
+		rmCommand(g), statsCommand(g), watchCommand(g), waitCommand(g), workCommand(g),
+		pauseCommand(g, true), pauseCommand(g, false))
 	root.SetArgs(args)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

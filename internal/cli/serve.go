@@ -147,7 +147,7 @@ func readSettings(path string) (*serverSettings, error) {
 		}
 	}
 	for _, g := range s.Groups {
-		if err := store.CheckGroupConfig(store.GroupConfig{Group: g.Group, Type: g.Type, MaxRunning: g.MaxRunning, Weight: g.Weight}); err != nil {
+		if err := store.CheckGroupConfig(g.Params()); err != nil {
 			return nil, fmt.Errorf("--config %s: group %q: %w", path, g.Group, err)
 		}
 	}
@@ -163,7 +163,7 @@ func (s *serverSettings) apply(ctx context.Context, c *rota.Client) error {
 		}
 	}
 	for _, g := range s.Groups {
-		if err := c.SetGroupConfig(ctx, store.GroupConfig{Group: g.Group, Type: g.Type, MaxRunning: g.MaxRunning, Weight: g.Weight}); err != nil {
+		if err := c.SetGroupConfig(ctx, g.Params()); err != nil {
 			return fmt.Errorf("--config: group %q: %w", g.Group, err)
 		}
 	}

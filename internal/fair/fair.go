@@ -37,6 +37,8 @@ type Group struct {
 	// Exact: Running was counted under the group's lock, so its bounds
 	// hold across nodes (a store with one writer counts exactly always).
 	Exact bool
+	// Paused: the group gives no jobs (GroupConfig.Paused).
+	Paused bool
 
 	// Out: passed over for the rest of the accept (at a bound, or it gave
 	// fewer jobs than it won turns: the rest are not due or others hold
@@ -57,11 +59,14 @@ type Bound struct {
 }
 
 // Bounded reports whether a bound applies to g.
-func (g *Group) Bounded() bool { return g.Limit > 0 || g.Cross != nil }
+func (g *Group) Bounded() bool { return g.Limit > 0 || g.Cross != nil || g.Paused }
 
 // Room is how many more jobs g may start; extra are jobs of its name
 // planned, not yet claimed, under its cross-type bound.
 func (g *Group) Room(extra int64) int64 {
+	if g.Paused {
+		return 0
+	}
 	r := int64(math.MaxInt64)
 	if g.Limit > 0 {
 		r = g.Limit - g.Running

@@ -41,14 +41,16 @@ import (
 // type's bound per group, read with the first page.
 type queue struct {
 	*fair.Queue
-	gmax int64
+	gmax   int64
+	paused bool // the type is paused: its groups give nothing
 }
 
 // pageSQL reads the next groups with pending jobs in turn order, with their
 // settings and the type's.
 const pageSQL = `SELECT g.grp, g.turn, g.pending, g.band_count,
 	coalesce(o.max_running, 0), coalesce(o.weight, 0), coalesce(al.max_running, 0), coalesce(al.weight, 0),
-	(SELECT ARRAY[y.bands_high, y.bands_low, y.group_max_running] FROM rota.types y WHERE y.name = $1)
+	coalesce(o.paused, false) OR coalesce(al.paused, false),
+	(SELECT ARRAY[y.bands_high, y.bands_low, y.group_max_running, y.paused::int] FROM rota.types y WHERE y.name = $1)
 FROM (SELECT grp, turn, pending, band_count FROM rota.groups
 	WHERE type = $1 AND pending > 0 AND (turn, grp) > ($2::float8, $3::text)
 	ORDER BY turn, grp LIMIT $4) g
@@ -89,14 +91,16 @@ func (a *acceptor) load(q *queue, r rows) ([]*fair.Group, error) {
 		var ownMax, allMax int64
 		var ownW, allW float64
 		var typeCfg []int64
-		if err := r.Scan(&g.Name, &g.Turn, &g.Pending, &g.BandCount, &ownMax, &ownW, &allMax, &allW, &typeCfg); err != nil {
+		if err := r.Scan(&g.Name, &g.Turn, &g.Pending, &g.BandCount, &ownMax, &ownW, &allMax, &allW, &g.Paused, &typeCfg); err != nil {
 			return nil, fmt.Errorf("groups: %w", err)
 		}
-		if first && len(typeCfg) == 3 {
+		if first && len(typeCfg) == 4 {
 			q.Bands = store.Bands{High: int(typeCfg[0]), Low: int(typeCfg[1])}
 			q.gmax = typeCfg[2]
+			q.paused = typeCfg[3] != 0
 			first = false
 		}
+		g.Paused = g.Paused || q.paused
 		g.Weight = 1
 		switch {
 		case ownW > 0:
@@ -120,6 +124,9 @@ func (a *acceptor) load(q *queue, r rows) ([]*fair.Group, error) {
 	}
 	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("groups: %w", err)
+	}
+	if q.paused {
+		return nil, nil // a paused type gives nothing: no need to page through its groups
 	}
 	return out, nil
 }
@@ -337,8 +344,8 @@ var headSQL = `WITH hd AS (SELECT g.grp, g.turn, g.pending, w.w, greatest(1, lea
 	CROSS JOIN LATERAL (SELECT coalesce(
 		(SELECT c.weight FROM rota.group_config c WHERE c.grp = g.grp AND c.type = $1 AND c.weight > 0),
 		(SELECT c.weight FROM rota.group_config c WHERE c.grp = g.grp AND c.type = '' AND c.weight > 0), 1) AS w) w
-	WHERE NOT EXISTS (SELECT FROM rota.group_config c WHERE c.grp = g.grp AND (c.type = $1 OR c.type = '') AND c.max_running > 0)
-		AND NOT EXISTS (SELECT FROM rota.types y WHERE y.name = $1 AND (y.bands_high + y.bands_low > 0 OR y.group_max_running > 0))),
+	WHERE NOT EXISTS (SELECT FROM rota.group_config c WHERE c.grp = g.grp AND (c.type = $1 OR c.type = '') AND (c.max_running > 0 OR c.paused))
+		AND NOT EXISTS (SELECT FROM rota.types y WHERE y.name = $1 AND (y.bands_high + y.bands_low > 0 OR y.group_max_running > 0 OR y.paused))),
 r AS (SELECT j.id FROM rota.jobs j
 	WHERE j.state = 0 AND j.attempt > 0 AND j.type = $1 AND j.grp = (SELECT hd.grp FROM hd) AND j.run_at <= coalesce($3::timestamptz, now())
 	ORDER BY j.priority DESC, j.run_at, j.id LIMIT (SELECT hd.n FROM hd) FOR UPDATE SKIP LOCKED),

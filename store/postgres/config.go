@@ -18,11 +18,12 @@ func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
 		return err
 	}
 	err := s.autocommit(ctx, "set type "+c.Type, func(t *txn) error {
-		_, err := t.exec(`INSERT INTO rota.types (name, lease_timeout, bands_high, bands_low, group_max_running, updated_at)
-			VALUES ($1, $2, $3, $4, $5, now())
+		_, err := t.exec(`INSERT INTO rota.types (name, lease_timeout, bands_high, bands_low, group_max_running, paused, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, now())
 			ON CONFLICT (name) DO UPDATE SET lease_timeout = excluded.lease_timeout, bands_high = excluded.bands_high,
-			bands_low = excluded.bands_low, group_max_running = excluded.group_max_running, updated_at = excluded.updated_at`,
-			c.Type, us(c.LeaseTimeout), c.Bands.High, c.Bands.Low, c.GroupMaxRunning)
+			bands_low = excluded.bands_low, group_max_running = excluded.group_max_running, paused = excluded.paused,
+			updated_at = excluded.updated_at`,
+			c.Type, us(c.LeaseTimeout), c.Bands.High, c.Bands.Low, c.GroupMaxRunning, c.Paused)
 		return err
 	})
 	if err != nil {
@@ -39,13 +40,14 @@ func (s *Store) SetGroupConfig(ctx context.Context, c store.GroupConfig) error {
 		return err
 	}
 	return s.autocommit(ctx, fmt.Sprintf("set group %q", c.Group), func(t *txn) error {
-		if c.MaxRunning == 0 && c.Weight == 0 {
+		if c.MaxRunning == 0 && c.Weight == 0 && !c.Paused {
 			_, err := t.exec(`DELETE FROM rota.group_config WHERE grp = $1 AND type = $2`, c.Group, c.Type)
 			return err
 		}
-		_, err := t.exec(`INSERT INTO rota.group_config (grp, type, max_running, weight) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (grp, type) DO UPDATE SET max_running = excluded.max_running, weight = excluded.weight`,
-			c.Group, c.Type, c.MaxRunning, c.Weight)
+		_, err := t.exec(`INSERT INTO rota.group_config (grp, type, max_running, weight, paused) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (grp, type) DO UPDATE SET max_running = excluded.max_running, weight = excluded.weight,
+			paused = excluded.paused`,
+			c.Group, c.Type, c.MaxRunning, c.Weight, c.Paused)
 		return err
 	})
 }
@@ -58,7 +60,7 @@ func (s *Store) GroupConfigs(ctx context.Context) ([]store.GroupConfig, error) {
 	var out []store.GroupConfig
 	err := s.read(ctx, "group configs", func(t *txn) error {
 		out = out[:0]
-		r, err := t.query(`SELECT grp, type, max_running, weight FROM rota.group_config ORDER BY grp, type`)
+		r, err := t.query(`SELECT grp, type, max_running, weight, paused FROM rota.group_config ORDER BY grp, type`)
 		if err != nil {
 			return err
 		}
@@ -66,7 +68,7 @@ func (s *Store) GroupConfigs(ctx context.Context) ([]store.GroupConfig, error) {
 		for r.Next() {
 			var c store.GroupConfig
 			var max int64
-			if err := r.Scan(&c.Group, &c.Type, &max, &c.Weight); err != nil {
+			if err := r.Scan(&c.Group, &c.Type, &max, &c.Weight, &c.Paused); err != nil {
 				return err
 			}
 			c.MaxRunning = int(max)

@@ -264,7 +264,7 @@ func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
 	var out []store.TypeConfig
 	err := s.read(ctx, "type configs", func(t *txn) error {
 		out = out[:0]
-		r, err := t.query(`SELECT name, lease_timeout, bands_high, bands_low, group_max_running FROM rota.types`)
+		r, err := t.query(`SELECT name, lease_timeout, bands_high, bands_low, group_max_running, paused FROM rota.types`)
 		if err != nil {
 			return err
 		}
@@ -272,7 +272,7 @@ func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
 		for r.Next() {
 			var c store.TypeConfig
 			var us, high, low, gmax int64
-			if err := r.Scan(&c.Type, &us, &high, &low, &gmax); err != nil {
+			if err := r.Scan(&c.Type, &us, &high, &low, &gmax, &c.Paused); err != nil {
 				return err
 			}
 			c.Bands = store.Bands{High: int(high), Low: int(low)}

@@ -64,7 +64,7 @@ func (w *writeTx) newQueue(typ string, first int, cross map[string]*fair.Bound) 
 		defer rows.Close()
 		var out []*fair.Group
 		for rows.Next() {
-			g := &fair.Group{Type: typ}
+			g := &fair.Group{Type: typ, Paused: q.cfg.paused}
 			if err := rows.Scan(&g.Name, &g.Turn, &g.Pending, &g.Running, &g.BandCount); err != nil {
 				return nil, fmt.Errorf("sqlite: accept: groups: %w", err)
 			}
@@ -296,6 +296,7 @@ func (w *writeTx) accept(p store.AcceptParams, types []string) (res store.Accept
 	// shared by every type's queue, so that a bound across types holds
 	// within one accept of several types too.
 	cross := map[string]*fair.Bound{}
+	types = slices.DeleteFunc(slices.Clone(types), func(t string) bool { return w.s.typeConfig(t).paused })
 	queues := make([]*queue, len(types))
 	for i, t := range types {
 		queues[i] = w.newQueue(t, min(fair.PageSize, p.Limit+1), cross)

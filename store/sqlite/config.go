@@ -16,12 +16,13 @@ type typeConfig struct {
 	lease           time.Duration // 0: the default
 	bands           store.Bands
 	groupMaxRunning int
+	paused          bool
 }
 
 type groupKey struct{ grp, typ string }
 
 func (s *Store) loadConfig() error {
-	rows, err := s.reader.Query(`SELECT name, lease_timeout, bands_high, bands_low, group_max_running FROM rota_types`)
+	rows, err := s.reader.Query(`SELECT name, lease_timeout, bands_high, bands_low, group_max_running, paused FROM rota_types`)
 	if err != nil {
 		return fmt.Errorf("sqlite: load types: %w", err)
 	}
@@ -30,7 +31,7 @@ func (s *Store) loadConfig() error {
 		var name string
 		var lt int64
 		var c typeConfig
-		if err := rows.Scan(&name, &lt, &c.bands.High, &c.bands.Low, &c.groupMaxRunning); err != nil {
+		if err := rows.Scan(&name, &lt, &c.bands.High, &c.bands.Low, &c.groupMaxRunning, &c.paused); err != nil {
 			return fmt.Errorf("sqlite: load types: %w", err)
 		}
 		c.lease = time.Duration(lt) * time.Microsecond
@@ -39,14 +40,14 @@ func (s *Store) loadConfig() error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("sqlite: load types: %w", err)
 	}
-	grows, err := s.reader.Query(`SELECT grp, type, max_running, weight FROM rota_group_config`)
+	grows, err := s.reader.Query(`SELECT grp, type, max_running, weight, paused FROM rota_group_config`)
 	if err != nil {
 		return fmt.Errorf("sqlite: load group settings: %w", err)
 	}
 	defer grows.Close()
 	for grows.Next() {
 		var c store.GroupConfig
-		if err := grows.Scan(&c.Group, &c.Type, &c.MaxRunning, &c.Weight); err != nil {
+		if err := grows.Scan(&c.Group, &c.Type, &c.MaxRunning, &c.Weight, &c.Paused); err != nil {
 			return fmt.Errorf("sqlite: load group settings: %w", err)
 		}
 		s.groups[groupKey{c.Group, c.Type}] = c
@@ -85,6 +86,7 @@ func (s *Store) applyGroupConfig(w *writeTx, g *fair.Group, tc typeConfig, cross
 	case hasAll && all.Weight > 0:
 		g.Weight = all.Weight
 	}
+	g.Paused = g.Paused || (hasOwn && own.Paused) || (hasAll && all.Paused)
 	g.Limit = int64(tc.groupMaxRunning)
 	if hasOwn && own.MaxRunning > 0 && (g.Limit == 0 || int64(own.MaxRunning) < g.Limit) {
 		g.Limit = int64(own.MaxRunning)
@@ -109,18 +111,19 @@ func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
 		return err
 	}
 	err := s.write(ctx, true, func(w *writeTx) error {
-		_, err := w.exec(`INSERT INTO rota_types (name, lease_timeout, bands_high, bands_low, group_max_running, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?)
+		_, err := w.exec(`INSERT INTO rota_types (name, lease_timeout, bands_high, bands_low, group_max_running, paused, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET lease_timeout = excluded.lease_timeout, bands_high = excluded.bands_high,
-			bands_low = excluded.bands_low, group_max_running = excluded.group_max_running, updated_at = excluded.updated_at`,
-			c.Type, c.LeaseTimeout.Microseconds(), c.Bands.High, c.Bands.Low, c.GroupMaxRunning, micros(w.now))
+			bands_low = excluded.bands_low, group_max_running = excluded.group_max_running, paused = excluded.paused,
+			updated_at = excluded.updated_at`,
+			c.Type, c.LeaseTimeout.Microseconds(), c.Bands.High, c.Bands.Low, c.GroupMaxRunning, c.Paused, micros(w.now))
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: set type %q: %w", c.Type, err)
 	}
 	s.typesMu.Lock()
-	s.types[c.Type] = typeConfig{lease: c.LeaseTimeout, bands: c.Bands, groupMaxRunning: c.GroupMaxRunning}
+	s.types[c.Type] = typeConfig{lease: c.LeaseTimeout, bands: c.Bands, groupMaxRunning: c.GroupMaxRunning, paused: c.Paused}
 	s.typesMu.Unlock()
 	return nil
 }
@@ -140,7 +143,7 @@ func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
 		if lt == 0 {
 			lt = store.DefaultLeaseTimeout
 		}
-		out = append(out, store.TypeConfig{Type: name, LeaseTimeout: lt, Bands: c.bands, GroupMaxRunning: c.groupMaxRunning})
+		out = append(out, store.TypeConfig{Type: name, LeaseTimeout: lt, Bands: c.bands, GroupMaxRunning: c.groupMaxRunning, Paused: c.paused})
 	}
 	slices.SortFunc(out, func(a, b store.TypeConfig) int { return cmp.Compare(a.Type, b.Type) })
 	return out, nil
@@ -151,15 +154,16 @@ func (s *Store) SetGroupConfig(ctx context.Context, c store.GroupConfig) error {
 	if err := store.CheckGroupConfig(c); err != nil {
 		return err
 	}
-	remove := c.MaxRunning == 0 && c.Weight == 0
+	remove := c.MaxRunning == 0 && c.Weight == 0 && !c.Paused
 	err := s.write(ctx, true, func(w *writeTx) error {
 		if remove {
 			_, err := w.exec(`DELETE FROM rota_group_config WHERE grp = ? AND type = ?`, c.Group, c.Type)
 			return err
 		}
-		_, err := w.exec(`INSERT INTO rota_group_config (grp, type, max_running, weight) VALUES (?, ?, ?, ?)
-			ON CONFLICT (grp, type) DO UPDATE SET max_running = excluded.max_running, weight = excluded.weight`,
-			c.Group, c.Type, c.MaxRunning, c.Weight)
+		_, err := w.exec(`INSERT INTO rota_group_config (grp, type, max_running, weight, paused) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (grp, type) DO UPDATE SET max_running = excluded.max_running, weight = excluded.weight,
+			paused = excluded.paused`,
+			c.Group, c.Type, c.MaxRunning, c.Weight, c.Paused)
 		return err
 	})
 	if err != nil {

@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Stats", func(t *testing.T) { testStats(t, open) })
 	t.Run("Fairness", func(t *testing.T) { testFairness(t, open) })
 	t.Run("Recurring", func(t *testing.T) { testRecurring(t, open) })
+	t.Run("Pause", func(t *testing.T) { testPause(t, open) })
 	t.Run("Close", func(t *testing.T) { testClose(t, open) })
 }
 

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/store"
+)
+
+// pauseCommand is rota pause (paused true) and rota resume (false).
+func pauseCommand(g *globals, paused bool) *cobra.Command {
+	var typ, group string
+	verb, done := "pause", "paused"
+	if !paused {
+		verb, done = "resume", "resumed"
+	}
+	cmd := &cobra.Command{
+		Use:   verb + " (--type TYPE | --group GROUP [--type TYPE])",
+		Short: map[bool]string{true: "Stop accepts of a type or a group", false: "Resume a paused type or group"}[paused],
+		Long: map[bool]string{true: `pause stops workers from taking jobs of a type (--type) or of a group
+(--group: of every type, or of one with --type). Jobs are still added and
+wait; running jobs finish. Recurring jobs whose slots pass while paused
+follow their missed-slot policy when resumed. "rota resume" undoes it.
+
+It changes the type's or group's setting and keeps its other settings.`,
+			false: `resume lets workers take jobs of a type or group paused with "rota pause".`}[paused],
+		Example: fmt.Sprintf("  rota %s --type email.send\n  rota %s --group acme\n  rota %s --group acme --type report.build", verb, verb, verb),
+		Args:    exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			byGroup := cmd.Flags().Changed("group")
+			if typ == "" && !byGroup {
+				return usageErrorf("give --type, --group, or both")
+			}
+			if typ != "" {
+				if err := store.CheckType(typ); err != nil {
+					return usageError{err}
+				}
+			}
+			if err := checkName("--group", group); err != nil {
+				return err
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx := cmd.Context()
+			what := "type " + typ
+			if byGroup {
+				what = fmt.Sprintf("group %q", group)
+				if typ != "" {
+					what += " of type " + typ
+				}
+				gc := rota.GroupConfig{Group: group, Type: typ}
+				all, err := c.GroupConfigs(ctx)
+				if err != nil {
+					return g.explain(err)
+				}
+				for _, x := range all {
+					if x.Group == group && x.Type == typ {
+						gc = x
+					}
+				}
+				gc.Paused = paused
+				if err := c.SetGroupConfig(ctx, gc); err != nil {
+					return g.explain(err)
+				}
+			} else {
+				tc := rota.TypeConfig{Type: typ}
+				all, err := c.TypeConfigs(ctx)
+				if err != nil {
+					return g.explain(err)
+				}
+				for _, x := range all {
+					if x.Type == typ {
+						tc = x
+					}
+				}
+				tc.Paused = paused
+				if err := c.SetTypeConfig(ctx, tc); err != nil {
+					return g.explain(err)
+				}
+			}
+			if !g.json {
+				fmt.Fprintln(cmd.OutOrStdout(), what, done)
+				return nil
+			}
+			return printJSON(cmd.OutOrStdout(), map[string]any{"paused": paused, "type": typ, "group": group})
+		},
+	}
+	cmd.Flags().StringVar(&typ, "type", "", "the type")
+	cmd.Flags().StringVar(&group, "group", "", `the group ("" is the default group)`)
+	return cmd
+}

@@ -163,6 +163,9 @@ type Job struct {
 	Missed   Missed    `json:"missed,omitempty"`
 	Slot     time.Time `json:"slot,omitzero"`
 
+	// RetryAfter gives the job a fixed lease (AddParams.RetryAfter).
+	RetryAfter time.Duration `json:"retry_after,omitempty"` // JSON: a Go duration string
+
 	CreatedAt  time.Time `json:"created_at"`
 	StartedAt  time.Time `json:"started_at,omitzero"`
 	FinishedAt time.Time `json:"finished_at,omitzero"`
@@ -175,6 +178,7 @@ type jobJSON struct {
 	*jobAlias
 	BackoffBase string `json:"backoff_base"`
 	BackoffMax  string `json:"backoff_max"`
+	RetryAfter  string `json:"retry_after,omitempty"`
 }
 
 type jobAlias Job
@@ -182,7 +186,11 @@ type jobAlias Job
 // MarshalJSON encodes the job with durations as strings.
 func (j Job) MarshalJSON() ([]byte, error) {
 	a := jobAlias(j)
-	return json.Marshal(jobJSON{jobAlias: &a, BackoffBase: j.BackoffBase.String(), BackoffMax: j.BackoffMax.String()})
+	v := jobJSON{jobAlias: &a, BackoffBase: j.BackoffBase.String(), BackoffMax: j.BackoffMax.String()}
+	if j.RetryAfter > 0 {
+		v.RetryAfter = j.RetryAfter.String()
+	}
+	return json.Marshal(v)
 }
 
 // UnmarshalJSON decodes what MarshalJSON encodes.
@@ -200,6 +208,11 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 	if v.BackoffMax != "" {
 		if j.BackoffMax, err = time.ParseDuration(v.BackoffMax); err != nil {
 			return fmt.Errorf("backoff_max: %w", err)
+		}
+	}
+	if v.RetryAfter != "" {
+		if j.RetryAfter, err = time.ParseDuration(v.RetryAfter); err != nil {
+			return fmt.Errorf("retry_after: %w", err)
 		}
 	}
 	return nil
@@ -241,6 +254,9 @@ const (
 	MaxDataDepth = 64
 	// MaxAddBatch bounds how many jobs one add takes.
 	MaxAddBatch = 10000
+	// DefaultRetryAfterRuns is MaxAttempts of a job with a RetryAfter
+	// that does not set it: Bedrock's limit of 10 runs.
+	DefaultRetryAfterRuns = 10
 )
 
 // AddParams describes a job to add.
@@ -278,6 +294,13 @@ type AddParams struct {
 	// Missed is what the job does about slots that pass while it cannot
 	// run; the zero value is MissedOnce.
 	Missed Missed
+	// RetryAfter, when positive, gives every run of the job a fixed lease
+	// of this length that heartbeats do not extend (Bedrock's retryAfter):
+	// a run not finished by then is taken back and the job runs again, up
+	// to MaxAttempts runs (DefaultRetryAfterRuns when zero), after which
+	// it fails. For work that may hang or die without a trace, where
+	// running it again is the cure.
+	RetryAfter time.Duration
 }
 
 // Missed is a recurring job's policy for slots that passed while it could

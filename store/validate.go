@@ -168,7 +168,14 @@ func CheckAdd(p *AddParams) ([]byte, error) {
 	if p.MaxAttempts < 0 {
 		return nil, Invalidf("max_attempts is %d, must not be negative", p.MaxAttempts)
 	}
-	if p.MaxAttempts == 0 {
+	if p.RetryAfter < 0 || (p.RetryAfter > 0 && p.RetryAfter < MinLeaseTimeout) {
+		return nil, Invalidf("retry_after %v must be at least %v, or zero for none", p.RetryAfter, MinLeaseTimeout)
+	}
+	p.RetryAfter = p.RetryAfter.Truncate(time.Microsecond)
+	switch {
+	case p.MaxAttempts == 0 && p.RetryAfter > 0:
+		p.MaxAttempts = DefaultRetryAfterRuns
+	case p.MaxAttempts == 0:
 		p.MaxAttempts = DefaultMaxAttempts
 	}
 	if p.BackoffBase < 0 || p.BackoffMax < 0 {

@@ -153,6 +153,9 @@ func writeJob(w io.Writer, j rota.Job, now time.Time) {
 			line("slot", stamp(j.Slot, now))
 		}
 	}
+	if j.RetryAfter > 0 {
+		line("retry after", j.RetryAfter.String()+" (a fixed lease: a run not finished by then runs again)")
+	}
 	line("run at", stamp(j.RunAt, now))
 	line("created", stamp(j.CreatedAt, now))
 	if !j.StartedAt.IsZero() {

@@ -47,6 +47,10 @@ type Row struct {
 	Missed    store.Missed
 	Slot      time.Time
 	StartedAt time.Time
+	// RetryAfter is the job's fixed lease (store.AddParams.RetryAfter);
+	// LeaseUntil the end of its current lease.
+	RetryAfter time.Duration
+	LeaseUntil time.Time
 }
 
 // Kind is the transition a plan applies. Each store has one way of
@@ -236,19 +240,34 @@ func Finish(r *Row, p *store.FinishParams, result []byte, now time.Time) (Plan, 
 // LeaseExpired is the error recorded for an attempt whose lease ran out.
 const LeaseExpired = "lease expired: no heartbeat within the lease timeout"
 
+// RetryAfterElapsed is the error recorded for a run of a job with a
+// retry-after (a fixed lease) that did not finish within it.
+func RetryAfterElapsed(d time.Duration) string {
+	return fmt.Sprintf("retry-after %v elapsed: the run did not finish within its fixed lease", d)
+}
+
 // Expire decides what becomes of a running job whose lease ended: it runs
 // again (a new cycle when it was resubmitted, a retry due at once when it
 // has attempts left) or fails. The expired lease is fenced out for good.
+// A job with a retry-after runs again likewise, whether or not it sent
+// heartbeats: that is what its fixed lease is for.
 func Expire(r *Row, now time.Time) Plan {
+	why := LeaseExpired
+	if r.RetryAfter > 0 {
+		why = RetryAfterElapsed(r.RetryAfter)
+	}
 	switch {
 	case r.Resubmit:
 		return runAgain(r, now, true)
 	case r.Attempt < r.MaxAttempts:
-		return retry(r, now, LeaseExpired, true)
+		return retry(r, now, why, true)
 	case r.Schedule != "":
-		return recur(r, nil, LeaseExpired, true, now)
+		return recur(r, nil, why, true, now)
 	}
-	return discard(r, LeaseExpired, true)
+	if r.RetryAfter > 0 {
+		why = fmt.Sprintf("%s; it ran %d times, its limit", why, r.Attempt)
+	}
+	return discard(r, why, true)
 }
 
 func retry(r *Row, runAt time.Time, errText string, drop bool) Plan {
@@ -405,6 +424,9 @@ func Heartbeat(r *Row, p *store.HeartbeatParams, lease time.Duration, now time.T
 		return Plan{}, err
 	}
 	pl := Plan{Kind: Extend, State: store.Running, RunAt: r.RunAt, Attempt: r.Attempt, LeaseUntil: now.Add(lease)}
+	if r.RetryAfter > 0 {
+		pl.LeaseUntil = r.LeaseUntil // a fixed lease: heartbeats update data and progress only
+	}
 	if p.Progress != nil || p.Data != nil {
 		pl.Event = HeartbeatEvent(r.ID, r.Type, r.Group, p)
 	}

@@ -29,7 +29,7 @@ import (
 // agree.
 
 const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max,
-	resubmit, resubmit_at, run_at, coalesce(repeat, ''), missed, slot, started_at, now()`
+	resubmit, resubmit_at, run_at, coalesce(repeat, ''), missed, slot, started_at, coalesce(retry_after, 0), lease_until, now()`
 
 // lock locks and reads the jobs with these ids. A job moving between the
 // hot and the ended table while this waits for its lock is looked for
@@ -75,11 +75,12 @@ func scanRows(r rows, err error, at *time.Time) ([]*lifecycle.Row, error) {
 		x := new(lifecycle.Row)
 		var state int16
 		var attempt, maxAttempts, base, maxB int64
-		var resubmitAt, slot, started sql.NullTime
+		var resubmitAt, slot, started, leaseUntil sql.NullTime
 		var missed int16
+		var retryAfter int64
 		var now time.Time
 		if err := r.Scan(&x.ID, &x.Type, &x.Group, &state, &x.Token, &attempt, &maxAttempts,
-			&base, &maxB, &x.Resubmit, &resubmitAt, &x.RunAt, &x.Schedule, &missed, &slot, &started, &now); err != nil {
+			&base, &maxB, &x.Resubmit, &resubmitAt, &x.RunAt, &x.Schedule, &missed, &slot, &started, &retryAfter, &leaseUntil, &now); err != nil {
 			return nil, err
 		}
 		if at != nil && at.IsZero() {
@@ -90,6 +91,7 @@ func scanRows(r rows, err error, at *time.Time) ([]*lifecycle.Row, error) {
 		x.BackoffBase, x.BackoffMax = time.Duration(base)*time.Microsecond, time.Duration(maxB)*time.Microsecond
 		x.RunAt, x.ResubmitAt = x.RunAt.UTC(), nullTime(resubmitAt)
 		x.Missed, x.Slot, x.StartedAt = store.Missed(missed), nullTime(slot), nullTime(started)
+		x.RetryAfter, x.LeaseUntil = time.Duration(retryAfter)*time.Microsecond, nullTime(leaseUntil)
 		out = append(out, x)
 	}
 	return out, r.Err()
@@ -307,12 +309,12 @@ func (t *txn) lockKeys(jobs []store.AddParams) (map[typeKey]int64, error) {
 const insertHead = `WITH ty AS (
 	INSERT INTO rota.types (name, updated_at) SELECT unnest($1::text[]), now() ON CONFLICT DO NOTHING RETURNING 1),
 ins AS (INSERT INTO rota.jobs (type, key, grp, priority, state, run_at, data, max_attempts, backoff_base, backoff_max, created_at, updated_at, meta,
-	repeat, missed, slot)
+	repeat, missed, slot, retry_after)
 SELECT u.type, u.key, u.grp, u.priority, 0, coalesce(u.run_at, now()), u.data, u.max_attempts, u.base, u.maxb, now(), now(), u.meta,
-	u.repeat, u.missed, CASE WHEN u.repeat IS NOT NULL THEN coalesce(u.run_at, now()) END
+	u.repeat, u.missed, CASE WHEN u.repeat IS NOT NULL THEN coalesce(u.run_at, now()) END, nullif(u.retry_after, 0)
 FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], $7::bytea[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[],
-	$12::text[], $13::smallint[])
-	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, repeat, missed, ord)
+	$12::text[], $13::smallint[], $14::bigint[])
+	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, repeat, missed, retry_after, ord)
 WHERE (SELECT count(*) FROM ty) >= 0
 ORDER BY u.ord
 RETURNING id, run_at, created_at, type, grp)`
@@ -337,10 +339,10 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 	runAts := make([]*time.Time, n)
 	ds := make([][]byte, n)
 	metas := make([]*string, n)
-	repeats, misseds := make([]*string, n), make([]int16, n)
+	repeats, misseds, retryAfters := make([]*string, n), make([]int16, n), make([]int64, n)
 	for k, i := range ins {
 		p := &jobs[i]
-		repeats[k], misseds[k] = optString(p.Schedule), int16(p.Missed)
+		repeats[k], misseds[k], retryAfters[k] = optString(p.Schedule), int16(p.Missed), us(p.RetryAfter)
 		if p.Schedule != "" && p.RunAt.IsZero() {
 			// A cron job's first run is its first match after now.
 			now, err := t.now()
@@ -367,7 +369,7 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 			t.count(types[k], grps[k], 1)
 		}
 	}
-	r, err := t.query(query, newTypes, types, keys, grps, prios, runAts, ds, maxAtts, bases, maxBs, metas, repeats, misseds)
+	r, err := t.query(query, newTypes, types, keys, grps, prios, runAts, ds, maxAtts, bases, maxBs, metas, repeats, misseds, retryAfters)
 	if err != nil {
 		return fmt.Errorf("insert: %w", err)
 	}
@@ -388,6 +390,7 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 			RunAt: runAt.UTC(), Data: ds[k], MaxAttempts: p.MaxAttempts, Meta: p.Meta,
 			BackoffBase: p.BackoffBase.Truncate(time.Microsecond), BackoffMax: p.BackoffMax.Truncate(time.Microsecond),
 			CreatedAt: created.UTC(), UpdatedAt: created.UTC(), Schedule: p.Schedule, Missed: p.Missed,
+			RetryAfter: p.RetryAfter,
 		}
 		if p.Schedule != "" {
 			j.Slot = j.RunAt
@@ -528,7 +531,8 @@ func (s *Store) decide(ctx context.Context, op string, ids []int64, rule func(in
 // heartbeatSQL extends leases by each job's lease length and updates data
 // and progress, where the token is current. Items it does not return
 // failed the fence.
-const heartbeatSQL = `UPDATE rota.jobs j SET lease_until = now() + coalesce(nullif(j.lease_timeout, 0), $5) * interval '1 microsecond',
+const heartbeatSQL = `UPDATE rota.jobs j SET lease_until = CASE WHEN j.retry_after IS NOT NULL THEN j.lease_until
+		ELSE now() + coalesce(nullif(j.lease_timeout, 0), $5) * interval '1 microsecond' END,
 	data = coalesce(convert_to($3::jsonb ->> j.id::text, 'UTF8'), j.data),
 	progress = coalesce(($4::jsonb ->> j.id::text)::float8, j.progress), updated_at = now()
 WHERE j.id = ANY($1::bigint[]) AND j.state + 0 = 1 AND j.token = $2::jsonb ->> j.id::text %s

@@ -22,7 +22,8 @@ import (
 // 0002), except where a statement flips the bulk column (0003).
 
 const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max,
-	resubmit, resubmit_at, run_at, coalesce(lease_timeout, 0), coalesce(repeat, ''), missed, slot, started_at`
+	resubmit, resubmit_at, run_at, coalesce(lease_timeout, 0), coalesce(repeat, ''), missed, slot, started_at,
+	coalesce(retry_after, 0), lease_until`
 
 // load reads job id's row, nil when it does not exist, with its lease
 // length (zero: the type's).
@@ -30,10 +31,11 @@ func (w *writeTx) load(id int64) (*lifecycle.Row, time.Duration, error) {
 	var r lifecycle.Row
 	var state int
 	var base, maxB, runAt, lease int64
-	var resubmitAt, slot, started sql.NullInt64
+	var resubmitAt, slot, started, leaseUntil sql.NullInt64
+	var retryAfter int64
 	err := w.queryRow(`SELECT `+rowColumns+` FROM rota_jobs WHERE id = ?`, id).Scan(
 		&r.ID, &r.Type, &r.Group, &state, &r.Token, &r.Attempt, &r.MaxAttempts, &base, &maxB,
-		&r.Resubmit, &resubmitAt, &runAt, &lease, &r.Schedule, &r.Missed, &slot, &started)
+		&r.Resubmit, &resubmitAt, &runAt, &lease, &r.Schedule, &r.Missed, &slot, &started, &retryAfter, &leaseUntil)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, 0, nil
 	}
@@ -44,12 +46,14 @@ func (w *writeTx) load(id int64) (*lifecycle.Row, time.Duration, error) {
 	r.BackoffBase, r.BackoffMax = time.Duration(base)*time.Microsecond, time.Duration(maxB)*time.Microsecond
 	r.RunAt, r.ResubmitAt = fromMicros(runAt), fromNullMicros(resubmitAt)
 	r.Slot, r.StartedAt = fromNullMicros(slot), fromNullMicros(started)
+	r.RetryAfter, r.LeaseUntil = time.Duration(retryAfter)*time.Microsecond, fromNullMicros(leaseUntil)
 	return &r, time.Duration(lease) * time.Microsecond, nil
 }
 
 // insertSQL adds one job.
 const insertSQL = `INSERT INTO rota_jobs (type, key, grp, priority, state, run_at, data, max_attempts,
-	backoff_base, backoff_max, created_at, updated_at, meta, repeat, missed, slot) VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	backoff_base, backoff_max, created_at, updated_at, meta, repeat, missed, slot, retry_after)
+	VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // The statements that apply each kind of plan (lifecycle.Kind).
 const (
@@ -251,7 +255,8 @@ func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) ([]store.AddResult
 			repeat, slot = p.Schedule, runAt
 		}
 		res, err := w.exec(insertSQL, p.Type, key, p.Group, p.Priority, runAt, datas[i], p.MaxAttempts,
-			p.BackoffBase.Microseconds(), p.BackoffMax.Microseconds(), now, now, store.MetaJSON(p.Meta), repeat, int(p.Missed), slot)
+			p.BackoffBase.Microseconds(), p.BackoffMax.Microseconds(), now, now, store.MetaJSON(p.Meta), repeat, int(p.Missed), slot,
+			nonZero(p.RetryAfter.Microseconds()))
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: add: %w", err)
 		}
@@ -264,6 +269,7 @@ func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) ([]store.AddResult
 			RunAt: fromMicros(runAt), Data: datas[i], MaxAttempts: p.MaxAttempts, Meta: p.Meta,
 			BackoffBase: p.BackoffBase.Truncate(time.Microsecond), BackoffMax: p.BackoffMax.Truncate(time.Microsecond),
 			CreatedAt: fromMicros(now), UpdatedAt: fromMicros(now), Schedule: p.Schedule, Missed: p.Missed,
+			RetryAfter: p.RetryAfter,
 		}
 		if p.Schedule != "" {
 			j.Slot = j.RunAt

@@ -18,7 +18,7 @@ import (
 const jobColumns = `id, type, key, grp, priority, state, run_at, data, attempt, max_attempts,
 	backoff_base, backoff_max, token, worker, lease_until, cancel_requested, resubmit,
 	progress, last_error, errors, result, created_at, started_at, finished_at, updated_at, meta,
-	coalesce(repeat, ''), missed, slot`
+	coalesce(repeat, ''), missed, slot, coalesce(retry_after, 0)`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -38,6 +38,7 @@ func scanJob(sc scanner) (store.Job, error) {
 		j                                   store.Job
 		key, token, worker, lastErr, errs   sql.NullString
 		leaseUntil, started, finished, slot sql.NullInt64
+		retryAfter                          int64
 		runAt, created, updated, base, maxB int64
 		state                               int
 		cancelReq, resubmit                 bool
@@ -46,7 +47,7 @@ func scanJob(sc scanner) (store.Job, error) {
 	err := sc.Scan(&j.ID, &j.Type, &key, &j.Group, &j.Priority, &state, &runAt, &data, &j.Attempt, &j.MaxAttempts,
 		&base, &maxB, &token, &worker, &leaseUntil, &cancelReq, &resubmit,
 		&j.Progress, &lastErr, &errs, &result, &created, &started, &finished, &updated, &meta,
-		&j.Schedule, &j.Missed, &slot)
+		&j.Schedule, &j.Missed, &slot, &retryAfter)
 	if err != nil {
 		return j, err
 	}
@@ -71,6 +72,7 @@ func scanJob(sc scanner) (store.Job, error) {
 	j.CreatedAt, j.UpdatedAt = fromMicros(created), fromMicros(updated)
 	j.StartedAt, j.FinishedAt = fromNullMicros(started), fromNullMicros(finished)
 	j.Slot = fromNullMicros(slot)
+	j.RetryAfter = time.Duration(retryAfter) * time.Microsecond
 	return j, nil
 }
 

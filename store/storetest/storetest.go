@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Fairness", func(t *testing.T) { testFairness(t, open) })
 	t.Run("Recurring", func(t *testing.T) { testRecurring(t, open) })
 	t.Run("Pause", func(t *testing.T) { testPause(t, open) })
+	t.Run("RetryAfter", func(t *testing.T) { testRetryAfter(t, open) })
 	t.Run("Close", func(t *testing.T) { testClose(t, open) })
 }
 

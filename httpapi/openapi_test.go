@@ -779,8 +779,12 @@ func TestOpenAPIEnums(t *testing.T) {
 	for s := store.Pending; s.Valid(); s++ {
 		states = append(states, s.String())
 	}
-	for o := store.Inserted; o <= store.Requeued; o++ {
+	for o := store.Inserted; o <= store.Unchanged; o++ {
 		outcomes = append(outcomes, o.String())
+	}
+	var misseds []string
+	for m := store.MissedOnce; m <= store.MissedAll; m++ {
+		misseds = append(misseds, m.String())
 	}
 	for e := store.Complete; e <= store.Cancel; e++ {
 		endings = append(endings, e.String())
@@ -793,7 +797,7 @@ func TestOpenAPIEnums(t *testing.T) {
 	for _, c := range []struct {
 		schema string
 		want   []string
-	}{{"State", states}, {"Outcome", outcomes}, {"Ending", endings}, {"ErrorCode", codes}} {
+	}{{"State", states}, {"Outcome", outcomes}, {"Ending", endings}, {"ErrorCode", codes}, {"Missed", misseds}} {
 		got := enum(c.schema)
 		a, b := slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(c.want))
 		if !slices.Equal(a, b) {

@@ -301,6 +301,19 @@ type AddParams struct {
 	// it fails. For work that may hang or die without a trace, where
 	// running it again is the cure.
 	RetryAfter time.Duration
+	// Unique makes the add return the existing job of this type, if there
+	// is one that has not completed (pending, running, paused, failed or
+	// cancelled; the lowest id when there are several), instead of adding
+	// another: Bedrock's unique by name. The outcome is Unchanged, unless
+	// Overwrite applies. Unique and Key do not go together.
+	Unique bool
+	// Overwrite, with Unique, updates an existing job whose data differ
+	// from the add's: the add's data are merged into the job's by JSON
+	// merge patch (RFC 7396: keys kept in order, new ones appended, null
+	// removes), and its priority and schedule become the add's (so an add
+	// without them clears them), as Bedrock does; its state and run time
+	// stay. The outcome is then Updated.
+	Overwrite bool
 }
 
 // Missed is a recurring job's policy for slots that passed while it could
@@ -375,9 +388,10 @@ const (
 	Updated                        // a pending job got new data and run time
 	Resubmitted                    // a running job will run again when its worker ends
 	Requeued                       // an ended job is pending again
+	Unchanged                      // a unique add found the job and changed nothing
 )
 
-var outcomeNames = [...]string{"", "inserted", "updated", "resubmitted", "requeued"}
+var outcomeNames = [...]string{"", "inserted", "updated", "resubmitted", "requeued", "unchanged"}
 
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) {
@@ -402,7 +416,7 @@ func (o *Outcome) UnmarshalText(b []byte) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("unknown outcome %q (want inserted, updated, resubmitted or requeued)", b)
+	return fmt.Errorf("unknown outcome %q (want inserted, updated, resubmitted, requeued or unchanged)", b)
 }
 
 // AddResult is the result of adding one job.

@@ -199,6 +199,12 @@ func CheckAdd(p *AddParams) ([]byte, error) {
 	if err := CheckSchedule(&p.Schedule, p.Missed); err != nil {
 		return nil, err
 	}
+	if p.Unique && p.Key != "" {
+		return nil, Invalidf("unique and key are two ways to find an existing job: give one")
+	}
+	if p.Overwrite && !p.Unique {
+		return nil, Invalidf("overwrite applies to unique adds only")
+	}
 	return NormalizeData("data", p.Data)
 }
 

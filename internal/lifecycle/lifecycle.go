@@ -99,6 +99,10 @@ const (
 	// (Slot), as a new cycle with attempt 0 and its data kept; Result and
 	// Error (either may be empty) are the run's outcome.
 	Recur
+	// Overwrite: a unique add's data are merged into the job's, and its
+	// priority and schedule set (Set.Data, Set.Priority, Set.Schedule,
+	// Set.Missed); state and run time stay.
+	Overwrite
 	// SkipSlots: a recurring job claimed after it missed slots, under
 	// store.MissedSkip, goes back to pending at its next slot to come
 	// (RunAt, Slot) without running; the claim's attempt is given back and
@@ -107,7 +111,7 @@ const (
 )
 
 var kindNames = [...]string{"keep", "complete", "retry", "discard", "requeue", "cancel-run", "run-again",
-	"cancel", "update", "mark-resubmit", "revive", "remove", "extend", "recur", "skip-slots"}
+	"cancel", "update", "mark-resubmit", "revive", "remove", "extend", "recur", "overwrite", "skip-slots"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -468,6 +472,14 @@ func Backoff(base, max time.Duration, attempt int) time.Duration {
 func After(r *Row, p *Plan) {
 	switch p.Kind {
 	case Keep, Extend:
+		return
+	case Overwrite:
+		if p.Set.Schedule != nil {
+			r.Schedule, r.Slot = *p.Set.Schedule, p.Slot
+		}
+		if p.Set.Missed != nil {
+			r.Missed = *p.Set.Missed
+		}
 		return
 	case MarkResubmit:
 		r.Resubmit, r.ResubmitAt = true, p.Set.RunAt

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -128,7 +129,7 @@ func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddRes
 		out, err = t.add(jobs, datas, newTypes)
 		return err
 	}
-	if slices.ContainsFunc(jobs, func(p store.AddParams) bool { return p.Key != "" }) {
+	if slices.ContainsFunc(jobs, func(p store.AddParams) bool { return p.Key != "" || p.Unique }) {
 		if err := s.inTx(ctx, "add", run); err != nil {
 			return nil, err
 		}
@@ -185,6 +186,9 @@ func (s *Store) addIn(ctx context.Context, d db, jobs []store.AddParams) ([]stor
 type typeKey struct{ typ, key string }
 
 func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]store.AddResult, error) {
+	if slices.ContainsFunc(jobs, func(p store.AddParams) bool { return p.Unique }) {
+		return t.addInTurn(jobs, datas, newTypes)
+	}
 	out := make([]store.AddResult, len(jobs))
 	// Items with a key that exists, or that an earlier item of the batch
 	// inserts, re-add that job; the others are inserted.
@@ -260,6 +264,79 @@ func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]
 		t.after = append(t.after, func() { t.s.addTypes(newTypes) })
 	}
 	return out, nil
+}
+
+// addInTurn adds a batch with unique adds one item at a time, so that
+// each finds what the items before it added. Unique adds are rare, and
+// each takes a lock anyway.
+func (t *txn) addInTurn(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]store.AddResult, error) {
+	out := make([]store.AddResult, len(jobs))
+	for i := range jobs {
+		if jobs[i].Unique {
+			res, found, err := t.addUnique(&jobs[i], datas[i])
+			if err != nil {
+				return nil, err
+			}
+			if found {
+				out[i] = res
+				continue
+			}
+			jobs[i].Unique = false
+		}
+		res, err := t.add(jobs[i:i+1], datas[i:i+1], newTypes)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = res[0]
+	}
+	return out, nil
+}
+
+// uniqueSQL finds a job that a unique add of a type finds
+// (lifecycle.Matches), through an index for each state.
+const uniqueSQL = `(SELECT id FROM rota.jobs WHERE type = $1 AND state = 0 AND attempt = 0 LIMIT 1)
+	UNION ALL (SELECT id FROM rota.jobs WHERE type = $1 AND state = 0 AND attempt > 0 LIMIT 1)
+	UNION ALL (SELECT id FROM rota.jobs WHERE type = $1 AND state = 1 LIMIT 1)
+	UNION ALL (SELECT id FROM rota.jobs WHERE type = $1 AND state = 2 LIMIT 1)
+	UNION ALL (SELECT id FROM rota.jobs_ended WHERE type = $1 AND state IN (4, 5) LIMIT 1) LIMIT 1`
+
+// addUnique looks for the job a unique add finds and, when there is one,
+// applies the add to it (lifecycle.UniqueAdd). A transaction-level lock
+// per type serialises unique adds of a type across nodes, so that two
+// cannot both find none and insert.
+func (t *txn) addUnique(p *store.AddParams, data []byte) (store.AddResult, bool, error) {
+	if _, err := t.exec(`SELECT pg_advisory_xact_lock($1)`, hash64("unique", t.s.cfg.Schema, p.Type)); err != nil {
+		return store.AddResult{}, false, fmt.Errorf("lock unique type %q: %w", p.Type, err)
+	}
+	var id int64
+	found, err := t.queryRow(uniqueSQL, []any{p.Type}, &id)
+	if err != nil || !found {
+		return store.AddResult{}, false, err
+	}
+	rs, err := t.lock([]int64{id})
+	if err != nil {
+		return store.AddResult{}, false, err
+	}
+	r := rs[id]
+	if r == nil || !lifecycle.Matches(r.State) { // removed or completed meanwhile
+		return store.AddResult{}, false, nil
+	}
+	var existing []byte
+	if _, err := t.queryRow(bothTables(`SELECT data FROM %s WHERE id = $1`), []any{id}, &existing); err != nil {
+		return store.AddResult{}, false, err
+	}
+	plan, err := lifecycle.UniqueAdd(r, p, data, existing)
+	if err != nil {
+		return store.AddResult{}, false, err
+	}
+	if _, err := t.apply(r, &plan); err != nil {
+		return store.AddResult{}, false, err
+	}
+	jobs, err := scanJobs(t.query(bothTables(`SELECT `+jobColumns+` FROM %s WHERE id = $1`), id))
+	if err != nil || len(jobs) != 1 {
+		return store.AddResult{}, false, cmp.Or(err, fmt.Errorf("unique add: job %d vanished", id))
+	}
+	return store.AddResult{Job: jobs[0], Outcome: plan.Outcome}, true, nil
 }
 
 // lockKeys serialises adds of the same (type, key) across nodes with
@@ -999,6 +1076,11 @@ WHERE id = $1`
 	skipSlotsSQL = `UPDATE rota.jobs SET state = 0, run_at = $2::timestamptz, slot = $3::timestamptz, attempt = $4,
 	lease_until = NULL, token = NULL, updated_at = now() WHERE id = $1`
 
+	// overwriteSQL gives a job a unique add's data, priority and schedule
+	// (Overwrite), in whichever table it is. Args: id, data, priority,
+	// schedule, missed, slot.
+	overwriteSQL = `UPDATE %s SET data = $2, priority = $3, repeat = $4, missed = $5, slot = $6, updated_at = now() WHERE id = $1`
+
 	removeHotSQL   = `DELETE FROM rota.jobs WHERE id = $1`
 	removeEndedSQL = `DELETE FROM rota.jobs_ended WHERE id = $1`
 )
@@ -1073,6 +1155,16 @@ func (t *txn) apply(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
 		set, text, missed := scheduleArgs(&p.Set)
 		jobs, err = scanJobs(t.query(markResubmitSQL, r.ID, optTime(p.Set.RunAt), p.Set.Data, set, text, missed))
 		n = int64(len(jobs))
+	case lifecycle.Overwrite:
+		a := &p.Set
+		for _, table := range []string{"rota.jobs", "rota.jobs_ended"} {
+			var k int64
+			if k, err = t.exec(fmt.Sprintf(overwriteSQL, table), r.ID, a.Data, int64(*a.Priority), optString(*a.Schedule),
+				int16(*a.Missed), optTime(p.Slot)); err != nil {
+				break
+			}
+			n += k
+		}
 	case lifecycle.Remove:
 		for _, q := range []string{removeHotSQL, removeEndedSQL} {
 			var k int64
@@ -1095,7 +1187,7 @@ func (t *txn) apply(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
 	typ, grp, from := r.Type, r.Group, r.State
 	lifecycle.After(r, p)
 	switch p.Kind {
-	case lifecycle.Keep, lifecycle.MarkResubmit:
+	case lifecycle.Keep, lifecycle.MarkResubmit, lifecycle.Overwrite:
 	case lifecycle.Remove:
 		t.countState(typ, grp, from, -1)
 	default:

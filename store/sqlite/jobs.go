@@ -95,6 +95,7 @@ const (
 	progress = 0, lease_until = NULL, finished_at = ?, updated_at = ?, token = CASE WHEN ? THEN NULL ELSE token END WHERE id = ?`
 	skipSlotsSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, slot = ?, attempt = ?, lease_until = NULL, token = NULL,
 	updated_at = ? WHERE id = ?`
+	overwriteSQL = `UPDATE rota_jobs SET data = ?, priority = ?, repeat = ?, missed = ?, slot = ?, updated_at = ? WHERE id = ?`
 )
 
 // nullTime is t in microseconds, NULL when zero.
@@ -162,6 +163,13 @@ func (w *writeTx) apply(r *lifecycle.Row, p *lifecycle.Plan, data []byte, progre
 			errText = p.Error
 		}
 		_, err = w.exec(recurSQL, micros(p.RunAt), nullTime(p.Slot), p.Result, errText, now, now, p.DropToken, r.ID)
+	case lifecycle.Overwrite:
+		a := &p.Set
+		var repeat any
+		if *a.Schedule != "" {
+			repeat = *a.Schedule
+		}
+		_, err = w.exec(overwriteSQL, a.Data, *a.Priority, repeat, int(*a.Missed), nullTime(p.Slot), now, r.ID)
 	case lifecycle.SkipSlots:
 		_, err = w.exec(skipSlotsSQL, micros(p.RunAt), nullTime(p.Slot), p.Attempt, now, r.ID)
 	case lifecycle.Remove:
@@ -228,6 +236,16 @@ func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) ([]store.AddResult
 				return nil, err
 			}
 		}
+		if p.Unique {
+			res, found, err := w.addUnique(p, datas[i])
+			if err != nil {
+				return nil, err
+			}
+			if found {
+				out[i] = res
+				continue
+			}
+		}
 		runAt := micros(lifecycle.FirstRun(p.Schedule, p.RunAt, w.now))
 		if p.Key != "" {
 			var id int64
@@ -278,6 +296,39 @@ func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) ([]store.AddResult
 		w.changes = append(w.changes, store.Event{ID: id, Type: p.Type, Group: p.Group, State: store.Pending, RunAt: j.RunAt})
 	}
 	return out, nil
+}
+
+// uniqueSQL finds a job that a unique add of a type finds
+// (lifecycle.Matches), through an index for each state.
+const uniqueSQL = `SELECT id FROM (SELECT id FROM rota_jobs WHERE type = ?1 AND state = 0 LIMIT 1)
+	UNION ALL SELECT id FROM (SELECT id FROM rota_jobs WHERE type = ?1 AND state = 1 LIMIT 1)
+	UNION ALL SELECT id FROM (SELECT id FROM rota_jobs WHERE type = ?1 AND state IN (2, 4, 5) LIMIT 1) LIMIT 1`
+
+// addUnique looks for the job a unique add finds and, when there is one,
+// applies the add to it (lifecycle.UniqueAdd).
+func (w *writeTx) addUnique(p *store.AddParams, data []byte) (store.AddResult, bool, error) {
+	var id int64
+	err := w.queryRow(uniqueSQL, p.Type).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.AddResult{}, false, nil
+	}
+	if err != nil {
+		return store.AddResult{}, false, fmt.Errorf("sqlite: unique add: %w", err)
+	}
+	r, _, err := w.load(id)
+	if err != nil {
+		return store.AddResult{}, false, err
+	}
+	var existing []byte
+	if err := w.queryRow(`SELECT data FROM rota_jobs WHERE id = ?`, id).Scan(&existing); err != nil {
+		return store.AddResult{}, false, fmt.Errorf("sqlite: unique add: %w", err)
+	}
+	plan, err := lifecycle.UniqueAdd(r, p, data, existing)
+	if err != nil {
+		return store.AddResult{}, false, err
+	}
+	res, err := w.readd(r, plan)
+	return res, true, err
 }
 
 func (w *writeTx) registerType(name string) error {

@@ -1,0 +1,47 @@
+package lifecycle
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+
+	"github.com/rotajobs/rota/store"
+)
+
+// Matches reports whether a unique add of a type finds a job in state s:
+// any state Bedrock still holds a job in. Bedrock deletes a job that
+// completes, so a completed job that rota merely retains does not count.
+func Matches(s store.State) bool { return s != store.Completed }
+
+// UniqueAdd decides a unique add p (data: its normalized data) that found
+// job r, whose data are existing: the same data, or no overwrite, change
+// nothing (Keep, Unchanged); otherwise the add's data are merged into the
+// job's by JSON merge patch and its priority and schedule become the
+// add's (Overwrite, Updated), as Bedrock's CreateJob does.
+func UniqueAdd(r *Row, p *store.AddParams, data, existing []byte) (Plan, error) {
+	keep := Plan{Kind: Keep, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt, Outcome: store.Unchanged}
+	if !p.Overwrite || bytes.Equal(data, existing) {
+		return keep, nil
+	}
+	merged, err := jsonpatch.MergePatch(existing, data)
+	if err != nil {
+		return Plan{}, fmt.Errorf("job %d: merge the new data into the job's: %w", r.ID, err)
+	}
+	if bytes.Equal(merged, existing) {
+		return keep, nil
+	}
+	if len(merged) > store.MaxDataSize {
+		return Plan{}, store.TooLarge("job %d: data merged with the add's would be %d bytes, more than %d", r.ID, len(merged), store.MaxDataSize)
+	}
+	prio, sched, missed := p.Priority, p.Schedule, p.Missed
+	var slot time.Time // none without a schedule; a job given one stands for its run time
+	if sched != "" {
+		slot = cmp.Or(r.Slot, r.RunAt)
+	}
+	return Plan{Kind: Overwrite, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt, Slot: slot,
+		Set:     Readd{Data: merged, Priority: &prio, Schedule: &sched, Missed: &missed},
+		Outcome: store.Updated, Event: event(r, r.State, r.RunAt)}, nil
+}

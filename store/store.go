@@ -166,6 +166,14 @@ type Job struct {
 	// RetryAfter gives the job a fixed lease (AddParams.RetryAfter).
 	RetryAfter time.Duration `json:"retry_after,omitempty"` // JSON: a Go duration string
 
+	// Parent is the job's parent (AddParams.Parent), 0 for none.
+	Parent int64 `json:"parent,omitempty"`
+	// ParentData is the parent's data, given to a child by accept.
+	ParentData json.RawMessage `json:"parent_data,omitempty"`
+	// Children are the parent's children that ended since its last
+	// completed run, given to a parent by accept.
+	Children []Child `json:"children,omitempty"`
+
 	CreatedAt  time.Time `json:"created_at"`
 	StartedAt  time.Time `json:"started_at,omitzero"`
 	FinishedAt time.Time `json:"finished_at,omitzero"`
@@ -314,6 +322,22 @@ type AddParams struct {
 	// without them clears them), as Bedrock does; its state and run time
 	// stay. The outcome is then Updated.
 	Overwrite bool
+	// Parent makes the job a child of that job, which must be running (a
+	// child of a running parent is paused until the parent finishes its
+	// run) or paused waiting for its children (the child is pending at
+	// once). A parent whose run completes while it has unfinished
+	// children is paused until the last of them ends; it then runs again
+	// and sees them (Job.Children). A child cannot have children.
+	Parent int64
+}
+
+// Child is a child job as its parent sees it when it runs again.
+type Child struct {
+	ID        int64           `json:"id"`
+	State     State           `json:"state"`
+	Data      json.RawMessage `json:"data"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	LastError string          `json:"last_error,omitempty"`
 }
 
 // Missed is a recurring job's policy for slots that passed while it could
@@ -440,6 +464,7 @@ type ListParams struct {
 	Types  []string // exact type names; empty means all
 	States []State  // empty means all
 	Groups []string // empty means all
+	Parent int64    // only the children of this job; 0 means any
 	// After is the cursor: only jobs with a larger id (or smaller, when
 	// Descending) are listed. Zero starts at the beginning.
 	After      int64

@@ -51,6 +51,12 @@ type Row struct {
 	// LeaseUntil the end of its current lease.
 	RetryAfter time.Duration
 	LeaseUntil time.Time
+	// Parent is the job's parent (0: none); HasChildren says it has had
+	// children, and Unfinished is how many of them are pending, running
+	// or paused (stores count them for the rules that need them: Finish).
+	Parent      int64
+	HasChildren bool
+	Unfinished  int
 }
 
 // Kind is the transition a plan applies. Each store has one way of
@@ -103,6 +109,13 @@ const (
 	// priority and schedule set (Set.Data, Set.Priority, Set.Schedule,
 	// Set.Missed); state and run time stay.
 	Overwrite
+	// Wait: a parent's run completed while it has unfinished children:
+	// running → paused until the last of them ends. Its paused children
+	// become pending (each a Resume).
+	Wait
+	// Resume: paused → pending at RunAt: a child whose parent's run ended,
+	// or a parent whose last unfinished child ended.
+	Resume
 	// SkipSlots: a recurring job claimed after it missed slots, under
 	// store.MissedSkip, goes back to pending at its next slot to come
 	// (RunAt, Slot) without running; the claim's attempt is given back and
@@ -111,7 +124,7 @@ const (
 )
 
 var kindNames = [...]string{"keep", "complete", "retry", "discard", "requeue", "cancel-run", "run-again",
-	"cancel", "update", "mark-resubmit", "revive", "remove", "extend", "recur", "overwrite", "skip-slots"}
+	"cancel", "update", "mark-resubmit", "revive", "remove", "extend", "recur", "overwrite", "wait", "resume", "skip-slots"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -178,13 +191,14 @@ func Fence(id int64, r *Row, token string) error {
 
 // Completes reports whether Finish plans a plain completion for p on r:
 // p completes, and r is running under p's token with no resubmission
-// pending and no schedule. Stores complete such items in one set-based
-// statement whose condition is exactly this (state = running AND token =
-// p.Token AND NOT resubmit AND no schedule), without reading the rows
-// first; everything else takes Finish.
+// pending, no schedule and no family. Stores complete such items in one
+// set-based statement whose condition is exactly this (state = running
+// AND token = p.Token AND NOT resubmit AND no schedule, parent or
+// children), without reading the rows first; everything else takes
+// Finish.
 func Completes(r *Row, p *store.FinishParams) bool {
 	return p.As == store.Complete && r != nil && r.State == store.Running && r.Token == p.Token && !r.Resubmit &&
-		r.Schedule == ""
+		r.Schedule == "" && r.Parent == 0 && !r.HasChildren
 }
 
 // Finish decides how a worker's finish ends its run: r is the job (nil
@@ -208,6 +222,10 @@ func Finish(r *Row, p *store.FinishParams, result []byte, now time.Time) (Plan, 
 	}
 	switch p.As {
 	case store.Complete:
+		if r.Unfinished > 0 {
+			return Plan{Kind: Wait, State: store.Paused, RunAt: now, Attempt: r.Attempt, Result: result,
+				Event: event(r, store.Paused, now)}, nil
+		}
 		if r.Schedule != "" {
 			return recur(r, result, "", false, now), nil
 		}

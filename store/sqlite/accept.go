@@ -3,6 +3,7 @@ package sqlite
 import (
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -209,8 +210,15 @@ func (w *writeTx) claim(dst []store.Job, g *fair.Group, cands []fair.Candidate, 
 		j := &seg[n]
 		*j = store.Job{Type: g.Type, Group: g.Name, State: store.Running, Worker: worker,
 			LeaseUntil: fromMicros(now + leaseMicros), StartedAt: fromMicros(now), UpdatedAt: fromMicros(now)}
-		if err := scanClaimed(rows, j); err != nil {
+		var hasChildren bool
+		if err := scanClaimed(rows, j, &hasChildren); err != nil {
 			return dst[:base], fmt.Errorf("sqlite: accept: claim: %w", err)
+		}
+		if hasChildren {
+			if w.parents == nil {
+				w.parents = map[int64]bool{}
+			}
+			w.parents[j.ID] = true
 		}
 		if j.RetryAfter > 0 {
 			j.LeaseUntil = fromMicros(now + j.RetryAfter.Microseconds())
@@ -253,10 +261,10 @@ func (w *writeTx) claim(dst []store.Job, g *fair.Group, cands []fair.Candidate, 
 // claimColumns are what a claim does not set itself.
 const claimColumns = `id, key, priority, run_at, data, attempt, max_attempts, backoff_base, backoff_max, token,
 	resubmit, progress, last_error, errors, result, created_at, finished_at, meta, coalesce(repeat, ''), missed, slot,
-	coalesce(retry_after, 0)`
+	coalesce(retry_after, 0), coalesce(parent_id, 0), has_children`
 
 // scanClaimed reads claimColumns into j, as scanJob does for all columns.
-func scanClaimed(sc scanner, j *store.Job) error {
+func scanClaimed(sc scanner, j *store.Job, hasChildren *bool) error {
 	var (
 		key, token, lastErr, errs  sql.NullString
 		finished, slot             sql.NullInt64
@@ -266,7 +274,7 @@ func scanClaimed(sc scanner, j *store.Job) error {
 	)
 	if err := sc.Scan(&j.ID, &key, &j.Priority, &runAt, &data, &j.Attempt, &j.MaxAttempts, &base, &maxB, &token,
 		&j.Resubmit, &j.Progress, &lastErr, &errs, &result, &created, &finished, &meta,
-		&j.Schedule, &j.Missed, &slot, &retryAfter); err != nil {
+		&j.Schedule, &j.Missed, &slot, &retryAfter, &j.Parent, hasChildren); err != nil {
 		return err
 	}
 	if len(meta) > 0 {
@@ -330,6 +338,9 @@ func (w *writeTx) accept(p store.AcceptParams, types []string) (res store.Accept
 	defer func() {
 		if err == nil {
 			res.Jobs, err = w.skipLate(res.Jobs)
+		}
+		if err == nil {
+			err = w.familyOf(res.Jobs)
 		}
 	}()
 	if len(queues) == 1 {
@@ -474,4 +485,43 @@ func (w *writeTx) skipLate(jobs []store.Job) ([]store.Job, error) {
 		}
 	}
 	return kept, nil
+}
+
+// familyOf gives the children among jobs their parent's data and the
+// parents among them their children that ended (lifecycle's family rules).
+func (w *writeTx) familyOf(jobs []store.Job) error {
+	for i := range jobs {
+		j := &jobs[i]
+		if j.Parent != 0 {
+			err := w.queryRow(`SELECT data FROM rota_jobs WHERE id = ?`, j.Parent).Scan(&j.ParentData)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("sqlite: accept: parent of job %d: %w", j.ID, err)
+			}
+		}
+		if !w.parents[j.ID] {
+			continue
+		}
+		rows, err := w.query(`SELECT id, state, data, result, coalesce(last_error, '') FROM rota_jobs
+			WHERE parent_id = ? AND state IN (3, 4, 5) ORDER BY id`, j.ID)
+		if err != nil {
+			return fmt.Errorf("sqlite: accept: children of job %d: %w", j.ID, err)
+		}
+		for rows.Next() {
+			var c store.Child
+			var result []byte
+			if err := rows.Scan(&c.ID, &c.State, &c.Data, &result, &c.LastError); err != nil {
+				rows.Close()
+				return fmt.Errorf("sqlite: accept: children of job %d: %w", j.ID, err)
+			}
+			if len(result) > 0 {
+				c.Result = result
+			}
+			j.Children = append(j.Children, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("sqlite: accept: children of job %d: %w", j.ID, err)
+		}
+	}
+	return nil
 }

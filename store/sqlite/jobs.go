@@ -23,7 +23,7 @@ import (
 
 const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max,
 	resubmit, resubmit_at, run_at, coalesce(lease_timeout, 0), coalesce(repeat, ''), missed, slot, started_at,
-	coalesce(retry_after, 0), lease_until`
+	coalesce(retry_after, 0), lease_until, coalesce(parent_id, 0), has_children`
 
 // load reads job id's row, nil when it does not exist, with its lease
 // length (zero: the type's).
@@ -35,7 +35,8 @@ func (w *writeTx) load(id int64) (*lifecycle.Row, time.Duration, error) {
 	var retryAfter int64
 	err := w.queryRow(`SELECT `+rowColumns+` FROM rota_jobs WHERE id = ?`, id).Scan(
 		&r.ID, &r.Type, &r.Group, &state, &r.Token, &r.Attempt, &r.MaxAttempts, &base, &maxB,
-		&r.Resubmit, &resubmitAt, &runAt, &lease, &r.Schedule, &r.Missed, &slot, &started, &retryAfter, &leaseUntil)
+		&r.Resubmit, &resubmitAt, &runAt, &lease, &r.Schedule, &r.Missed, &slot, &started, &retryAfter, &leaseUntil,
+		&r.Parent, &r.HasChildren)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, 0, nil
 	}
@@ -52,8 +53,8 @@ func (w *writeTx) load(id int64) (*lifecycle.Row, time.Duration, error) {
 
 // insertSQL adds one job.
 const insertSQL = `INSERT INTO rota_jobs (type, key, grp, priority, state, run_at, data, max_attempts,
-	backoff_base, backoff_max, created_at, updated_at, meta, repeat, missed, slot, retry_after)
-	VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	backoff_base, backoff_max, created_at, updated_at, meta, repeat, missed, slot, retry_after, parent_id)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // The statements that apply each kind of plan (lifecycle.Kind).
 const (
@@ -96,6 +97,9 @@ const (
 	skipSlotsSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, slot = ?, attempt = ?, lease_until = NULL, token = NULL,
 	updated_at = ? WHERE id = ?`
 	overwriteSQL = `UPDATE rota_jobs SET data = ?, priority = ?, repeat = ?, missed = ?, slot = ?, updated_at = ? WHERE id = ?`
+	// waitSQL pauses a parent whose run completed until its children end.
+	waitSQL   = `UPDATE rota_jobs SET state = 2, run_at = ?, result = ?, lease_until = NULL, updated_at = ? WHERE id = ?`
+	resumeSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, updated_at = ? WHERE id = ?`
 )
 
 // nullTime is t in microseconds, NULL when zero.
@@ -170,6 +174,10 @@ func (w *writeTx) apply(r *lifecycle.Row, p *lifecycle.Plan, data []byte, progre
 			repeat = *a.Schedule
 		}
 		_, err = w.exec(overwriteSQL, a.Data, *a.Priority, repeat, int(*a.Missed), nullTime(p.Slot), now, r.ID)
+	case lifecycle.Wait:
+		_, err = w.exec(waitSQL, micros(p.RunAt), p.Result, now, r.ID)
+	case lifecycle.Resume:
+		_, err = w.exec(resumeSQL, micros(p.RunAt), now, r.ID)
 	case lifecycle.SkipSlots:
 		_, err = w.exec(skipSlotsSQL, micros(p.RunAt), nullTime(p.Slot), p.Attempt, now, r.ID)
 	case lifecycle.Remove:
@@ -189,7 +197,105 @@ func (w *writeTx) apply(r *lifecycle.Row, p *lifecycle.Plan, data []byte, progre
 	if p.Event.ID != 0 {
 		w.changes = append(w.changes, p.Event)
 	}
+	if r.Parent != 0 || r.HasChildren {
+		return w.family(r, p)
+	}
 	return nil
+}
+
+// family applies what a change to r asks of its family (lifecycle.Family).
+func (w *writeTx) family(r *lifecycle.Row, p *lifecycle.Plan) error {
+	fw := lifecycle.Family(r, p)
+	each := func(where string, rule func(c *lifecycle.Row) (lifecycle.Plan, bool, error)) error {
+		ids, err := w.ids(`SELECT id FROM rota_jobs WHERE parent_id = ? AND `+where+` ORDER BY id`, r.ID)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			c, _, err := w.load(id)
+			if err != nil || c == nil {
+				return err
+			}
+			plan, ok, err := rule(c)
+			if err != nil {
+				return err
+			}
+			if ok {
+				if err := w.apply(c, &plan, nil, nil); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if fw.ReleaseChildren {
+		if err := each("state = 2", func(c *lifecycle.Row) (lifecycle.Plan, bool, error) {
+			return lifecycle.Wake(c, w.now), true, nil
+		}); err != nil {
+			return err
+		}
+	}
+	if fw.DropEndedChildren || fw.RemoveChildren {
+		where := "state IN (3, 4, 5)"
+		if fw.RemoveChildren {
+			where = "true"
+		}
+		if err := each(where, func(c *lifecycle.Row) (lifecycle.Plan, bool, error) {
+			plan, err := lifecycle.RemoveJob(c.ID, c)
+			return plan, true, err
+		}); err != nil {
+			return err
+		}
+	}
+	if fw.CancelChildren {
+		if err := each("state IN (0, 1, 2)", func(c *lifecycle.Row) (lifecycle.Plan, bool, error) {
+			plan, err := lifecycle.CancelJob(c.ID, c)
+			return plan, true, err
+		}); err != nil {
+			return err
+		}
+	}
+	if fw.CheckParent {
+		parent, _, err := w.load(r.Parent)
+		if err != nil || parent == nil {
+			return err
+		}
+		if parent.Unfinished, err = w.unfinished(parent.ID); err != nil {
+			return err
+		}
+		if plan, ok := lifecycle.ParentAfterChild(parent, w.now); ok {
+			return w.apply(parent, &plan, nil, nil)
+		}
+	}
+	return nil
+}
+
+// unfinished counts a parent's children that are pending, running or
+// paused.
+func (w *writeTx) unfinished(id int64) (int, error) {
+	var n int
+	if err := w.queryRow(`SELECT count(*) FROM rota_jobs WHERE parent_id = ? AND state IN (0, 1, 2)`, id).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlite: count the children of job %d: %w", id, err)
+	}
+	return n, nil
+}
+
+// ids runs a query of one id column.
+func (w *writeTx) ids(query string, args ...any) ([]int64, error) {
+	rows, err := w.query(query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
 }
 
 // ---- producer side ----
@@ -246,6 +352,14 @@ func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) ([]store.AddResult
 				continue
 			}
 		}
+		state, parent := store.Pending, any(nil)
+		if p.Parent != 0 {
+			var err error
+			if state, err = w.addChild(p.Parent); err != nil {
+				return nil, err
+			}
+			parent = p.Parent
+		}
 		runAt := micros(lifecycle.FirstRun(p.Schedule, p.RunAt, w.now))
 		if p.Key != "" {
 			var id int64
@@ -272,9 +386,9 @@ func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) ([]store.AddResult
 		if p.Schedule != "" {
 			repeat, slot = p.Schedule, runAt
 		}
-		res, err := w.exec(insertSQL, p.Type, key, p.Group, p.Priority, runAt, datas[i], p.MaxAttempts,
+		res, err := w.exec(insertSQL, p.Type, key, p.Group, p.Priority, int(state), runAt, datas[i], p.MaxAttempts,
 			p.BackoffBase.Microseconds(), p.BackoffMax.Microseconds(), now, now, store.MetaJSON(p.Meta), repeat, int(p.Missed), slot,
-			nonZero(p.RetryAfter.Microseconds()))
+			nonZero(p.RetryAfter.Microseconds()), parent)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: add: %w", err)
 		}
@@ -283,7 +397,7 @@ func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) ([]store.AddResult
 			return nil, fmt.Errorf("sqlite: add: %w", err)
 		}
 		j := store.Job{
-			ID: id, Type: p.Type, Key: p.Key, Group: p.Group, Priority: p.Priority, State: store.Pending,
+			ID: id, Type: p.Type, Key: p.Key, Group: p.Group, Priority: p.Priority, State: state, Parent: p.Parent,
 			RunAt: fromMicros(runAt), Data: datas[i], MaxAttempts: p.MaxAttempts, Meta: p.Meta,
 			BackoffBase: p.BackoffBase.Truncate(time.Microsecond), BackoffMax: p.BackoffMax.Truncate(time.Microsecond),
 			CreatedAt: fromMicros(now), UpdatedAt: fromMicros(now), Schedule: p.Schedule, Missed: p.Missed,
@@ -293,9 +407,28 @@ func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) ([]store.AddResult
 			j.Slot = j.RunAt
 		}
 		out[i] = store.AddResult{Job: j, Outcome: store.Inserted}
-		w.changes = append(w.changes, store.Event{ID: id, Type: p.Type, Group: p.Group, State: store.Pending, RunAt: j.RunAt})
+		w.changes = append(w.changes, store.Event{ID: id, Type: p.Type, Group: p.Group, State: state, RunAt: j.RunAt})
 	}
 	return out, nil
+}
+
+// addChild decides the state of a child of job parent (lifecycle.AddChild)
+// and marks the parent as having children.
+func (w *writeTx) addChild(parent int64) (store.State, error) {
+	r, _, err := w.load(parent)
+	if err != nil {
+		return 0, err
+	}
+	state, err := lifecycle.AddChild(parent, r)
+	if err != nil {
+		return 0, err
+	}
+	if !r.HasChildren {
+		if _, err := w.exec(`UPDATE rota_jobs SET has_children = 1 WHERE id = ?`, parent); err != nil {
+			return 0, fmt.Errorf("sqlite: add child of job %d: %w", parent, err)
+		}
+	}
+	return state, nil
 }
 
 // uniqueSQL finds a job that a unique add of a type finds
@@ -639,7 +772,7 @@ const completeManyQuery = `UPDATE rota_jobs SET state = 3, result = unhex(j.valu
 	finished_at = ?, updated_at = ?, bulk = NOT bulk
 	FROM json_each(?) AS j
 	WHERE rota_jobs.id = j.value->>0 AND rota_jobs.token = j.value->>1 AND +rota_jobs.state = 1 AND rota_jobs.resubmit = 0
-		AND rota_jobs.repeat IS NULL
+		AND rota_jobs.repeat IS NULL AND rota_jobs.parent_id IS NULL AND rota_jobs.has_children = 0
 	RETURNING rota_jobs.id, rota_jobs.type, rota_jobs.grp, rota_jobs.run_at`
 
 // appendJSONString appends s as a JSON string.
@@ -661,6 +794,11 @@ func (w *writeTx) finish(p *store.FinishParams, result []byte) (error, error) {
 	r, _, err := w.load(p.ID)
 	if err != nil {
 		return nil, err
+	}
+	if r != nil && r.HasChildren {
+		if r.Unfinished, err = w.unfinished(r.ID); err != nil {
+			return nil, err
+		}
 	}
 	plan, err := lifecycle.Finish(r, p, result, w.now)
 	if err != nil {

@@ -1,0 +1,96 @@
+package lifecycle
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rotajobs/rota/store"
+)
+
+// This file holds the rules of parent and child jobs (Bedrock's), without
+// Bedrock's orphans: a child added while its parent runs waits (paused)
+// until the parent's run ends; a parent whose run completes with
+// unfinished children waits (paused) until the last of them ends, then
+// runs again and sees them; a parent that ends for good (fails, is
+// cancelled or removed) takes its unfinished children with it. Stores
+// apply these through Family after every change to a job in a family.
+
+// AddChild decides the state of a job added as a child of job parentID
+// (parent nil when it does not exist): paused while the parent runs,
+// pending while the parent waits for its children. Children cannot have
+// children.
+func AddChild(parentID int64, parent *Row) (store.State, error) {
+	switch {
+	case parent == nil:
+		return 0, fmt.Errorf("parent job %d does not exist: %w", parentID, store.ErrNotFound)
+	case parent.Parent != 0:
+		return 0, store.Invalidf("parent job %d is itself a child (of job %d): children cannot have children", parentID, parent.Parent)
+	case parent.State == store.Running:
+		return store.Paused, nil
+	case parent.State == store.Paused:
+		return store.Pending, nil
+	}
+	return 0, store.Invalidf("parent job %d is %s: a child can be added while its parent runs, or waits for its children", parentID, parent.State)
+}
+
+// Wake is the plan of a paused job (a child whose parent's run ended, or
+// a parent whose last child ended) that becomes pending, due at now.
+func Wake(r *Row, now time.Time) Plan {
+	return Plan{Kind: Resume, State: store.Pending, RunAt: now, Attempt: r.Attempt, Event: event(r, store.Pending, now)}
+}
+
+// FamilyWork is what a change to a job in a family asks of the rest of it,
+// once the change is applied.
+type FamilyWork struct {
+	// ReleaseChildren: the job's paused children become pending (Wake):
+	// its run ended, and they wait no more.
+	ReleaseChildren bool
+	// DropEndedChildren: its ended children, which its completed run saw,
+	// are deleted, so that its next run sees only new ones (as Bedrock
+	// deletes them).
+	DropEndedChildren bool
+	// CancelChildren: the job ended for good, and its unfinished children
+	// are cancelled (CancelJob) rather than left waiting for it.
+	CancelChildren bool
+	// RemoveChildren: the job was removed, and its children with it.
+	RemoveChildren bool
+	// CheckParent: a child ended or was removed; its parent, when paused
+	// with no unfinished children left, resumes (Wake).
+	CheckParent bool
+}
+
+// Family says what plan p, applied to r (as it was before), asks of the
+// job's family. It is all false for a job with no parent and no children.
+func Family(r *Row, p *Plan) FamilyWork {
+	var w FamilyWork
+	if r.HasChildren {
+		switch p.Kind {
+		case Wait:
+			w.ReleaseChildren, w.DropEndedChildren = true, true
+		case Complete, Recur:
+			w.DropEndedChildren = true
+		case Remove:
+			w.RemoveChildren = true
+		}
+		// A run that ends without completing (retry, snooze, release, run
+		// again) leaves the children it added paused until a run of it
+		// completes.
+		if p.State.Terminal() && p.Kind != Complete && p.Kind != Keep {
+			w.CancelChildren = true
+		}
+	}
+	if r.Parent != 0 && (p.Kind == Remove || (p.State.Terminal() && !r.State.Terminal())) {
+		w.CheckParent = true
+	}
+	return w
+}
+
+// ParentAfterChild decides what becomes of a parent (r, with Unfinished
+// counted after its child's change) when a child ended: a paused parent
+// with no unfinished children left resumes.
+func ParentAfterChild(r *Row, now time.Time) (Plan, bool) {
+	if r == nil || r.State != store.Paused || r.Unfinished > 0 {
+		return Plan{}, false
+	}
+	return Wake(r, now), true
+}

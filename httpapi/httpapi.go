@@ -308,7 +308,7 @@ func queryList(r *http.Request, name string) []string {
 	return out
 }
 
-var listParams = []string{"type", "state", "group", "limit", "cursor", "order", "key", "id"}
+var listParams = []string{"type", "state", "group", "parent", "limit", "cursor", "order", "key", "id"}
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -349,6 +349,12 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		p.States = append(p.States, st)
 	}
 	var err error
+	if v := q.Get("parent"); v != "" {
+		if p.Parent, err = strconv.ParseInt(v, 10, 64); err != nil || p.Parent <= 0 {
+			s.writeError(w, r, store.Invalidf("parent %q is not a job id", v))
+			return
+		}
+	}
 	if v := q.Get("limit"); v != "" {
 		if p.Limit, err = strconv.Atoi(v); err != nil || p.Limit <= 0 {
 			s.writeError(w, r, store.Invalidf("limit %q is not a number in 1..%d", v, store.MaxListLimit))

@@ -315,6 +315,9 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 	if p.Descending {
 		q.Set("order", "desc")
 	}
+	if p.Parent != 0 {
+		q.Set("parent", strconv.FormatInt(p.Parent, 10))
+	}
 	var resp wire.ListResponse
 	if err := s.do(ctx, "GET", "/v1/jobs", q, nil, &resp); err != nil {
 		return store.ListResult{}, err

@@ -166,8 +166,11 @@ type Job struct {
 	// RetryAfter gives the job a fixed lease (AddParams.RetryAfter).
 	RetryAfter time.Duration `json:"retry_after,omitempty"` // JSON: a Go duration string
 
-	// Parent is the job's parent (AddParams.Parent), 0 for none.
-	Parent int64 `json:"parent,omitempty"`
+	// Parent is the job's parent (AddParams.Parent), 0 for none;
+	// HasChildren says the job has had children (list them with
+	// ListParams.Parent).
+	Parent      int64 `json:"parent,omitempty"`
+	HasChildren bool  `json:"has_children,omitempty"`
 	// ParentData is the parent's data, given to a child by accept.
 	ParentData json.RawMessage `json:"parent_data,omitempty"`
 	// Children are the parent's children that ended since its last

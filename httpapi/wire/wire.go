@@ -50,6 +50,7 @@ type AddRequest struct {
 	RetryAfter  Duration          `json:"retry_after,omitempty"`
 	Unique      bool              `json:"unique,omitempty"`
 	Overwrite   bool              `json:"overwrite,omitempty"`
+	Parent      int64             `json:"parent,omitempty"`
 }
 
 // Params converts the request to store parameters.
@@ -57,7 +58,7 @@ func (a AddRequest) Params() store.AddParams {
 	p := store.AddParams{Type: a.Type, Key: a.Key, Group: a.Group, Priority: a.Priority, Data: a.Data,
 		MaxAttempts: a.MaxAttempts, BackoffBase: time.Duration(a.BackoffBase), BackoffMax: time.Duration(a.BackoffMax),
 		Meta: a.Meta, Schedule: a.Schedule, Missed: a.Missed, RetryAfter: time.Duration(a.RetryAfter),
-		Unique: a.Unique, Overwrite: a.Overwrite}
+		Unique: a.Unique, Overwrite: a.Overwrite, Parent: a.Parent}
 	if a.RunAt != nil {
 		p.RunAt = *a.RunAt
 	}
@@ -68,7 +69,7 @@ func (a AddRequest) Params() store.AddParams {
 func NewAddRequest(p store.AddParams) AddRequest {
 	a := AddRequest{Type: p.Type, Key: p.Key, Group: p.Group, Priority: p.Priority, Data: p.Data,
 		MaxAttempts: p.MaxAttempts, BackoffBase: Duration(p.BackoffBase), BackoffMax: Duration(p.BackoffMax), Meta: p.Meta,
-		Schedule: p.Schedule, Missed: p.Missed, RetryAfter: Duration(p.RetryAfter), Unique: p.Unique, Overwrite: p.Overwrite}
+		Schedule: p.Schedule, Missed: p.Missed, RetryAfter: Duration(p.RetryAfter), Unique: p.Unique, Overwrite: p.Overwrite, Parent: p.Parent}
 	if !p.RunAt.IsZero() {
 		t := p.RunAt
 		a.RunAt = &t

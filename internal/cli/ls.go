@@ -18,7 +18,7 @@ func lsCommand(g *globals) *cobra.Command {
 	var (
 		types, states, groups []string
 		limit                 int
-		cursor                int64
+		cursor, parent        int64
 		all, desc             bool
 	)
 	cmd := &cobra.Command{
@@ -39,7 +39,7 @@ With --json it prints the API's answer, {"jobs": [...], "next_cursor": "..."}
   rota ls --state pending,running --group tenant-7 --all --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p := rota.ListParams{Types: splitList(types), Groups: groups, Descending: desc, After: cursor}
+			p := rota.ListParams{Types: splitList(types), Groups: groups, Descending: desc, After: cursor, Parent: parent}
 			for _, t := range p.Types {
 				if err := store.CheckType(t); err != nil {
 					return usageError{fmt.Errorf("--type: %w", err)}
@@ -111,6 +111,7 @@ With --json it prints the API's answer, {"jobs": [...], "next_cursor": "..."}
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&types, "type", nil, "only these types (exact names)")
+	f.Int64Var(&parent, "parent", 0, "only the children of this job")
 	f.StringSliceVar(&states, "state", nil, "only these states: pending, running, paused, completed, failed, cancelled")
 	f.StringArrayVar(&groups, "group", nil, "only this group (repeatable)")
 	f.IntVar(&limit, "limit", 100, fmt.Sprintf("jobs per page, 1..%d", store.MaxListLimit))

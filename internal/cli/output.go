@@ -141,6 +141,12 @@ func writeJob(w io.Writer, j rota.Job, now time.Time) {
 		state += " (runs again when this attempt ends)"
 	}
 	line("state", state)
+	if j.Parent != 0 {
+		line("parent", strconv.FormatInt(j.Parent, 10))
+	}
+	if j.HasChildren {
+		line("children", fmt.Sprintf("rota ls --parent %d", j.ID))
+	}
 	line("priority", strconv.Itoa(j.Priority))
 	line("attempts", fmt.Sprintf("%d of %d", j.Attempt, j.MaxAttempts))
 	if j.Schedule != "" {

@@ -886,8 +886,92 @@ func (s *Store) claim(ctx context.Context, p store.AcceptParams, names []string)
 		}
 		if err == nil {
 			jobs = s.skipLate(ctx, jobs)
+			s.familyOf(ctx, jobs)
 		}
 		return jobs, s.wrap("accept", err)
+	}
+}
+
+// familyOf gives the children among jobs their parent's data and the
+// parents among them their children that ended (lifecycle's family
+// rules). The jobs are leased already, so a failure to read these is
+// logged and the jobs are handed out without them, rather than left to
+// their leases.
+func (s *Store) familyOf(ctx context.Context, jobs []store.Job) {
+	var parents, children []int64
+	for _, j := range jobs {
+		if j.Parent != 0 {
+			parents = append(parents, j.Parent)
+		}
+		if j.HasChildren {
+			children = append(children, j.ID)
+		}
+	}
+	if len(parents) == 0 && len(children) == 0 {
+		return
+	}
+	data := map[int64][]byte{}
+	ended := map[int64][]store.Child{}
+	err := s.read(ctx, "read families", func(t *txn) error {
+		clear(data)
+		clear(ended)
+		if len(parents) > 0 {
+			r, err := t.query(bothTables(`SELECT id, data FROM %s WHERE id = ANY($1)`), parents)
+			if err != nil {
+				return err
+			}
+			for r.Next() {
+				var id int64
+				var d []byte
+				if err := r.Scan(&id, &d); err != nil {
+					r.Close()
+					return err
+				}
+				data[id] = d
+			}
+			r.Close()
+			if err := r.Err(); err != nil {
+				return err
+			}
+		}
+		if len(children) > 0 {
+			r, err := t.query(`SELECT parent_id, id, state, data, result, coalesce(last_error, '') FROM rota.jobs_ended
+				WHERE parent_id = ANY($1) ORDER BY id`, children)
+			if err != nil {
+				return err
+			}
+			for r.Next() {
+				var parent int64
+				var c store.Child
+				var state int16
+				var result []byte
+				if err := r.Scan(&parent, &c.ID, &state, &c.Data, &result, &c.LastError); err != nil {
+					r.Close()
+					return err
+				}
+				c.State = store.State(state)
+				if len(result) > 0 {
+					c.Result = result
+				}
+				ended[parent] = append(ended[parent], c)
+			}
+			r.Close()
+			return r.Err()
+		}
+		return nil
+	})
+	if err != nil {
+		s.log.Error("rota postgres: accept: could not read the families of the jobs it claimed; they are handed out without", "err", err)
+		return
+	}
+	for i := range jobs {
+		j := &jobs[i]
+		if j.Parent != 0 {
+			j.ParentData = data[j.Parent]
+		}
+		if j.HasChildren {
+			j.Children = ended[j.ID]
+		}
 	}
 }
 

@@ -30,7 +30,8 @@ import (
 // agree.
 
 const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max,
-	resubmit, resubmit_at, run_at, coalesce(repeat, ''), missed, slot, started_at, coalesce(retry_after, 0), lease_until, now()`
+	resubmit, resubmit_at, run_at, coalesce(repeat, ''), missed, slot, started_at, coalesce(retry_after, 0), lease_until,
+	coalesce(parent_id, 0), has_children, now()`
 
 // lock locks and reads the jobs with these ids. A job moving between the
 // hot and the ended table while this waits for its lock is looked for
@@ -81,7 +82,8 @@ func scanRows(r rows, err error, at *time.Time) ([]*lifecycle.Row, error) {
 		var retryAfter int64
 		var now time.Time
 		if err := r.Scan(&x.ID, &x.Type, &x.Group, &state, &x.Token, &attempt, &maxAttempts,
-			&base, &maxB, &x.Resubmit, &resubmitAt, &x.RunAt, &x.Schedule, &missed, &slot, &started, &retryAfter, &leaseUntil, &now); err != nil {
+			&base, &maxB, &x.Resubmit, &resubmitAt, &x.RunAt, &x.Schedule, &missed, &slot, &started, &retryAfter, &leaseUntil,
+			&x.Parent, &x.HasChildren, &now); err != nil {
 			return nil, err
 		}
 		if at != nil && at.IsZero() {
@@ -129,7 +131,7 @@ func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddRes
 		out, err = t.add(jobs, datas, newTypes)
 		return err
 	}
-	if slices.ContainsFunc(jobs, func(p store.AddParams) bool { return p.Key != "" || p.Unique }) {
+	if slices.ContainsFunc(jobs, func(p store.AddParams) bool { return p.Key != "" || p.Unique || p.Parent != 0 }) {
 		if err := s.inTx(ctx, "add", run); err != nil {
 			return nil, err
 		}
@@ -186,7 +188,7 @@ func (s *Store) addIn(ctx context.Context, d db, jobs []store.AddParams) ([]stor
 type typeKey struct{ typ, key string }
 
 func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]store.AddResult, error) {
-	if slices.ContainsFunc(jobs, func(p store.AddParams) bool { return p.Unique }) {
+	if slices.ContainsFunc(jobs, func(p store.AddParams) bool { return p.Unique || p.Parent != 0 }) {
 		return t.addInTurn(jobs, datas, newTypes)
 	}
 	out := make([]store.AddResult, len(jobs))
@@ -234,7 +236,7 @@ func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]
 		}
 		ins = append(ins, i)
 	}
-	if err := t.insert(jobs, datas, ins, newTypes, out); err != nil {
+	if err := t.insert(jobs, datas, ins, newTypes, out, nil); err != nil {
 		return nil, err
 	}
 	for i, p := range jobs {
@@ -271,6 +273,9 @@ func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]
 // each takes a lock anyway.
 func (t *txn) addInTurn(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]store.AddResult, error) {
 	out := make([]store.AddResult, len(jobs))
+	if !t.user {
+		t.after = append(t.after, func() { t.s.addTypes(newTypes) })
+	}
 	for i := range jobs {
 		if jobs[i].Unique {
 			res, found, err := t.addUnique(&jobs[i], datas[i])
@@ -283,6 +288,17 @@ func (t *txn) addInTurn(jobs []store.AddParams, datas [][]byte, newTypes []strin
 			}
 			jobs[i].Unique = false
 		}
+		if jobs[i].Parent != 0 && jobs[i].Key == "" {
+			state, err := t.addChild(jobs[i].Parent)
+			if err != nil {
+				return nil, err
+			}
+			if err := t.insert(jobs, datas, []int{i}, newTypes, out, []int16{int16(state)}); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		jobs[i].Parent = 0 // a re-add by key keeps the job's family
 		res, err := t.add(jobs[i:i+1], datas[i:i+1], newTypes)
 		if err != nil {
 			return nil, err
@@ -290,6 +306,29 @@ func (t *txn) addInTurn(jobs []store.AddParams, datas [][]byte, newTypes []strin
 		out[i] = res[0]
 	}
 	return out, nil
+}
+
+// addChild locks job parent, decides the state of a child of it
+// (lifecycle.AddChild) and marks it as having children.
+func (t *txn) addChild(parent int64) (store.State, error) {
+	rs, err := t.lock([]int64{parent})
+	if err != nil {
+		return 0, err
+	}
+	state, err := lifecycle.AddChild(parent, rs[parent])
+	if err != nil {
+		return 0, err
+	}
+	if !rs[parent].HasChildren {
+		// A column of its own, not a plan: the parent's state, times and
+		// lease do not change. Parents that can have children are running
+		// or paused, so in the hot table.
+		if _, err := t.exec(`UPDATE rota.jobs SET has_children = true WHERE id = $1`, parent); err != nil {
+			return 0, fmt.Errorf("add child of job %d: %w", parent, err)
+		}
+		rs[parent].HasChildren = true
+	}
+	return state, nil
 }
 
 // uniqueSQL finds a job that a unique add of a type finds
@@ -386,22 +425,24 @@ func (t *txn) lockKeys(jobs []store.AddParams) (map[typeKey]int64, error) {
 const insertHead = `WITH ty AS (
 	INSERT INTO rota.types (name, updated_at) SELECT unnest($1::text[]), now() ON CONFLICT DO NOTHING RETURNING 1),
 ins AS (INSERT INTO rota.jobs (type, key, grp, priority, state, run_at, data, max_attempts, backoff_base, backoff_max, created_at, updated_at, meta,
-	repeat, missed, slot, retry_after)
-SELECT u.type, u.key, u.grp, u.priority, 0, coalesce(u.run_at, now()), u.data, u.max_attempts, u.base, u.maxb, now(), now(), u.meta,
-	u.repeat, u.missed, CASE WHEN u.repeat IS NOT NULL THEN coalesce(u.run_at, now()) END, nullif(u.retry_after, 0)
+	repeat, missed, slot, retry_after, parent_id)
+SELECT u.type, u.key, u.grp, u.priority, u.state, coalesce(u.run_at, now()), u.data, u.max_attempts, u.base, u.maxb, now(), now(), u.meta,
+	u.repeat, u.missed, CASE WHEN u.repeat IS NOT NULL THEN coalesce(u.run_at, now()) END, nullif(u.retry_after, 0), nullif(u.parent, 0)
 FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], $7::bytea[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[],
-	$12::text[], $13::smallint[], $14::bigint[])
-	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, repeat, missed, retry_after, ord)
+	$12::text[], $13::smallint[], $14::bigint[], $15::smallint[], $16::bigint[])
+	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, repeat, missed, retry_after, state, parent, ord)
 WHERE (SELECT count(*) FROM ty) >= 0
 ORDER BY u.ord
-RETURNING id, run_at, created_at, type, grp)`
+RETURNING id, run_at, created_at, type, grp, state)`
 
 var (
 	insertSQL        = insertHead + ` SELECT id, run_at, created_at FROM ins ORDER BY id`
-	insertCountedSQL = insertHead + `, ` + countsCTE("ins") + ` SELECT id, run_at, created_at FROM ins ORDER BY id`
+	insertCountedSQL = insertHead + `, ` + countsCTE("ins WHERE state = 0") + ` SELECT id, run_at, created_at FROM ins ORDER BY id`
 )
 
-func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes []string, out []store.AddResult) error {
+// insert inserts the items ins of jobs; states gives each item's state
+// (pending when nil: only children start otherwise).
+func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes []string, out []store.AddResult, states []int16) error {
 	if len(ins) == 0 {
 		if len(newTypes) > 0 {
 			_, err := t.exec(`INSERT INTO rota.types (name, updated_at) SELECT unnest($1::text[]), now() ON CONFLICT DO NOTHING`, newTypes)
@@ -417,9 +458,13 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 	ds := make([][]byte, n)
 	metas := make([]*string, n)
 	repeats, misseds, retryAfters := make([]*string, n), make([]int16, n), make([]int64, n)
+	if states == nil {
+		states = make([]int16, n)
+	}
+	parents := make([]int64, n)
 	for k, i := range ins {
 		p := &jobs[i]
-		repeats[k], misseds[k], retryAfters[k] = optString(p.Schedule), int16(p.Missed), us(p.RetryAfter)
+		repeats[k], misseds[k], retryAfters[k], parents[k] = optString(p.Schedule), int16(p.Missed), us(p.RetryAfter), p.Parent
 		if p.Schedule != "" && p.RunAt.IsZero() {
 			// A cron job's first run is its first match after now.
 			now, err := t.now()
@@ -443,10 +488,12 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 	if t.deferCounts {
 		query = insertSQL
 		for k := range n {
-			t.count(types[k], grps[k], 1)
+			if states[k] == int16(store.Pending) {
+				t.count(types[k], grps[k], 1)
+			}
 		}
 	}
-	r, err := t.query(query, newTypes, types, keys, grps, prios, runAts, ds, maxAtts, bases, maxBs, metas, repeats, misseds, retryAfters)
+	r, err := t.query(query, newTypes, types, keys, grps, prios, runAts, ds, maxAtts, bases, maxBs, metas, repeats, misseds, retryAfters, states, parents)
 	if err != nil {
 		return fmt.Errorf("insert: %w", err)
 	}
@@ -463,7 +510,7 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 		}
 		p := &jobs[ins[k]]
 		j := store.Job{
-			ID: id, Type: p.Type, Key: p.Key, Group: p.Group, Priority: p.Priority, State: store.Pending,
+			ID: id, Type: p.Type, Key: p.Key, Group: p.Group, Priority: p.Priority, State: store.State(states[k]), Parent: p.Parent,
 			RunAt: runAt.UTC(), Data: ds[k], MaxAttempts: p.MaxAttempts, Meta: p.Meta,
 			BackoffBase: p.BackoffBase.Truncate(time.Microsecond), BackoffMax: p.BackoffMax.Truncate(time.Microsecond),
 			CreatedAt: created.UTC(), UpdatedAt: created.UTC(), Schedule: p.Schedule, Missed: p.Missed,
@@ -473,7 +520,7 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 			j.Slot = j.RunAt
 		}
 		out[ins[k]] = store.AddResult{Job: j, Outcome: store.Inserted}
-		t.changed(store.Event{ID: id, Type: p.Type, Group: p.Group, State: store.Pending, RunAt: j.RunAt})
+		t.changed(store.Event{ID: id, Type: p.Type, Group: p.Group, State: j.State, RunAt: j.RunAt})
 		k++
 	}
 	if err := r.Err(); err != nil {
@@ -816,13 +863,13 @@ func (s *Store) peek(ctx context.Context, op string, ids []int64) (map[int64]*li
 // finished_at). Items it does not return take the general path.
 const completeSQL = `WITH d AS (DELETE FROM rota.jobs j
 	WHERE j.id = ANY($1::bigint[]) AND j.state + 0 = 1 AND NOT j.resubmit AND j.repeat IS NULL
-		AND j.token = $2::jsonb ->> j.id::text
+		AND j.parent_id IS NULL AND NOT j.has_children AND j.token = $2::jsonb ->> j.id::text
 	RETURNING j.*)
 INSERT INTO rota.jobs_ended (` + endedColumns + `)
 SELECT d.id, d.type, d.key, d.grp, d.priority, 3, d.run_at, d.attempt, d.max_attempts, d.backoff_base, d.backoff_max,
 	d.lease_timeout, NULL, d.token, d.worker, d.cancel_requested, d.resubmit, d.resubmit_at, d.progress, d.created_at,
 	d.started_at, now(), now(), d.retry_after, d.parent_id, d.repeat, d.data, d.next_data,
-	convert_to($3::jsonb ->> d.id::text, 'UTF8'), d.last_error, d.errors, d.meta, d.missed, d.slot
+	convert_to($3::jsonb ->> d.id::text, 'UTF8'), d.last_error, d.errors, d.meta, d.missed, d.slot, d.has_children
 FROM d RETURNING id, type, grp, run_at`
 
 // Finish ends leases: complete, fail, snooze, release or cancel.
@@ -1000,7 +1047,7 @@ func (t *txn) finishAll(ps []store.FinishParams, results [][]byte, items []int, 
 const endedColumns = `id, type, key, grp, priority, state, run_at, attempt, max_attempts, backoff_base, backoff_max,
 	lease_timeout, lease_until, token, worker, cancel_requested, resubmit, resubmit_at, progress, created_at,
 	started_at, finished_at, updated_at, retry_after, parent_id, repeat, data, next_data, result, last_error, errors, meta,
-	missed, slot`
+	missed, slot, has_children`
 
 // The statements that apply each kind of plan (lifecycle.Kind).
 const (
@@ -1015,7 +1062,7 @@ SELECT d.id, d.type, d.key, d.grp, d.priority, $2::smallint, d.run_at, d.attempt
 	false, d.resubmit_at, d.progress, d.created_at, d.started_at, now(), now(), d.retry_after, d.parent_id, d.repeat,
 	d.data, d.next_data, $3::bytea, coalesce($4::text, d.last_error),
 	CASE WHEN $5::boolean THEN coalesce(d.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', d.attempt, 'at', now(), 'error', $4::text))
-		ELSE d.errors END, d.meta, d.missed, d.slot
+		ELSE d.errors END, d.meta, d.missed, d.slot, d.has_children
 FROM d`
 
 	// reviveSQL moves an ended job back to the hot table as a new cycle
@@ -1028,7 +1075,7 @@ SELECT d.id, d.type, d.key, coalesce($5, d.grp), coalesce($4, d.priority), 0, $2
 	coalesce($6, d.max_attempts), coalesce($7, d.backoff_base), coalesce($8, d.backoff_max), d.lease_timeout, NULL,
 	d.token, d.worker, false, d.resubmit, d.resubmit_at, 0, d.created_at, d.started_at, NULL, now(), d.retry_after,
 	d.parent_id, CASE WHEN $10::boolean THEN $11::text ELSE d.repeat END, coalesce($3, d.data), d.next_data, NULL, NULL, NULL,
-	coalesce($9, d.meta), coalesce($12::smallint, d.missed), $13::timestamptz
+	coalesce($9, d.meta), coalesce($12::smallint, d.missed), $13::timestamptz, d.has_children
 FROM d RETURNING ` + jobColumns
 
 	// retrySQL records an attempt's error and makes the job pending again
@@ -1081,6 +1128,13 @@ WHERE id = $1`
 	// schedule, missed, slot.
 	overwriteSQL = `UPDATE %s SET data = $2, priority = $3, repeat = $4, missed = $5, slot = $6, updated_at = now() WHERE id = $1`
 
+	// waitSQL pauses a parent whose run completed until its children end
+	// (Wait). Args: id, run_at, result.
+	waitSQL = `UPDATE rota.jobs SET state = 2, run_at = $2::timestamptz, result = $3, lease_until = NULL, updated_at = now()
+WHERE id = $1`
+	// resumeSQL makes a paused job pending (Resume). Args: id, run_at.
+	resumeSQL = `UPDATE rota.jobs SET state = 0, run_at = $2::timestamptz, updated_at = now() WHERE id = $1`
+
 	removeHotSQL   = `DELETE FROM rota.jobs WHERE id = $1`
 	removeEndedSQL = `DELETE FROM rota.jobs_ended WHERE id = $1`
 )
@@ -1103,6 +1157,16 @@ func (t *txn) now() (time.Time, error) {
 // in a batch sees this item's effect. It returns the job as it now is for
 // the kinds whose statements return it.
 func (t *txn) apply(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
+	j, err := t.applyOne(r, p)
+	return j, err
+}
+
+func (t *txn) applyOne(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
+	var family *lifecycle.Row // r before the change, when it is in a family
+	if r.Parent != 0 || r.HasChildren {
+		before := *r
+		family = &before
+	}
 	var jobs []store.Job // for re-adds, whose callers get the job as it now is
 	var n int64          // rows written
 	var err error
@@ -1155,6 +1219,10 @@ func (t *txn) apply(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
 		set, text, missed := scheduleArgs(&p.Set)
 		jobs, err = scanJobs(t.query(markResubmitSQL, r.ID, optTime(p.Set.RunAt), p.Set.Data, set, text, missed))
 		n = int64(len(jobs))
+	case lifecycle.Wait:
+		n, err = t.exec(waitSQL, r.ID, p.RunAt, p.Result)
+	case lifecycle.Resume:
+		n, err = t.exec(resumeSQL, r.ID, p.RunAt)
 	case lifecycle.Overwrite:
 		a := &p.Set
 		for _, table := range []string{"rota.jobs", "rota.jobs_ended"} {
@@ -1197,10 +1265,116 @@ func (t *txn) apply(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
 	if p.Event.ID != 0 {
 		t.changed(p.Event)
 	}
+	if family != nil {
+		if err := t.family(family, p); err != nil {
+			return store.Job{}, err
+		}
+	}
 	if jobs == nil {
 		return store.Job{}, nil
 	}
 	return jobs[0], nil
+}
+
+// family applies what a change to r (as it was before) asks of its family
+// (lifecycle.Family).
+func (t *txn) family(r *lifecycle.Row, p *lifecycle.Plan) error {
+	fw := lifecycle.Family(r, p)
+	now, err := t.now()
+	if err != nil {
+		return err
+	}
+	each := func(table, where string, rule func(c *lifecycle.Row) (lifecycle.Plan, error)) error {
+		var ids []int64
+		rows, err := t.query(`SELECT id FROM `+table+` WHERE parent_id = $1 AND `+where+` ORDER BY id`, r.ID)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil || len(ids) == 0 {
+			return err
+		}
+		rs, err := t.lock(ids)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			c := rs[id]
+			if c == nil {
+				continue
+			}
+			plan, err := rule(c)
+			if err != nil {
+				return err
+			}
+			if _, err := t.apply(c, &plan); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if fw.ReleaseChildren {
+		if err := each("rota.jobs", "state = 2", func(c *lifecycle.Row) (lifecycle.Plan, error) {
+			return lifecycle.Wake(c, now), nil
+		}); err != nil {
+			return fmt.Errorf("release the children of job %d: %w", r.ID, err)
+		}
+	}
+	remove := func(c *lifecycle.Row) (lifecycle.Plan, error) { return lifecycle.RemoveJob(c.ID, c) }
+	if fw.DropEndedChildren {
+		if err := each("rota.jobs_ended", "true", remove); err != nil {
+			return fmt.Errorf("drop the ended children of job %d: %w", r.ID, err)
+		}
+	}
+	if fw.RemoveChildren {
+		for _, table := range []string{"rota.jobs", "rota.jobs_ended"} {
+			if err := each(table, "true", remove); err != nil {
+				return fmt.Errorf("remove the children of job %d: %w", r.ID, err)
+			}
+		}
+	}
+	if fw.CancelChildren {
+		if err := each("rota.jobs", "true", func(c *lifecycle.Row) (lifecycle.Plan, error) { return lifecycle.CancelJob(c.ID, c) }); err != nil {
+			return fmt.Errorf("cancel the children of job %d: %w", r.ID, err)
+		}
+	}
+	if fw.CheckParent {
+		rs, err := t.lock([]int64{r.Parent})
+		if err != nil {
+			return err
+		}
+		parent := rs[r.Parent]
+		if parent == nil || parent.State != store.Paused {
+			return nil
+		}
+		if parent.Unfinished, err = t.unfinished(parent.ID); err != nil {
+			return err
+		}
+		if plan, ok := lifecycle.ParentAfterChild(parent, now); ok {
+			if _, err := t.apply(parent, &plan); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// unfinished counts a parent's children that are pending, running or
+// paused: those in the hot table.
+func (t *txn) unfinished(id int64) (int, error) {
+	var n int64
+	if _, err := t.queryRow(`SELECT count(*) FROM rota.jobs WHERE parent_id = $1`, []any{id}, &n); err != nil {
+		return 0, fmt.Errorf("count the children of job %d: %w", id, err)
+	}
+	return int(n), nil
 }
 
 // scheduleArgs are the arguments that set a schedule in updateSQL,
@@ -1234,6 +1408,11 @@ func (t *txn) finish(p *store.FinishParams, r *lifecycle.Row, result []byte) (er
 	now, err := t.now()
 	if err != nil {
 		return nil, err
+	}
+	if r != nil && r.HasChildren {
+		if r.Unfinished, err = t.unfinished(r.ID); err != nil {
+			return nil, err
+		}
 	}
 	plan, err := lifecycle.Finish(r, p, result, now)
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 const jobColumns = `id, type, key, grp, priority, state, run_at, data, attempt, max_attempts,
 	backoff_base, backoff_max, token, worker, lease_until, cancel_requested, resubmit,
 	progress, last_error, errors::text, result, created_at, started_at, finished_at, updated_at, meta,
-	repeat, missed, slot, retry_after`
+	repeat, missed, slot, retry_after, parent_id, has_children`
 
 func prefixed(prefix, cols string) string {
 	parts := strings.Split(cols, ",")
@@ -48,7 +48,7 @@ func scanJob(sc scanner) (store.Job, error) {
 		meta, repeat                      sql.NullString
 		leaseUntil, started, finished     sql.NullTime
 		slot                              sql.NullTime
-		retryAfter                        sql.NullInt64
+		retryAfter, parent                sql.NullInt64
 		runAt, created, updated           time.Time
 		base, maxB, prio, attempt, maxAtt int64
 		state, missed                     int16
@@ -57,12 +57,13 @@ func scanJob(sc scanner) (store.Job, error) {
 	err := sc.Scan(&j.ID, &j.Type, &key, &j.Group, &prio, &state, &runAt, &data, &attempt, &maxAtt,
 		&base, &maxB, &token, &worker, &leaseUntil, &j.CancelRequested, &j.Resubmit,
 		&j.Progress, &lastErr, &errs, &result, &created, &started, &finished, &updated, &meta,
-		&repeat, &missed, &slot, &retryAfter)
+		&repeat, &missed, &slot, &retryAfter, &parent, &j.HasChildren)
 	if err != nil {
 		return j, err
 	}
 	j.Schedule, j.Missed, j.Slot = repeat.String, store.Missed(missed), nullTime(slot)
 	j.RetryAfter = time.Duration(retryAfter.Int64) * time.Microsecond
+	j.Parent = parent.Int64
 	if meta.Valid {
 		if j.Meta, err = store.ParseMetaJSON([]byte(meta.String)); err != nil {
 			return j, fmt.Errorf("job %d: %w", j.ID, err)
@@ -196,6 +197,9 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 	}
 	if len(p.Groups) > 0 {
 		where = append(where, "grp = ANY("+arg(valid(p.Groups))+")")
+	}
+	if p.Parent != 0 {
+		where = append(where, "parent_id = "+arg(p.Parent))
 	}
 	order := "ASC"
 	if p.Descending {

@@ -210,15 +210,8 @@ func (w *writeTx) claim(dst []store.Job, g *fair.Group, cands []fair.Candidate, 
 		j := &seg[n]
 		*j = store.Job{Type: g.Type, Group: g.Name, State: store.Running, Worker: worker,
 			LeaseUntil: fromMicros(now + leaseMicros), StartedAt: fromMicros(now), UpdatedAt: fromMicros(now)}
-		var hasChildren bool
-		if err := scanClaimed(rows, j, &hasChildren); err != nil {
+		if err := scanClaimed(rows, j); err != nil {
 			return dst[:base], fmt.Errorf("sqlite: accept: claim: %w", err)
-		}
-		if hasChildren {
-			if w.parents == nil {
-				w.parents = map[int64]bool{}
-			}
-			w.parents[j.ID] = true
 		}
 		if j.RetryAfter > 0 {
 			j.LeaseUntil = fromMicros(now + j.RetryAfter.Microseconds())
@@ -264,7 +257,7 @@ const claimColumns = `id, key, priority, run_at, data, attempt, max_attempts, ba
 	coalesce(retry_after, 0), coalesce(parent_id, 0), has_children`
 
 // scanClaimed reads claimColumns into j, as scanJob does for all columns.
-func scanClaimed(sc scanner, j *store.Job, hasChildren *bool) error {
+func scanClaimed(sc scanner, j *store.Job) error {
 	var (
 		key, token, lastErr, errs  sql.NullString
 		finished, slot             sql.NullInt64
@@ -274,7 +267,7 @@ func scanClaimed(sc scanner, j *store.Job, hasChildren *bool) error {
 	)
 	if err := sc.Scan(&j.ID, &key, &j.Priority, &runAt, &data, &j.Attempt, &j.MaxAttempts, &base, &maxB, &token,
 		&j.Resubmit, &j.Progress, &lastErr, &errs, &result, &created, &finished, &meta,
-		&j.Schedule, &j.Missed, &slot, &retryAfter, &j.Parent, hasChildren); err != nil {
+		&j.Schedule, &j.Missed, &slot, &retryAfter, &j.Parent, &j.HasChildren); err != nil {
 		return err
 	}
 	if len(meta) > 0 {
@@ -498,7 +491,7 @@ func (w *writeTx) familyOf(jobs []store.Job) error {
 				return fmt.Errorf("sqlite: accept: parent of job %d: %w", j.ID, err)
 			}
 		}
-		if !w.parents[j.ID] {
+		if !j.HasChildren {
 			continue
 		}
 		rows, err := w.query(`SELECT id, state, data, result, coalesce(last_error, '') FROM rota_jobs

@@ -424,6 +424,8 @@ func (w *writeTx) addChild(parent int64) (store.State, error) {
 		return 0, err
 	}
 	if !r.HasChildren {
+		// A column of its own, not a plan: the parent's state, times and
+		// lease do not change.
 		if _, err := w.exec(`UPDATE rota_jobs SET has_children = 1 WHERE id = ?`, parent); err != nil {
 			return 0, fmt.Errorf("sqlite: add child of job %d: %w", parent, err)
 		}

@@ -18,7 +18,7 @@ import (
 const jobColumns = `id, type, key, grp, priority, state, run_at, data, attempt, max_attempts,
 	backoff_base, backoff_max, token, worker, lease_until, cancel_requested, resubmit,
 	progress, last_error, errors, result, created_at, started_at, finished_at, updated_at, meta,
-	coalesce(repeat, ''), missed, slot, coalesce(retry_after, 0), coalesce(parent_id, 0)`
+	coalesce(repeat, ''), missed, slot, coalesce(retry_after, 0), coalesce(parent_id, 0), has_children`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -47,7 +47,7 @@ func scanJob(sc scanner) (store.Job, error) {
 	err := sc.Scan(&j.ID, &j.Type, &key, &j.Group, &j.Priority, &state, &runAt, &data, &j.Attempt, &j.MaxAttempts,
 		&base, &maxB, &token, &worker, &leaseUntil, &cancelReq, &resubmit,
 		&j.Progress, &lastErr, &errs, &result, &created, &started, &finished, &updated, &meta,
-		&j.Schedule, &j.Missed, &slot, &retryAfter, &j.Parent)
+		&j.Schedule, &j.Missed, &slot, &retryAfter, &j.Parent, &j.HasChildren)
 	if err != nil {
 		return j, err
 	}

@@ -335,9 +335,6 @@ type writeTx struct {
 	now     time.Time
 	changes []store.Event
 	own     bool // db is the writer's connection, whose prepared statements apply
-	// parents are the jobs an accept claimed that have had children, to
-	// be given their ended children (family).
-	parents map[int64]bool
 }
 
 var bg = context.Background()

@@ -190,3 +190,30 @@ func TestWorkKilledTakesItsProgram(t *testing.T) {
 	w.signal(t, syscall.SIGKILL)
 	eventually(t, "the program dies with its worker", func() bool { return !alive(pids[0]) })
 }
+
+// TestWorkKillsLeftovers checks that what a program started and left
+// running, with its output elsewhere, is killed when the program exits:
+// nothing of a job's run goes on after it.
+func TestWorkKillsLeftovers(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	dir := t.TempDir()
+	w := s.start(t, "work", "--type", "e2e.leftovers", "--", "sh", "-c",
+		`sleep 300 >/dev/null 2>&1 & echo $! > '`+dir+`'/tmp; mv '`+dir+`'/tmp '`+dir+`'/pid; echo '"done"'`)
+	jid := s.add(t, "e2e.leftovers")
+	if r := s.run(t, "", "wait", id(jid)); r.code != 0 {
+		t.Fatalf("%v", r)
+	}
+	if j := s.get(t, jid); j.State != "completed" || compact(j.Result) != `"done"` {
+		t.Errorf("job %d: state %s, result %s; want completed with \"done\"", jid, j.State, j.Result)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	eventually(t, "the program's leftover process is killed", func() bool { return !alive(pid) })
+	if strings.Contains(w.stderr.String(), "level=WARN") {
+		t.Errorf("the worker's log has warnings:\n%s", w.stderr)
+	}
+}

@@ -183,29 +183,16 @@ func (e *textError) Error() string { return e.msg }
 func (e *textError) Unwrap() error { return e.err }
 
 // runProgram starts cmd in its own process group and waits for it. When
-// ctx ends first, it sends SIGTERM to the group, and SIGKILL after grace
-// (or once the program itself has exited, to whatever it left behind);
-// stopped reports that.
+// ctx ends first, it sends SIGTERM to the group, and SIGKILL after grace;
+// stopped reports that. When the program exits, whatever it started that
+// is still in its group is killed: nothing of a job's run outlives it.
 func runProgram(ctx context.Context, cmd *exec.Cmd, grace time.Duration, progs *programs) (startErr, waitErr error, stopped bool) {
 	if err := cmd.Start(); err != nil {
 		return err, nil, false
 	}
-	pid := cmd.Process.Pid
-	progs.add(pid)
-	defer progs.remove(pid)
+	p := progs.add(cmd.Process.Pid)
+	defer progs.remove(p)
 
-	var mu sync.Mutex // orders signals against the reaping of the program
-	exited := false
-	signal := func(sig syscall.Signal) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if exited {
-			return false
-		}
-		stopped = true
-		syscall.Kill(-pid, sig)
-		return true
-	}
 	done := make(chan struct{})
 	go func() {
 		select {
@@ -213,7 +200,7 @@ func runProgram(ctx context.Context, cmd *exec.Cmd, grace time.Duration, progs *
 			return
 		case <-ctx.Done():
 		}
-		if !signal(syscall.SIGTERM) {
+		if !p.stop(syscall.SIGTERM) {
 			return
 		}
 		t := time.NewTimer(grace)
@@ -221,19 +208,26 @@ func runProgram(ctx context.Context, cmd *exec.Cmd, grace time.Duration, progs *
 		select {
 		case <-done:
 		case <-t.C:
-			signal(syscall.SIGKILL)
+			p.stop(syscall.SIGKILL)
 		}
 	}()
-	waitErr = cmd.Wait()
-	mu.Lock()
-	exited = true
-	if stopped {
-		syscall.Kill(-pid, syscall.SIGKILL) // anything left in its group
+	defer close(done)
+	if waitExited(p.pid) == nil {
+		// The program has exited and is not reaped yet, so its group id is
+		// still its own.
+		stopped = p.reap(true)
+		waitErr = cmd.Wait()
+		return nil, waitErr, stopped
 	}
-	wasStopped := stopped
-	mu.Unlock()
-	close(done)
-	return nil, waitErr, wasStopped
+	// Without a way to wait short of reaping, the group is signalled after
+	// the reaping only when it was stopped, as its id might be reused by
+	// then (in the moment between).
+	waitErr = cmd.Wait()
+	stopped = p.reap(false)
+	if stopped {
+		syscall.Kill(-p.pid, syscall.SIGKILL) // anything left in its group
+	}
+	return nil, waitErr, stopped
 }
 
 func withTail(msg string, tail *tailBuffer) string {

@@ -165,7 +165,7 @@ func TestRunProgramKillsGroup(t *testing.T) {
 	cmd := exec.Command("sh", "-c", script)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	ctx, cancel := context.WithCancel(context.Background())
-	progs := &programs{running: map[int]struct{}{}}
+	progs := &programs{running: map[*program]struct{}{}}
 	type result struct {
 		startErr, waitErr error
 		stopped           bool
@@ -175,20 +175,8 @@ func TestRunProgramKillsGroup(t *testing.T) {
 		s, w, st := runProgram(ctx, cmd, 200*time.Millisecond, progs)
 		done <- result{s, w, st}
 	}()
-	var pids []int
+	pids := readPidFile(t, pidFile)
 	deadline := time.Now().Add(10 * time.Second)
-	for len(pids) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the script did not write its pids")
-		}
-		if b, err := os.ReadFile(pidFile); err == nil {
-			for _, f := range strings.Fields(string(b)) {
-				n, _ := strconv.Atoi(f)
-				pids = append(pids, n)
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	cancel()
 	var r result
 	select {
@@ -210,6 +198,85 @@ func TestRunProgramKillsGroup(t *testing.T) {
 	if len(progs.running) != 0 {
 		t.Errorf("programs still tracked: %v", progs.running)
 	}
+}
+
+// readPidFile waits until a script has written its pids to path, and
+// returns them.
+func readPidFile(t *testing.T, path string) []int {
+	t.Helper()
+	var pids []int
+	deadline := time.Now().Add(30 * time.Second)
+	for len(pids) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the script did not write its pids")
+		}
+		if b, err := os.ReadFile(path); err == nil {
+			for _, f := range strings.Fields(string(b)) {
+				n, _ := strconv.Atoi(f)
+				pids = append(pids, n)
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return pids
+}
+
+// waitDead waits (generously) until the processes have ended, and
+// fails the test for those that have not.
+func waitDead(t *testing.T, pids []int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, pid := range pids {
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if alive(pid) {
+			t.Errorf("process %d is still running", pid)
+		}
+	}
+}
+
+// TestRunProgramKillsLeftovers checks that when a program exits by
+// itself, what it started and left running in its group is killed, even
+// when it no longer holds the program's output open.
+func TestRunProgramKillsLeftovers(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	script := `sleep 300 >/dev/null 2>&1 & echo $! > ` + pidFile + `.tmp; mv ` + pidFile + `.tmp ` + pidFile + `; echo done`
+	cmd := exec.Command("sh", "-c", script)
+	cmd.SysProcAttr = programAttr()
+	var out strings.Builder
+	cmd.Stdout = &out
+	progs := &programs{running: map[*program]struct{}{}}
+	startErr, waitErr, stopped := runProgram(context.Background(), cmd, 10*time.Second, progs)
+	if startErr != nil || waitErr != nil || stopped {
+		t.Fatalf("startErr %v, waitErr %v, stopped %v; want a program that exited by itself", startErr, waitErr, stopped)
+	}
+	if out.String() != "done\n" {
+		t.Errorf("stdout %q", out.String())
+	}
+	waitDead(t, readPidFile(t, pidFile))
+}
+
+// TestProgramsKillAll checks that killAll, which every way out of "rota
+// work" runs, kills running programs with what they started.
+func TestProgramsKillAll(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	script := `sleep 300 & echo $$ $! > ` + pidFile + `.tmp; mv ` + pidFile + `.tmp ` + pidFile + `; wait`
+	cmd := exec.Command("sh", "-c", script)
+	cmd.SysProcAttr = programAttr()
+	progs := &programs{running: map[*program]struct{}{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runProgram(context.Background(), cmd, 10*time.Second, progs)
+	}()
+	pids := readPidFile(t, pidFile)
+	progs.killAll()
+	if !progs.wait(30 * time.Second) {
+		t.Fatal("the program did not end after killAll")
+	}
+	<-done
+	waitDead(t, pids)
 }
 
 // TestPermanentError checks that exit status 65 fails a job for good

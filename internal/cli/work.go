@@ -52,6 +52,8 @@ Heartbeats are automatic while the program runs. The program is stopped
 (SIGTERM to its process group, then SIGKILL after --kill-grace) when its job
 is cancelled or removed, when the worker loses the job's lease, when
 --timeout passes (a retryable failure), or when the worker shuts down.
+When the program exits, whatever it started that still runs in its process
+group is killed; so is every program's group when the worker exits.
 
 SIGINT or SIGTERM shuts the worker down gracefully: it takes no new jobs
 and waits up to --shutdown-timeout for running programs, then stops them
@@ -146,17 +148,37 @@ func runWork(cmd *cobra.Command, g *globals, o workOptions, argv []string) error
 		return g.explain(err)
 	}
 
+	progs := &programs{running: map[*program]struct{}{}}
+	defer func() {
+		// Whichever way the worker ends, no program, nor anything one
+		// started, outlives it. The runtime returns at most a second after
+		// handing back unfinished jobs, whose programs it has asked to
+		// stop: they get the rest of their --kill-grace, and whatever is
+		// left then is killed.
+		if !progs.wait(o.killGrace + time.Second) {
+			progs.killAll()
+			if !progs.wait(o.killGrace + time.Second) {
+				logger.Warn("programs still running after they were killed")
+			}
+		}
+	}()
+
 	// stopNow ends when the worker is told a second time to stop: running
 	// programs are then stopped at once.
 	stopNow, stopAll := context.WithCancel(context.Background())
 	defer stopAll()
+	// finished ends the signal handling, which lasts as long as the worker
+	// does, so that a late signal cannot kill it by default while its
+	// programs run.
+	finished := make(chan struct{})
+	defer close(finished)
 	go func() {
 		sigs := make(chan os.Signal, 2)
 		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 		defer signal.Stop(sigs)
 		select {
 		case <-ctx.Done():
-		case <-stopNow.Done():
+		case <-finished:
 			return
 		}
 		logger.Info("shutting down: waiting for running programs (signal again to stop them now)", "timeout", o.shutdownTimeout)
@@ -165,18 +187,16 @@ func runWork(cmd *cobra.Command, g *globals, o workOptions, argv []string) error
 			select {
 			case <-sigs:
 				// The first signal is the one that ended ctx.
-				if n++; n >= 2 {
+				if n++; n == 2 {
 					logger.Info("stopping running programs now")
 					stopAll()
-					return
 				}
-			case <-time.After(o.shutdownTimeout + o.killGrace + 5*time.Second):
+			case <-finished:
 				return
 			}
 		}
 	}()
 
-	progs := &programs{running: map[int]struct{}{}}
 	r := &runner{
 		argv: argv, timeout: o.timeout, grace: o.killGrace, log: logger,
 		stderr: &lockedWriter{w: errw}, progs: progs, stopNow: stopNow,
@@ -190,16 +210,7 @@ func runWork(cmd *cobra.Command, g *globals, o workOptions, argv []string) error
 	}
 	logger.Info("rota worker started", "server", strings.TrimRight(g.server, "/"), "types", strings.Join(o.types, ","),
 		"concurrency", o.concurrency, "command", strings.Join(argv, " "))
-	err = w.Run(ctx)
-	// The runtime returns at most a second after handing back unfinished
-	// jobs, whose programs it has asked to stop: they get the rest of
-	// their --kill-grace, and whatever is left then is killed.
-	if !progs.wait(o.killGrace + time.Second) {
-		progs.killAll()
-		progs.wait(time.Second)
-	}
-	stopAll()
-	if err != nil {
+	if err := w.Run(ctx); err != nil {
 		return err
 	}
 	logger.Info("rota worker stopped")
@@ -210,38 +221,76 @@ func runWork(cmd *cobra.Command, g *globals, o workOptions, argv []string) error
 // outlives the worker.
 type programs struct {
 	mu      sync.Mutex
-	running map[int]struct{}
+	running map[*program]struct{}
 	wg      sync.WaitGroup
 }
 
-func (p *programs) add(pid int) {
-	p.mu.Lock()
-	p.running[pid] = struct{}{}
-	p.wg.Add(1)
-	p.mu.Unlock()
+// program is a running program, the leader of its own process group.
+type program struct {
+	pid int
+
+	mu      sync.Mutex
+	reaped  bool // its pid, the group's id, may belong to another by now
+	stopped bool // it was signalled to stop
 }
 
-func (p *programs) remove(pid int) {
-	p.mu.Lock()
-	delete(p.running, pid)
-	p.wg.Done()
-	p.mu.Unlock()
-}
-
-func (p *programs) killAll() {
+// stop sends sig to the program's group, unless the program was reaped,
+// and reports whether it did.
+func (p *program) stop(sig syscall.Signal) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for pid := range p.running {
-		syscall.Kill(-pid, syscall.SIGKILL)
+	if p.reaped {
+		return false
+	}
+	p.stopped = true
+	syscall.Kill(-p.pid, sig)
+	return true
+}
+
+// reap marks the program as about to be reaped, or reaped, after which
+// its group is no longer signalled; killGroup first kills what is left in
+// the group. It reports whether the program was stopped.
+func (p *program) reap(killGroup bool) (stopped bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if killGroup {
+		syscall.Kill(-p.pid, syscall.SIGKILL)
+	}
+	p.reaped = true
+	return p.stopped
+}
+
+func (ps *programs) add(pid int) *program {
+	p := &program{pid: pid}
+	ps.mu.Lock()
+	ps.running[p] = struct{}{}
+	ps.wg.Add(1)
+	ps.mu.Unlock()
+	return p
+}
+
+func (ps *programs) remove(p *program) {
+	ps.mu.Lock()
+	delete(ps.running, p)
+	ps.wg.Done()
+	ps.mu.Unlock()
+}
+
+// killAll kills the process groups of the running programs.
+func (ps *programs) killAll() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for p := range ps.running {
+		p.stop(syscall.SIGKILL)
 	}
 }
 
 // wait waits up to d for the programs to end, and reports whether they
 // did.
-func (p *programs) wait(d time.Duration) bool {
+func (ps *programs) wait(d time.Duration) bool {
 	done := make(chan struct{})
 	go func() {
-		p.wg.Wait()
+		ps.wg.Wait()
 		close(done)
 	}()
 	select {

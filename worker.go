@@ -21,7 +21,9 @@ import (
 // the attempt, and the job retries with back-off until it runs out of
 // attempts. The context is cancelled when the job is cancelled or removed
 // (cause ErrCanceled), when its lease is lost (ErrLeaseLost), or when the
-// worker's shutdown grace period ends (ErrShutdown).
+// worker's ShutdownTimeout ends (ErrShutdown; the job is then handed back
+// to pending when the handler returns an error, and completes when it
+// returns nil).
 type Handler interface {
 	Work(ctx context.Context, job *Job) error
 }
@@ -50,8 +52,9 @@ var (
 	// ErrLeaseLost: the worker no longer holds the job (its lease expired
 	// and the job was taken back).
 	ErrLeaseLost = errors.New("lease lost")
-	// ErrShutdown: the worker shut down before the handler returned; the
-	// job was handed back to pending.
+	// ErrShutdown: the worker is shutting down and its ShutdownTimeout
+	// has passed; the job is handed back to pending once the handler
+	// returns.
 	ErrShutdown = errors.New("worker shut down")
 )
 
@@ -102,9 +105,16 @@ type WorkerConfig struct {
 	// 30s. Waiting is event-driven: a job added meanwhile starts at once.
 	PollWait time.Duration
 	// ShutdownTimeout is how long Run waits for running handlers after its
-	// context ends, before it cancels them and hands their jobs back to
-	// pending; zero means 10s.
+	// context ends, before it cancels them (cause ErrShutdown); zero means
+	// 10s. The job of a cancelled handler is handed back to pending
+	// without using up an attempt when the handler returns: until then
+	// the worker keeps its lease, so that no other worker starts the job
+	// while this one still runs it.
 	ShutdownTimeout time.Duration
+	// ShutdownGrace is how long Run then waits for the cancelled handlers
+	// to return; the jobs of those still running after it are handed back
+	// anyway. Zero means 5s.
+	ShutdownGrace time.Duration
 	// Logger receives the worker's logs; nil means the client's.
 	Logger *slog.Logger
 	// Middleware wraps every handler, the first listed outermost (see
@@ -126,6 +136,10 @@ type Worker struct {
 	kick    chan struct{} // wakes the heartbeat loop when a job starts
 
 	finisher *batch.Batcher[FinishParams, error] // shares store calls among handlers ending together
+
+	// unsettled counts the jobs Run took that are not yet finished or
+	// handed back; shutdown waits for it.
+	unsettled sync.WaitGroup
 }
 
 type runningJob struct {
@@ -140,6 +154,8 @@ type runningJob struct {
 	leaseLen   time.Duration
 	ended      bool            // the goroutine is finishing, or shutdown released it
 	result     json.RawMessage // set by SetResult
+
+	settleOnce sync.Once
 }
 
 // NewWorker returns a worker on c.
@@ -156,6 +172,9 @@ func NewWorker(c *Client, cfg WorkerConfig) *Worker {
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = 5 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = c.log
@@ -193,8 +212,8 @@ func (w *Worker) Handle(typ string, h Handler) {
 
 // Run accepts and runs jobs until ctx ends, then shuts down gracefully: it
 // stops accepting, waits up to ShutdownTimeout for running handlers, then
-// cancels the rest and hands their jobs back to pending. It returns nil
-// after a shutdown caused by ctx.
+// cancels the rest and, as each returns, hands its job back to pending
+// (see ShutdownGrace). It returns nil after a shutdown caused by ctx.
 func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Lock()
 	if w.started {
@@ -328,7 +347,29 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	close(runq) // idle runners exit; busy ones after their job
 
-	// Shutdown: wait for handlers, then cancel and hand back the rest.
+	// Shutdown: wait for handlers, then cancel the rest and wait for them
+	// to return, heartbeats going on, so that no job is handed back while
+	// its handler still runs it. Only handlers that outlast the grace
+	// period too have their jobs handed back from under them.
+	settled := make(chan struct{})
+	go func() {
+		w.unsettled.Wait()
+		close(settled)
+	}()
+	select {
+	case <-settled:
+	case <-time.After(w.cfg.ShutdownTimeout):
+		w.cancelAll(ErrShutdown)
+		select {
+		case <-settled:
+		case <-time.After(w.cfg.ShutdownGrace):
+			w.releaseAll()
+			// Finishes still under way end within the finisher's timeout.
+			<-settled
+		}
+	}
+	stopHeartbeats()
+	<-hbDone
 	done := make(chan struct{})
 	go func() {
 		wg.Wait()
@@ -336,16 +377,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
-	case <-time.After(w.cfg.ShutdownTimeout):
-		w.releaseAll()
-		select {
-		case <-done:
-		case <-time.After(time.Second):
-			w.log.Warn("handlers still running after shutdown; their jobs were handed back")
-		}
+	case <-time.After(time.Second):
+		w.log.Warn("handlers still running after shutdown; their jobs were handed back")
 	}
-	stopHeartbeats()
-	<-hbDone
 	return nil
 }
 
@@ -353,6 +387,7 @@ func (w *Worker) start(base context.Context, job Job) *runningJob {
 	ctx, cancel := context.WithCancelCause(base)
 	r := &runningJob{job: job, tag: store.LeaseTag(job.Token), cancel: cancel, leaseUntil: job.LeaseUntil, leaseLen: time.Until(job.LeaseUntil)}
 	r.ctx = context.WithValue(ctx, runningKey{}, &jobContext{w: w, r: r})
+	w.unsettled.Add(1)
 	w.mu.Lock()
 	if old := w.running[job.ID]; old != nil {
 		// The job was taken back from an earlier run of this worker and
@@ -377,22 +412,31 @@ func (w *Worker) forget(r *runningJob) {
 	r.cancel(context.Canceled)
 }
 
+// settle marks the job as finished or handed back, once.
+func (w *Worker) settle(r *runningJob) {
+	r.settleOnce.Do(w.unsettled.Done)
+}
+
 // execute runs the handler, calls handlerDone, and finishes the job by its
 // outcome.
 func (w *Worker) execute(r *runningJob, handlerDone func()) {
+	defer w.settle(r)
 	defer w.forget(r)
 	began := time.Now()
 	err := w.call(r)
 	took := time.Since(began)
-	handlerDone()
 	r.mu.Lock()
 	released := r.ended
 	r.ended = true
+	// Read under r.mu, as cancelAll cancels: whether the shutdown's cancel
+	// came before the handler returned decides the job's ending.
+	cause := context.Cause(r.ctx)
 	r.mu.Unlock()
+	handlerDone()
 	if released {
 		return
 	}
-	if cause := context.Cause(r.ctx); errors.Is(cause, ErrCanceled) || errors.Is(cause, ErrLeaseLost) {
+	if errors.Is(cause, ErrCanceled) || errors.Is(cause, ErrLeaseLost) {
 		// The job is no longer ours; any finish would be refused.
 		w.log.Info("job abandoned", "id", r.job.ID, "type", r.job.Type, "reason", cause)
 		return
@@ -402,6 +446,10 @@ func (w *Worker) execute(r *runningJob, handlerDone func()) {
 	var perm *PermanentError
 	var cancelErr *CancelError
 	switch {
+	case err != nil && errors.Is(cause, ErrShutdown):
+		// Stopped by the shutdown, not failed: hand the job back without
+		// using up the attempt.
+		p.As = Release
 	case err == nil:
 		r.mu.Lock()
 		p.As, p.Result = Complete, r.result
@@ -448,24 +496,46 @@ func (w *Worker) call(r *runningJob) (err error) {
 	return h.Work(r.ctx, &r.view)
 }
 
-// releaseAll cancels running handlers and hands their jobs back to pending
-// without using up an attempt.
+// cancelAll cancels the handlers still running with cause; their jobs
+// are finished (or handed back) as each handler returns.
+func (w *Worker) cancelAll(cause error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, r := range w.running {
+		r.mu.Lock()
+		if !r.ended {
+			r.cancel(cause)
+		}
+		r.mu.Unlock()
+	}
+}
+
+// releaseAll hands the jobs of handlers that are still running back to
+// pending without using up an attempt: the last resort of a shutdown.
 func (w *Worker) releaseAll() {
 	w.mu.Lock()
 	var ps []FinishParams
+	var rs []*runningJob
 	for _, r := range w.running {
 		r.mu.Lock()
 		if !r.ended {
 			r.ended = true
 			ps = append(ps, FinishParams{Lease: r.job.Lease(), As: Release})
+			rs = append(rs, r)
 		}
 		r.mu.Unlock()
 		r.cancel(ErrShutdown)
 	}
 	w.mu.Unlock()
+	defer func() {
+		for _, r := range rs {
+			w.settle(r)
+		}
+	}()
 	if len(ps) == 0 {
 		return
 	}
+	w.log.Warn("handlers still running after the shutdown grace period; handing their jobs back anyway", "jobs", len(ps))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := w.c.FinishMany(ctx, ps); err != nil {

@@ -274,6 +274,63 @@ func TestGracefulShutdown(t *testing.T) {
 	})
 }
 
+// TestShutdownKeepsLeaseUntilHandlerReturns cancels a handler that is
+// slow to stop at the end of ShutdownTimeout: its job must stay running
+// under the same lease, heartbeats extending it, until the handler
+// returns, and only then go back to pending.
+func TestShutdownKeepsLeaseUntilHandlerReturns(t *testing.T) {
+	c := newClient(t)
+	const lease = 300 * time.Millisecond
+	started := make(chan string, 1)
+	cancelled := make(chan struct{})
+	release := make(chan struct{})
+	w := rota.NewWorker(c, rota.WorkerConfig{LeaseTimeout: lease, ShutdownTimeout: 50 * time.Millisecond, ShutdownGrace: time.Minute})
+	w.Handle("t", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		started <- job.Token
+		<-ctx.Done()
+		close(cancelled)
+		<-release // slow to stop, as a program cleaning up is
+		return context.Cause(ctx)
+	}))
+	stop := runWorker(t, w)
+	j := add(t, c, rota.AddParams{Type: "t"})
+	token := <-started
+	stopped := make(chan struct{})
+	go func() {
+		stop()
+		close(stopped)
+	}()
+	<-cancelled
+	// Until the lease has been extended well past several lease lengths
+	// after the cancel, the job must be running under the first lease.
+	until := time.Now().Add(3 * lease)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := c.Get(context.Background(), j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State != rota.Running || got.Token != token {
+			close(release)
+			t.Fatalf("while its cancelled handler still runs, the job is %s (token %q, want %q): it must keep its lease", got.State, got.Token, token)
+		}
+		if got.LeaseUntil.After(until) {
+			break
+		}
+		if time.Now().After(deadline) {
+			close(release)
+			t.Fatalf("the lease was not extended after the cancel (lease until %v)", got.LeaseUntil)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(release)
+	<-stopped
+	got, _ := c.Get(context.Background(), j.ID)
+	if got.State != rota.Pending || got.Attempt != 0 {
+		t.Errorf("after the handler returned, the job is %s at attempt %d, want pending with the attempt given back", got.State, got.Attempt)
+	}
+}
+
 func TestAcceptWaitsWithoutPolling(t *testing.T) {
 	c := newClient(t)
 	ctx := context.Background()

@@ -217,3 +217,69 @@ func TestWorkKillsLeftovers(t *testing.T) {
 		t.Errorf("the worker's log has warnings:\n%s", w.stderr)
 	}
 }
+
+// TestWorkShutdownKeepsLeaseUntilExit shuts a worker down while its
+// program ignores SIGTERM for a while, and starts a second worker at once:
+// the first worker must hold the job until its program has exited, so the
+// second runs it only afterwards, never at the same time.
+func TestWorkShutdownKeepsLeaseUntilExit(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	dir := t.TempDir()
+	// Each run takes the directory "running" (mkdir is atomic) and gives it
+	// back as it exits; a run that finds it taken records an overlap. The
+	// first run waits for SIGTERM and then carries on until the test says
+	// the second worker is up ("w2-ready"), and a little longer, so that
+	// the second worker has every chance to take the job too early.
+	script := `d='` + dir + `'
+if ! mkdir "$d/running" 2>/dev/null; then echo "$$" >> "$d/overlap"; fi
+echo "$$" >> "$d/runs"
+if mkdir "$d/first" 2>/dev/null; then
+	trap 'echo "$$" > "$d/termed"; i=0; while [ ! -e "$d/w2-ready" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done; sleep 2; rmdir "$d/running"; exit 1' TERM
+	echo "$$" > "$d/pid.tmp"; mv "$d/pid.tmp" "$d/pid"
+	sleep 300 &
+	wait
+	exit 1
+fi
+rmdir "$d/running"
+echo '"second run"'`
+	// The first run outlasts w1's lease (2s) after the shutdown began: w1
+	// must keep heartbeating through it.
+	w1 := s.start(t, "work", "--type", "e2e.overlap", "--lease", "2s", "--shutdown-timeout", "200ms", "--kill-grace", "60s", "--", "sh", "-c", script)
+	jid := s.add(t, "e2e.overlap")
+	eventually(t, "the first run starts", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "pid"))
+		return err == nil
+	})
+	w1.cmd.Process.Signal(syscall.SIGTERM)
+	eventually(t, "the first run gets SIGTERM", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "termed"))
+		return err == nil
+	})
+	w2 := s.start(t, "work", "--type", "e2e.overlap", "--shutdown-timeout", "2s", "--", "sh", "-c", script)
+	eventually(t, "the second worker is up", func() bool { return strings.Contains(w2.stderr.String(), "rota worker started") })
+	if err := os.WriteFile(filepath.Join(dir, "w2-ready"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := w1.wait(t); code != 0 {
+		t.Errorf("the first worker exited with status %d", code)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "pid")); err != nil {
+		t.Error(err)
+	} else if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); alive(pid) {
+		t.Errorf("the first run (process %d) outlived its worker", pid)
+	}
+	if r := s.run(t, "", "wait", id(jid)); r.code != 0 {
+		t.Fatalf("%v", r)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "overlap")); err == nil {
+		runs, _ := os.ReadFile(filepath.Join(dir, "runs"))
+		t.Errorf("runs %q started while another run of the job was still going (all runs: %q)", b, runs)
+	}
+	if j := s.get(t, jid); j.State != "completed" || j.Attempt != 1 || compact(j.Result) != `"second run"` {
+		t.Errorf("job %d: state %s, attempt %d, result %s; want completed by the second run on attempt 1 (the first handed back)", jid, j.State, j.Attempt, j.Result)
+	}
+	if runs, _ := os.ReadFile(filepath.Join(dir, "runs")); len(strings.Fields(string(runs))) != 2 {
+		t.Errorf("the job ran %d times, want 2 (pids %q)", len(strings.Fields(string(runs))), runs)
+	}
+}

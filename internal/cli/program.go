@@ -122,8 +122,10 @@ func (r *runner) Work(ctx context.Context, job *rota.Job) error {
 			log.Info("job handed back: the worker is stopping", "took", took)
 			return rota.SnoozeFor(0)
 		case errors.Is(cause, rota.ErrShutdown):
-			// The runtime has handed the job back.
-			log.Info("job stopped: the worker shut down", "took", took)
+			// The runtime hands the job back now that the program has
+			// ended: it kept the lease until then, so the job cannot have
+			// started elsewhere meanwhile.
+			log.Info("job stopped: the worker is shutting down", "took", took)
 			return cause
 		default: // cancelled, removed or lease lost: not ours to finish
 			// The runtime logs it as "job abandoned", with the reason.

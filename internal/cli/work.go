@@ -57,8 +57,10 @@ group is killed; so is every program's group when the worker exits.
 
 SIGINT or SIGTERM shuts the worker down gracefully: it takes no new jobs
 and waits up to --shutdown-timeout for running programs, then stops them
-and hands their jobs back to pending without using up an attempt. A second
-SIGINT or SIGTERM stops them at once.`
+and, once each has exited (or been killed after --kill-grace), hands its
+job back to pending without using up an attempt. Until then the worker
+keeps the job's lease, so no other worker starts it while it still runs.
+A second SIGINT or SIGTERM stops them at once.`
 
 type workOptions struct {
 	types           []string
@@ -151,15 +153,12 @@ func runWork(cmd *cobra.Command, g *globals, o workOptions, argv []string) error
 	progs := &programs{running: map[*program]struct{}{}}
 	defer func() {
 		// Whichever way the worker ends, no program, nor anything one
-		// started, outlives it. The runtime returns at most a second after
-		// handing back unfinished jobs, whose programs it has asked to
-		// stop: they get the rest of their --kill-grace, and whatever is
-		// left then is killed.
+		// started, outlives it. Normally none is left by now: the runtime
+		// returns once every handler has, and a handler returns once its
+		// program has ended.
+		progs.killAll()
 		if !progs.wait(o.killGrace + time.Second) {
-			progs.killAll()
-			if !progs.wait(o.killGrace + time.Second) {
-				logger.Warn("programs still running after they were killed")
-			}
+			logger.Warn("programs still running after they were killed")
 		}
 	}()
 
@@ -204,6 +203,11 @@ func runWork(cmd *cobra.Command, g *globals, o workOptions, argv []string) error
 	w := rota.NewWorker(c, rota.WorkerConfig{
 		Name: o.name, Concurrency: o.concurrency, LeaseTimeout: o.lease,
 		ShutdownTimeout: o.shutdownTimeout, Logger: logger,
+		// A stopped program gets --kill-grace before SIGKILL, and then up
+		// to --kill-grace for anything that escaped its group to let go of
+		// its output: its handler returns within that, and the runtime
+		// holds the job's lease until then. The margin is only a backstop.
+		ShutdownGrace: 2*o.killGrace + 5*time.Second,
 	})
 	for _, t := range o.types {
 		w.Handle(t, r)

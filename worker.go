@@ -50,7 +50,8 @@ func Handle[T any](w *Worker, typ string, fn func(ctx context.Context, job *Job,
 // Context causes of a handler's cancellation.
 var (
 	// ErrLeaseLost: the worker no longer holds the job (its lease expired
-	// and the job was taken back).
+	// and the job was taken back, or it ran out while no heartbeat could
+	// reach the store).
 	ErrLeaseLost = errors.New("lease lost")
 	// ErrShutdown: the worker is shutting down and its ShutdownTimeout
 	// has passed; the job is handed back to pending once the handler
@@ -149,7 +150,10 @@ type runningJob struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	mu         sync.Mutex
+	mu sync.Mutex
+	// leaseUntil is when the lease ends, on this machine's clock: the
+	// lease's length (measured on the store's clock) after the accept or
+	// heartbeat that gave it, so that clocks that disagree do not matter.
 	leaseUntil time.Time
 	leaseLen   time.Duration
 	ended      bool            // the goroutine is finishing, or shutdown released it
@@ -313,6 +317,9 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 		}
 		jobs, err := w.c.Accept(ctx, AcceptParams{Types: types, Limit: n, Wait: w.cfg.PollWait, Worker: w.cfg.Name, LeaseTimeout: w.cfg.LeaseTimeout})
+		// The leases started at the store at most now (an accept may wait
+		// long before it takes jobs, so not when it was sent).
+		took := time.Now()
 		for i := len(jobs); i < n; i++ {
 			<-slots
 		}
@@ -328,7 +335,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			continue
 		}
 		for i := range jobs {
-			r := w.start(base, jobs[i])
+			r := w.start(base, jobs[i], took)
 			if runners == 2*w.cfg.Concurrency {
 				// Some runner is between jobs: r holds one of the slots, so
 				// at most Concurrency-1 others run handlers and at most
@@ -364,7 +371,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-settled:
 		case <-time.After(w.cfg.ShutdownGrace):
 			w.releaseAll()
-			// Finishes still under way end within the finisher's timeout.
+			// Finishes still under way end with their leases at the latest.
 			<-settled
 		}
 	}
@@ -383,9 +390,14 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-func (w *Worker) start(base context.Context, job Job) *runningJob {
+// start registers a job the store leased to the worker by the time took.
+func (w *Worker) start(base context.Context, job Job, took time.Time) *runningJob {
 	ctx, cancel := context.WithCancelCause(base)
-	r := &runningJob{job: job, tag: store.LeaseTag(job.Token), cancel: cancel, leaseUntil: job.LeaseUntil, leaseLen: time.Until(job.LeaseUntil)}
+	leaseLen := job.LeaseUntil.Sub(job.StartedAt) // both on the store's clock
+	if job.StartedAt.IsZero() || leaseLen <= 0 {
+		leaseLen = job.LeaseUntil.Sub(took)
+	}
+	r := &runningJob{job: job, tag: store.LeaseTag(job.Token), cancel: cancel, leaseUntil: took.Add(leaseLen), leaseLen: leaseLen}
 	r.ctx = context.WithValue(ctx, runningKey{}, &jobContext{w: w, r: r})
 	w.unsettled.Add(1)
 	w.mu.Lock()
@@ -463,24 +475,73 @@ func (w *Worker) execute(r *runningJob, handlerDone func()) {
 	default:
 		p.As, p.Error = Fail, err.Error()
 	}
-	// The finisher bounds each store call (finishTimeout).
 	ctx := context.Background()
-	var ferr error
-	errs, err := w.finisher.Do(ctx, p)
-	if err != nil {
-		ferr = err
-	} else {
-		ferr = errs[0]
-	}
-	if ferr != nil {
-		level := slog.LevelError
-		if errors.Is(ferr, ErrCanceled) || errors.Is(ferr, ErrWorkerConflict) {
-			level = slog.LevelInfo
-		}
-		w.log.Log(ctx, level, "finish failed", "id", r.job.ID, "type", r.job.Type, "ending", p.As, "err", ferr)
-	}
+	ferr := w.finish(r, p)
 	for _, h := range w.c.hooks.finish {
 		h.AfterFinish(ctx, &r.view, p, took, ferr)
+	}
+}
+
+// Back-off between tries of a heartbeat or finish that failed for a
+// reason that may pass.
+const (
+	retryFirst = 100 * time.Millisecond
+	retryMax   = 5 * time.Second
+)
+
+// retryable reports whether a failed heartbeat or finish may succeed if
+// sent again. Answers about the job itself (the lease is lost, the job is
+// cancelled or gone, the call is malformed) will not change; anything
+// else, such as a server that is restarting or unreachable, a dropped
+// connection, or ErrUnavailable, may. Trying again is bounded by the
+// lease, and giving up too soon costs a whole run of the job.
+func retryable(err error) bool {
+	for _, final := range []error{ErrWorkerConflict, ErrCanceled, ErrNotFound, ErrFinished, ErrInvalid, ErrClosed} {
+		if errors.Is(err, final) {
+			return false
+		}
+	}
+	return true
+}
+
+// finish sends p for r's job, trying again with back-off while the error
+// may pass and the lease holds: a finish that is given up on leaves the
+// job to run again once its lease expires. The finisher bounds each store
+// call (finishTimeout).
+func (w *Worker) finish(r *runningJob, p FinishParams) error {
+	ctx := context.Background()
+	log := w.log.With("id", r.job.ID, "type", r.job.Type, "ending", p.As)
+	wait := retryFirst
+	for {
+		errs, err := w.finisher.Do(ctx, p)
+		if err == nil {
+			err = errs[0]
+		}
+		if err == nil {
+			return nil
+		}
+		r.mu.Lock()
+		left := time.Until(r.leaseUntil)
+		r.mu.Unlock()
+		switch {
+		case errors.Is(err, ErrCanceled):
+			log.Info("finish refused: the job was cancelled or removed", "err", err)
+			return err
+		case errors.Is(err, ErrWorkerConflict):
+			log.Warn("finish refused: the lease was lost, so the job runs again (or already has)", "err", err)
+			return err
+		case !retryable(err):
+			log.Error("finish failed", "err", err)
+			return err
+		case left <= 0:
+			log.Error("finish failed, and the lease has run out: giving up; the job runs again", "err", err)
+			return err
+		}
+		// At most a quarter of the lease, so that several tries fit in it.
+		d := min(wait, max(r.leaseLen/4, 5*time.Millisecond), left)
+		log.Warn("finish failed; trying again while the lease holds", "err", err, "retry_in", d, "lease_left", left.Round(time.Millisecond))
+		time.Sleep(d)
+		wait = min(2*wait, retryMax)
 	}
 }
 
@@ -546,10 +607,16 @@ func (w *Worker) releaseAll() {
 }
 
 // heartbeatLoop extends the leases of running jobs in batches, each when
-// a third of its lease has passed.
+// a third of its lease has passed. Heartbeats that fail for a reason that
+// may pass are tried again with back-off (see heartbeatRetry); a job whose
+// lease runs out before one gets through is no longer the worker's, and
+// its handler is cancelled (ErrLeaseLost), as the store will hand the job
+// to another.
 func (w *Worker) heartbeatLoop(ctx context.Context) {
 	tick := time.NewTimer(0)
 	defer tick.Stop()
+	var backoff time.Duration // zero while heartbeats get through
+	var retryAt time.Time     // while they do not, when to try again
 	for {
 		select {
 		case <-ctx.Done():
@@ -559,21 +626,44 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 		}
 		now := time.Now()
 		next := time.Second
-		var due []*runningJob
+		var due, lost []*runningJob
 		w.mu.Lock()
 		for _, r := range w.running {
 			r.mu.Lock()
 			if !r.ended {
-				if r.leaseUntil.Sub(now) < r.leaseLen*2/3 {
+				left := r.leaseUntil.Sub(now)
+				switch {
+				case left <= 0:
+					lost = append(lost, r)
+				case left < r.leaseLen*2/3:
 					due = append(due, r)
 				}
-				next = min(next, max(r.leaseLen/4, 5*time.Millisecond))
+				if left > 0 { // look again when a lease ends, at the latest
+					next = min(next, max(r.leaseLen/4, 5*time.Millisecond), left)
+				}
 			}
 			r.mu.Unlock()
 		}
 		w.mu.Unlock()
-		if len(due) > 0 {
-			w.beat(ctx, due, nil)
+		for _, r := range lost {
+			if r.ctx.Err() == nil {
+				w.log.Error("lease lost: no heartbeat got through before it ran out; stopping the job", "id", r.job.ID, "type", r.job.Type)
+				r.cancel(ErrLeaseLost)
+			}
+		}
+		switch {
+		case len(due) == 0:
+			backoff = 0
+		case !now.Before(retryAt):
+			if w.beatDue(ctx, due) {
+				backoff = 0
+			} else {
+				backoff = heartbeatRetry(backoff, due)
+				retryAt = time.Now().Add(backoff)
+			}
+		}
+		if backoff > 0 {
+			next = min(next, max(time.Until(retryAt), 5*time.Millisecond))
 		}
 		if !tick.Stop() {
 			select {
@@ -585,32 +675,66 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 	}
 }
 
-// beat sends heartbeats and applies their answers.
-func (w *Worker) beat(ctx context.Context, rs []*runningJob, progress *float64) error {
+// heartbeatRetry is the back-off after a failed try of the heartbeats of
+// rs, the previous one being prev (zero after a success): from retryFirst,
+// doubling up to retryMax, but at most a quarter of the shortest lease, so
+// that several tries fit in what is left of it.
+func heartbeatRetry(prev time.Duration, rs []*runningJob) time.Duration {
+	d := min(max(2*prev, retryFirst), retryMax)
+	for _, r := range rs {
+		d = min(d, max(r.leaseLen/4, 5*time.Millisecond))
+	}
+	return d
+}
+
+// beatDue sends the heartbeats of the loop and reports whether they all
+// got an answer that needs no retry.
+func (w *Worker) beatDue(ctx context.Context, rs []*runningJob) bool {
+	res, err := w.beat(ctx, rs, nil)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("heartbeat failed; trying again while the leases hold", "jobs", len(rs), "err", err)
+		}
+		return false
+	}
+	ok := true
+	for i, hr := range res {
+		if hr.Err != nil && retryable(hr.Err) {
+			w.log.Warn("heartbeat failed; trying again while the lease holds", "id", rs[i].job.ID, "type", rs[i].job.Type, "err", hr.Err)
+			ok = false
+		}
+	}
+	return ok
+}
+
+// beat sends heartbeats and applies their answers: a new lease end, or a
+// lost lease. A job's heartbeat that may succeed if sent again changes
+// nothing.
+func (w *Worker) beat(ctx context.Context, rs []*runningJob, progress *float64) ([]HeartbeatResult, error) {
 	ps := make([]HeartbeatParams, len(rs))
 	for i, r := range rs {
 		ps[i] = HeartbeatParams{Lease: r.job.Lease(), Progress: progress}
 	}
+	sent := time.Now() // the store extends the leases after this
 	res, err := w.c.HeartbeatMany(ctx, ps)
 	if err != nil {
-		if ctx.Err() == nil {
-			w.log.Warn("heartbeat failed", "jobs", len(rs), "err", err)
-		}
-		return err
+		return nil, err
 	}
 	for i, r := range rs {
-		switch {
-		case res[i].Err == nil:
+		switch err := res[i].Err; {
+		case err == nil:
 			r.mu.Lock()
-			r.leaseUntil = res[i].LeaseUntil
+			r.leaseUntil = sent.Add(r.leaseLen)
 			r.mu.Unlock()
-		case errors.Is(res[i].Err, ErrCanceled):
+		case errors.Is(err, ErrCanceled):
 			r.cancel(ErrCanceled)
+		case retryable(err):
+			// Left as it is: the loop tries again while the lease holds.
 		default:
 			r.cancel(ErrLeaseLost)
 		}
 	}
-	return res[0].Err
+	return res, nil
 }
 
 type runningKey struct{}
@@ -648,5 +772,9 @@ func SetProgress(ctx context.Context, percent float64) error {
 	if !ok {
 		return errors.New("rota: SetProgress called outside a job handler")
 	}
-	return jc.w.beat(ctx, []*runningJob{jc.r}, &percent)
+	res, err := jc.w.beat(ctx, []*runningJob{jc.r}, &percent)
+	if err != nil {
+		return err
+	}
+	return res[0].Err
 }

@@ -55,6 +55,10 @@ type server struct {
 	URL   string
 	token string
 	log   *syncBuffer
+
+	cmd  *exec.Cmd
+	data string   // its data directory
+	args []string // its extra arguments
 }
 
 var servingRE = regexp.MustCompile(`msg="rota serving".* http=(http://\S+)`)
@@ -63,7 +67,14 @@ var servingRE = regexp.MustCompile(`msg="rota serving".* http=(http://\S+)`)
 // data directory; it stops when the test ends.
 func startServer(t *testing.T, args ...string) *server {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--http", "127.0.0.1:0", "--data", t.TempDir()}, args...)...)
+	return serveAt(t, "127.0.0.1:0", t.TempDir(), args...)
+}
+
+// serveAt starts `rota serve` on addr with the data directory data; it
+// stops when the test ends.
+func serveAt(t *testing.T, addr, data string, args ...string) *server {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "--http", addr, "--data", data}, args...)...)
 	cmd.Env = cleanEnv()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -72,8 +83,8 @@ func startServer(t *testing.T, args ...string) *server {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &server{log: &syncBuffer{}}
-	addr := make(chan string, 1)
+	s := &server{log: &syncBuffer{}, cmd: cmd, data: data, args: args}
+	served := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
@@ -81,16 +92,16 @@ func startServer(t *testing.T, args ...string) *server {
 			s.log.Write([]byte(line + "\n"))
 			if m := servingRE.FindStringSubmatch(line); m != nil {
 				select {
-				case addr <- m[1]:
+				case served <- m[1]:
 				default:
 				}
 			}
 		}
-		close(addr)
+		close(served)
 	}()
 	t.Cleanup(func() { stop(t, cmd, syscall.SIGTERM) })
 	select {
-	case u, ok := <-addr:
+	case u, ok := <-served:
 		if !ok {
 			t.Fatalf("rota serve exited before serving:\n%s", s.log)
 		}
@@ -99,6 +110,18 @@ func startServer(t *testing.T, args ...string) *server {
 		t.Fatalf("rota serve did not log its address:\n%s", s.log)
 	}
 	return s
+}
+
+// restart stops the server and starts it again on the same address with
+// the same data directory (and token).
+func (s *server) restart(t *testing.T) {
+	t.Helper()
+	stop(t, s.cmd, syscall.SIGTERM)
+	again := serveAt(t, strings.TrimPrefix(s.URL, "http://"), s.data, s.args...)
+	if again.URL != s.URL {
+		t.Fatalf("the restarted server serves %s, not %s", again.URL, s.URL)
+	}
+	s.cmd, s.log = again.cmd, again.log
 }
 
 // stop signals a process and waits for it, killing it if it takes too

@@ -283,3 +283,68 @@ echo '"second run"'`
 		t.Errorf("the job ran %d times, want 2 (pids %q)", len(strings.Fields(string(runs))), runs)
 	}
 }
+
+// TestWorkFinishSurvivesServerRestart stops the server while a job's
+// program runs, lets the program exit while the server is down, and then
+// starts the server again on the same port with the same data: the worker
+// must keep trying to finish the job until the server is back, and the job
+// must run exactly once.
+func TestWorkFinishSurvivesServerRestart(t *testing.T) {
+	// Not parallel, so that no other test's server takes the port while
+	// this one is down.
+	s := startServer(t)
+	dir := t.TempDir()
+	script := `d='` + dir + `'
+echo "$$" >> "$d/runs"
+: > "$d/started"
+i=0; while [ ! -e "$d/go" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+echo '"finished"'`
+	// The lease outlasts the server's restart by far.
+	w := s.start(t, "work", "--type", "e2e.restart", "--lease", "20s", "--", "sh", "-c", script)
+	jid := s.add(t, "e2e.restart")
+	eventually(t, "the program starts", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "started"))
+		return err == nil
+	})
+	stop(t, s.cmd, syscall.SIGTERM)
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the worker fails to finish the job while the server is down", func() bool {
+		return strings.Contains(w.stderr.String(), "finish failed")
+	})
+	s.restart(t)
+	eventually(t, "the job completes", func() bool { return s.get(t, jid).State == "completed" })
+	if j := s.get(t, jid); j.Attempt != 1 || compact(j.Result) != `"finished"` {
+		t.Errorf("job %d: attempt %d, result %s; want completed on attempt 1 with \"finished\"", jid, j.Attempt, j.Result)
+	}
+	if runs, _ := os.ReadFile(filepath.Join(dir, "runs")); len(strings.Fields(string(runs))) != 1 {
+		t.Errorf("the program ran %d times, want once (pids %q)", len(strings.Fields(string(runs))), runs)
+	}
+	if code := w.signal(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("worker exited with status %d", code)
+	}
+	for _, bad := range []string{"giving up", "job abandoned", "lease lost"} {
+		if strings.Contains(w.stderr.String(), bad) {
+			t.Errorf("the worker's log says %q:\n%s", bad, w.stderr)
+		}
+	}
+}
+
+// TestWorkStopsProgramWhenLeaseRunsOut stops the server for good while a
+// job's program runs: once the lease has run out without a heartbeat
+// getting through, the job is no longer the worker's (the server would
+// hand it to another), so the program must be stopped.
+func TestWorkStopsProgramWhenLeaseRunsOut(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	dir := t.TempDir()
+	w := s.start(t, "work", "--type", "e2e.unreachable", "--lease", "2s", "--kill-grace", "1s", "--", "sh", "-c", pidsScript(dir))
+	jid := s.add(t, "e2e.unreachable")
+	pids := readPids(t, dir, jid)
+	stop(t, s.cmd, syscall.SIGTERM)
+	eventually(t, "the program is stopped", func() bool { return !alive(pids[0]) && !alive(pids[1]) })
+	if !strings.Contains(w.stderr.String(), "lease lost") || !strings.Contains(w.stderr.String(), "id="+id(jid)) {
+		t.Errorf("the worker's log does not say that job %d's lease was lost:\n%s", jid, w.stderr)
+	}
+}

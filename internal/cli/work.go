@@ -54,6 +54,8 @@ is cancelled or removed, when the worker loses the job's lease, when
 --timeout passes (a retryable failure), or when the worker shuts down.
 When the program exits, whatever it started that still runs in its process
 group is killed; so is every program's group when the worker exits.
+A heartbeat or finish that fails because the server cannot be reached for
+now is tried again, with back-off, while the job's lease holds.
 
 SIGINT or SIGTERM shuts the worker down gracefully: it takes no new jobs
 and waits up to --shutdown-timeout for running programs, then stops them

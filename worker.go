@@ -114,7 +114,8 @@ type WorkerConfig struct {
 	ShutdownTimeout time.Duration
 	// ShutdownGrace is how long Run then waits for the cancelled handlers
 	// to return; the jobs of those still running after it are handed back
-	// anyway. Zero means 5s.
+	// anyway. Zero means 5s. (Run also waits for finishes that are being
+	// tried again, which end with their leases at the latest.)
 	ShutdownGrace time.Duration
 	// Logger receives the worker's logs; nil means the client's.
 	Logger *slog.Logger

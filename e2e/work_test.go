@@ -179,7 +179,8 @@ func TestWorkStopNow(t *testing.T) {
 }
 
 // TestWorkKilledTakesItsProgram kills `rota work` with SIGKILL while its
-// program runs: the program must not run on as an orphan.
+// program runs: neither the program nor what it started may run on as an
+// orphan.
 func TestWorkKilledTakesItsProgram(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
@@ -189,6 +190,7 @@ func TestWorkKilledTakesItsProgram(t *testing.T) {
 	pids := readPids(t, dir, jid)
 	w.signal(t, syscall.SIGKILL)
 	eventually(t, "the program dies with its worker", func() bool { return !alive(pids[0]) })
+	eventually(t, "what the program started dies with it", func() bool { return !alive(pids[1]) })
 }
 
 // TestWorkKillsLeftovers checks that what a program started and left

@@ -12,7 +12,8 @@ import (
 // worker dies first, even by SIGKILL, so that the program does not run on
 // as an orphan while its job runs again elsewhere. (The kernel signals the
 // program itself; what it started is killed with its group by the
-// worker's own exit paths, and when the program exits.)
+// worker's own exit paths, by its guard if the worker dies outright, and
+// when the program exits.)
 func programAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -277,6 +278,47 @@ func TestProgramsKillAll(t *testing.T) {
 	}
 	<-done
 	waitDead(t, pids)
+}
+
+// TestGuardKillsGroups feeds runGuard the groups of two real programs,
+// one of them removed again: when its input ends, it kills the group it
+// still knows of, with what the program started, and leaves the other.
+func TestGuardKillsGroups(t *testing.T) {
+	dir := t.TempDir()
+	start := func(name string) (*exec.Cmd, []int) {
+		path := filepath.Join(dir, name)
+		cmd := exec.Command("sh", "-c", `sleep 300 & echo $$ $! > `+path+`.tmp; mv `+path+`.tmp `+path+`; wait`)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pids := readPidFile(t, path)
+		t.Cleanup(func() {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
+		})
+		return cmd, pids
+	}
+	doomed, doomedPids := start("doomed")
+	kept, keptPids := start("kept")
+	reaped := make(chan struct{})
+	go func() {
+		doomed.Wait()
+		close(reaped)
+	}()
+	in := fmt.Sprintf("+%d\n+%d\n-%d\n", doomed.Process.Pid, kept.Process.Pid, kept.Process.Pid)
+	runGuard(strings.NewReader(in))
+	select {
+	case <-reaped:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the guard did not kill the group it was left with")
+	}
+	waitDead(t, doomedPids)
+	for _, pid := range keptPids {
+		if !alive(pid) {
+			t.Errorf("process %d of the removed group was killed", pid)
+		}
+	}
 }
 
 // TestPermanentError checks that exit status 65 fails a job for good

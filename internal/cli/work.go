@@ -152,7 +152,13 @@ func runWork(cmd *cobra.Command, g *globals, o workOptions, argv []string) error
 		return g.explain(err)
 	}
 
-	progs := &programs{running: map[*program]struct{}{}}
+	// The guard kills the programs' groups if the worker dies without
+	// doing so itself; without one, only the programs themselves die then.
+	gd, err := startGuard()
+	if err != nil {
+		logger.Warn("a worker killed outright will leave behind what its programs started", "err", err)
+	}
+	progs := &programs{running: map[*program]struct{}{}, guard: gd}
 	defer func() {
 		// Whichever way the worker ends, no program, nor anything one
 		// started, outlives it. Normally none is left by now: the runtime
@@ -162,6 +168,7 @@ func runWork(cmd *cobra.Command, g *globals, o workOptions, argv []string) error
 		if !progs.wait(o.killGrace + time.Second) {
 			logger.Warn("programs still running after they were killed")
 		}
+		gd.close()
 	}()
 
 	// stopNow ends when the worker is told a second time to stop: running
@@ -229,11 +236,13 @@ type programs struct {
 	mu      sync.Mutex
 	running map[*program]struct{}
 	wg      sync.WaitGroup
+	guard   *guard // nil: none
 }
 
 // program is a running program, the leader of its own process group.
 type program struct {
-	pid int
+	pid   int
+	guard *guard
 
 	mu      sync.Mutex
 	reaped  bool // its pid, the group's id, may belong to another by now
@@ -262,12 +271,14 @@ func (p *program) reap(killGroup bool) (stopped bool) {
 	if killGroup {
 		syscall.Kill(-p.pid, syscall.SIGKILL)
 	}
+	p.guard.remove(p.pid)
 	p.reaped = true
 	return p.stopped
 }
 
 func (ps *programs) add(pid int) *program {
-	p := &program{pid: pid}
+	p := &program{pid: pid, guard: ps.guard}
+	ps.guard.add(pid)
 	ps.mu.Lock()
 	ps.running[p] = struct{}{}
 	ps.wg.Add(1)

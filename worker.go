@@ -151,11 +151,14 @@ type runningJob struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	mu sync.Mutex
-	// leaseUntil is when the lease ends, on this machine's clock: the
-	// lease's length (measured on the store's clock) after the accept or
-	// heartbeat that gave it, so that clocks that disagree do not matter.
-	leaseUntil time.Time
+	// skew is how far this machine's clock is ahead of the store's, as
+	// measured by the accept (a little over, by the accept's answer's
+	// trip): the store's lease ends plus skew are on this machine's clock,
+	// so that clocks that disagree do not matter.
+	skew time.Duration
+
+	mu         sync.Mutex
+	leaseUntil time.Time // when the lease ends, on this machine's clock
 	leaseLen   time.Duration
 	ended      bool            // the goroutine is finishing, or shutdown released it
 	result     json.RawMessage // set by SetResult
@@ -394,11 +397,12 @@ func (w *Worker) Run(ctx context.Context) error {
 // start registers a job the store leased to the worker by the time took.
 func (w *Worker) start(base context.Context, job Job, took time.Time) *runningJob {
 	ctx, cancel := context.WithCancelCause(base)
-	leaseLen := job.LeaseUntil.Sub(job.StartedAt) // both on the store's clock
-	if job.StartedAt.IsZero() || leaseLen <= 0 {
-		leaseLen = job.LeaseUntil.Sub(took)
+	var skew time.Duration // without the lease's start, assume none
+	if !job.StartedAt.IsZero() && job.StartedAt.Before(job.LeaseUntil) {
+		skew = took.Sub(job.StartedAt) // the lease starts as the job does
 	}
-	r := &runningJob{job: job, tag: store.LeaseTag(job.Token), cancel: cancel, leaseUntil: took.Add(leaseLen), leaseLen: leaseLen}
+	leaseUntil := job.LeaseUntil.Add(skew)
+	r := &runningJob{job: job, tag: store.LeaseTag(job.Token), cancel: cancel, skew: skew, leaseUntil: leaseUntil, leaseLen: leaseUntil.Sub(took)}
 	r.ctx = context.WithValue(ctx, runningKey{}, &jobContext{w: w, r: r})
 	w.unsettled.Add(1)
 	w.mu.Lock()
@@ -716,7 +720,6 @@ func (w *Worker) beat(ctx context.Context, rs []*runningJob, progress *float64) 
 	for i, r := range rs {
 		ps[i] = HeartbeatParams{Lease: r.job.Lease(), Progress: progress}
 	}
-	sent := time.Now() // the store extends the leases after this
 	res, err := w.c.HeartbeatMany(ctx, ps)
 	if err != nil {
 		return nil, err
@@ -725,7 +728,7 @@ func (w *Worker) beat(ctx context.Context, rs []*runningJob, progress *float64) 
 		switch err := res[i].Err; {
 		case err == nil:
 			r.mu.Lock()
-			r.leaseUntil = sent.Add(r.leaseLen)
+			r.leaseUntil = res[i].LeaseUntil.Add(r.skew)
 			r.mu.Unlock()
 		case errors.Is(err, ErrCanceled):
 			r.cancel(ErrCanceled)

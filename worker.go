@@ -652,7 +652,7 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 		w.mu.Unlock()
 		for _, r := range lost {
 			if r.ctx.Err() == nil {
-				w.log.Error("lease lost: no heartbeat got through before it ran out; stopping the job", "id", r.job.ID, "type", r.job.Type)
+				w.log.Error("lease lost: it ran out before a heartbeat extended it; stopping the job", "id", r.job.ID, "type", r.job.Type)
 				r.cancel(ErrLeaseLost)
 			}
 		}

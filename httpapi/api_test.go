@@ -489,8 +489,8 @@ func TestTypes(t *testing.T) {
 	want[wire.TypeConfig](t, s, 200, "PUT", "/v1/types/report.build", map[string]any{"type": "report.build", "lease_timeout": "2m"})
 	got := want[wire.TypesResponse](t, s, 200, "GET", "/v1/types", nil)
 	wantTypes := []wire.TypeConfig{
-		{Type: "email.send", LeaseTimeout: wire.Duration(45 * time.Second)},
-		{Type: "report.build", LeaseTimeout: wire.Duration(2 * time.Minute)},
+		{Type: "email.send", LeaseTimeout: wire.Duration(45 * time.Second), Retention: wire.Duration(store.DefaultRetention)},
+		{Type: "report.build", LeaseTimeout: wire.Duration(2 * time.Minute), Retention: wire.Duration(store.DefaultRetention)},
 	}
 	if !slices.Equal(got.Types, wantTypes) {
 		t.Errorf("types %+v, want %+v", got.Types, wantTypes)

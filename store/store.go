@@ -602,6 +602,29 @@ type TypeConfig struct {
 	// its running jobs finish, until it is resumed. Recurring jobs whose
 	// slots pass meanwhile follow their missed-slot policy.
 	Paused bool
+	// Retention is how long the type's completed, failed and cancelled
+	// jobs are kept after they end, before they are deleted in the
+	// background (Retirer); zero means DefaultRetention.
+	Retention time.Duration
+}
+
+// Bounds of TypeConfig.Retention.
+const (
+	DefaultRetention = 7 * 24 * time.Hour
+	MinRetention     = time.Second
+	MaxRetention     = 100 * 365 * 24 * time.Hour
+)
+
+// Retirer is a store that deletes ended jobs once their type's retention
+// has passed. Both stores are; the lease monitor (internal/expiry) calls
+// it. On PostgreSQL only the elected leader deletes.
+type Retirer interface {
+	// Retire deletes up to limit completed, failed and cancelled jobs that
+	// ended more than their type's retention before now, and returns how
+	// many it deleted. A child whose parent has not ended is kept: the
+	// parent has yet to see it. Jobs that have not ended (recurring jobs
+	// between runs, parents waiting for children) are never deleted.
+	Retire(ctx context.Context, now time.Time, limit int) (int, error)
 }
 
 // Bands is a counting scheme such as 2,1.
@@ -675,6 +698,9 @@ type Count struct {
 	Group string `json:"group"`
 	State State  `json:"state"`
 	Jobs  int64  `json:"jobs"`
+	// Expired is how many of these jobs (ended ones) are past their
+	// type's retention, waiting for the background sweep to delete them.
+	Expired int64 `json:"expired,omitempty"`
 }
 
 // Event is a committed change to a job, as delivered to Watch callbacks and

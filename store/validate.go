@@ -429,6 +429,9 @@ func CheckTypeConfig(c TypeConfig) error {
 	if c.GroupMaxRunning < 0 {
 		return Invalidf("group max running %d must not be negative", c.GroupMaxRunning)
 	}
+	if c.Retention != 0 && (c.Retention < MinRetention || c.Retention > MaxRetention) {
+		return Invalidf("retention %v must be within %v..%v, or zero for the default (%v)", c.Retention, MinRetention, MaxRetention, DefaultRetention)
+	}
 	return c.Bands.check()
 }
 

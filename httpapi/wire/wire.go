@@ -241,9 +241,10 @@ type TypeConfig struct {
 	LeaseTimeout Duration `json:"lease_timeout,omitempty"`
 	// Bands is a counting scheme such as "2,1"; empty means strict
 	// priority order.
-	Bands           string `json:"bands,omitempty"`
-	GroupMaxRunning int    `json:"group_max_running,omitempty"`
-	Paused          bool   `json:"paused,omitempty"`
+	Bands           string   `json:"bands,omitempty"`
+	GroupMaxRunning int      `json:"group_max_running,omitempty"`
+	Paused          bool     `json:"paused,omitempty"`
+	Retention       Duration `json:"retention,omitempty"`
 }
 
 // Params converts the wire form to store settings.
@@ -253,12 +254,13 @@ func (t TypeConfig) Params() (store.TypeConfig, error) {
 		return store.TypeConfig{}, err
 	}
 	return store.TypeConfig{Type: t.Type, LeaseTimeout: time.Duration(t.LeaseTimeout), Bands: b, GroupMaxRunning: t.GroupMaxRunning,
-		Paused: t.Paused}, nil
+		Paused: t.Paused, Retention: time.Duration(t.Retention)}, nil
 }
 
 // NewTypeConfig converts store settings to the wire form.
 func NewTypeConfig(c store.TypeConfig) TypeConfig {
-	t := TypeConfig{Type: c.Type, LeaseTimeout: Duration(c.LeaseTimeout), GroupMaxRunning: c.GroupMaxRunning, Paused: c.Paused}
+	t := TypeConfig{Type: c.Type, LeaseTimeout: Duration(c.LeaseTimeout), GroupMaxRunning: c.GroupMaxRunning, Paused: c.Paused,
+		Retention: Duration(c.Retention)}
 	if !c.Bands.IsZero() {
 		t.Bands = c.Bands.String()
 	}

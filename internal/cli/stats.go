@@ -94,4 +94,11 @@ func writeStats(w io.Writer, counts []rota.Count) {
 	}
 	line("total", "", totals)
 	tw.Flush()
+	var expired int64
+	for _, n := range counts {
+		expired += n.Expired
+	}
+	if expired > 0 {
+		fmt.Fprintf(w, "%d ended jobs are past their retention, waiting for deletion\n", expired)
+	}
 }

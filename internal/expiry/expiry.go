@@ -1,6 +1,7 @@
 // Package expiry is the lease monitor: it takes back running jobs whose
 // worker stopped heartbeating, so that they run again (or fail when out of
-// attempts), and their old tokens die.
+// attempts), and their old tokens die. It also deletes ended jobs past
+// their type's retention, when the store can (store.Retirer).
 package expiry
 
 import (
@@ -19,7 +20,16 @@ type Monitor struct {
 	Interval time.Duration // zero means 1s
 	Logger   *slog.Logger
 	Now      func() time.Time // nil means time.Now
+	// RetireEvery is how often ended jobs past their retention are
+	// deleted, in batches of RetireBatch; zero means every minute, 1000.
+	RetireEvery time.Duration
+	RetireBatch int
 }
+
+// retireBatches bounds the batches one retention sweep deletes, so that a
+// large backlog of old jobs is worked off over several sweeps, between
+// lease sweeps, rather than in one long one.
+const retireBatches = 10
 
 // Run sweeps until ctx ends.
 func (m *Monitor) Run(ctx context.Context) {
@@ -31,6 +41,15 @@ func (m *Monitor) Run(ctx context.Context) {
 	if now == nil {
 		now = time.Now
 	}
+	retirer, _ := m.Store.(store.Retirer)
+	retireEvery, batch := m.RetireEvery, m.RetireBatch
+	if retireEvery <= 0 {
+		retireEvery = time.Minute
+	}
+	if batch <= 0 {
+		batch = 1000
+	}
+	var retired time.Time // when the last retention sweep ran
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -40,6 +59,10 @@ func (m *Monitor) Run(ctx context.Context) {
 		case <-timer.C:
 		}
 		n, next, err := m.Store.ExpireLeases(ctx, now())
+		if retirer != nil && time.Since(retired) >= retireEvery {
+			retired = time.Now()
+			m.retire(ctx, retirer, now, batch)
+		}
 		wait := interval
 		switch {
 		case err != nil:
@@ -59,5 +82,26 @@ func (m *Monitor) Run(ctx context.Context) {
 			}
 		}
 		timer.Reset(wait)
+	}
+}
+
+// retire deletes ended jobs past their retention, a few batches at most.
+func (m *Monitor) retire(ctx context.Context, r store.Retirer, now func() time.Time, batch int) {
+	total := 0
+	for range retireBatches {
+		n, err := r.Retire(ctx, now(), batch)
+		if err != nil {
+			if ctx.Err() == nil && m.Logger != nil {
+				m.Logger.Warn("retention sweep failed", "err", err)
+			}
+			break
+		}
+		total += n
+		if n < batch {
+			break
+		}
+	}
+	if total > 0 && m.Logger != nil {
+		m.Logger.Info("deleted ended jobs past their retention", "jobs", total)
 	}
 }

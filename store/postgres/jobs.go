@@ -1480,3 +1480,40 @@ func (t *txn) expire(delta time.Duration) (int, time.Time, error) {
 	}
 	return len(expired), nullTime(next), nil
 }
+
+// retireSQL deletes ended jobs past their type's retention (store.Retirer).
+// $1 is how far the caller's now is ahead of this node's clock.
+const retireSQL = `DELETE FROM rota.jobs_ended WHERE id IN (SELECT e.id FROM rota.jobs_ended e LEFT JOIN rota.types t ON t.name = e.type
+	WHERE e.finished_at < now() + $1 * interval '1 microsecond' - coalesce(nullif(t.retention, 0), $2) * interval '1 microsecond'
+		AND (e.parent_id IS NULL OR NOT EXISTS (SELECT FROM rota.jobs p WHERE p.id = e.parent_id))
+	LIMIT $3)`
+
+// Retire deletes up to limit ended jobs past their type's retention. Only
+// the elected sweep leader deletes (as ExpireLeases, which it elects);
+// on other nodes it returns at once.
+func (s *Store) Retire(ctx context.Context, now time.Time, limit int) (int, error) {
+	if s.closed.Load() {
+		return 0, s.wrap("retire", store.ErrClosed)
+	}
+	delta := time.Until(now)
+	l := &s.leader
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	conn, err := l.acquire(ctx)
+	if err != nil {
+		return 0, s.wrap("retire: elect", err)
+	}
+	if conn == nil {
+		return 0, nil
+	}
+	var n int64
+	err = s.inTxOn(ctx, "retire ended jobs", conn, func(t *txn) error {
+		var err error
+		n, err = t.exec(retireSQL, us(delta), us(store.DefaultRetention), max(limit, 1))
+		return err
+	})
+	if err != nil && (isConnErr(err) || conn.IsClosed()) {
+		l.lost()
+	}
+	return int(n), err
+}

@@ -17,24 +17,26 @@ type typeConfig struct {
 	bands           store.Bands
 	groupMaxRunning int
 	paused          bool
+	retention       time.Duration // 0: the default
 }
 
 type groupKey struct{ grp, typ string }
 
 func (s *Store) loadConfig() error {
-	rows, err := s.reader.Query(`SELECT name, lease_timeout, bands_high, bands_low, group_max_running, paused FROM rota_types`)
+	rows, err := s.reader.Query(`SELECT name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention FROM rota_types`)
 	if err != nil {
 		return fmt.Errorf("sqlite: load types: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var name string
-		var lt int64
+		var lt, ret int64
 		var c typeConfig
-		if err := rows.Scan(&name, &lt, &c.bands.High, &c.bands.Low, &c.groupMaxRunning, &c.paused); err != nil {
+		if err := rows.Scan(&name, &lt, &c.bands.High, &c.bands.Low, &c.groupMaxRunning, &c.paused, &ret); err != nil {
 			return fmt.Errorf("sqlite: load types: %w", err)
 		}
 		c.lease = time.Duration(lt) * time.Microsecond
+		c.retention = time.Duration(ret) * time.Microsecond
 		s.types[name] = c
 	}
 	if err := rows.Err(); err != nil {
@@ -111,19 +113,21 @@ func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
 		return err
 	}
 	err := s.write(ctx, true, func(w *writeTx) error {
-		_, err := w.exec(`INSERT INTO rota_types (name, lease_timeout, bands_high, bands_low, group_max_running, paused, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)
+		_, err := w.exec(`INSERT INTO rota_types (name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention,
+			updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET lease_timeout = excluded.lease_timeout, bands_high = excluded.bands_high,
 			bands_low = excluded.bands_low, group_max_running = excluded.group_max_running, paused = excluded.paused,
-			updated_at = excluded.updated_at`,
-			c.Type, c.LeaseTimeout.Microseconds(), c.Bands.High, c.Bands.Low, c.GroupMaxRunning, c.Paused, micros(w.now))
+			retention = excluded.retention, updated_at = excluded.updated_at`,
+			c.Type, c.LeaseTimeout.Microseconds(), c.Bands.High, c.Bands.Low, c.GroupMaxRunning, c.Paused,
+			c.Retention.Microseconds(), micros(w.now))
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: set type %q: %w", c.Type, err)
 	}
 	s.typesMu.Lock()
-	s.types[c.Type] = typeConfig{lease: c.LeaseTimeout, bands: c.Bands, groupMaxRunning: c.GroupMaxRunning, paused: c.Paused}
+	s.types[c.Type] = typeConfig{lease: c.LeaseTimeout, bands: c.Bands, groupMaxRunning: c.GroupMaxRunning, paused: c.Paused,
+		retention: c.Retention}
 	s.typesMu.Unlock()
 	return nil
 }
@@ -143,7 +147,8 @@ func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
 		if lt == 0 {
 			lt = store.DefaultLeaseTimeout
 		}
-		out = append(out, store.TypeConfig{Type: name, LeaseTimeout: lt, Bands: c.bands, GroupMaxRunning: c.groupMaxRunning, Paused: c.paused})
+		out = append(out, store.TypeConfig{Type: name, LeaseTimeout: lt, Bands: c.bands, GroupMaxRunning: c.groupMaxRunning, Paused: c.paused,
+			Retention: cmp.Or(c.retention, store.DefaultRetention)})
 	}
 	slices.SortFunc(out, func(a, b store.TypeConfig) int { return cmp.Compare(a.Type, b.Type) })
 	return out, nil

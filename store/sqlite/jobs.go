@@ -860,3 +860,24 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 	}
 	return n, next, nil
 }
+
+// retireSQL deletes ended jobs past their type's retention (store.Retirer).
+const retireSQL = `DELETE FROM rota_jobs WHERE id IN (SELECT j.id FROM rota_jobs j LEFT JOIN rota_types t ON t.name = j.type
+	WHERE j.state IN (3, 4, 5) AND j.finished_at < ?1 - coalesce(nullif(t.retention, 0), ?2)
+		AND (j.parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM rota_jobs p WHERE p.id = j.parent_id AND p.state IN (0, 1, 2)))
+	LIMIT ?3)`
+
+// Retire deletes up to limit ended jobs past their type's retention.
+func (s *Store) Retire(ctx context.Context, now time.Time, limit int) (int, error) {
+	var n int
+	err := s.write(ctx, true, func(w *writeTx) error {
+		res, err := w.exec(retireSQL, micros(now), store.DefaultRetention.Microseconds(), max(limit, 1))
+		if err != nil {
+			return fmt.Errorf("sqlite: retire ended jobs: %w", err)
+		}
+		k, err := res.RowsAffected()
+		n = int(k)
+		return err
+	})
+	return n, err
+}

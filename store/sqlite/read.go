@@ -278,7 +278,10 @@ func (s *Store) listQuery(ctx context.Context, q querier, from string, where []s
 // costs in proportion to the table: fine for an operator's view, not for a
 // hot path.
 func (s *Store) Stats(ctx context.Context) ([]store.Count, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT type, grp, state, count(*) FROM rota_jobs GROUP BY type, grp, state ORDER BY type, grp, state`)
+	rows, err := s.reader.QueryContext(ctx, `SELECT j.type, j.grp, j.state, count(*),
+		sum(j.state IN (3, 4, 5) AND j.finished_at < ? - coalesce(nullif(t.retention, 0), ?))
+		FROM rota_jobs j LEFT JOIN rota_types t ON t.name = j.type
+		GROUP BY j.type, j.grp, j.state ORDER BY j.type, j.grp, j.state`, micros(s.cfg.Clock()), store.DefaultRetention.Microseconds())
 	if err != nil {
 		return nil, s.readErr(err)
 	}
@@ -287,7 +290,7 @@ func (s *Store) Stats(ctx context.Context) ([]store.Count, error) {
 	for rows.Next() {
 		var c store.Count
 		var state int
-		if err := rows.Scan(&c.Type, &c.Group, &state, &c.Jobs); err != nil {
+		if err := rows.Scan(&c.Type, &c.Group, &state, &c.Jobs, &c.Expired); err != nil {
 			return nil, fmt.Errorf("sqlite: stats: %w", err)
 		}
 		c.State = store.State(state)

@@ -265,3 +265,95 @@ func ExampleAddHook() {
 	// acme <nil>
 	// rota: add hook rota_test.stampTenant: no tenant in the context
 }
+
+// A recurring job: each time a run completes, the job is pending again at
+// its next slot. Re-adding it by key with the same schedule, as a program
+// that declares its recurring jobs at every start does, keeps its slot.
+func ExampleAddParams_schedule() {
+	path, cleanup := dbPath()
+	defer cleanup()
+	client, err := rota.Open(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+
+	first := time.Date(2026, 1, 31, 9, 0, 0, 0, time.UTC)
+	for range 2 {
+		res, err := client.Add(ctx, rota.AddParams{
+			Type:     "invoice.send",
+			Key:      "monthly",
+			Schedule: "SCHEDULED, +1 MONTH", // Bedrock's repeat grammar; or cron: "0 9 1 * *"
+			Missed:   rota.MissedOnce,       // slots missed while down run once
+			RunAt:    first,
+		})
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(res.Outcome, res.Job.Schedule, res.Job.RunAt.Format(time.DateTime))
+	}
+	jobs, err := client.Accept(ctx, rota.AcceptParams{Types: []string{"invoice.send"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := client.Complete(ctx, jobs[0].Lease(), nil); err != nil {
+		log.Fatal(err)
+	}
+	job, err := client.Get(ctx, jobs[0].ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The next slot after 2026-01-31 plus a month is March 3rd, as SQLite
+	// (and so Bedrock) computes it; it has passed, so the job moves on to
+	// the first slot to come on its phase.
+	fmt.Println(job.State, job.RunAt.After(time.Now()))
+	// Output:
+	// inserted SCHEDULED, +1 MONTH 2026-01-31 09:00:00
+	// updated SCHEDULED, +1 MONTH 2026-01-31 09:00:00
+	// pending true
+}
+
+// A parent job adds children while it runs; it waits for them, then runs
+// again and sees what they did.
+func ExampleAddParams_parent() {
+	path, cleanup := dbPath()
+	defer cleanup()
+	client, err := rota.Open(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+
+	if _, err := client.Add(ctx, rota.AddParams{Type: "batch", Data: json.RawMessage(`{"files":2}`)}); err != nil {
+		log.Fatal(err)
+	}
+	parent, _ := client.Accept(ctx, rota.AcceptParams{Types: []string{"batch"}})
+	for i := range 2 {
+		child := rota.AddParams{Type: "file", Parent: parent[0].ID, Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
+		if _, err := client.Add(ctx, child); err != nil {
+			log.Fatal(err)
+		}
+	}
+	// The parent's run completes; it waits for its children.
+	if err := client.Complete(ctx, parent[0].Lease(), nil); err != nil {
+		log.Fatal(err)
+	}
+	children, _ := client.Accept(ctx, rota.AcceptParams{Types: []string{"file"}, Limit: 10})
+	for _, c := range children {
+		fmt.Println("child sees", string(c.ParentData))
+		if err := client.Complete(ctx, c.Lease(), json.RawMessage(`"done"`)); err != nil {
+			log.Fatal(err)
+		}
+	}
+	again, _ := client.Accept(ctx, rota.AcceptParams{Types: []string{"batch"}})
+	for _, c := range again[0].Children {
+		fmt.Println("parent sees", string(c.Data), c.State, string(c.Result))
+	}
+	// Output:
+	// child sees {"files":2}
+	// child sees {"files":2}
+	// parent sees {"n":0} completed "done"
+	// parent sees {"n":1} completed "done"
+}

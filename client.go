@@ -220,6 +220,16 @@ func (c *Client) Resubmit(ctx context.Context, p ResubmitParams) (AddResult, err
 	return res[0], errs[0]
 }
 
+// Update changes a job in place, in any state, without moving it to
+// another state (Bedrock's UpdateJob), and returns it as it now is.
+func (c *Client) Update(ctx context.Context, p UpdateParams) (Job, error) {
+	jobs, errs, err := c.st.Update(ctx, []UpdateParams{p})
+	if err != nil {
+		return Job{}, err
+	}
+	return jobs[0], errs[0]
+}
+
 // Remove deletes a job in any state.
 func (c *Client) Remove(ctx context.Context, id int64) error {
 	errs, err := c.st.Remove(ctx, []int64{id})

@@ -46,6 +46,8 @@ type (
 	Outcome = store.Outcome
 	// ResubmitParams asks for a job to run again.
 	ResubmitParams = store.ResubmitParams
+	// UpdateParams changes a job in place (Client.Update).
+	UpdateParams = store.UpdateParams
 	// ListParams filters and pages a listing.
 	ListParams = store.ListParams
 	// ListResult is one page of jobs.

@@ -1682,3 +1682,19 @@ func TestRecurringJob(t *testing.T) {
 		t.Errorf("listed: %+v", list.Jobs)
 	}
 }
+
+// TestUpdateJob: PATCH changes a job in place and answers with it.
+func TestUpdateJob(t *testing.T) {
+	s := newServer(t, httpapi.Config{})
+	j := s.add(t, map[string]any{"type": "t", "data": map[string]any{"a": 1}})
+	got := want[wire.JobResponse](t, s, 200, "PATCH", path(j.ID, ""), map[string]any{"data": map[string]any{"b": 2}, "priority": 4,
+		"schedule": "@hourly"}).Job
+	if got.Priority != 4 || got.Schedule != "@hourly" || got.State != store.Pending {
+		t.Errorf("after PATCH: %+v", got)
+	}
+	jsonEq(t, "data after PATCH", got.Data, `{"b":2}`)
+	wantError(t, s.do(t, "PATCH", path(j.ID, ""), map[string]any{"schedule": "SCHEDULED"}), 400, "invalid_input", "modifier")
+	wantError(t, s.do(t, "PATCH", path(987654, ""), map[string]any{"priority": 1}), 404, "not_found", "987654")
+	run := s.acceptOne(t, "t")
+	wantError(t, s.do(t, "PATCH", path(run.ID, ""), map[string]any{"run_at": time.Now().Add(time.Hour)}), 409, "finished", "running")
+}

@@ -91,6 +91,7 @@ var Routes = []string{
 	"GET /v1/jobs",
 	"GET /v1/jobs/{id}",
 	"DELETE /v1/jobs/{id}",
+	"PATCH /v1/jobs/{id}",
 	"POST /v1/jobs/{id}/cancel",
 	"POST /v1/jobs/{id}/resubmit",
 	"POST /v1/jobs/{id}/heartbeat",
@@ -118,6 +119,7 @@ func (s *Server) routes() {
 		"GET /v1/jobs":                 s.list,
 		"GET /v1/jobs/{id}":            s.get,
 		"DELETE /v1/jobs/{id}":         s.remove,
+		"PATCH /v1/jobs/{id}":          s.update,
 		"POST /v1/jobs/{id}/cancel":    s.cancel,
 		"POST /v1/jobs/{id}/resubmit":  s.resubmit,
 		"POST /v1/jobs/{id}/heartbeat": s.heartbeatOne,
@@ -451,6 +453,25 @@ func (s *Server) resubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.AddResponse{Job: hideToken(res.Job), Outcome: res.Outcome})
+}
+
+func (s *Server) update(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req wire.UpdateRequest
+	if err := s.decode(w, r, &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	j, err := s.c.Update(r.Context(), req.Params(id))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.JobResponse{Job: hideToken(j)})
 }
 
 func (s *Server) remove(w http.ResponseWriter, r *http.Request) {

@@ -362,6 +362,24 @@ func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]stor
 	return out, errs, nil
 }
 
+// Update changes jobs in place, one request per job.
+func (s *Store) Update(ctx context.Context, ps []store.UpdateParams) ([]store.Job, []error, error) {
+	out := make([]store.Job, len(ps))
+	errs := make([]error, len(ps))
+	for i, p := range ps {
+		if p.ID <= 0 {
+			return nil, nil, store.Invalidf("job id %d is not valid", p.ID)
+		}
+		var resp wire.JobResponse
+		err := s.do(ctx, "PATCH", jobPath(p.ID, ""), nil, wire.NewUpdateRequest(p), &resp)
+		if err != nil && !isItemError(err) {
+			return nil, nil, err
+		}
+		out[i], errs[i] = resp.Job, err
+	}
+	return out, errs, nil
+}
+
 // Cancel cancels jobs, one request per job.
 func (s *Store) Cancel(ctx context.Context, ids []int64) ([]error, error) {
 	return s.each(ctx, ids, func(id int64) error { return s.do(ctx, "POST", jobPath(id, "cancel"), nil, nil, nil) })

@@ -462,6 +462,25 @@ type ResubmitParams struct {
 	Data json.RawMessage
 }
 
+// UpdateParams changes a job in place, in any state, without moving it
+// to another state (Bedrock's UpdateJob): an operator's or producer's
+// edit. Nil and zero fields keep what the job has.
+type UpdateParams struct {
+	ID int64
+	// Data replaces the job's data (a running job's worker sees it at its
+	// next accept of the job, and may overwrite it with a heartbeat).
+	Data json.RawMessage
+	// Priority replaces the job's priority.
+	Priority *int
+	// RunAt moves a pending or paused job's run time; for a job in
+	// another state it is an error.
+	RunAt time.Time
+	// Schedule and Missed replace a job's schedule ("" removes it) and
+	// missed-slot policy; a pending job keeps its run time.
+	Schedule *string
+	Missed   *Missed
+}
+
 // ListParams filters and pages a listing. Jobs come in id order.
 type ListParams struct {
 	Types  []string // exact type names; empty means all
@@ -746,6 +765,9 @@ type Store interface {
 	Cancel(ctx context.Context, ids []int64) ([]error, error)
 	// Remove deletes jobs in any state; per-item errors.
 	Remove(ctx context.Context, ids []int64) ([]error, error)
+	// Update changes jobs in place (UpdateParams); per-item errors. It
+	// returns the jobs as they are after the change.
+	Update(ctx context.Context, p []UpdateParams) ([]Job, []error, error)
 
 	// Accept leases due jobs to a worker. Within a type it takes the next
 	// group in weighted round-robin order among the groups with due jobs

@@ -208,6 +208,45 @@ func CheckAdd(p *AddParams) ([]byte, error) {
 	return NormalizeData("data", p.Data)
 }
 
+// CheckUpdates checks updates and returns each one's normalized data (nil
+// to keep the job's).
+func CheckUpdates(ps []UpdateParams) ([][]byte, error) {
+	if len(ps) > MaxAddBatch {
+		return nil, TooLarge("an update of %d jobs is more than %d", len(ps), MaxAddBatch)
+	}
+	datas := make([][]byte, len(ps))
+	for i := range ps {
+		p := &ps[i]
+		if p.ID <= 0 {
+			return nil, Invalidf("job id %d is not valid", p.ID)
+		}
+		if p.Data != nil {
+			d, err := NormalizeData("data", p.Data)
+			if err != nil {
+				return nil, err
+			}
+			datas[i] = d
+		}
+		if err := CheckTime("run_at", p.RunAt); err != nil {
+			return nil, err
+		}
+		if p.Schedule != nil {
+			missed := MissedOnce
+			if p.Missed != nil {
+				missed = *p.Missed
+			}
+			text := *p.Schedule
+			if err := CheckSchedule(&text, missed); err != nil {
+				return nil, err
+			}
+			p.Schedule = &text
+		} else if p.Missed != nil && int(*p.Missed) >= len(missedNames) {
+			return nil, Invalidf("unknown missed-slot policy %d", *p.Missed)
+		}
+	}
+	return datas, nil
+}
+
 // CheckSchedule checks a schedule and its missed-slot policy, and puts the
 // schedule in its stored form (a repeat upper-cased).
 func CheckSchedule(text *string, m Missed) error {

@@ -111,6 +111,35 @@ type ResubmitRequest struct {
 	Data  json.RawMessage `json:"data,omitempty"`
 }
 
+// UpdateRequest changes a job in place: PATCH /v1/jobs/{id}. Absent
+// fields keep the job's.
+type UpdateRequest struct {
+	Data     json.RawMessage `json:"data,omitempty"`
+	Priority *int            `json:"priority,omitempty"`
+	RunAt    *time.Time      `json:"run_at,omitempty"`
+	Schedule *string         `json:"schedule,omitempty"`
+	Missed   *store.Missed   `json:"missed,omitempty"`
+}
+
+// Params converts the request to store parameters for job id.
+func (u UpdateRequest) Params(id int64) store.UpdateParams {
+	p := store.UpdateParams{ID: id, Data: u.Data, Priority: u.Priority, Schedule: u.Schedule, Missed: u.Missed}
+	if u.RunAt != nil {
+		p.RunAt = *u.RunAt
+	}
+	return p
+}
+
+// NewUpdateRequest converts store parameters to a request.
+func NewUpdateRequest(p store.UpdateParams) UpdateRequest {
+	u := UpdateRequest{Data: p.Data, Priority: p.Priority, Schedule: p.Schedule, Missed: p.Missed}
+	if !p.RunAt.IsZero() {
+		t := p.RunAt
+		u.RunAt = &t
+	}
+	return u
+}
+
 // AcceptRequest leases due jobs: POST /v1/accept.
 type AcceptRequest struct {
 	Types        []string   `json:"types"`

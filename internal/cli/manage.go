@@ -11,6 +11,7 @@ import (
 
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/httpapi/wire"
+	"github.com/rotajobs/rota/store"
 )
 
 // itemResult is one job's answer in the --json output of cancel, retry
@@ -251,4 +252,96 @@ With --json it prints {"results": [{"id"} or {"id", "error"}...]}.`,
 			return finishItems(cmd.OutOrStdout(), cmd.ErrOrStderr(), g, res, errs, "removed")
 		},
 	}
+}
+
+func updateCommand(g *globals) *cobra.Command {
+	var (
+		at       schedule
+		data     string
+		dataFile string
+		priority int
+		sched    string
+		missed   string
+	)
+	cmd := &cobra.Command{
+		Use:   "update ID...",
+		Short: "Change jobs in place",
+		Long: `update changes jobs in any state without moving them to another state:
+their data (--data), priority (--priority), run time (--at or --in; a
+pending or paused job only), schedule (--schedule; "" makes a recurring
+job a one-off one) and missed-slot policy (--missed). Flags left out keep
+what the job has.
+
+It prints each job's id. With --json it prints
+{"results": [{"id", "job"} or {"id", "error"}...]}.`,
+		Example: `  rota update 42 --priority 10
+  rota update 42 --in 1h
+  rota update 42 --schedule 'CRON_TZ=Europe/Paris 0 8 * * *'`,
+		Args: minArgs(1, "at least one job ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := parseIDs(args)
+			if err != nil {
+				return err
+			}
+			var p rota.UpdateParams
+			if p.RunAt, err = at.runAt(cmd, time.Now()); err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("data") || dataFile != "" {
+				if p.Data, err = readData(cmd.InOrStdin(), data, dataFile, cmd.Flags().Changed("data")); err != nil {
+					return err
+				}
+			}
+			if cmd.Flags().Changed("priority") {
+				p.Priority = &priority
+			}
+			if cmd.Flags().Changed("missed") {
+				m, err := store.ParseMissed(missed)
+				if err != nil {
+					return usageErrorf("--missed: %v", invalidDetail(err))
+				}
+				p.Missed = &m
+			}
+			if cmd.Flags().Changed("schedule") {
+				m := store.MissedOnce
+				if p.Missed != nil {
+					m = *p.Missed
+				}
+				if err := store.CheckSchedule(&sched, m); err != nil {
+					return usageErrorf("--%v", invalidDetail(err))
+				}
+				p.Schedule = &sched
+			}
+			if p.Data == nil && p.Priority == nil && p.RunAt.IsZero() && p.Schedule == nil && p.Missed == nil {
+				return usageErrorf("nothing to change: give --data, --priority, --at/--in, --schedule or --missed")
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			res := make([]itemResult, len(ids))
+			errs := make([]error, len(ids))
+			for i, id := range ids {
+				res[i].ID = id
+				p.ID = id
+				j, err := c.Update(cmd.Context(), p)
+				if err != nil && !isItemError(err) {
+					return g.explain(err)
+				}
+				if errs[i] = err; err == nil {
+					res[i].Job = &j
+				}
+			}
+			return finishItems(cmd.OutOrStdout(), cmd.ErrOrStderr(), g, res, errs, "updated")
+		},
+	}
+	at.register(cmd, "run")
+	f := cmd.Flags()
+	f.StringVar(&data, "data", "", `replace the job's data with this JSON object ("-" reads standard input)`)
+	f.StringVar(&dataFile, "data-file", "", `replace the job's data with this file's ("-" for standard input)`)
+	f.IntVar(&priority, "priority", 0, "the job's new priority")
+	f.StringVar(&sched, "schedule", "", `the job's new schedule (a repeat or cron expression; "" for none)`)
+	f.StringVar(&missed, "missed", "", "the recurring job's new missed-slot policy: once, skip or all")
+	return cmd
 }

@@ -105,10 +105,11 @@ const (
 	// (Slot), as a new cycle with attempt 0 and its data kept; Result and
 	// Error (either may be empty) are the run's outcome.
 	Recur
-	// Overwrite: a unique add's data are merged into the job's, and its
-	// priority and schedule set (Set.Data, Set.Priority, Set.Schedule,
-	// Set.Missed); state and run time stay.
-	Overwrite
+	// Edit: the job's data, priority, schedule and policy are set in
+	// place (Set.Data, Set.Priority, Set.Schedule, Set.Missed; nil keeps),
+	// and a pending or paused job's run time (RunAt); its state stays. An
+	// update, or a unique add's overwrite.
+	Edit
 	// Wait: a parent's run completed while it has unfinished children:
 	// running → paused until the last of them ends. Its paused children
 	// become pending (each a Resume).
@@ -124,7 +125,7 @@ const (
 )
 
 var kindNames = [...]string{"keep", "complete", "retry", "discard", "requeue", "cancel-run", "run-again",
-	"cancel", "update", "mark-resubmit", "revive", "remove", "extend", "recur", "overwrite", "wait", "resume", "skip-slots"}
+	"cancel", "update", "mark-resubmit", "revive", "remove", "extend", "recur", "edit", "wait", "resume", "skip-slots"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -491,7 +492,8 @@ func After(r *Row, p *Plan) {
 	switch p.Kind {
 	case Keep, Extend:
 		return
-	case Overwrite:
+	case Edit:
+		r.RunAt = p.RunAt
 		if p.Set.Schedule != nil {
 			r.Schedule, r.Slot = *p.Set.Schedule, p.Slot
 		}

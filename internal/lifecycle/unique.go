@@ -20,7 +20,7 @@ func Matches(s store.State) bool { return s != store.Completed }
 // job r, whose data are existing: the same data, or no overwrite, change
 // nothing (Keep, Unchanged); otherwise the add's data are merged into the
 // job's by JSON merge patch and its priority and schedule become the
-// add's (Overwrite, Updated), as Bedrock's CreateJob does.
+// add's (Edit, Updated), as Bedrock's CreateJob does.
 func UniqueAdd(r *Row, p *store.AddParams, data, existing []byte) (Plan, error) {
 	keep := Plan{Kind: Keep, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt, Outcome: store.Unchanged}
 	if !p.Overwrite || bytes.Equal(data, existing) {
@@ -41,7 +41,38 @@ func UniqueAdd(r *Row, p *store.AddParams, data, existing []byte) (Plan, error) 
 	if sched != "" {
 		slot = cmp.Or(r.Slot, r.RunAt)
 	}
-	return Plan{Kind: Overwrite, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt, Slot: slot,
+	return Plan{Kind: Edit, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt, Slot: slot,
 		Set:     Readd{Data: merged, Priority: &prio, Schedule: &sched, Missed: &missed},
 		Outcome: store.Updated, Event: event(r, r.State, r.RunAt)}, nil
+}
+
+// UpdateJob decides an update of job id (r nil when it does not exist):
+// the job changes in place, in any state (Bedrock's UpdateJob); data is
+// p's normalized data (nil keeps). A new run time needs a pending or
+// paused job.
+func UpdateJob(id int64, r *Row, p *store.UpdateParams, data []byte) (Plan, error) {
+	if r == nil {
+		return Plan{}, fmt.Errorf("job %d: %w", id, store.ErrNotFound)
+	}
+	runAt := r.RunAt
+	if !p.RunAt.IsZero() {
+		if r.State != store.Pending && r.State != store.Paused {
+			return Plan{}, fmt.Errorf("job %d is %s: only a pending or paused job's run time can change: %w", id, r.State, store.ErrFinished)
+		}
+		runAt = p.RunAt
+	}
+	sched := r.Schedule
+	if p.Schedule != nil {
+		sched = *p.Schedule
+	}
+	var slot time.Time
+	if sched != "" {
+		slot = cmp.Or(r.Slot, runAt)
+		if !p.RunAt.IsZero() {
+			slot = runAt
+		}
+	}
+	return Plan{Kind: Edit, State: r.State, RunAt: runAt, Attempt: r.Attempt, Slot: slot,
+		Set:     Readd{Data: data, Priority: p.Priority, Schedule: p.Schedule, Missed: p.Missed},
+		Outcome: store.Updated, Event: event(r, r.State, runAt)}, nil
 }

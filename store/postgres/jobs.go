@@ -1123,10 +1123,12 @@ WHERE id = $1`
 	skipSlotsSQL = `UPDATE rota.jobs SET state = 0, run_at = $2::timestamptz, slot = $3::timestamptz, attempt = $4,
 	lease_until = NULL, token = NULL, updated_at = now() WHERE id = $1`
 
-	// overwriteSQL gives a job a unique add's data, priority and schedule
-	// (Overwrite), in whichever table it is. Args: id, data, priority,
-	// schedule, missed, slot.
-	overwriteSQL = `UPDATE %s SET data = $2, priority = $3, repeat = $4, missed = $5, slot = $6, updated_at = now() WHERE id = $1`
+	// editSQL changes a job in place (Edit), in whichever table it is.
+	// Args: id, data, priority (NULL keeps each), the schedule as in
+	// reviveSQL, slot, run_at.
+	editSQL = `UPDATE %s SET data = coalesce($2, data), priority = coalesce($3, priority),
+	repeat = CASE WHEN $4::boolean THEN $5::text ELSE repeat END, missed = coalesce($6::smallint, missed), slot = $7::timestamptz,
+	run_at = $8::timestamptz, updated_at = now() WHERE id = $1`
 
 	// waitSQL pauses a parent whose run completed until its children end
 	// (Wait). Args: id, run_at, result.
@@ -1223,12 +1225,17 @@ func (t *txn) applyOne(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
 		n, err = t.exec(waitSQL, r.ID, p.RunAt, p.Result)
 	case lifecycle.Resume:
 		n, err = t.exec(resumeSQL, r.ID, p.RunAt)
-	case lifecycle.Overwrite:
+	case lifecycle.Edit:
 		a := &p.Set
+		var prio *int64
+		if a.Priority != nil {
+			v := int64(*a.Priority)
+			prio = &v
+		}
+		set, text, missed := scheduleArgs(a)
 		for _, table := range []string{"rota.jobs", "rota.jobs_ended"} {
 			var k int64
-			if k, err = t.exec(fmt.Sprintf(overwriteSQL, table), r.ID, a.Data, int64(*a.Priority), optString(*a.Schedule),
-				int16(*a.Missed), optTime(p.Slot)); err != nil {
+			if k, err = t.exec(fmt.Sprintf(editSQL, table), r.ID, a.Data, prio, set, text, missed, optTime(p.Slot), p.RunAt); err != nil {
 				break
 			}
 			n += k
@@ -1255,7 +1262,7 @@ func (t *txn) applyOne(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
 	typ, grp, from := r.Type, r.Group, r.State
 	lifecycle.After(r, p)
 	switch p.Kind {
-	case lifecycle.Keep, lifecycle.MarkResubmit, lifecycle.Overwrite:
+	case lifecycle.Keep, lifecycle.MarkResubmit, lifecycle.Edit:
 	case lifecycle.Remove:
 		t.countState(typ, grp, from, -1)
 	default:
@@ -1516,4 +1523,52 @@ func (s *Store) Retire(ctx context.Context, now time.Time, limit int) (int, erro
 		l.lost()
 	}
 	return int(n), err
+}
+
+// Update changes jobs in place (lifecycle.UpdateJob).
+func (s *Store) Update(ctx context.Context, ps []store.UpdateParams) ([]store.Job, []error, error) {
+	datas, err := store.CheckUpdates(ps)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]store.Job, len(ps))
+	errs := make([]error, len(ps))
+	ids := make([]int64, len(ps))
+	for i, p := range ps {
+		ids[i] = p.ID
+	}
+	err = s.inTx(ctx, "update", func(t *txn) error {
+		clear(out)
+		clear(errs)
+		rs, err := t.lock(ids)
+		if err != nil {
+			return err
+		}
+		for i := range ps {
+			plan, err := lifecycle.UpdateJob(ps[i].ID, rs[ps[i].ID], &ps[i], datas[i])
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			if _, err := t.apply(rs[ps[i].ID], &plan); err != nil {
+				return err
+			}
+		}
+		jobs, err := scanJobs(t.query(bothTables(`SELECT `+jobColumns+` FROM %s WHERE id = ANY($1)`), ids))
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			for i := range ps {
+				if ps[i].ID == j.ID && errs[i] == nil {
+					out[i] = j
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, errs, nil
 }

@@ -96,7 +96,9 @@ const (
 	progress = 0, lease_until = NULL, finished_at = ?, updated_at = ?, token = CASE WHEN ? THEN NULL ELSE token END WHERE id = ?`
 	skipSlotsSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, slot = ?, attempt = ?, lease_until = NULL, token = NULL,
 	updated_at = ? WHERE id = ?`
-	overwriteSQL = `UPDATE rota_jobs SET data = ?, priority = ?, repeat = ?, missed = ?, slot = ?, updated_at = ? WHERE id = ?`
+	// editSQL changes a job in place (Edit); the schedule as in updateSQL.
+	editSQL = `UPDATE rota_jobs SET data = coalesce(?, data), priority = coalesce(?, priority),
+	repeat = CASE WHEN ? THEN ? ELSE repeat END, missed = coalesce(?, missed), slot = ?, run_at = ?, updated_at = ? WHERE id = ?`
 	// waitSQL pauses a parent whose run completed until its children end.
 	waitSQL   = `UPDATE rota_jobs SET state = 2, run_at = ?, result = ?, lease_until = NULL, updated_at = ? WHERE id = ?`
 	resumeSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, updated_at = ? WHERE id = ?`
@@ -167,13 +169,10 @@ func (w *writeTx) apply(r *lifecycle.Row, p *lifecycle.Plan, data []byte, progre
 			errText = p.Error
 		}
 		_, err = w.exec(recurSQL, micros(p.RunAt), nullTime(p.Slot), p.Result, errText, now, now, p.DropToken, r.ID)
-	case lifecycle.Overwrite:
+	case lifecycle.Edit:
 		a := &p.Set
-		var repeat any
-		if *a.Schedule != "" {
-			repeat = *a.Schedule
-		}
-		_, err = w.exec(overwriteSQL, a.Data, *a.Priority, repeat, int(*a.Missed), nullTime(p.Slot), now, r.ID)
+		args := append([]any{a.Data, a.Priority}, scheduleArgs(a)...)
+		_, err = w.exec(editSQL, append(args, nullTime(p.Slot), micros(p.RunAt), now, r.ID)...)
 	case lifecycle.Wait:
 		_, err = w.exec(waitSQL, micros(p.RunAt), p.Result, now, r.ID)
 	case lifecycle.Resume:
@@ -880,4 +879,37 @@ func (s *Store) Retire(ctx context.Context, now time.Time, limit int) (int, erro
 		return err
 	})
 	return n, err
+}
+
+// Update changes jobs in place (lifecycle.UpdateJob).
+func (s *Store) Update(ctx context.Context, ps []store.UpdateParams) ([]store.Job, []error, error) {
+	datas, err := store.CheckUpdates(ps)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]store.Job, len(ps))
+	errs := make([]error, len(ps))
+	err = s.write(ctx, true, func(w *writeTx) error {
+		for i := range ps {
+			r, _, err := w.load(ps[i].ID)
+			if err != nil {
+				return err
+			}
+			plan, err := lifecycle.UpdateJob(ps[i].ID, r, &ps[i], datas[i])
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			res, err := w.readd(r, plan)
+			if err != nil {
+				return err
+			}
+			out[i] = res.Job
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, errs, nil
 }

@@ -515,7 +515,9 @@ func retryable(err error) bool {
 // call (finishTimeout).
 func (w *Worker) finish(r *runningJob, p FinishParams) error {
 	ctx := context.Background()
-	log := w.log.With("id", r.job.ID, "type", r.job.Type, "ending", p.As)
+	// The logger is made only when there is something to say: With
+	// formats its attributes at once, and finishes are the hot path.
+	log := func() *slog.Logger { return w.log.With("id", r.job.ID, "type", r.job.Type, "ending", p.As) }
 	wait := retryFirst
 	for {
 		errs, err := w.finisher.Do(ctx, p)
@@ -530,21 +532,21 @@ func (w *Worker) finish(r *runningJob, p FinishParams) error {
 		r.mu.Unlock()
 		switch {
 		case errors.Is(err, ErrCanceled):
-			log.Info("finish refused: the job was cancelled or removed", "err", err)
+			log().Info("finish refused: the job was cancelled or removed", "err", err)
 			return err
 		case errors.Is(err, ErrWorkerConflict):
-			log.Warn("finish refused: the lease was lost, so the job runs again (or already has)", "err", err)
+			log().Warn("finish refused: the lease was lost, so the job runs again (or already has)", "err", err)
 			return err
 		case !retryable(err):
-			log.Error("finish failed", "err", err)
+			log().Error("finish failed", "err", err)
 			return err
 		case left <= 0:
-			log.Error("finish failed, and the lease has run out: giving up; the job runs again", "err", err)
+			log().Error("finish failed, and the lease has run out: giving up; the job runs again", "err", err)
 			return err
 		}
 		// At most a quarter of the lease, so that several tries fit in it.
 		d := min(wait, max(r.leaseLen/4, 5*time.Millisecond), left)
-		log.Warn("finish failed; trying again while the lease holds", "err", err, "retry_in", d, "lease_left", left.Round(time.Millisecond))
+		log().Warn("finish failed; trying again while the lease holds", "err", err, "retry_in", d, "lease_left", left.Round(time.Millisecond))
 		time.Sleep(d)
 		wait = min(2*wait, retryMax)
 	}

@@ -35,6 +35,11 @@ type Config struct {
 	// Hooks run at points of a job's life (see AddHook, FinishHook); each
 	// must implement at least one hook interface.
 	Hooks []any
+	// SubscriberQueue bounds the changes queued for a subscription whose
+	// reader has not taken them; a reader that falls further behind loses
+	// the subscription (Subscription.Err is ErrFellBehind). Zero means
+	// 10,000.
+	SubscriberQueue int
 }
 
 // Client adds, inspects and runs jobs on a store. It is safe for
@@ -95,6 +100,7 @@ func NewClient(st store.Store, cfg Config) (*Client, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Client{hooks: hk, life: ctx, st: st, cfg: cfg, log: cfg.Logger, hub: notify.New(), stop: cancel}
+	c.hub.MaxQueue = cfg.SubscriberQueue
 	if !cfg.NoMaintenance {
 		m := &expiry.Monitor{Store: st, Interval: cfg.LeaseCheckInterval, Logger: c.log}
 		c.wg.Add(1)
@@ -460,10 +466,20 @@ func (c *Client) Snooze(ctx context.Context, lease Lease, d time.Duration) error
 type Subscription struct {
 	C    <-chan Event
 	stop func()
+	err  error // set before C closes
 }
 
 // Close ends the subscription early.
 func (s *Subscription) Close() { s.stop() }
+
+// Err says why C closed, once it has: ErrFellBehind when the reader fell
+// more than Config.SubscriberQueue changes behind (read the store again,
+// then subscribe again), nil when the subscription ended otherwise.
+func (s *Subscription) Err() error { return s.err }
+
+// ErrFellBehind: a subscription's reader took its changes too slowly and
+// the subscription was dropped, rather than queue changes without bound.
+var ErrFellBehind = errors.New("subscriber fell behind: changes were dropped")
 
 // Subscribe follows one job: the first event is its current state, then
 // every change, coalescing repeats of the same state. C closes after a
@@ -481,6 +497,7 @@ func (c *Client) Subscribe(ctx context.Context, id int64) (*Subscription, error)
 	out := make(chan Event, 1)
 	ctx, cancel := context.WithCancel(ctx)
 	endWithClient := context.AfterFunc(c.life, cancel)
+	s := &Subscription{C: out, stop: cancel}
 	go func() {
 		defer close(out)
 		defer endWithClient()
@@ -525,6 +542,9 @@ func (c *Client) Subscribe(ctx context.Context, id int64) (*Subscription, error)
 				}
 			case ev, ok := <-sub.C:
 				if !ok {
+					if sub.Lost() {
+						s.err = ErrFellBehind
+					}
 					return
 				}
 				if ev.State == last.State && ev.Progress == last.Progress && !ev.Removed && ev.State != Pending {
@@ -542,7 +562,7 @@ func (c *Client) Subscribe(ctx context.Context, id int64) (*Subscription, error)
 			}
 		}
 	}()
-	return &Subscription{C: out, stop: cancel}, nil
+	return s, nil
 }
 
 // SubscribeTypes follows every job whose type matches one of the
@@ -556,6 +576,7 @@ func (c *Client) SubscribeTypes(ctx context.Context, patterns ...string) (*Subsc
 	out := make(chan Event, 64)
 	ctx, cancel := context.WithCancel(ctx)
 	endWithClient := context.AfterFunc(c.life, cancel)
+	s := &Subscription{C: out, stop: cancel}
 	go func() {
 		defer endWithClient()
 		defer close(out)
@@ -566,6 +587,9 @@ func (c *Client) SubscribeTypes(ctx context.Context, patterns ...string) (*Subsc
 				return
 			case ev, ok := <-sub.C:
 				if !ok {
+					if sub.Lost() {
+						s.err = ErrFellBehind
+					}
 					return
 				}
 				select {
@@ -576,7 +600,7 @@ func (c *Client) SubscribeTypes(ctx context.Context, patterns ...string) (*Subsc
 			}
 		}
 	}()
-	return &Subscription{C: out, stop: cancel}, nil
+	return s, nil
 }
 
 // Wait blocks until the job reaches a terminal state and returns it. A job

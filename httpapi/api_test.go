@@ -76,11 +76,18 @@ func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // stopped when the test ends, after the test's own cleanups.
 func newServer(t *testing.T, cfg httpapi.Config) *testServer {
 	t.Helper()
+	return newServerWith(t, cfg, rota.Config{})
+}
+
+// newServerWith is newServer with the engine's configuration too.
+func newServerWith(t *testing.T, cfg httpapi.Config, rcfg rota.Config) *testServer {
+	t.Helper()
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "rota.db"), sqlite.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := rota.NewClient(st, rota.Config{Logger: quiet()})
+	rcfg.Logger = quiet()
+	c, err := rota.NewClient(st, rcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1036,15 +1043,27 @@ func TestAuth(t *testing.T) {
 type sseEvent struct {
 	name string
 	data []byte
+	id   string
 }
 
 // openEvents opens GET /v1/events?query and delivers its events until the
 // stream ends (the channel is then closed) or the test ends.
 func openEvents(t *testing.T, s *testServer, query string) <-chan sseEvent {
 	t.Helper()
+	ch, _ := openEventsFrom(t, s, query, "")
+	return ch
+}
+
+// openEventsFrom opens the stream with Last-Event-ID lastID (none when
+// empty); cancel closes it.
+func openEventsFrom(t *testing.T, s *testServer, query, lastID string) (_ <-chan sseEvent, cancel func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	req, _ := http.NewRequestWithContext(ctx, "GET", s.URL+"/v1/events?"+query, nil)
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
 	if s.token != "" {
 		req.Header.Set("Authorization", "Bearer "+s.token)
 	}
@@ -1063,21 +1082,21 @@ func openEvents(t *testing.T, s *testServer, query string) <-chan sseEvent {
 		defer close(ch)
 		defer resp.Body.Close()
 		sc := bufio.NewScanner(resp.Body)
-		wire.ParseEventStream(func() (string, bool) {
+		wire.ParseEventStreamIDs(func() (string, bool) {
 			if !sc.Scan() {
 				return "", false
 			}
 			return sc.Text(), true
-		}, func(name string, data []byte) bool {
+		}, func(name, id string, data []byte) bool {
 			select {
-			case ch <- sseEvent{name, slices.Clone(data)}:
+			case ch <- sseEvent{name, slices.Clone(data), id}:
 				return true
 			case <-ctx.Done():
 				return false
 			}
 		})
 	}()
-	return ch
+	return ch, cancel
 }
 
 // nextEvent returns the stream's next event; ok is false when it ended.
@@ -1697,4 +1716,107 @@ func TestUpdateJob(t *testing.T) {
 	wantError(t, s.do(t, "PATCH", path(987654, ""), map[string]any{"priority": 1}), 404, "not_found", "987654")
 	run := s.acceptOne(t, "t")
 	wantError(t, s.do(t, "PATCH", path(run.ID, ""), map[string]any{"run_at": time.Now().Add(time.Hour)}), 409, "finished", "running")
+}
+
+// TestEventsResume: a client that reconnects with Last-Event-ID gets the
+// current state of every job that changed while it was away, then the
+// live changes.
+func TestEventsResume(t *testing.T) {
+	s := newServer(t, httpapi.Config{})
+	ch, cancel := openEventsFrom(t, s, "type=r", "")
+	a := s.add(t, map[string]any{"type": "r"})
+	var last string
+	for ev := range ch {
+		if ev.name == "job" {
+			e, err := wire.ParseEvent(ev.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if us, err := strconv.ParseInt(ev.id, 10, 64); err != nil || us != e.At.UnixMicro() {
+				t.Errorf("event id %q, want the change's time in microseconds (%d)", ev.id, e.At.UnixMicro())
+			}
+			last = ev.id
+			break
+		}
+	}
+	cancel()
+	// Away: a new job, and a change to the one seen.
+	b := s.add(t, map[string]any{"type": "r"})
+	want[wire.JobResponse](t, s, 200, "POST", path(a.ID, "cancel"), nil)
+	s.add(t, map[string]any{"type": "other"})
+
+	ch, _ = openEventsFrom(t, s, "type=r", last)
+	seen := map[int64]store.State{}
+	timeout := time.After(15 * time.Second)
+	for len(seen) < 2 || seen[a.ID] != store.Cancelled {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatalf("the resumed stream ended; saw %v", seen)
+			}
+			if ev.name != "job" {
+				t.Fatalf("resumed stream: event %q %s", ev.name, ev.data)
+			}
+			e, _ := wire.ParseEvent(ev.data)
+			if e.Type != "r" {
+				t.Errorf("replayed a job of type %q", e.Type)
+			}
+			seen[e.ID] = e.State
+		case <-timeout:
+			t.Fatalf("the resumed stream replayed %v, want jobs %d (cancelled) and %d", seen, a.ID, b.ID)
+		}
+	}
+	// Then live.
+	c := s.add(t, map[string]any{"type": "r"})
+	for ev := range ch {
+		if e, _ := wire.ParseEvent(ev.data); e.ID == c.ID {
+			break
+		}
+	}
+	wantError(t, s.do(t, "GET", "/v1/events?type=r", nil, "Last-Event-ID", "yesterday"), 400, "invalid_input", "Last-Event-ID")
+}
+
+// TestEventsSlowClient: a client that stops reading does not make the
+// server queue changes without bound: its stream ends with "resume".
+func TestEventsSlowClient(t *testing.T) {
+	s := newServerWith(t, httpapi.Config{}, rota.Config{SubscriberQueue: 50})
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", s.URL+"/v1/events?type=flood", nil)
+	resp, err := s.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// Not reading: the socket's buffers fill, then the server's channels,
+	// then its bounded queue.
+	for range 40 {
+		jobs := make([]map[string]any, 1000)
+		for i := range jobs {
+			jobs[i] = map[string]any{"type": "flood", "data": map[string]any{"pad": strings.Repeat("x", 64)}}
+		}
+		if r := s.do(t, "POST", "/v1/jobs", map[string]any{"jobs": jobs}); r.Status != 201 && r.Status != 200 {
+			t.Fatalf("add: %s", r)
+		}
+	}
+	sc := bufio.NewScanner(resp.Body)
+	var events int
+	var endedWith string
+	wire.ParseEventStream(func() (string, bool) {
+		if !sc.Scan() {
+			return "", false
+		}
+		return sc.Text(), true
+	}, func(name string, data []byte) bool {
+		if name == "job" {
+			events++
+			return true
+		}
+		endedWith = name + " " + string(data)
+		return false
+	})
+	if !strings.HasPrefix(endedWith, "resume ") || !strings.Contains(endedWith, "Last-Event-ID") {
+		t.Errorf("the stream of a client that fell behind ended with %q after %d events, want a resume event", endedWith, events)
+	}
+	if events >= 40000 {
+		t.Errorf("the slow client got all %d events: nothing was bounded", events)
+	}
 }

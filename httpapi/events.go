@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -15,11 +17,24 @@ import (
 // proxies and clients see the connection is alive.
 const keepAlive = 15 * time.Second
 
+// MaxReplay bounds how many jobs a resumed event stream replays; a
+// client further behind is told to reload ("reset").
+const MaxReplay = 10000
+
 // events streams job changes as Server-Sent Events. With ?job=ID it follows
 // one job: its current state first, then each change, and an "end" event
 // after a terminal state or removal. With ?type=PATTERN (repeatable;
 // default all types) it follows every job of matching types until the
 // client disconnects.
+//
+// Each event's id is the time of the change, in Unix microseconds. A
+// client that reconnects with Last-Event-ID gets, before the live changes,
+// the current state of every job of its types that changed since then
+// (replayed from the store: it may see a change twice, never miss one,
+// except removals), or a "reset" event when more than MaxReplay did. A
+// client that reads more slowly than changes come is not queued for
+// without bound: past the client's SubscriberQueue, its stream ends with a
+// "resume" event, and it reconnects with its Last-Event-ID.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	for name := range q {
@@ -32,6 +47,15 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		s.writeError(w, r, fmt.Errorf("streaming is not supported by this connection"))
 		return
+	}
+	var since time.Time
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		us, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || us <= 0 {
+			s.writeError(w, r, store.Invalidf("Last-Event-ID %q is not an event id this server gave out", v))
+			return
+		}
+		since = time.UnixMicro(us)
 	}
 	types := r.URL.Query()["type"] // not split at commas: patterns such as {a,b} have them
 	var sub *rota.Subscription
@@ -46,6 +70,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		sub, err = s.c.Subscribe(r.Context(), id)
+		since = time.Time{} // its first event is its current state
 	default:
 		if len(types) == 0 {
 			types = []string{"*"}
@@ -64,49 +89,67 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprint(w, ": rota event stream\n\n")
+	var buf []byte
+	write := func(ev store.Event) {
+		buf = append(buf[:0], "id: "...)
+		buf = strconv.AppendInt(buf, ev.At.UnixMicro(), 10)
+		buf = append(buf, "\nevent: job\ndata: "...)
+		buf = wire.AppendEvent(buf, ev)
+		buf = append(buf, "\n\n"...)
+		w.Write(buf)
+	}
+	if !since.IsZero() {
+		// The subscription is registered already, so that nothing changes
+		// unseen between this read and the live events.
+		if err := s.replay(r, types, since, write); err != nil {
+			if errors.Is(err, errTooMuchToReplay) {
+				fmt.Fprint(w, "event: reset\ndata: {\"reason\":\"more changes than can be replayed: read the jobs again\"}\n\n")
+			} else {
+				s.log.Warn("event stream: replay failed", "err", err)
+				fmt.Fprint(w, "event: reset\ndata: {\"reason\":\"the changes could not be replayed: read the jobs again\"}\n\n")
+			}
+		}
+	}
 	flusher.Flush()
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
-	var buf []byte
-	for seq := 1; ; seq++ {
+	end := func() {
+		if r.Context().Err() != nil {
+			return
+		}
+		if errors.Is(sub.Err(), rota.ErrFellBehind) {
+			// No id: the client's Last-Event-ID stays its last change.
+			fmt.Fprint(w, "event: resume\ndata: {\"reason\":\"the client fell behind; reconnect with Last-Event-ID to resume\"}\n\n")
+		} else {
+			fmt.Fprint(w, "event: end\ndata: {}\n\n")
+		}
+		flusher.Flush()
+	}
+	for {
 		select {
 		case <-r.Context().Done():
 			return
 		case <-tick.C:
 			fmt.Fprint(w, ": keep-alive\n\n")
 			flusher.Flush()
-			seq--
 		case ev, ok := <-sub.C:
 			if !ok {
-				if r.Context().Err() == nil {
-					fmt.Fprintf(w, "id: %d\nevent: end\ndata: {}\n\n", seq)
-					flusher.Flush()
-				}
+				end()
 				return
 			}
 			// Write what else is ready too, then flush once: under load,
 			// one write per batch of events instead of one per event.
 			now := time.Now().UTC()
 			for more := true; more; {
-				buf = append(buf[:0], "id: "...)
-				buf = strconv.AppendInt(buf, int64(seq), 10)
-				buf = append(buf, "\nevent: job\ndata: "...)
 				if ev.At.IsZero() {
 					ev.At = now
 				}
-				buf = wire.AppendEvent(buf, ev)
-				buf = append(buf, "\n\n"...)
-				w.Write(buf)
+				write(ev)
 				select {
 				case ev, more = <-sub.C:
-					if more {
-						seq++
-					} else {
+					if !more {
 						flusher.Flush()
-						if r.Context().Err() == nil {
-							fmt.Fprintf(w, "id: %d\nevent: end\ndata: {}\n\n", seq+1)
-							flusher.Flush()
-						}
+						end()
 						return
 					}
 				default:
@@ -116,4 +159,55 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			flusher.Flush()
 		}
 	}
+}
+
+var errTooMuchToReplay = errors.New("too many changes to replay")
+
+// replay writes the current state of the jobs of the types matching
+// patterns that changed since then, oldest id first.
+func (s *Server) replay(r *http.Request, patterns []string, since time.Time, write func(store.Event)) error {
+	var pats []store.Pattern
+	for _, p := range patterns {
+		c, err := store.CompilePattern(p)
+		if err != nil {
+			return err
+		}
+		pats = append(pats, c)
+	}
+	tcs, err := s.c.TypeConfigs(r.Context())
+	if err != nil {
+		return err
+	}
+	names := store.MatchTypes(pats, func(yield func(string) bool) {
+		for _, tc := range tcs {
+			if !yield(tc.Type) {
+				return
+			}
+		}
+	})
+	if len(names) == 0 {
+		return nil
+	}
+	var jobs []store.Job
+	p := store.ListParams{Types: names, UpdatedSince: since, Limit: store.MaxListLimit}
+	for {
+		res, err := s.c.List(r.Context(), p)
+		if err != nil {
+			return err
+		}
+		jobs = append(jobs, res.Jobs...)
+		if len(jobs) > MaxReplay {
+			return errTooMuchToReplay
+		}
+		if res.Next == 0 {
+			break
+		}
+		p.After = res.Next
+	}
+	slices.SortStableFunc(jobs, func(a, b store.Job) int { return a.UpdatedAt.Compare(b.UpdatedAt) })
+	for _, j := range jobs {
+		write(store.Event{ID: j.ID, Type: j.Type, Group: j.Group, State: j.State, Progress: j.Progress,
+			RunAt: j.RunAt, Lease: store.LeaseTag(j.Token), At: j.UpdatedAt})
+	}
+	return nil
 }

@@ -310,7 +310,7 @@ func queryList(r *http.Request, name string) []string {
 	return out
 }
 
-var listParams = []string{"type", "state", "group", "parent", "limit", "cursor", "order", "key", "id"}
+var listParams = []string{"type", "state", "group", "parent", "updated_since", "limit", "cursor", "order", "key", "id"}
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -351,6 +351,12 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		p.States = append(p.States, st)
 	}
 	var err error
+	if v := q.Get("updated_since"); v != "" {
+		if p.UpdatedSince, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			s.writeError(w, r, store.Invalidf("updated_since %q is not an RFC 3339 time", v))
+			return
+		}
+	}
 	if v := q.Get("parent"); v != "" {
 		if p.Parent, err = strconv.ParseInt(v, 10, 64); err != nil || p.Parent <= 0 {
 			s.writeError(w, r, store.Invalidf("parent %q is not a job id", v))

@@ -1025,6 +1025,11 @@ func TestOpenAPIOperations(t *testing.T) {
 				}
 			case "query":
 				gotQuery = append(gotQuery, name)
+			case "header":
+				// The one header a route reads besides Authorization.
+				if route != "GET /v1/events" || name != "Last-Event-ID" {
+					t.Errorf("%s: parameter %s in header; the server reads no such header", route, name)
+				}
 			default:
 				t.Errorf("%s: parameter %s in %s; the server reads none there", route, name, in)
 			}

@@ -318,6 +318,9 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 	if p.Parent != 0 {
 		q.Set("parent", strconv.FormatInt(p.Parent, 10))
 	}
+	if !p.UpdatedSince.IsZero() {
+		q.Set("updated_since", p.UpdatedSince.Format(time.RFC3339Nano))
+	}
 	var resp wire.ListResponse
 	if err := s.do(ctx, "GET", "/v1/jobs", q, nil, &resp); err != nil {
 		return store.ListResult{}, err
@@ -586,8 +589,9 @@ func (s *Store) Watch(fn func([]store.Event)) func() {
 }
 
 func (s *Store) feed(ctx context.Context) {
+	var last string // the last event's id: a reconnection resumes after it
 	for backoff := 100 * time.Millisecond; ctx.Err() == nil; {
-		connected := s.stream(ctx)
+		connected := s.stream(ctx, &last)
 		if connected {
 			backoff = 100 * time.Millisecond
 		}
@@ -600,8 +604,10 @@ func (s *Store) feed(ctx context.Context) {
 	}
 }
 
-// stream reads one connection of the event stream until it breaks.
-func (s *Store) stream(ctx context.Context) bool {
+// stream reads one connection of the event stream until it breaks (or the
+// server ends it because this client fell behind: the next connection
+// resumes after *last, the server replaying what changed meanwhile).
+func (s *Store) stream(ctx context.Context, last *string) bool {
 	u := *s.base
 	u.Path += "/v1/events"
 	req, err := http.NewRequestWithContext(ctx, "GET", u.String(), nil)
@@ -609,6 +615,9 @@ func (s *Store) stream(ctx context.Context) bool {
 		return false
 	}
 	req.Header.Set("Accept", "text/event-stream")
+	if *last != "" {
+		req.Header.Set("Last-Event-ID", *last)
+	}
 	if s.cfg.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+s.cfg.Token)
 	}
@@ -622,15 +631,16 @@ func (s *Store) stream(ctx context.Context) bool {
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	wire.ParseEventStream(func() (string, bool) {
+	wire.ParseEventStreamIDs(func() (string, bool) {
 		if !sc.Scan() {
 			return "", false
 		}
 		return sc.Text(), true
-	}, func(event string, data []byte) bool {
+	}, func(event, id string, data []byte) bool {
 		if event != "job" {
-			return true
+			return event != "resume" // the server ends the stream; reconnect
 		}
+		*last = id
 		ev, err := wire.ParseEvent(data)
 		if err != nil {
 			return true

@@ -487,6 +487,9 @@ type ListParams struct {
 	States []State  // empty means all
 	Groups []string // empty means all
 	Parent int64    // only the children of this job; 0 means any
+	// UpdatedSince, when set, lists only jobs that changed at or after it
+	// (an event stream's replay; no index serves it).
+	UpdatedSince time.Time
 	// After is the cursor: only jobs with a larger id (or smaller, when
 	// Descending) are listed. Zero starts at the beginning.
 	After      int64

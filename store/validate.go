@@ -580,6 +580,9 @@ func CheckList(p *ListParams) error {
 	if p.After < 0 {
 		return Invalidf("cursor %d is not valid", p.After)
 	}
+	if err := CheckTime("updated_since", p.UpdatedSince); err != nil {
+		return err
+	}
 	for _, st := range p.States {
 		if !st.Valid() {
 			return Invalidf("unknown state %d", st)

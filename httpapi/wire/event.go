@@ -244,11 +244,18 @@ func (p *eventParser) time() time.Time {
 	return t
 }
 
-// ParseEventStream reads Server-Sent Events from lines and calls fn with
-// each event's name and data; it returns when the stream ends or fn returns
-// false. The remote client uses it.
+// ParseEventStream reads Server-Sent Events from next (one line per call,
+// without its line ending) and calls fn with each event's name and data,
+// until next or fn returns false. Comments are skipped.
 func ParseEventStream(next func() (string, bool), fn func(event string, data []byte) bool) {
-	var name string
+	ParseEventStreamIDs(next, func(event, _ string, data []byte) bool { return fn(event, data) })
+}
+
+// ParseEventStreamIDs is ParseEventStream that also gives each event's
+// id: the last id field seen, as the SSE standard keeps it, which a
+// client sends back as Last-Event-ID when it reconnects.
+func ParseEventStreamIDs(next func() (string, bool), fn func(event, id string, data []byte) bool) {
+	var name, id string
 	var data []string
 	for {
 		line, ok := next()
@@ -258,7 +265,7 @@ func ParseEventStream(next func() (string, bool), fn func(event string, data []b
 		switch {
 		case line == "":
 			if len(data) > 0 || name != "" {
-				if !fn(name, []byte(strings.Join(data, "\n"))) {
+				if !fn(name, id, []byte(strings.Join(data, "\n"))) {
 					return
 				}
 			}
@@ -268,6 +275,8 @@ func ParseEventStream(next func() (string, bool), fn func(event string, data []b
 			name = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
 		case strings.HasPrefix(line, "data:"):
 			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+		case strings.HasPrefix(line, "id:"):
+			id = strings.TrimPrefix(strings.TrimPrefix(line, "id:"), " ")
 		}
 	}
 }

@@ -13,8 +13,18 @@ import (
 	"github.com/rotajobs/rota/store"
 )
 
+// DefaultMaxQueue bounds the changes queued for one subscription that its
+// reader has not taken: a reader that falls further behind loses the
+// subscription (Subscription.Lost) instead of growing the queue without
+// bound.
+const DefaultMaxQueue = 10000
+
 // Hub fans out changes. The zero value is not usable; call New.
 type Hub struct {
+	// MaxQueue bounds each subscription's queue; zero means
+	// DefaultMaxQueue. Set it before subscribing.
+	MaxQueue int
+
 	mu      sync.Mutex
 	jobs    map[int64]map[*Subscription]struct{}
 	typed   map[*Subscription]struct{}
@@ -148,8 +158,10 @@ func (w *Waiter) Stop() {
 }
 
 // Subscription receives changes on C until it is stopped. Changes are
-// queued without bound between the hub and C, so a slow reader never
-// blocks the store; readers are expected to keep up.
+// queued between the hub and C, so that a slow reader never blocks the
+// store; a reader that falls more than the hub's MaxQueue changes behind
+// loses the subscription: its queue is dropped, C closes, and Lost
+// reports it, so that the reader can start again from the store.
 type Subscription struct {
 	h     *Hub
 	id    int64 // the job, for job subscriptions
@@ -162,6 +174,15 @@ type Subscription struct {
 	wake  chan struct{}
 	done  chan struct{}
 	once  sync.Once
+	lost  bool // the reader fell behind (under mu)
+}
+
+// Lost reports whether the subscription ended because its reader fell
+// more than MaxQueue changes behind.
+func (s *Subscription) Lost() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lost
 }
 
 // SubscribeJob subscribes to changes of one job.
@@ -206,8 +227,24 @@ func (s *Subscription) matches(typ string) bool {
 	return false
 }
 
+// push queues c; the hub's lock is held.
 func (s *Subscription) push(c store.Event) {
+	max := s.h.MaxQueue
+	if max <= 0 {
+		max = DefaultMaxQueue
+	}
 	s.mu.Lock()
+	if s.lost {
+		s.mu.Unlock()
+		return
+	}
+	if len(s.queue) >= max {
+		s.queue, s.lost = nil, true
+		s.mu.Unlock()
+		s.h.remove(s)
+		s.once.Do(func() { close(s.done) })
+		return
+	}
 	s.queue = append(s.queue, c)
 	s.mu.Unlock()
 	select {
@@ -243,17 +280,22 @@ func (s *Subscription) forward() {
 func (s *Subscription) Stop() {
 	s.once.Do(func() {
 		s.h.mu.Lock()
-		if !s.typed {
-			if subs := s.h.jobs[s.id]; subs != nil {
-				delete(subs, s)
-				if len(subs) == 0 {
-					delete(s.h.jobs, s.id)
-				}
-			}
-		} else {
-			delete(s.h.typed, s)
-		}
+		s.h.remove(s)
 		s.h.mu.Unlock()
 		close(s.done)
 	})
+}
+
+// remove unregisters s; the hub's lock is held.
+func (h *Hub) remove(s *Subscription) {
+	if !s.typed {
+		if subs := h.jobs[s.id]; subs != nil {
+			delete(subs, s)
+			if len(subs) == 0 {
+				delete(h.jobs, s.id)
+			}
+		}
+	} else {
+		delete(h.typed, s)
+	}
 }

@@ -201,6 +201,9 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 	if p.Parent != 0 {
 		where = append(where, "parent_id = "+arg(p.Parent))
 	}
+	if !p.UpdatedSince.IsZero() {
+		where = append(where, "updated_at >= "+arg(p.UpdatedSince))
+	}
 	order := "ASC"
 	if p.Descending {
 		order = "DESC"

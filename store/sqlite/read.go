@@ -155,6 +155,10 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 		where = append(where, "parent_id = ?")
 		args = append(args, p.Parent)
 	}
+	if !p.UpdatedSince.IsZero() {
+		where = append(where, "updated_at >= ?")
+		args = append(args, micros(p.UpdatedSince))
+	}
 	order := "ASC"
 	if p.Descending {
 		order = "DESC"

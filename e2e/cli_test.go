@@ -150,7 +150,7 @@ func TestJobCommands(t *testing.T) {
 	}
 	r = s.run(t, "", "cancel", id(id3), "999999", "--json")
 	var items itemResults
-	if err := json.Unmarshal([]byte(r.stdout), &items); err != nil || r.code != 1 || len(items.Results) != 2 {
+	if err := json.Unmarshal([]byte(r.stdout), &items); err != nil || r.code != 3 || len(items.Results) != 2 { // 3: not found
 		t.Fatalf("cancel of an existing and a missing job: %v", r)
 	}
 	if res := items.Results[0]; res.ID != id3 || res.Error != nil || res.Job == nil || res.Job.State != "cancelled" {
@@ -195,10 +195,10 @@ func TestJobCommands(t *testing.T) {
 	if out := s.rota(t, "rm", id(id1)); strings.TrimSpace(out) != id(id1)+" removed" {
 		t.Errorf("rota rm printed %q", out)
 	}
-	if r := s.run(t, "", "get", id(id1)); r.code != 1 || !strings.Contains(r.stderr, "not found") {
+	if r := s.run(t, "", "get", id(id1)); r.code != 3 || !strings.Contains(r.stderr, "not found") {
 		t.Errorf("get of a removed job: %v", r)
 	}
-	if r := s.run(t, "", "rm", id(id1)); r.code != 1 || !strings.Contains(r.stderr, "not found") {
+	if r := s.run(t, "", "rm", id(id1)); r.code != 3 || !strings.Contains(r.stderr, "not found") {
 		t.Errorf("second rm: %v", r)
 	}
 }
@@ -264,7 +264,7 @@ func TestNoServerAndAuth(t *testing.T) {
 	nobody := &server{URL: closedURL(t)}
 	for _, args := range [][]string{{"ls"}, {"add", "e2e.t"}, {"wait", "1"}, {"watch"}, {"work", "--type", "e2e.t", "--", "true"}} {
 		r := nobody.run(t, "", args...)
-		if r.code != 2 || !strings.Contains(r.stderr, "no rota server answered at "+nobody.URL) || !strings.Contains(r.stderr, "rota serve") {
+		if r.code != 5 || !strings.Contains(r.stderr, "no rota server answered at "+nobody.URL) || !strings.Contains(r.stderr, "rota serve") {
 			t.Errorf("without a server: %v", r)
 		}
 	}
@@ -272,11 +272,11 @@ func TestNoServerAndAuth(t *testing.T) {
 	s := startServer(t, "--auth-token", "e2e-secret")
 	for _, args := range [][]string{{"ls"}, {"add", "e2e.t"}, {"get", "1"}, {"watch"}, {"wait", "1"}, {"work", "--type", "e2e.t", "--", "true"}} {
 		r := s.run(t, "", args...)
-		if r.code != 2 || !strings.Contains(r.stderr, "needs a token") || !strings.Contains(r.stderr, "--token") {
+		if r.code != 6 || !strings.Contains(r.stderr, "needs a token") || !strings.Contains(r.stderr, "--token") {
 			t.Errorf("without a token: %v", r)
 		}
 		r = s.run(t, "", append([]string{"--token", "wrong"}, args...)...)
-		if r.code != 2 || !strings.Contains(r.stderr, "did not accept the token") {
+		if r.code != 6 || !strings.Contains(r.stderr, "did not accept the token") {
 			t.Errorf("with a wrong token: %v", r)
 		}
 	}

@@ -106,11 +106,11 @@ func TestExitStatuses(t *testing.T) {
 		{[]string{"work", "--type", "t*", "--", "true"}, exitUsage},
 		{[]string{"nonsense"}, exitUsage},
 		// No server: a usage-class error too, with exit status 2.
-		{[]string{"get", "1", "--server", nobody}, exitUsage},
-		{[]string{"add", "t", "--server", nobody}, exitUsage},
-		{[]string{"wait", "1", "--server", nobody}, exitUsage},
-		{[]string{"watch", "--server", nobody}, exitUsage},
-		{[]string{"work", "--type", "t", "--server", nobody, "--", "true"}, exitUsage},
+		{[]string{"get", "1", "--server", nobody}, exitUnavailable},
+		{[]string{"add", "t", "--server", nobody}, exitUnavailable},
+		{[]string{"wait", "1", "--server", nobody}, exitUnavailable},
+		{[]string{"watch", "--server", nobody}, exitUnavailable},
+		{[]string{"work", "--type", "t", "--server", nobody, "--", "true"}, exitUnavailable},
 	} {
 		if got := Main(tc.args); got != tc.want {
 			t.Errorf("rota %s: exit status %d, want %d", strings.Join(tc.args, " "), got, tc.want)

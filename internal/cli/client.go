@@ -20,6 +20,7 @@ import (
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/httpapi/wire"
 	"github.com/rotajobs/rota/remote"
+	"github.com/rotajobs/rota/store"
 )
 
 // defaultServer is where the client commands look for a server when
@@ -27,13 +28,34 @@ import (
 // listens by default.
 const defaultServer = "http://127.0.0.1:7700"
 
-// Exit statuses of the client commands.
+// Exit statuses of every command, one table (docs/cli.md, "Exit
+// statuses"): scripts branch on them.
 const (
-	exitFailed  = 1 // the operation failed (or, for wait, the job did)
-	exitUsage   = 2 // bad input, or no usable server (connection, auth)
-	exitTimeout = 124
-	exitSignal  = 130
+	exitFailed      = 1 // the operation failed otherwise (or, for wait, the job did)
+	exitUsage       = 2 // bad input: on the command line, or refused by the server as invalid
+	exitNotFound    = 3 // no job has that id
+	exitConflict    = 4 // the job's state does not allow it (ended, cancelled, lease lost)
+	exitUnavailable = 5 // no server answered, or its database is unavailable
+	exitAuth        = 6 // the server wants a token, or refused the one given
+	exitTimeout     = 124
+	exitSignal      = 130
 )
+
+// exitCodeOf is the exit status an error of an operation stands for.
+func exitCodeOf(err error) int {
+	var ue usageError
+	switch {
+	case errors.As(err, &ue), errors.Is(err, store.ErrInvalid):
+		return exitUsage
+	case errors.Is(err, store.ErrNotFound):
+		return exitNotFound
+	case errors.Is(err, store.ErrWorkerConflict), errors.Is(err, store.ErrCanceled), errors.Is(err, store.ErrFinished):
+		return exitConflict
+	case errors.Is(err, store.ErrUnavailable):
+		return exitUnavailable
+	}
+	return exitFailed
+}
 
 // globals are the flags every client command shares.
 type globals struct {
@@ -107,18 +129,18 @@ func (g *globals) explain(err error) error {
 	var dnsErr *net.DNSError
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return &exitError{code: exitUsage, err: &unreachableError{fmt.Sprintf("no rota server answered at %s (connection refused); start one with `rota serve`, or point --server or ROTA_SERVER at a running server", server)}}
+		return &exitError{code: exitUnavailable, err: &unreachableError{fmt.Sprintf("no rota server answered at %s (connection refused); start one with `rota serve`, or point --server or ROTA_SERVER at a running server", server)}}
 	case errors.As(err, &dnsErr):
-		return &exitError{code: exitUsage, err: &unreachableError{fmt.Sprintf("no rota server answered at %s: cannot resolve host %q; check --server or ROTA_SERVER", server, dnsErr.Name)}}
+		return &exitError{code: exitUnavailable, err: &unreachableError{fmt.Sprintf("no rota server answered at %s: cannot resolve host %q; check --server or ROTA_SERVER", server, dnsErr.Name)}}
 	case errors.As(err, &opErr) && opErr.Op == "dial":
-		return &exitError{code: exitUsage, err: &unreachableError{fmt.Sprintf("no rota server answered at %s (%v); start one with `rota serve`, or check --server or ROTA_SERVER", server, opErr.Err)}}
+		return &exitError{code: exitUnavailable, err: &unreachableError{fmt.Sprintf("no rota server answered at %s (%v); start one with `rota serve`, or check --server or ROTA_SERVER", server, opErr.Err)}}
 	}
 	msg := err.Error()
 	switch {
 	case strings.HasPrefix(msg, wire.CodeUnauthorized+":"):
-		return &exitError{code: exitUsage, err: fmt.Errorf("the server at %s needs a token: pass --token or set ROTA_TOKEN", server)}
+		return &exitError{code: exitAuth, err: fmt.Errorf("the server at %s needs a token: pass --token or set ROTA_TOKEN", server)}
 	case strings.HasPrefix(msg, wire.CodeForbidden+":"):
-		return &exitError{code: exitUsage, err: fmt.Errorf("the server at %s did not accept the token given by --token or ROTA_TOKEN", server)}
+		return &exitError{code: exitAuth, err: fmt.Errorf("the server at %s did not accept the token given by --token or ROTA_TOKEN", server)}
 	}
 	return err
 }
@@ -166,11 +188,11 @@ func report(w io.Writer, err error) int {
 		return ee.code
 	}
 	fmt.Fprintln(w, "rota:", err)
-	var ue usageError
-	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
-		return exitUsage
+	if strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") ||
+		strings.HasPrefix(err.Error(), "unknown shorthand flag") || strings.HasPrefix(err.Error(), "invalid argument") {
+		return exitUsage // cobra's own parse errors
 	}
-	return exitFailed
+	return exitCodeOf(err)
 }
 
 // ---- arguments ----

@@ -70,13 +70,25 @@ func finishItems(w, errw io.Writer, g *globals, res []itemResult, errs []error, 
 			}
 		}
 	}
+	// One status for the lot: the class of the failures when they share
+	// one, exitFailed when they differ.
+	code := 0
+	for _, err := range errs {
+		if err != nil {
+			if c := exitCodeOf(err); code == 0 {
+				code = c
+			} else if c != code {
+				code = exitFailed
+			}
+		}
+	}
 	switch {
 	case failed == 0:
 		return nil
 	case len(res) == 1 && !g.json:
-		return &exitError{code: exitFailed} // the error is printed
+		return &exitError{code: code} // the error is printed
 	}
-	return &exitError{code: exitFailed, err: fmt.Errorf("%d of %d jobs failed", failed, len(res))}
+	return &exitError{code: code, err: fmt.Errorf("%d of %d jobs failed", failed, len(res))}
 }
 
 // withJobs fills in the jobs of the results that succeeded.

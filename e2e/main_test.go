@@ -61,7 +61,7 @@ type server struct {
 	args []string // its extra arguments
 }
 
-var servingRE = regexp.MustCompile(`msg="rota serving".* http=(http://\S+)`)
+var servingRE = regexp.MustCompile(`msg="rota serving".* http=(https?://\S+)`)
 
 // startServer starts `rota serve` on a free loopback port with its own
 // data directory; it stops when the test ends.

@@ -14,6 +14,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,6 +48,10 @@ type Config struct {
 	// MaxBatch bounds how many finishes or heartbeats share one request;
 	// zero means 500.
 	MaxBatch int
+	// TLS configures https:// connections of the default HTTP client (for
+	// example RootCAs, to trust a private certificate authority); nil
+	// means the system's roots. Ignored when HTTPClient is set.
+	TLS *tls.Config
 }
 
 // Store talks to a rota server. It is safe for concurrent use.
@@ -86,6 +91,9 @@ func New(baseURL string, cfg Config) (*Store, error) {
 	if hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 64
+		if cfg.TLS != nil {
+			tr.TLSClientConfig = cfg.TLS.Clone()
+		}
 		hc = &http.Client{Transport: tr}
 	}
 	s := &Store{base: u, cfg: cfg, http: hc, closed: make(chan struct{}), watchers: map[int]func([]store.Event){}}

@@ -3,6 +3,8 @@ package cli
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,6 +64,7 @@ type globals struct {
 	server string
 	token  string
 	json   bool
+	ca     string // PEM file of the certificate authorities to trust
 }
 
 // addGlobalFlags registers --server, --token and --json on root as
@@ -75,6 +78,7 @@ func addGlobalFlags(root *cobra.Command, g *globals) {
 	pf.StringVar(&g.server, "server", server, "URL of the rota server (env ROTA_SERVER)")
 	pf.StringVar(&g.token, "token", "", "bearer token for the server (default $ROTA_TOKEN)")
 	pf.BoolVar(&g.json, "json", false, "print JSON for scripts instead of text for people")
+	pf.StringVar(&g.ca, "ca", os.Getenv("ROTA_CA"), "PEM file of the certificate authorities that sign an https:// server's certificate (env ROTA_CA; default: the system's)")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())}
 	})
@@ -105,11 +109,28 @@ func (g *globals) client() (*rota.Client, error) {
 	if _, err := g.baseURL(); err != nil {
 		return nil, err
 	}
-	c, err := remote.NewClient(g.server, remote.Config{Token: g.bearer()})
+	tlsConf, err := g.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	c, err := remote.NewClient(g.server, remote.Config{Token: g.bearer(), TLS: tlsConf})
 	if err != nil {
 		return nil, usageError{err}
 	}
 	return c, nil
+}
+
+// tlsConfig is the TLS configuration --ca asks for; nil for the system's
+// roots.
+func (g *globals) tlsConfig() (*tls.Config, error) {
+	if g.ca == "" {
+		return nil, nil
+	}
+	pool, err := rootCAs(g.ca)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
 // explain turns errors about reaching the server (nobody listening, a
@@ -127,7 +148,13 @@ func (g *globals) explain(err error) error {
 	server := strings.TrimRight(g.server, "/")
 	var opErr *net.OpError
 	var dnsErr *net.DNSError
+	var unknownCA x509.UnknownAuthorityError
+	var wrongHost x509.HostnameError
 	switch {
+	case errors.As(err, &unknownCA):
+		return &exitError{code: exitUnavailable, err: fmt.Errorf("the server at %s has a certificate signed by an authority this machine does not trust: pass its authority's PEM with --ca (or ROTA_CA)", server)}
+	case errors.As(err, &wrongHost):
+		return &exitError{code: exitUnavailable, err: fmt.Errorf("the server at %s has a certificate for another name (%v): check --server", server, wrongHost.Error())}
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return &exitError{code: exitUnavailable, err: &unreachableError{fmt.Sprintf("no rota server answered at %s (connection refused); start one with `rota serve`, or point --server or ROTA_SERVER at a running server", server)}}
 	case errors.As(err, &dnsErr):
@@ -286,7 +313,15 @@ func (g *globals) openEvents(ctx context.Context, q url.Values) (*eventStream, e
 	if t := g.bearer(); t != "" {
 		req.Header.Set("Authorization", "Bearer "+t)
 	}
-	resp, err := streamClient.Do(req)
+	hc := streamClient
+	if tlsConf, err := g.tlsConfig(); err != nil {
+		return nil, err
+	} else if tlsConf != nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = tlsConf
+		hc = &http.Client{Transport: tr}
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

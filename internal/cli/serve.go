@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,6 +35,7 @@ func serveCommand() *cobra.Command {
 		idleTimeout              time.Duration
 		logLevel                 string
 		configFile               string
+		tlsCert, tlsKey          string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -46,6 +48,10 @@ It binds to loopback by default. With --auth-token (or --auth-token-file),
 every request needs "Authorization: Bearer <token>". It refuses to bind a
 non-loopback address without a token unless --allow-unauthenticated is given.
 SIGINT or SIGTERM shuts it down gracefully.
+
+With --tls-cert and --tls-key it serves HTTPS (TLS 1.2 and later); SIGHUP
+reloads the two files, for a renewed certificate. Clients trust a private
+certificate authority with --ca.
 
 --config names a JSON file of type and group settings, applied at start (the
 same shapes as PUT /v1/types/{type} and PUT /v1/groups):
@@ -87,10 +93,20 @@ same shapes as PUT /v1/types/{type} and PUT /v1/groups):
 					return err
 				}
 			}
+			if (tlsCert == "") != (tlsKey == "") {
+				return usageErrorf("give both --tls-cert and --tls-key, or neither")
+			}
+			var cert *certificate
+			if tlsCert != "" {
+				var err error
+				if cert, err = loadCertificate(tlsCert, tlsKey); err != nil {
+					return usageError{err}
+				}
+			}
 			return serve(cmd.Context(), logger, serveOptions{
 				dataDir: dataDir, storeSpec: storeSpec, addr: addr, token: token,
 				allowOpen: allowOpen, maxBody: maxBody, settings: settings,
-				maxConns: maxConns, idleTimeout: idleTimeout,
+				maxConns: maxConns, idleTimeout: idleTimeout, cert: cert,
 			})
 		},
 	}
@@ -106,6 +122,8 @@ same shapes as PUT /v1/types/{type} and PUT /v1/groups):
 	f.DurationVar(&idleTimeout, "idle-timeout", time.Minute, "close a keep-alive connection idle this long")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&configFile, "config", "", "JSON file of type and group settings to apply at start")
+	f.StringVar(&tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate (chain); SIGHUP reloads it")
+	f.StringVar(&tlsKey, "tls-key", "", "the PEM private key of --tls-cert")
 	return cmd
 }
 
@@ -116,6 +134,7 @@ type serveOptions struct {
 	maxConns                        int
 	idleTimeout                     time.Duration
 	settings                        *serverSettings
+	cert                            *certificate // nil: plain HTTP
 }
 
 // serverSettings is the --config file.
@@ -225,6 +244,13 @@ func serve(ctx context.Context, logger *slog.Logger, o serveOptions) error {
 		ErrorLog:    slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	srv.RegisterOnShutdown(cancelBase)
+	scheme := "http"
+	if o.cert != nil {
+		scheme = "https"
+		srv.TLSConfig = o.cert.config()
+		ln = tls.NewListener(ln, srv.TLSConfig)
+		defer o.cert.reloadOnHUP(logger)()
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	auth := "no auth token (loopback only)"
@@ -233,7 +259,7 @@ func serve(ctx context.Context, logger *slog.Logger, o serveOptions) error {
 	} else if !isLoopback(host) {
 		auth = "NO auth token on a non-loopback address"
 	}
-	logger.Info("rota serving", "http", "http://"+ln.Addr().String(), "store", desc, "auth", auth)
+	logger.Info("rota serving", "http", scheme+"://"+ln.Addr().String(), "store", desc, "auth", auth)
 
 	select {
 	case err := <-served:

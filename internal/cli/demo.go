@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/term"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -103,13 +104,24 @@ func runDemo(ctx context.Context, out io.Writer, dataDir string, n, concurrency 
 	runStart := time.Now()
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
+	// On a terminal the counts are redrawn in place; into a file or a
+	// pipe, they are written every second, one line each.
+	live := isTerminal(out)
+	var printed time.Time
 	for {
 		counts, err := countStates(context.Background(), c)
 		if err != nil {
 			return err
 		}
 		left := counts[rota.Pending] + counts[rota.Running]
-		fmt.Fprintf(out, "\rcompleted %d  failed %d  running %d  pending %d   ", counts[rota.Completed], counts[rota.Failed], counts[rota.Running], counts[rota.Pending])
+		line := fmt.Sprintf("completed %d  failed %d  running %d  pending %d", counts[rota.Completed], counts[rota.Failed], counts[rota.Running], counts[rota.Pending])
+		switch {
+		case live:
+			fmt.Fprintf(out, "\r%s   ", line)
+		case left == 0 || ctx.Err() != nil || time.Since(printed) >= time.Second:
+			fmt.Fprintln(out, line)
+			printed = time.Now()
+		}
 		if left == 0 || ctx.Err() != nil {
 			break
 		}
@@ -127,7 +139,9 @@ func runDemo(ctx context.Context, out io.Writer, dataDir string, n, concurrency 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(out)
+	if live {
+		fmt.Fprintln(out) // end the line redrawn in place
+	}
 	if ctx.Err() != nil {
 		fmt.Fprintf(out, "interrupted: %d jobs are pending and run on the next start\n", counts[rota.Pending])
 		return nil
@@ -147,4 +161,10 @@ func countStates(ctx context.Context, c *rota.Client) (map[rota.State]int64, err
 		counts[s.State] += s.Jobs
 	}
 	return counts, nil
+}
+
+// isTerminal reports whether w is a terminal (golang.org/x/term).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(interface{ Fd() uintptr })
+	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -183,15 +182,10 @@ type progressDisplay interface {
 }
 
 func newProgressDisplay(w io.Writer, id int64) progressDisplay {
-	if f, ok := w.(*os.File); ok && isTerminal(f) {
+	if isTerminal(w) {
 		return &barDisplay{w: w, id: id}
 	}
 	return &lineDisplay{w: w, id: id}
-}
-
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // lineDisplay prints a line for every change of state or progress.

@@ -35,6 +35,12 @@ type Config struct {
 	// Hooks run at points of a job's life (see AddHook, FinishHook); each
 	// must implement at least one hook interface.
 	Hooks []any
+	// RetryUnavailable is how long a read (Get, List, Stats, the
+	// settings) goes on trying, with back-off, while the store answers
+	// ErrUnavailable (its database is unreachable, as during a restart):
+	// a read changes nothing, so trying it again is safe. Zero means 10s;
+	// a negative value, no retry.
+	RetryUnavailable time.Duration
 	// SubscriberQueue bounds the changes queued for a subscription whose
 	// reader has not taken them; a reader that falls further behind loses
 	// the subscription (Subscription.Err is ErrFellBehind). Zero means
@@ -167,9 +173,32 @@ func (c *Client) AddMany(ctx context.Context, ps []AddParams) ([]AddResult, erro
 	return c.st.Add(ctx, ps)
 }
 
+// read runs an idempotent read, again with back-off while the store is
+// unavailable, for up to Config.RetryUnavailable.
+func read[T any](ctx context.Context, c *Client, fn func() (T, error)) (T, error) {
+	limit := c.cfg.RetryUnavailable
+	if limit == 0 {
+		limit = 10 * time.Second
+	}
+	deadline := time.Now().Add(limit)
+	wait := 50 * time.Millisecond
+	for {
+		v, err := fn()
+		if !errors.Is(err, ErrUnavailable) || time.Now().Add(wait).After(deadline) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
 // Get returns a job by id.
 func (c *Client) Get(ctx context.Context, id int64) (Job, error) {
-	js, err := c.st.Get(ctx, []int64{id})
+	js, err := read(ctx, c, func() ([]Job, error) { return c.st.Get(ctx, []int64{id}) })
 	if err != nil {
 		return Job{}, err
 	}
@@ -181,22 +210,22 @@ func (c *Client) Get(ctx context.Context, id int64) (Job, error) {
 
 // GetMany returns jobs by id, in order; a missing id gives a Job with ID 0.
 func (c *Client) GetMany(ctx context.Context, ids []int64) ([]Job, error) {
-	return c.st.Get(ctx, ids)
+	return read(ctx, c, func() ([]Job, error) { return c.st.Get(ctx, ids) })
 }
 
 // GetByKey returns the job with this type and key.
 func (c *Client) GetByKey(ctx context.Context, typ, key string) (Job, error) {
-	return c.st.GetByKey(ctx, typ, key)
+	return read(ctx, c, func() (Job, error) { return c.st.GetByKey(ctx, typ, key) })
 }
 
 // List returns a page of jobs.
 func (c *Client) List(ctx context.Context, p ListParams) (ListResult, error) {
-	return c.st.List(ctx, p)
+	return read(ctx, c, func() (ListResult, error) { return c.st.List(ctx, p) })
 }
 
 // Stats counts jobs by type, group and state.
 func (c *Client) Stats(ctx context.Context) ([]Count, error) {
-	return c.st.Stats(ctx)
+	return read(ctx, c, func() ([]Count, error) { return c.st.Stats(ctx) })
 }
 
 // Cancel cancels a job that has not ended. A running job's handler sees
@@ -258,12 +287,12 @@ func (c *Client) SetGroupConfig(ctx context.Context, gc GroupConfig) error {
 
 // GroupConfigs lists the group settings.
 func (c *Client) GroupConfigs(ctx context.Context) ([]GroupConfig, error) {
-	return c.st.GroupConfigs(ctx)
+	return read(ctx, c, func() ([]GroupConfig, error) { return c.st.GroupConfigs(ctx) })
 }
 
 // TypeConfigs lists the known types and their settings.
 func (c *Client) TypeConfigs(ctx context.Context) ([]TypeConfig, error) {
-	return c.st.TypeConfigs(ctx)
+	return read(ctx, c, func() ([]TypeConfig, error) { return c.st.TypeConfigs(ctx) })
 }
 
 // ---- transactional forms ----

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/store"
 	"github.com/rotajobs/rota/store/postgres"
 )
@@ -145,6 +146,26 @@ func TestConnectionLoss(t *testing.T) {
 			}
 		})
 	}
+	// A reader through the engine's client: its reads are tried again
+	// while the database is unreachable, so none fails.
+	rc, err := rota.NewClient(a, rota.Config{NoMaintenance: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var clientReads, clientFailures atomic.Int64
+	var clientErr atomic.Value
+	wg.Go(func() {
+		for !stop.Load() {
+			if _, err := rc.Stats(ctx); err != nil {
+				clientFailures.Add(1)
+				clientErr.Store(err)
+			} else if restarted.Load() {
+				clientReads.Add(1)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
 	defer func() { stop.Store(true); wg.Wait() }()
 
 	waitFor := func(what string, limit time.Duration, cond func() bool) {
@@ -201,6 +222,9 @@ func TestConnectionLoss(t *testing.T) {
 		}
 	}
 	t.Logf("%d calls failed during the restart; %d adds and %d finishes acknowledged", len(failed), len(added), len(finished))
+	if n := clientFailures.Load(); n > 0 || clientReads.Load() == 0 {
+		t.Errorf("reads through rota.Client: %d failed (last: %v), %d succeeded after the restart; want every read to succeed by trying again", n, clientErr.Load(), clientReads.Load())
+	}
 
 	// Nothing acknowledged was lost.
 	all := readAll(t, a, added)

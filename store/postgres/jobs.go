@@ -288,17 +288,23 @@ func (t *txn) addInTurn(jobs []store.AddParams, datas [][]byte, newTypes []strin
 			}
 			jobs[i].Unique = false
 		}
-		if jobs[i].Parent != 0 && jobs[i].Key == "" {
+		if jobs[i].Parent != 0 {
 			state, err := t.addChild(jobs[i].Parent)
 			if err != nil {
 				return nil, err
 			}
-			if err := t.insert(jobs, datas, []int{i}, newTypes, out, []int16{int16(state)}); err != nil {
+			existing, err := t.lockKeys(jobs[i : i+1])
+			if err != nil {
 				return nil, err
 			}
-			continue
+			if len(existing) == 0 {
+				if err := t.insert(jobs, datas, []int{i}, newTypes, out, []int16{int16(state)}); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			jobs[i].Parent = 0 // a re-add by key keeps the job's family
 		}
-		jobs[i].Parent = 0 // a re-add by key keeps the job's family
 		res, err := t.add(jobs[i:i+1], datas[i:i+1], newTypes)
 		if err != nil {
 			return nil, err

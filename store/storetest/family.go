@@ -84,6 +84,23 @@ func testFamily(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 	})
 
+	t.Run("KeyedChild", func(t *testing.T) {
+		s := open(t)
+		p := start(t, s, store.AddParams{Type: "parent"})
+		c := addOne(t, s, store.AddParams{Type: "child", Key: "k1", Parent: p.ID})
+		if c.Parent != p.ID || c.State != store.Paused {
+			t.Fatalf("a keyed child: parent %d state %v, want %d paused", c.Parent, c.State, p.ID)
+		}
+		if got := get(t, s, c.ID); got.Parent != p.ID {
+			t.Errorf("stored keyed child has parent %d, want %d", got.Parent, p.ID)
+		}
+		// Re-added by key: the same job, still the parent's child.
+		r := add(t, s, store.AddParams{Type: "child", Key: "k1", Parent: p.ID, Data: raw(`{"v":2}`)})[0]
+		if r.Job.ID != c.ID || r.Job.Parent != p.ID {
+			t.Errorf("re-add of a keyed child: id %d parent %d, want %d, %d", r.Job.ID, r.Job.Parent, c.ID, p.ID)
+		}
+	})
+
 	t.Run("Refused", func(t *testing.T) {
 		s := open(t)
 		p := start(t, s, store.AddParams{Type: "parent"})

@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"time"
 )
@@ -171,6 +172,9 @@ type Job struct {
 	// ListParams.Parent).
 	Parent      int64 `json:"parent,omitempty"`
 	HasChildren bool  `json:"has_children,omitempty"`
+	// BedrockID is the job's id in Bedrock's protocol (BedrockIDs), 0
+	// until the protocol first names the job.
+	BedrockID int64 `json:"bedrock_id,omitempty"`
 	// ParentData is the parent's data, given to a child by accept.
 	ParentData json.RawMessage `json:"parent_data,omitempty"`
 	// Children are the parent's children that ended since its last
@@ -628,6 +632,28 @@ type TypeConfig struct {
 	// jobs are kept after they end, before they are deleted in the
 	// background (Retirer); zero means DefaultRetention.
 	Retention time.Duration
+}
+
+// BedrockIDs is a store that gives jobs Bedrock's ids: random positive
+// 63-bit integers, which Bedrock's clients expect, kept beside rota's ids
+// (which count up). Both stores are; the Bedrock protocol needs one.
+type BedrockIDs interface {
+	// BedrockIDs returns the Bedrock id of each of these jobs (by rota
+	// id), first giving one to those that have none; jobs that do not
+	// exist are left out.
+	BedrockIDs(ctx context.Context, ids []int64) (map[int64]int64, error)
+	// ByBedrockID returns the rota ids of the jobs with these Bedrock
+	// ids (by Bedrock id); unknown ones are left out.
+	ByBedrockID(ctx context.Context, bids []int64) (map[int64]int64, error)
+}
+
+// NewBedrockID returns a random positive 63-bit integer.
+func NewBedrockID() int64 {
+	for {
+		if v := int64(rand.Uint64() >> 1); v > 0 {
+			return v
+		}
+	}
 }
 
 // Bounds of TypeConfig.Retention.

@@ -20,7 +20,7 @@ import (
 const jobColumns = `id, type, key, grp, priority, state, run_at, data, attempt, max_attempts,
 	backoff_base, backoff_max, token, worker, lease_until, cancel_requested, resubmit,
 	progress, last_error, errors::text, result, created_at, started_at, finished_at, updated_at, meta,
-	repeat, missed, slot, retry_after, parent_id, has_children`
+	repeat, missed, slot, retry_after, parent_id, has_children, bedrock_id`
 
 func prefixed(prefix, cols string) string {
 	parts := strings.Split(cols, ",")
@@ -48,7 +48,7 @@ func scanJob(sc scanner) (store.Job, error) {
 		meta, repeat                      sql.NullString
 		leaseUntil, started, finished     sql.NullTime
 		slot                              sql.NullTime
-		retryAfter, parent                sql.NullInt64
+		retryAfter, parent, bedrockID     sql.NullInt64
 		runAt, created, updated           time.Time
 		base, maxB, prio, attempt, maxAtt int64
 		state, missed                     int16
@@ -57,13 +57,13 @@ func scanJob(sc scanner) (store.Job, error) {
 	err := sc.Scan(&j.ID, &j.Type, &key, &j.Group, &prio, &state, &runAt, &data, &attempt, &maxAtt,
 		&base, &maxB, &token, &worker, &leaseUntil, &j.CancelRequested, &j.Resubmit,
 		&j.Progress, &lastErr, &errs, &result, &created, &started, &finished, &updated, &meta,
-		&repeat, &missed, &slot, &retryAfter, &parent, &j.HasChildren)
+		&repeat, &missed, &slot, &retryAfter, &parent, &j.HasChildren, &bedrockID)
 	if err != nil {
 		return j, err
 	}
 	j.Schedule, j.Missed, j.Slot = repeat.String, store.Missed(missed), nullTime(slot)
 	j.RetryAfter = time.Duration(retryAfter.Int64) * time.Microsecond
-	j.Parent = parent.Int64
+	j.Parent, j.BedrockID = parent.Int64, bedrockID.Int64
 	if meta.Valid {
 		if j.Meta, err = store.ParseMetaJSON([]byte(meta.String)); err != nil {
 			return j, fmt.Errorf("job %d: %w", j.ID, err)
@@ -374,4 +374,80 @@ func (s *Store) addTypes(names []string) {
 		s.types[n] = struct{}{}
 	}
 	s.typesMu.Unlock()
+}
+
+// BedrockIDs returns the jobs' Bedrock ids, giving one to those that have
+// none (store.BedrockIDs). A new id is checked against both tables, so
+// that a job moving between them keeps a unique one.
+func (s *Store) BedrockIDs(ctx context.Context, ids []int64) (map[int64]int64, error) {
+	if err := store.CheckIDs(ids); err != nil {
+		return nil, err
+	}
+	out := map[int64]int64{}
+	err := s.inTx(ctx, "bedrock ids", func(t *txn) error {
+		clear(out)
+		rs, err := t.lock(ids)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if rs[id] == nil {
+				continue
+			}
+			var bid *int64
+			if _, err := t.queryRow(bothTables(`SELECT bedrock_id FROM %s WHERE id = $1`), []any{id}, &bid); err != nil {
+				return err
+			}
+			for tries := 0; bid == nil; tries++ {
+				if tries == 4 {
+					return fmt.Errorf("give job %d a bedrock id: four random ids were taken", id)
+				}
+				v := store.NewBedrockID()
+				var n int64
+				for _, table := range []string{"rota.jobs", "rota.jobs_ended"} {
+					k, err := t.exec(`UPDATE `+table+` SET bedrock_id = $2 WHERE id = $1 AND bedrock_id IS NULL
+						AND NOT EXISTS (SELECT FROM rota.jobs WHERE bedrock_id = $2)
+						AND NOT EXISTS (SELECT FROM rota.jobs_ended WHERE bedrock_id = $2)`, id, v)
+					if err != nil {
+						return err
+					}
+					n += k
+				}
+				if n == 1 {
+					bid = &v
+				}
+			}
+			out[id] = *bid
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ByBedrockID returns the rota ids of jobs by their Bedrock ids.
+func (s *Store) ByBedrockID(ctx context.Context, bids []int64) (map[int64]int64, error) {
+	out := map[int64]int64{}
+	err := s.read(ctx, "by bedrock id", func(t *txn) error {
+		clear(out)
+		r, err := t.query(bothTables(`SELECT bedrock_id, id FROM %s WHERE bedrock_id = ANY($1)`), bids)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		for r.Next() {
+			var bid, id int64
+			if err := r.Scan(&bid, &id); err != nil {
+				return err
+			}
+			out[bid] = id
+		}
+		return r.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -254,7 +254,7 @@ func (w *writeTx) claim(dst []store.Job, g *fair.Group, cands []fair.Candidate, 
 // claimColumns are what a claim does not set itself.
 const claimColumns = `id, key, priority, run_at, data, attempt, max_attempts, backoff_base, backoff_max, token,
 	resubmit, progress, last_error, errors, result, created_at, finished_at, meta, coalesce(repeat, ''), missed, slot,
-	coalesce(retry_after, 0), coalesce(parent_id, 0), has_children`
+	coalesce(retry_after, 0), coalesce(parent_id, 0), has_children, coalesce(bedrock_id, 0)`
 
 // scanClaimed reads claimColumns into j, as scanJob does for all columns.
 func scanClaimed(sc scanner, j *store.Job) error {
@@ -267,7 +267,7 @@ func scanClaimed(sc scanner, j *store.Job) error {
 	)
 	if err := sc.Scan(&j.ID, &key, &j.Priority, &runAt, &data, &j.Attempt, &j.MaxAttempts, &base, &maxB, &token,
 		&j.Resubmit, &j.Progress, &lastErr, &errs, &result, &created, &finished, &meta,
-		&j.Schedule, &j.Missed, &slot, &retryAfter, &j.Parent, &j.HasChildren); err != nil {
+		&j.Schedule, &j.Missed, &slot, &retryAfter, &j.Parent, &j.HasChildren, &j.BedrockID); err != nil {
 		return err
 	}
 	if len(meta) > 0 {

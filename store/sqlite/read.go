@@ -18,7 +18,7 @@ import (
 const jobColumns = `id, type, key, grp, priority, state, run_at, data, attempt, max_attempts,
 	backoff_base, backoff_max, token, worker, lease_until, cancel_requested, resubmit,
 	progress, last_error, errors, result, created_at, started_at, finished_at, updated_at, meta,
-	coalesce(repeat, ''), missed, slot, coalesce(retry_after, 0), coalesce(parent_id, 0), has_children`
+	coalesce(repeat, ''), missed, slot, coalesce(retry_after, 0), coalesce(parent_id, 0), has_children, coalesce(bedrock_id, 0)`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -47,7 +47,7 @@ func scanJob(sc scanner) (store.Job, error) {
 	err := sc.Scan(&j.ID, &j.Type, &key, &j.Group, &j.Priority, &state, &runAt, &data, &j.Attempt, &j.MaxAttempts,
 		&base, &maxB, &token, &worker, &leaseUntil, &cancelReq, &resubmit,
 		&j.Progress, &lastErr, &errs, &result, &created, &started, &finished, &updated, &meta,
-		&j.Schedule, &j.Missed, &slot, &retryAfter, &j.Parent, &j.HasChildren)
+		&j.Schedule, &j.Missed, &slot, &retryAfter, &j.Parent, &j.HasChildren, &j.BedrockID)
 	if err != nil {
 		return j, err
 	}
@@ -323,4 +323,54 @@ func placeholders(n int) string {
 		return ""
 	}
 	return strings.Repeat("?,", n-1) + "?"
+}
+
+// BedrockIDs returns the jobs' Bedrock ids, giving one to those that have
+// none (store.BedrockIDs).
+func (s *Store) BedrockIDs(ctx context.Context, ids []int64) (map[int64]int64, error) {
+	if err := store.CheckIDs(ids); err != nil {
+		return nil, err
+	}
+	out := map[int64]int64{}
+	err := s.write(ctx, true, func(w *writeTx) error {
+		clear(out)
+		for _, id := range ids {
+			var bid sql.NullInt64
+			err := w.queryRow(`SELECT bedrock_id FROM rota_jobs WHERE id = ?`, id).Scan(&bid)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("sqlite: bedrock id of job %d: %w", id, err)
+			}
+			for tries := 0; !bid.Valid; tries++ {
+				v := store.NewBedrockID()
+				if _, err := w.exec(`UPDATE rota_jobs SET bedrock_id = ? WHERE id = ?`, v, id); err == nil {
+					bid = sql.NullInt64{Int64: v, Valid: true}
+				} else if tries == 3 {
+					return fmt.Errorf("sqlite: give job %d a bedrock id: %w", id, err)
+				}
+			}
+			out[id] = bid.Int64
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ByBedrockID returns the rota ids of jobs by their Bedrock ids.
+func (s *Store) ByBedrockID(ctx context.Context, bids []int64) (map[int64]int64, error) {
+	out := map[int64]int64{}
+	for _, bid := range bids {
+		var id int64
+		err := s.reader.QueryRowContext(ctx, `SELECT id FROM rota_jobs WHERE bedrock_id = ?`, bid).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, s.readErr(err)
+		}
+		out[bid] = id
+	}
+	return out, nil
 }

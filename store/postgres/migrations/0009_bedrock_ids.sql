@@ -1,0 +1,9 @@
+-- Bedrock's ids (store.BedrockIDs): a random positive 63-bit integer a
+-- job gets when the Bedrock protocol first names it, kept beside rota's
+-- id. Both job tables keep their columns in one order (jobs.go,
+-- endedColumns); the indexes are partial, on a column no transition
+-- changes.
+ALTER TABLE jobs ADD COLUMN bedrock_id bigint;
+ALTER TABLE jobs_ended ADD COLUMN bedrock_id bigint;
+CREATE UNIQUE INDEX jobs_bedrock ON jobs (bedrock_id) WHERE bedrock_id IS NOT NULL;
+CREATE UNIQUE INDEX jobs_ended_bedrock ON jobs_ended (bedrock_id) WHERE bedrock_id IS NOT NULL;

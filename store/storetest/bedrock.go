@@ -1,0 +1,51 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/rotajobs/rota/store"
+)
+
+// ---- Bedrock's ids ----
+
+func testBedrockIDs(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	b, ok := s.(store.BedrockIDs)
+	if !ok {
+		t.Skip("the store keeps no Bedrock ids")
+	}
+	j1 := addOne(t, s, store.AddParams{Type: "t"})
+	j2 := ended(t, s, store.AddParams{Type: "u"}, store.Completed)
+	if j1.BedrockID != 0 {
+		t.Errorf("a new job has Bedrock id %d before the protocol names it", j1.BedrockID)
+	}
+	got, err := b.BedrockIDs(t.Context(), []int64{j1.ID, j2.ID, 987654})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[j1.ID] <= 0 || got[j2.ID] <= 0 || got[j1.ID] == got[j2.ID] {
+		t.Fatalf("BedrockIDs = %v, want two distinct positive ids and none for the missing job", got)
+	}
+	// Stable: asked again, the same; shown on the job; found by it.
+	again, err := b.BedrockIDs(t.Context(), []int64{j1.ID})
+	if err != nil || again[j1.ID] != got[j1.ID] {
+		t.Errorf("BedrockIDs again = %v %v, want %d", again, err, got[j1.ID])
+	}
+	if j := get(t, s, j1.ID); j.BedrockID != got[j1.ID] {
+		t.Errorf("job shows Bedrock id %d, want %d", j.BedrockID, got[j1.ID])
+	}
+	back, err := b.ByBedrockID(t.Context(), []int64{got[j1.ID], got[j2.ID], 42})
+	if err != nil || len(back) != 2 || back[got[j1.ID]] != j1.ID || back[got[j2.ID]] != j2.ID {
+		t.Errorf("ByBedrockID = %v %v", back, err)
+	}
+	// The id survives the job's moves: run and complete it, re-add it.
+	run := accept(t, s, store.AcceptParams{Types: []string{"t"}}).Jobs[0]
+	if run.BedrockID != got[j1.ID] {
+		t.Errorf("accepted job shows Bedrock id %d, want %d", run.BedrockID, got[j1.ID])
+	}
+	mustFinish(t, s, store.FinishParams{Lease: lease(run), As: store.Complete})
+	resubmit(t, s, store.ResubmitParams{ID: j1.ID})
+	if j := get(t, s, j1.ID); j.BedrockID != got[j1.ID] {
+		t.Errorf("after completion and resubmit the job shows Bedrock id %d, want %d", j.BedrockID, got[j1.ID])
+	}
+}

@@ -181,10 +181,13 @@ type Job struct {
 	// completed run, given to a parent by accept.
 	Children []Child `json:"children,omitempty"`
 
-	CreatedAt  time.Time `json:"created_at"`
-	StartedAt  time.Time `json:"started_at,omitzero"`
-	FinishedAt time.Time `json:"finished_at,omitzero"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	CreatedAt time.Time `json:"created_at"`
+	StartedAt time.Time `json:"started_at,omitzero"`
+	// PrevStartedAt is when the run before the current one started (zero
+	// before a second run): Bedrock's lastRun as a dequeue reports it.
+	PrevStartedAt time.Time `json:"prev_started_at,omitzero"`
+	FinishedAt    time.Time `json:"finished_at,omitzero"`
+	UpdatedAt     time.Time `json:"updated_at"`
 }
 
 // jobJSON is Job's JSON form: durations are strings such as "1.5s", which

@@ -307,7 +307,7 @@ lt AS (SELECT p.id, p.e, coalesce($%d::bigint, nullif(t.lease_timeout, 0), $%d::
 UPDATE rota.jobs j SET state = 1, token = translate(gen_random_uuid()::text, '-', ''), worker = $%d,
 	lease_timeout = coalesce(j.retry_after, lt.us), lease_until = now() + coalesce(j.retry_after, lt.us) * interval '1 microsecond',
 	attempt = j.attempt + 1,
-	started_at = now(), cancel_requested = false, updated_at = now()
+	prev_started_at = j.started_at, started_at = now(), cancel_requested = false, updated_at = now()
 FROM lt WHERE j.id = lt.id AND j.id = ANY(ARRAY(SELECT id FROM picked))
 	AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL`, arg+2) + where + `
 RETURNING ` + prefixed("j.", jobColumns) + `, lt.e` + returning
@@ -360,7 +360,7 @@ gu AS (UPDATE rota.groups g SET pending = g.pending - x.n, turn = g.turn + x.n /
 UPDATE rota.jobs j SET state = 1, token = translate(gen_random_uuid()::text, '-', ''), worker = $6,
 	lease_timeout = coalesce(j.retry_after, lt.us), lease_until = now() + coalesce(j.retry_after, lt.us) * interval '1 microsecond',
 	attempt = j.attempt + 1,
-	started_at = now(), cancel_requested = false, updated_at = now()
+	prev_started_at = j.started_at, started_at = now(), cancel_requested = false, updated_at = now()
 FROM lt WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL
 	AND (SELECT set_config('rotajobs.short', ((SELECT count(*) FROM picked) < $2)::text, true)) IS NOT NULL
 RETURNING ` + prefixed("j.", jobColumns) + `, 1::bigint, (SELECT hd.pending FROM hd), (SELECT hd.turn FROM hd), (SELECT hd.w FROM hd), (SELECT hd.n FROM hd)`

@@ -875,7 +875,7 @@ INSERT INTO rota.jobs_ended (` + endedColumns + `)
 SELECT d.id, d.type, d.key, d.grp, d.priority, 3, d.run_at, d.attempt, d.max_attempts, d.backoff_base, d.backoff_max,
 	d.lease_timeout, NULL, d.token, d.worker, d.cancel_requested, d.resubmit, d.resubmit_at, d.progress, d.created_at,
 	d.started_at, now(), now(), d.retry_after, d.parent_id, d.repeat, d.data, d.next_data,
-	convert_to($3::jsonb ->> d.id::text, 'UTF8'), d.last_error, d.errors, d.meta, d.missed, d.slot, d.has_children, d.bedrock_id
+	convert_to($3::jsonb ->> d.id::text, 'UTF8'), d.last_error, d.errors, d.meta, d.missed, d.slot, d.has_children, d.bedrock_id, d.prev_started_at
 FROM d RETURNING id, type, grp, run_at`
 
 // Finish ends leases: complete, fail, snooze, release or cancel.
@@ -1053,7 +1053,7 @@ func (t *txn) finishAll(ps []store.FinishParams, results [][]byte, items []int, 
 const endedColumns = `id, type, key, grp, priority, state, run_at, attempt, max_attempts, backoff_base, backoff_max,
 	lease_timeout, lease_until, token, worker, cancel_requested, resubmit, resubmit_at, progress, created_at,
 	started_at, finished_at, updated_at, retry_after, parent_id, repeat, data, next_data, result, last_error, errors, meta,
-	missed, slot, has_children, bedrock_id`
+	missed, slot, has_children, bedrock_id, prev_started_at`
 
 // The statements that apply each kind of plan (lifecycle.Kind).
 const (
@@ -1068,7 +1068,7 @@ SELECT d.id, d.type, d.key, d.grp, d.priority, $2::smallint, d.run_at, d.attempt
 	false, d.resubmit_at, d.progress, d.created_at, d.started_at, now(), now(), d.retry_after, d.parent_id, d.repeat,
 	d.data, d.next_data, $3::bytea, coalesce($4::text, d.last_error),
 	CASE WHEN $5::boolean THEN coalesce(d.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', d.attempt, 'at', now(), 'error', $4::text))
-		ELSE d.errors END, d.meta, d.missed, d.slot, d.has_children, d.bedrock_id
+		ELSE d.errors END, d.meta, d.missed, d.slot, d.has_children, d.bedrock_id, d.prev_started_at
 FROM d`
 
 	// reviveSQL moves an ended job back to the hot table as a new cycle
@@ -1081,7 +1081,7 @@ SELECT d.id, d.type, d.key, coalesce($5, d.grp), coalesce($4, d.priority), 0, $2
 	coalesce($6, d.max_attempts), coalesce($7, d.backoff_base), coalesce($8, d.backoff_max), d.lease_timeout, NULL,
 	d.token, d.worker, false, d.resubmit, d.resubmit_at, 0, d.created_at, d.started_at, NULL, now(), d.retry_after,
 	d.parent_id, CASE WHEN $10::boolean THEN $11::text ELSE d.repeat END, coalesce($3, d.data), d.next_data, NULL, NULL, NULL,
-	coalesce($9, d.meta), coalesce($12::smallint, d.missed), $13::timestamptz, d.has_children, d.bedrock_id
+	coalesce($9, d.meta), coalesce($12::smallint, d.missed), $13::timestamptz, d.has_children, d.bedrock_id, d.prev_started_at
 FROM d RETURNING ` + jobColumns
 
 	// retrySQL records an attempt's error and makes the job pending again

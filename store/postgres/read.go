@@ -20,7 +20,7 @@ import (
 const jobColumns = `id, type, key, grp, priority, state, run_at, data, attempt, max_attempts,
 	backoff_base, backoff_max, token, worker, lease_until, cancel_requested, resubmit,
 	progress, last_error, errors::text, result, created_at, started_at, finished_at, updated_at, meta,
-	repeat, missed, slot, retry_after, parent_id, has_children, bedrock_id`
+	repeat, missed, slot, retry_after, parent_id, has_children, bedrock_id, prev_started_at`
 
 func prefixed(prefix, cols string) string {
 	parts := strings.Split(cols, ",")
@@ -47,7 +47,7 @@ func scanJob(sc scanner) (store.Job, error) {
 		key, token, worker, lastErr, errs sql.NullString
 		meta, repeat                      sql.NullString
 		leaseUntil, started, finished     sql.NullTime
-		slot                              sql.NullTime
+		slot, prev                        sql.NullTime
 		retryAfter, parent, bedrockID     sql.NullInt64
 		runAt, created, updated           time.Time
 		base, maxB, prio, attempt, maxAtt int64
@@ -57,13 +57,14 @@ func scanJob(sc scanner) (store.Job, error) {
 	err := sc.Scan(&j.ID, &j.Type, &key, &j.Group, &prio, &state, &runAt, &data, &attempt, &maxAtt,
 		&base, &maxB, &token, &worker, &leaseUntil, &j.CancelRequested, &j.Resubmit,
 		&j.Progress, &lastErr, &errs, &result, &created, &started, &finished, &updated, &meta,
-		&repeat, &missed, &slot, &retryAfter, &parent, &j.HasChildren, &bedrockID)
+		&repeat, &missed, &slot, &retryAfter, &parent, &j.HasChildren, &bedrockID, &prev)
 	if err != nil {
 		return j, err
 	}
 	j.Schedule, j.Missed, j.Slot = repeat.String, store.Missed(missed), nullTime(slot)
 	j.RetryAfter = time.Duration(retryAfter.Int64) * time.Microsecond
 	j.Parent, j.BedrockID = parent.Int64, bedrockID.Int64
+	j.PrevStartedAt = nullTime(prev)
 	if meta.Valid {
 		if j.Meta, err = store.ParseMetaJSON([]byte(meta.String)); err != nil {
 			return j, fmt.Errorf("job %d: %w", j.ID, err)

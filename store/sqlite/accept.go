@@ -191,7 +191,7 @@ func (w *writeTx) claim(dst []store.Job, g *fair.Group, cands []fair.Candidate, 
 	// A job with a retry-after has a lease of that length instead.
 	rows, err := w.query(`UPDATE rota_jobs SET state = 1, token = lower(hex(randomblob(16))), worker = ?,
 		lease_until = ? + coalesce(retry_after, ?), lease_timeout = coalesce(retry_after, ?), attempt = attempt + 1,
-		started_at = ?, cancel_requested = 0, updated_at = ?,
+		prev_started_at = started_at, started_at = ?, cancel_requested = 0, updated_at = ?,
 		bulk = NOT bulk
 		WHERE id IN (SELECT value FROM json_each(?)) AND state = 0 RETURNING `+claimColumns,
 		workerArg, now, leaseMicros, leaseMicros, now, now, string(buf))
@@ -254,20 +254,20 @@ func (w *writeTx) claim(dst []store.Job, g *fair.Group, cands []fair.Candidate, 
 // claimColumns are what a claim does not set itself.
 const claimColumns = `id, key, priority, run_at, data, attempt, max_attempts, backoff_base, backoff_max, token,
 	resubmit, progress, last_error, errors, result, created_at, finished_at, meta, coalesce(repeat, ''), missed, slot,
-	coalesce(retry_after, 0), coalesce(parent_id, 0), has_children, coalesce(bedrock_id, 0)`
+	coalesce(retry_after, 0), coalesce(parent_id, 0), has_children, coalesce(bedrock_id, 0), prev_started_at`
 
 // scanClaimed reads claimColumns into j, as scanJob does for all columns.
 func scanClaimed(sc scanner, j *store.Job) error {
 	var (
 		key, token, lastErr, errs  sql.NullString
-		finished, slot             sql.NullInt64
+		finished, slot, prev       sql.NullInt64
 		retryAfter                 int64
 		runAt, created, base, maxB int64
 		data, result, meta         []byte
 	)
 	if err := sc.Scan(&j.ID, &key, &j.Priority, &runAt, &data, &j.Attempt, &j.MaxAttempts, &base, &maxB, &token,
 		&j.Resubmit, &j.Progress, &lastErr, &errs, &result, &created, &finished, &meta,
-		&j.Schedule, &j.Missed, &slot, &retryAfter, &j.Parent, &j.HasChildren, &j.BedrockID); err != nil {
+		&j.Schedule, &j.Missed, &slot, &retryAfter, &j.Parent, &j.HasChildren, &j.BedrockID, &prev); err != nil {
 		return err
 	}
 	if len(meta) > 0 {
@@ -290,7 +290,7 @@ func scanClaimed(sc scanner, j *store.Job) error {
 	}
 	j.CreatedAt = fromMicros(created)
 	j.FinishedAt = fromNullMicros(finished)
-	j.Slot = fromNullMicros(slot)
+	j.Slot, j.PrevStartedAt = fromNullMicros(slot), fromNullMicros(prev)
 	j.RetryAfter = time.Duration(retryAfter) * time.Microsecond
 	return nil
 }

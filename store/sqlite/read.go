@@ -18,7 +18,8 @@ import (
 const jobColumns = `id, type, key, grp, priority, state, run_at, data, attempt, max_attempts,
 	backoff_base, backoff_max, token, worker, lease_until, cancel_requested, resubmit,
 	progress, last_error, errors, result, created_at, started_at, finished_at, updated_at, meta,
-	coalesce(repeat, ''), missed, slot, coalesce(retry_after, 0), coalesce(parent_id, 0), has_children, coalesce(bedrock_id, 0)`
+	coalesce(repeat, ''), missed, slot, coalesce(retry_after, 0), coalesce(parent_id, 0), has_children, coalesce(bedrock_id, 0),
+	prev_started_at`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -38,6 +39,7 @@ func scanJob(sc scanner) (store.Job, error) {
 		j                                   store.Job
 		key, token, worker, lastErr, errs   sql.NullString
 		leaseUntil, started, finished, slot sql.NullInt64
+		prev                                sql.NullInt64
 		retryAfter                          int64
 		runAt, created, updated, base, maxB int64
 		state                               int
@@ -47,7 +49,7 @@ func scanJob(sc scanner) (store.Job, error) {
 	err := sc.Scan(&j.ID, &j.Type, &key, &j.Group, &j.Priority, &state, &runAt, &data, &j.Attempt, &j.MaxAttempts,
 		&base, &maxB, &token, &worker, &leaseUntil, &cancelReq, &resubmit,
 		&j.Progress, &lastErr, &errs, &result, &created, &started, &finished, &updated, &meta,
-		&j.Schedule, &j.Missed, &slot, &retryAfter, &j.Parent, &j.HasChildren, &j.BedrockID)
+		&j.Schedule, &j.Missed, &slot, &retryAfter, &j.Parent, &j.HasChildren, &j.BedrockID, &prev)
 	if err != nil {
 		return j, err
 	}
@@ -71,7 +73,7 @@ func scanJob(sc scanner) (store.Job, error) {
 	}
 	j.CreatedAt, j.UpdatedAt = fromMicros(created), fromMicros(updated)
 	j.StartedAt, j.FinishedAt = fromNullMicros(started), fromNullMicros(finished)
-	j.Slot = fromNullMicros(slot)
+	j.Slot, j.PrevStartedAt = fromNullMicros(slot), fromNullMicros(prev)
 	j.RetryAfter = time.Duration(retryAfter) * time.Microsecond
 	return j, nil
 }

@@ -49,3 +49,21 @@ func testBedrockIDs(t *testing.T, open func(t *testing.T) store.Store) {
 		t.Errorf("after completion and resubmit the job shows Bedrock id %d, want %d", j.BedrockID, got[j1.ID])
 	}
 }
+
+// testPrevStarted: a claim keeps when the run before it started, which is
+// Bedrock's lastRun as a dequeue reports it.
+func testPrevStarted(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	addOne(t, s, store.AddParams{Type: "t"})
+	first := accept(t, s, store.AcceptParams{Types: []string{"t"}}).Jobs[0]
+	if !first.PrevStartedAt.IsZero() || first.StartedAt.IsZero() {
+		t.Errorf("first run: prev_started_at %v started_at %v, want none and a time", first.PrevStartedAt, first.StartedAt)
+	}
+	mustFinish(t, s, store.FinishParams{Lease: lease(first), As: store.Release})
+	second := accept(t, s, store.AcceptParams{Types: []string{"t"}}).Jobs[0]
+	sameTime(t, "prev_started_at of the second run", second.PrevStartedAt, first.StartedAt)
+	sameTime(t, "prev_started_at as stored", get(t, s, second.ID).PrevStartedAt, first.StartedAt)
+	// It moves with the job to the ended table and back.
+	mustFinish(t, s, store.FinishParams{Lease: lease(second), As: store.Complete})
+	sameTime(t, "prev_started_at of a completed job", get(t, s, second.ID).PrevStartedAt, first.StartedAt)
+}

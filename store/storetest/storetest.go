@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Retention", func(t *testing.T) { testRetention(t, open) })
 	t.Run("Update", func(t *testing.T) { testUpdate(t, open) })
 	t.Run("BedrockIDs", func(t *testing.T) { testBedrockIDs(t, open) })
+	t.Run("PrevStarted", func(t *testing.T) { testPrevStarted(t, open) })
 	t.Run("Close", func(t *testing.T) { testClose(t, open) })
 }
 

@@ -535,6 +535,9 @@ type AcceptParams struct {
 	Worker string
 	// LeaseTimeout overrides the type's lease timeout when positive.
 	LeaseTimeout time.Duration
+	// Priority, when set, accepts only jobs of this priority (Bedrock's
+	// GetJob with jobPriority); the fair order holds among them.
+	Priority *int
 	// Wait is how long to wait for a job when none is due; zero returns at
 	// once. The rota.Client waits (on the store's change feed, or server
 	// side through a WaitAccepter such as the remote client); a Store's

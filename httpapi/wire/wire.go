@@ -148,12 +148,13 @@ type AcceptRequest struct {
 	Wait         Duration   `json:"wait,omitempty"`
 	Worker       string     `json:"worker,omitempty"`
 	LeaseTimeout Duration   `json:"lease_timeout,omitempty"`
+	Priority     *int       `json:"priority,omitempty"`
 }
 
 // Params converts the request to store parameters.
 func (a AcceptRequest) Params() store.AcceptParams {
 	p := store.AcceptParams{Types: a.Types, Limit: a.Limit, Worker: a.Worker, LeaseTimeout: time.Duration(a.LeaseTimeout),
-		Wait: time.Duration(a.Wait)}
+		Wait: time.Duration(a.Wait), Priority: a.Priority}
 	if a.DueBy != nil {
 		p.DueBy = *a.DueBy
 	}

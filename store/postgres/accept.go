@@ -245,14 +245,18 @@ func (a *acceptor) entries(q *queue, steps []step, into *entries) {
 	}
 }
 
-// args are the plan's arrays for planSQL ($1..$5).
-func (e *entries) args() []any {
+// args are the plan's arrays for planSQL ($1..$5); prio, when set, narrows
+// every entry's band to that one priority (AcceptParams.Priority).
+func (e *entries) args(prio *int) []any {
 	n := len(e.keys)
 	types, grps := make([]string, n), make([]string, n)
 	los, his, ns := make([]int64, n), make([]int64, n), make([]int32, n)
 	for i, k := range e.keys {
 		types[i], grps[i] = k.g.Type, k.g.Name
 		los[i], his[i] = k.band.Range()
+		if prio != nil {
+			los[i], his[i] = max(los[i], int64(*prio)), min(his[i], int64(*prio))
+		}
 		ns[i] = int32(e.n[k])
 	}
 	return []any{types, grps, los, his, ns}
@@ -484,7 +488,7 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 	// type's picks; each pick in both bands), choose, and claim what was
 	// chosen, in the accept's transaction.
 	lists := make(map[entryKey][]candidate, len(ents.keys))
-	args := append(ents.args(), optTime(a.p.DueBy))
+	args := append(ents.args(a.p.Priority), optTime(a.p.DueBy))
 	single := len(queues) == 1 && queues[0].Bands.IsZero()
 	if !single {
 		if err := a.begin(); err != nil {
@@ -1055,7 +1059,9 @@ func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []str
 		queues[i] = a.newQueue(n, min(fair.PageSize, p.Limit+1))
 	}
 	err := func() error {
-		if len(queues) > 1 {
+		// The first step that claims in one statement knows no priority
+		// filter; a filtered accept plans its rounds from the start.
+		if len(queues) > 1 || p.Priority != nil {
 			if err := a.begin(); err != nil {
 				return err
 			}

@@ -143,7 +143,7 @@ func (w *writeTx) offerFrom(g *fair.Group, dueBy int64, n int, band string) ([]f
 		if retry {
 			from = "rota_jobs INDEXED BY rota_jobs_retry WHERE state = 0 AND attempt > 0"
 		}
-		rows, err := w.query(`SELECT id, priority, run_at FROM `+from+band+`
+		rows, err := w.query(`SELECT id, priority, run_at FROM `+from+band+w.prioSQL+`
 			AND type = ? AND grp = ? AND run_at <= ? ORDER BY priority DESC, run_at, id LIMIT ?`,
 			g.Type, g.Name, dueBy, n-len(out))
 		if err != nil {
@@ -296,6 +296,11 @@ func scanClaimed(sc scanner, j *store.Job) error {
 }
 
 func (w *writeTx) accept(p store.AcceptParams, types []string) (res store.AcceptResult, err error) {
+	if p.Priority != nil {
+		// An integer, formatted here: nothing of the caller's text.
+		w.prioSQL = " AND priority = " + strconv.Itoa(*p.Priority)
+		defer func() { w.prioSQL = "" }()
+	}
 	now := micros(w.now)
 	dueBy := now
 	if !p.DueBy.IsZero() {

@@ -335,6 +335,9 @@ type writeTx struct {
 	now     time.Time
 	changes []store.Event
 	own     bool // db is the writer's connection, whose prepared statements apply
+	// prioSQL restricts an accept's offers to one priority
+	// (AcceptParams.Priority): " AND priority = N", or "".
+	prioSQL string
 }
 
 var bg = context.Background()

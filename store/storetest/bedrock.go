@@ -67,3 +67,41 @@ func testPrevStarted(t *testing.T, open func(t *testing.T) store.Store) {
 	mustFinish(t, s, store.FinishParams{Lease: lease(second), As: store.Complete})
 	sameTime(t, "prev_started_at of a completed job", get(t, s, second.ID).PrevStartedAt, first.StartedAt)
 }
+
+// testAcceptPriority: an accept of one priority takes only jobs of that
+// priority, in the fair order among them, on every path of an accept
+// (one type, several types, with priority bands).
+func testAcceptPriority(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	prio := func(p int) *int { return &p }
+	for _, typ := range []string{"a", "b", "c", "d"} {
+		for _, p := range []int{1000, 500, 500, 250} {
+			for _, g := range []string{"x", "y"} {
+				addOne(t, s, store.AddParams{Type: typ, Group: g, Priority: p})
+			}
+		}
+	}
+	if err := s.SetTypeConfig(t.Context(), store.TypeConfig{Type: "b", Bands: store.Bands{High: 2, Low: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, types := range [][]string{{"a"}, {"b"}, {"c", "d"}} {
+		res := accept(t, s, store.AcceptParams{Types: types, Limit: 100, Priority: prio(500)})
+		want := 4 * len(types)
+		if len(res.Jobs) != want {
+			t.Errorf("Accept(%v, priority 500) took %d jobs, want %d", types, len(res.Jobs), want)
+		}
+		for _, j := range res.Jobs {
+			if j.Priority != 500 {
+				t.Errorf("Accept(%v, priority 500) took a job of priority %d", types, j.Priority)
+			}
+		}
+	}
+	if res := accept(t, s, store.AcceptParams{Types: []string{"a", "b"}, Limit: 100, Priority: prio(7)}); len(res.Jobs) != 0 {
+		t.Errorf("Accept of a priority no job has took %d jobs", len(res.Jobs))
+	}
+	// The rest are still there, highest first.
+	res := accept(t, s, store.AcceptParams{Types: []string{"a"}, Limit: 1})
+	if len(res.Jobs) != 1 || res.Jobs[0].Priority != 1000 {
+		t.Errorf("Accept without a priority after the filtered ones: %+v", res.Jobs)
+	}
+}

@@ -3,8 +3,12 @@
 // and both stores apply its decisions.
 //
 // A store reads the rows a request concerns, asks this package what to do
-// with each (Finish, Expire, Readd, Cancel, Remove, Heartbeat), and applies
-// the returned Plan in its own transaction, in batches where it can. The
+// with each (Finish, Expire, ReaddTo, CancelJob, RemoveJob, Heartbeat,
+// UpdateJob, UniqueAdd, SkipLate), and applies the returned Plan in its
+// own transaction, in batches where it can; after a change to a job in a
+// family it applies what Family asks of the rest of it. Recurring jobs'
+// slots (recur.go), parent and child jobs (family.go) and unique adds
+// (unique.go) have files of their own. The
 // functions do no I/O and read no clock: the store passes the time its own
 // statements use (the writer's clock for SQLite, the transaction's now()
 // for PostgreSQL), so that a plan's times and the times the store writes

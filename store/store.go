@@ -10,9 +10,11 @@
 // gets its own error in the per-item results while the rest of the batch
 // proceeds.
 //
-// All state transitions of a backend live in that backend's package, in one
-// place; the engine and the protocols above it translate, they do not
-// re-implement the rules.
+// The rules of every state transition live in internal/lifecycle, written
+// once; each backend applies them in its own transactions, and the engine
+// and the protocols above translate, they do not re-implement the rules.
+// Backends may offer more through optional interfaces: Retirer (retention)
+// and BedrockIDs.
 package store
 
 import (

@@ -721,7 +721,7 @@ func (s *Server) snoozeOne(w http.ResponseWriter, r *http.Request) {
 	if req.RunAt != nil {
 		runAt = *req.RunAt
 	}
-	s.finishSingle(w, r, store.FinishParams{Lease: store.Lease{ID: id, Token: req.Token}, As: store.Snooze, RunAt: runAt})
+	s.finishSingle(w, r, store.FinishParams{Lease: store.Lease{ID: id, Token: req.Token}, As: store.Snooze, RunAt: runAt, Rename: req.Rename})
 }
 
 func (s *Server) releaseOne(w http.ResponseWriter, r *http.Request) {

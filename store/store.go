@@ -615,6 +615,9 @@ type FinishParams struct {
 	Permanent bool
 	// RunAt is when a snoozed job runs again.
 	RunAt time.Time
+	// Rename, with Snooze, gives the job a new type for its next run
+	// (Bedrock's RetryJob with a name).
+	Rename string
 }
 
 // TypeConfig is per-type configuration.

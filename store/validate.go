@@ -380,6 +380,14 @@ func CheckFinish(p *FinishParams) error {
 	if len(p.Error) > MaxDataSize {
 		return Invalidf("job %d: error text is %d bytes, more than %d", p.ID, len(p.Error), MaxDataSize)
 	}
+	if p.Rename != "" {
+		if p.As != Snooze {
+			return Invalidf("job %d: a rename goes with snooze only", p.ID)
+		}
+		if err := CheckType(p.Rename); err != nil {
+			return fmt.Errorf("job %d: rename: %w", p.ID, err)
+		}
+	}
 	return CheckTime("run_at", p.RunAt)
 }
 

@@ -220,9 +220,10 @@ type FailRequest struct {
 // SnoozeRequest puts a job back until later without using up an attempt:
 // POST /v1/jobs/{id}/snooze with run_at or delay.
 type SnoozeRequest struct {
-	Token string     `json:"token"`
-	RunAt *time.Time `json:"run_at,omitempty"`
-	Delay Duration   `json:"delay,omitempty"`
+	Token  string     `json:"token"`
+	RunAt  *time.Time `json:"run_at,omitempty"`
+	Delay  Duration   `json:"delay,omitempty"`
+	Rename string     `json:"rename,omitempty"`
 }
 
 // TokenRequest carries only a token: POST /v1/jobs/{id}/release.
@@ -240,6 +241,7 @@ type FinishItem struct {
 	Error     string          `json:"error,omitempty"`
 	Permanent bool            `json:"permanent,omitempty"`
 	RunAt     *time.Time      `json:"run_at,omitempty"`
+	Rename    string          `json:"rename,omitempty"`
 }
 
 // FinishBatchRequest ends several leases in one call.
@@ -357,7 +359,8 @@ func (f FinishItem) Params() (store.FinishParams, error) {
 	if !ok {
 		return store.FinishParams{}, store.Invalidf("job %d: \"as\" is %q, want one of complete, fail, snooze, release, cancel", f.ID, f.As)
 	}
-	p := store.FinishParams{Lease: store.Lease{ID: f.ID, Token: f.Token}, As: as, Result: f.Result, Error: f.Error, Permanent: f.Permanent}
+	p := store.FinishParams{Lease: store.Lease{ID: f.ID, Token: f.Token}, As: as, Result: f.Result, Error: f.Error, Permanent: f.Permanent,
+		Rename: f.Rename}
 	if f.RunAt != nil {
 		p.RunAt = *f.RunAt
 	}
@@ -366,7 +369,8 @@ func (f FinishItem) Params() (store.FinishParams, error) {
 
 // NewFinishItem converts store parameters to a batch item.
 func NewFinishItem(p store.FinishParams) FinishItem {
-	f := FinishItem{ID: p.ID, Token: p.Token, As: EndingName(p.As), Result: p.Result, Error: p.Error, Permanent: p.Permanent}
+	f := FinishItem{ID: p.ID, Token: p.Token, As: EndingName(p.As), Result: p.Result, Error: p.Error, Permanent: p.Permanent,
+		Rename: p.Rename}
 	if !p.RunAt.IsZero() {
 		t := p.RunAt
 		f.RunAt = &t

@@ -164,6 +164,8 @@ type Plan struct {
 	// Slot is a recurring job's new slot (Recur, SkipSlots, and Update and
 	// Revive of a recurring job).
 	Slot time.Time
+	// Type is the job's new type, when a snooze renames it (Requeue).
+	Type string
 	// Outcome says what a re-add did (Update, MarkResubmit, Revive).
 	Outcome store.Outcome
 	// Event is published when the change commits; an Event with ID 0 is
@@ -255,8 +257,12 @@ func Finish(r *Row, p *store.FinishParams, result []byte, now time.Time) (Plan, 
 		if p.As == store.Snooze && !p.RunAt.IsZero() {
 			runAt = p.RunAt
 		}
-		return Plan{Kind: Requeue, State: store.Pending, RunAt: runAt, Attempt: max(r.Attempt-1, 0),
-			Event: event(r, store.Pending, runAt)}, nil
+		ev := event(r, store.Pending, runAt)
+		if p.Rename != "" {
+			ev.Type = p.Rename
+		}
+		return Plan{Kind: Requeue, State: store.Pending, RunAt: runAt, Attempt: max(r.Attempt-1, 0), Type: p.Rename,
+			Event: ev}, nil
 	case store.Cancel:
 		return Plan{Kind: CancelRun, State: store.Cancelled, RunAt: r.RunAt, Attempt: r.Attempt, Error: errText,
 			Event: event(r, store.Cancelled, r.RunAt)}, nil
@@ -537,6 +543,9 @@ func After(r *Row, p *Plan) {
 		r.Resubmit, r.ResubmitAt = false, time.Time{}
 	}
 	r.State, r.RunAt, r.Attempt = p.State, p.RunAt, p.Attempt
+	if p.Type != "" {
+		r.Type = p.Type
+	}
 	if r.Schedule != "" && !p.Slot.IsZero() {
 		r.Slot = p.Slot
 	}

@@ -1092,8 +1092,9 @@ FROM d RETURNING ` + jobColumns
 WHERE id = $1`
 
 	// requeueSQL makes a running job pending again with its attempt given
-	// back (Requeue). Args: id, run_at, attempt.
-	requeueSQL = `UPDATE rota.jobs SET state = 0, run_at = $2::timestamptz, attempt = $3, lease_until = NULL, updated_at = now()
+	// back (Requeue). Args: id, run_at, attempt, new type (NULL keeps it).
+	requeueSQL = `UPDATE rota.jobs SET state = 0, run_at = $2::timestamptz, attempt = $3, type = coalesce($4, type), lease_until = NULL,
+	updated_at = now()
 WHERE id = $1`
 
 	// runAgainSQL starts a new cycle of a resubmitted job (RunAgain).
@@ -1191,7 +1192,17 @@ func (t *txn) applyOne(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
 	case lifecycle.Retry:
 		n, err = t.exec(retrySQL, r.ID, p.RunAt, cleanText(p.Error), p.DropToken)
 	case lifecycle.Requeue:
-		n, err = t.exec(requeueSQL, r.ID, p.RunAt, p.Attempt)
+		if p.Type != "" {
+			// The new type is registered here, and known to this node once
+			// the transaction commits.
+			if _, err = t.exec(`INSERT INTO rota.types (name, updated_at) VALUES ($1, now()) ON CONFLICT DO NOTHING`, p.Type); err != nil {
+				break
+			}
+			if !t.user {
+				t.after = append(t.after, func() { t.s.addTypes([]string{p.Type}) })
+			}
+		}
+		n, err = t.exec(requeueSQL, r.ID, p.RunAt, p.Attempt, optString(p.Type))
 	case lifecycle.RunAgain:
 		n, err = t.exec(runAgainSQL, r.ID, p.RunAt, p.DropToken, optTime(p.Slot))
 	case lifecycle.Recur:

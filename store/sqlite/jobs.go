@@ -66,7 +66,8 @@ const (
 	failSQL = `UPDATE rota_jobs SET state = ?, run_at = ?, last_error = ?,
 	errors = json_insert(coalesce(errors, '[]'), '$[#]', json_object('attempt', attempt, 'at', ?, 'error', ?)),
 	lease_until = NULL, finished_at = ?, updated_at = ?, token = CASE WHEN ? THEN NULL ELSE token END WHERE id = ?`
-	requeueSQL   = `UPDATE rota_jobs SET state = 0, run_at = ?, attempt = ?, lease_until = NULL, updated_at = ? WHERE id = ?`
+	requeueSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, attempt = ?, type = coalesce(?, type), lease_until = NULL,
+	updated_at = ? WHERE id = ?`
 	cancelRunSQL = `UPDATE rota_jobs SET state = 5, last_error = ?, lease_until = NULL, resubmit = 0,
 	finished_at = ?, updated_at = ? WHERE id = ?`
 	runAgainSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, slot = ?, data = coalesce(next_data, data), next_data = NULL,
@@ -143,7 +144,14 @@ func (w *writeTx) apply(r *lifecycle.Row, p *lifecycle.Plan, data []byte, progre
 		_, err = w.exec(failSQL, int(p.State), micros(p.RunAt), p.Error, w.now.Format(time.RFC3339Nano), p.Error,
 			finished, now, p.DropToken, r.ID)
 	case lifecycle.Requeue:
-		_, err = w.exec(requeueSQL, micros(p.RunAt), p.Attempt, now, r.ID)
+		var rename any
+		if p.Type != "" {
+			if err := w.registerType(p.Type); err != nil {
+				return err
+			}
+			rename = p.Type
+		}
+		_, err = w.exec(requeueSQL, micros(p.RunAt), p.Attempt, rename, now, r.ID)
 	case lifecycle.CancelRun:
 		_, err = w.exec(cancelRunSQL, p.Error, now, now, r.ID)
 	case lifecycle.RunAgain:

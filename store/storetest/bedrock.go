@@ -105,3 +105,41 @@ func testAcceptPriority(t *testing.T, open func(t *testing.T) store.Store) {
 		t.Errorf("Accept without a priority after the filtered ones: %+v", res.Jobs)
 	}
 }
+
+// testRename: a snooze may give the job a new type (Bedrock's RetryJob
+// with a name); the counts and the accepts follow it.
+func testRename(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	j := start(t, s, store.AddParams{Type: "old", Group: "g"})
+	mustFinish(t, s, store.FinishParams{Lease: lease(j), As: store.Snooze, Rename: "new"})
+	got := get(t, s, j.ID)
+	if got.Type != "new" || got.State != store.Pending {
+		t.Errorf("after a snooze with a rename: type %q state %v, want new, pending", got.Type, got.State)
+	}
+	if n := len(accept(t, s, store.AcceptParams{Types: []string{"old"}}).Jobs); n != 0 {
+		t.Errorf("Accept of the old type took %d jobs", n)
+	}
+	res := accept(t, s, store.AcceptParams{Types: []string{"new"}})
+	if len(res.Jobs) != 1 || res.Jobs[0].ID != j.ID {
+		t.Fatalf("Accept of the new type took %v", res.Jobs)
+	}
+	counts, err := s.Stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range counts {
+		if c.Type == "old" && c.Jobs > 0 {
+			t.Errorf("stats still count %d %v jobs of the old type", c.Jobs, c.State)
+		}
+	}
+	cfgs, _ := s.TypeConfigs(t.Context())
+	found := false
+	for _, c := range cfgs {
+		found = found || c.Type == "new"
+	}
+	if !found {
+		t.Error("the new type is not known to the store")
+	}
+	_, err = s.Finish(t.Context(), []store.FinishParams{{Lease: lease(res.Jobs[0]), As: store.Complete, Rename: "other"}})
+	wantErr(t, "a rename with complete", err, store.ErrInvalid)
+}

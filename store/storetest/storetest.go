@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("BedrockIDs", func(t *testing.T) { testBedrockIDs(t, open) })
 	t.Run("PrevStarted", func(t *testing.T) { testPrevStarted(t, open) })
 	t.Run("AcceptPriority", func(t *testing.T) { testAcceptPriority(t, open) })
+	t.Run("Rename", func(t *testing.T) { testRename(t, open) })
 	t.Run("Close", func(t *testing.T) { testClose(t, open) })
 }
 

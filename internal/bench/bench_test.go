@@ -49,6 +49,13 @@ func TestWorkloads(t *testing.T) {
 			if len(f) != 2 || f[0].Jobs != 220 {
 				t.Errorf("fairness: %+v", f)
 			}
+			fo, err := Fanout(ctx, o, FanoutConfig{Children: 1500, Concurrency: 32})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fo.Jobs != 1500 || fo.JobsPerSec <= 0 {
+				t.Errorf("fanout: %+v", fo)
+			}
 		})
 	}
 	m, err := Memory(ctx, Options{Dir: t.TempDir()}, MemoryConfig{Jobs: 1000, Work: 100})

@@ -61,7 +61,7 @@ loopback port with the remote client, as a separate worker process would.`,
 	p.StringVar(&f.dir, "dir", "", "directory for the benchmark's SQLite files (default: a temporary one)")
 	p.BoolVar(&f.asJSON, "json", false, "one JSON object per workload run, for machines")
 	p.IntVar(&f.runs, "runs", 1, "run each workload this many times (the table shows medians)")
-	cmd.AddCommand(benchDrainCommand(f), benchSteadyCommand(f), benchBacklogCommand(f), benchMemoryCommand(f), benchFairnessCommand(f))
+	cmd.AddCommand(benchDrainCommand(f), benchSteadyCommand(f), benchBacklogCommand(f), benchMemoryCommand(f), benchFairnessCommand(f), benchFanoutCommand(f))
 	return cmd
 }
 
@@ -180,6 +180,35 @@ func parseCount(s string) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	return n * mult, err
+}
+
+func benchFanoutCommand(f *benchFlags) *cobra.Command {
+	cfg := bench.DefaultFanout
+	cmd := &cobra.Command{
+		Use:   "fanout",
+		Short: "A parent job adds --children children, waits for them, and sees them all",
+		Long: `fanout adds one parent job; a worker with --concurrency slots runs it: the
+parent adds --children children (in adds of 1,000) and completes, so it waits
+for them; the children run (no-ops); the parent runs again and checks that it
+sees every child. It reports the children per second, from the worker's start
+to the parent's last completion.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, err := f.options(cmd, "fanout")
+			if err != nil {
+				return err
+			}
+			return runBench(cmd, f, func(ctx context.Context) ([]bench.Result, error) {
+				r, err := bench.Fanout(ctx, o, cfg)
+				return []bench.Result{r}, err
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&cfg.Children, "children", cfg.Children, "children of the parent")
+	fl.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	fl.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "the worker's slots")
+	return cmd
 }
 
 func benchMemoryCommand(f *benchFlags) *cobra.Command {

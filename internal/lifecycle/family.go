@@ -89,7 +89,7 @@ func Family(r *Row, p *Plan) FamilyWork {
 // counted after its child's change) when a child ended: a paused parent
 // with no unfinished children left resumes.
 func ParentAfterChild(r *Row, now time.Time) (Plan, bool) {
-	if r == nil || r.State != store.Paused || r.Unfinished > 0 {
+	if r == nil || r.State != store.Paused || r.Unfinished {
 		return Plan{}, false
 	}
 	return Wake(r, now), true

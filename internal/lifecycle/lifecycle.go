@@ -56,11 +56,12 @@ type Row struct {
 	RetryAfter time.Duration
 	LeaseUntil time.Time
 	// Parent is the job's parent (0: none); HasChildren says it has had
-	// children, and Unfinished is how many of them are pending, running
-	// or paused (stores count them for the rules that need them: Finish).
+	// children, and Unfinished whether any of them is pending, running or
+	// paused (stores look it up for the rules that need it: Finish, and a
+	// parent's resumption).
 	Parent      int64
 	HasChildren bool
-	Unfinished  int
+	Unfinished  bool
 }
 
 // Kind is the transition a plan applies. Each store has one way of
@@ -229,7 +230,7 @@ func Finish(r *Row, p *store.FinishParams, result []byte, now time.Time) (Plan, 
 	}
 	switch p.As {
 	case store.Complete:
-		if r.Unfinished > 0 {
+		if r.Unfinished {
 			return Plan{Kind: Wait, State: store.Paused, RunAt: now, Attempt: r.Attempt, Result: result,
 				Event: event(r, store.Paused, now)}, nil
 		}

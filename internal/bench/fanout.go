@@ -107,5 +107,5 @@ func Fanout(ctx context.Context, o Options, cfg FanoutConfig) (Result, error) {
 	return Result{Workload: "fanout", Store: o.storeName(), Via: o.via(), Jobs: cfg.Children, Concurrency: cfg.Concurrency,
 		Seconds: elapsed.Seconds(), JobsPerSec: float64(cfg.Children) / elapsed.Seconds(), StoreInfo: e.info,
 		CPUUsPerJob: float64(cpu.Microseconds()) / float64(cfg.Children),
-		Note: "one parent adds its children, waits for them, and runs again to see them all"}, nil
+		Note:        "one parent adds its children, waits for them, and runs again to see them all"}, nil
 }

@@ -1,9 +1,8 @@
-// Package bedrock is to speak Bedrock::Jobs' line protocol (Expensify's
+// Package bedrock speaks Bedrock::Jobs' line protocol (Expensify's
 // Bedrock, ../shared/reference/bedrock-jobs-protocol.md) so that Bedrock's
 // clients and workers can run against rota, translating each command to
-// the engine's operations with no job rule of its own. It holds the
-// protocol's framing so far; the listener (rota serve --bedrock) and the
-// commands are the next part of the work.
+// the engine's operations with no job rule of its own: Server is the
+// listener of rota serve --bedrock, docs/bedrock.md its guide.
 //
 // This file is the framing: requests in, responses out, as Bedrock frames
 // them (§1.2–§1.4), with its defects fixed where clients cannot depend on

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/bedrock"
 	"github.com/rotajobs/rota/httpapi"
 	"github.com/rotajobs/rota/httpapi/wire"
 	"github.com/rotajobs/rota/store"
@@ -36,6 +38,9 @@ func serveCommand() *cobra.Command {
 		logLevel                 string
 		configFile               string
 		tlsCert, tlsKey          string
+		bedrockAddr              string
+		bedrockAllow             []string
+		bedrockLease             time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -59,7 +64,13 @@ same shapes as PUT /v1/types/{type} and PUT /v1/groups):
   {"types":  [{"type": "email.send", "lease_timeout": "1m", "bands": "2,1",
                "group_max_running": 5}],
    "groups": [{"group": "acme", "weight": 2},
-              {"group": "free-tier", "max_running": 3}]}`,
+              {"group": "free-tier", "max_running": 3}]}
+
+With --bedrock ADDR it also speaks Bedrock::Jobs' line protocol on ADDR
+(Bedrock's port is 8888), on the same store, so Bedrock's clients and
+workers run unchanged (docs/bedrock.md). That protocol has no
+authentication: only loopback clients may connect unless --bedrock-allow
+lists the client networks, and a non-loopback ADDR needs that list.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f := cmd.Flags().Lookup("token"); f != nil && f.Changed {
@@ -103,7 +114,12 @@ same shapes as PUT /v1/types/{type} and PUT /v1/groups):
 					return usageError{err}
 				}
 			}
+			bedrock, err := bedrockOptions(bedrockAddr, bedrockAllow, bedrockLease)
+			if err != nil {
+				return err
+			}
 			return serve(cmd.Context(), logger, serveOptions{
+				bedrock: bedrock,
 				dataDir: dataDir, storeSpec: storeSpec, addr: addr, token: token,
 				allowOpen: allowOpen, maxBody: maxBody, settings: settings,
 				maxConns: maxConns, idleTimeout: idleTimeout, cert: cert,
@@ -124,6 +140,9 @@ same shapes as PUT /v1/types/{type} and PUT /v1/groups):
 	f.StringVar(&configFile, "config", "", "JSON file of type and group settings to apply at start")
 	f.StringVar(&tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate (chain); SIGHUP reloads it")
 	f.StringVar(&tlsKey, "tls-key", "", "the PEM private key of --tls-cert")
+	f.StringVar(&bedrockAddr, "bedrock", "", "also serve Bedrock::Jobs' protocol on this address (e.g. 127.0.0.1:8888)")
+	f.StringSliceVar(&bedrockAllow, "bedrock-allow", nil, "client networks (CIDR or IP, comma-separated) allowed on --bedrock; default loopback only")
+	f.DurationVar(&bedrockLease, "bedrock-lease", 0, "take back a job handed out by GetJob after this long without a finish (default: never, as Bedrock)")
 	return cmd
 }
 
@@ -134,7 +153,49 @@ type serveOptions struct {
 	maxConns                        int
 	idleTimeout                     time.Duration
 	settings                        *serverSettings
-	cert                            *certificate // nil: plain HTTP
+	cert                            *certificate     // nil: plain HTTP
+	bedrock                         *bedrockListener // nil: none
+}
+
+// bedrockListener is what --bedrock asks for.
+type bedrockListener struct {
+	addr string
+	cfg  bedrock.Config
+}
+
+// bedrockOptions checks the --bedrock flags: the protocol has no
+// authentication, so an address other than loopback needs the list of
+// client networks allowed.
+func bedrockOptions(addr string, allow []string, lease time.Duration) (*bedrockListener, error) {
+	if addr == "" {
+		if len(allow) > 0 || lease != 0 {
+			return nil, usageErrorf("--bedrock-allow and --bedrock-lease need --bedrock")
+		}
+		return nil, nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, usageErrorf("--bedrock %q: want host:port: %v", addr, err)
+	}
+	if lease < 0 {
+		return nil, usageErrorf("--bedrock-lease %v must not be negative", lease)
+	}
+	b := &bedrockListener{addr: addr, cfg: bedrock.Config{Lease: lease}}
+	for _, a := range allow {
+		p, err := netip.ParsePrefix(a)
+		if err != nil {
+			ip, ierr := netip.ParseAddr(a)
+			if ierr != nil {
+				return nil, usageErrorf("--bedrock-allow %q: want a network such as 10.0.0.0/8 or an address", a)
+			}
+			p = netip.PrefixFrom(ip, ip.BitLen())
+		}
+		b.cfg.Allow = append(b.cfg.Allow, p.Masked())
+	}
+	if !isLoopback(host) && len(b.cfg.Allow) == 0 {
+		return nil, usageErrorf("--bedrock %s is not a loopback address and Bedrock's protocol has no authentication: list the client networks allowed with --bedrock-allow", addr)
+	}
+	return b, nil
 }
 
 // serverSettings is the --config file.
@@ -251,8 +312,30 @@ func serve(ctx context.Context, logger *slog.Logger, o serveOptions) error {
 		ln = tls.NewListener(ln, srv.TLSConfig)
 		defer o.cert.reloadOnHUP(logger)()
 	}
-	served := make(chan error, 1)
+	served := make(chan error, 2)
 	go func() { served <- srv.Serve(ln) }()
+	if o.bedrock != nil {
+		o.bedrock.cfg.Logger = logger
+		bs, err := bedrock.New(client, o.bedrock.cfg)
+		if err != nil {
+			return err
+		}
+		bl, err := net.Listen("tcp", o.bedrock.addr)
+		if err != nil {
+			return fmt.Errorf("--bedrock: listen on %s: %w", o.bedrock.addr, err)
+		}
+		defer bs.Close()
+		go func() {
+			if err := bs.Serve(bl); err != nil {
+				served <- err
+			}
+		}()
+		allowed := "loopback"
+		if len(o.bedrock.cfg.Allow) > 0 {
+			allowed = fmt.Sprint(o.bedrock.cfg.Allow)
+		}
+		logger.Info("rota serving Bedrock::Jobs", "bedrock", bl.Addr().String(), "clients", allowed)
+	}
 	auth := "no auth token (loopback only)"
 	if o.token != "" {
 		auth = "bearer token required"

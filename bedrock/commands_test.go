@@ -1,0 +1,458 @@
+package bedrock_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rotajobs/rota"
+)
+
+// These tests follow Bedrock's own (test/tests/jobs/*.cpp), with the
+// database reads of the originals replaced by QueryJob.
+
+func TestCreateJob(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		for _, method := range []string{"CreateJob", "CreateJob / HTTP/1.1", "createjob"} {
+			before := time.Now().UTC().Truncate(time.Second)
+			m := tr.ok(method, "name", "testCreate")
+			id := string(m["jobID"])
+			q := tr.query(id)
+			eq(t, "jobID", q["jobID"], id)
+			eq(t, "state", q["state"], "QUEUED")
+			eq(t, "name", q["name"], "testCreate")
+			eq(t, "nextRun[:19]", q["nextRun"][:19], q["created"]) // due at creation, with ms
+			eq(t, "lastRun", q["lastRun"], "")
+			eq(t, "repeat", q["repeat"], "")
+			eq(t, "data", q["data"], "{}")
+			eq(t, "priority", q["priority"], "500")
+			if c := bedrockTime(t, q["created"]); c.Before(before) || c.After(time.Now().Add(time.Second)) {
+				t.Errorf("created %v, want about now", c)
+			}
+			if len(q) != 10 {
+				t.Errorf("QueryJob has %d keys, want 10: %v", len(q), q)
+			}
+		}
+		id := tr.create("name", "p", "priority", "1000", "data", `{"blabla":"blabla"}`, "repeat", "scheduled, +1 hour")
+		q := tr.query(id)
+		eq(t, "priority", q["priority"], "1000")
+		eq(t, "data", q["data"], `{"blabla":"blabla"}`)
+		eq(t, "repeat", q["repeat"], "SCHEDULED, +1 HOUR")
+
+		id = tr.create("name", "later", "firstRun", "2042-04-02 00:42:42", "jobPriority", "250")
+		q = tr.query(id)
+		eq(t, "nextRun", q["nextRun"], "2042-04-02 00:42:42")
+		eq(t, "priority", q["priority"], "250")
+	})
+}
+
+func TestCreateJobErrors(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		tr.expect("402 Missing name", "CreateJob")
+		tr.expect("402 Malformed name", "CreateJob", "name", strings.Repeat("n", 256))
+		tr.expect("402 Data is not a valid JSON Object", "CreateJob", "name", "blabla", "data", "blabla")
+		tr.expect("402 Data is not a valid JSON Object", "CreateJob", "name", "blabla", "data", "[1]")
+		tr.expect("402 Data is not a valid JSON Object", "CreateJob", "name", "blabla", "data", "")
+		tr.expect("402 Malformed repeat", "CreateJob", "name", "blabla", "repeat", "blabla")
+		tr.expect("402 Malformed repeat", "CreateJob", "name", "blabla", "repeat", "SCHEDULED")
+		tr.expect("402 Malformed repeat", "CreateJob", "name", "blabla", "repeat", "FINISHED, +1 WEEK")
+		tr.expect("402 Invalid priority value", "CreateJob", "name", "blabla", "jobPriority", "7")
+		tr.expect("402 Invalid priority value", "CreateJob", "name", "blabla", "priority", "501")
+		tr.expect("402 Malformed retryAfter", "CreateJob", "name", "blabla", "retryAfter", "10")
+		tr.expect("402 Malformed retryAfter", "CreateJob", "name", "blabla", "retryAfter", "+1 HOUR, START OF HOUR")
+		tr.expect("402 Malformed firstRun", "CreateJob", "name", "blabla", "firstRun", "tomorrow")
+		tr.expect("404 parentJobID does not exist", "CreateJob", "name", "child", "parentJobID", "12345")
+		// The order of the checks: the name first, then the priority,
+		// the data, the retryAfter.
+		tr.expect("402 Missing name", "CreateJob", "jobPriority", "7", "data", "x")
+		tr.expect("402 Invalid priority value", "CreateJob", "name", "a", "jobPriority", "7", "data", "x")
+		tr.expect("402 Data is not a valid JSON Object", "CreateJob", "name", "a", "data", "x", "retryAfter", "10")
+		// Nothing was added.
+		tr.expect("404 No job found", "GetJobs", "name", "*", "numResults", "100")
+	})
+}
+
+func TestCreateChildErrors(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		parent := tr.create("name", "parent")
+		tr.expect("405 Can only create child job when parent is RUNNING, RUNQUEUED or PAUSED", "CreateJob", "name", "child", "parentJobID", parent)
+		tr.ok("GetJob", "name", "parent")
+		child := tr.create("name", "child", "parentJobID", parent)
+		eq(t, "child state", tr.query(child)["state"], "PAUSED")
+		tr.ok("FinishJob", "jobID", parent)
+		eq(t, "parent state", tr.query(parent)["state"], "PAUSED")
+		eq(t, "child state", tr.query(child)["state"], "QUEUED")
+		tr.ok("GetJob", "name", "child")
+		tr.expect("405 Cannot create grandchildren", "CreateJob", "name", "grandchild", "parentJobID", child)
+	})
+}
+
+func TestUniqueJob(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		id := tr.create("name", "blabla", "data", `{"a":1, "b":2, "nestedObject": {"A":1, "B":2}, "nestedArray":[1,2]}`, "unique", "true")
+		// The same data: the same job, unchanged.
+		same := tr.create("name", "blabla", "data", `{"a":1, "b":2, "nestedObject": {"A":1, "B":2}, "nestedArray":[1,2]}`, "unique", "true")
+		eq(t, "same id", same, id)
+		// Other data: merged in, keys kept in order, new ones appended.
+		merged := tr.create("name", "blabla", "data", `{"b":3, "c":4, "nestedObject":{"B":null, "C":3}}`, "unique", "true")
+		eq(t, "merged id", merged, id)
+		eq(t, "merged data", tr.query(id)["data"], `{"a":1,"b":3,"nestedObject":{"A":1,"C":3},"nestedArray":[1,2],"c":4}`)
+		// overwrite false keeps the data.
+		kept := tr.create("name", "blabla", "data", `{"z":1}`, "unique", "true", "overwrite", "false")
+		eq(t, "kept id", kept, id)
+		if strings.Contains(tr.query(id)["data"], `"z"`) {
+			t.Errorf("overwrite: false changed the data")
+		}
+		// unique must be exactly "true".
+		other := tr.create("name", "blabla", "unique", "TRUE")
+		if other == id {
+			t.Errorf("unique: TRUE made the add unique")
+		}
+	})
+}
+
+func TestCreateJobs(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		m := tr.ok("CreateJobs", "jobs", `[{"name":"one","data":{"a":1},"jobPriority":1000},{"name":"two","data":"{\"b\":2}","repeat":"FINISHED, +1 DAY"},{"name":"three","firstRun":"2042-01-01 00:00:00"}]`)
+		var ids []json.Number
+		if err := json.Unmarshal(m["jobIDs"], &ids); err != nil || len(ids) != 3 {
+			t.Fatalf("jobIDs %s: %v", m["jobIDs"], err)
+		}
+		q := tr.query(ids[0].String())
+		eq(t, "one data", q["data"], `{"a":1}`)
+		eq(t, "one priority", q["priority"], "1000")
+		q = tr.query(ids[1].String())
+		eq(t, "two data", q["data"], `{"b":2}`)
+		eq(t, "two repeat", q["repeat"], "FINISHED, +1 DAY")
+		eq(t, "three nextRun", tr.query(ids[2].String())["nextRun"], "2042-01-01 00:00:00")
+
+		for _, bad := range []string{"", "[]", "{}", "[{}]", "[1]", `[{"name":"x"},{}]`, "not json"} {
+			tr.expect("401 Invalid JSON", "CreateJobs", "jobs", bad)
+		}
+		tr.expect("402 Missing name", "CreateJobs", "jobs", `[{"data":{}}]`)
+		// One bad job refuses the batch; the first phase's error wins.
+		tr.expect("402 Malformed retryAfter", "CreateJobs", "jobs", `[{"name":"a","repeat":"bad"},{"name":"b","retryAfter":"bad"}]`)
+		tr.expect("402 Malformed repeat", "CreateJobs", "jobs", `[{"name":"ok"},{"name":"b","repeat":"bad"}]`)
+		tr.expect("404 No job found", "GetJob", "name", "ok")
+	})
+}
+
+func TestGetJob(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		tr.expect("404 No job found", "GetJob", "name", "none")
+		tr.expect("402 Missing name", "GetJob")
+		tr.expect("402 Cannot use numResults with GetJob; try GetJobs", "GetJob", "name", "x", "numResults", "")
+		tr.expect("402 Missing numResults", "GetJobs", "name", "x")
+		tr.expect("402 Invalid priority value", "GetJob", "name", "x", "jobPriority", "3")
+
+		id := tr.create("name", "www-prod/Foo", "data", `{"value":1}`, "repeat", "FINISHED, +1 MINUTE")
+		r := tr.do("GetJob / HTTP/1.1", "name", "www-prod/*")
+		eq(t, "status", r.Status, "200 OK")
+		// Keys in Bedrock's order, "/" escaped.
+		if !strings.HasPrefix(r.Body, `{"created":"`) || !strings.Contains(r.Body, `,"data":{"value":1},"jobID":`+id+`,"lastRun":"","name":"www-prod\/Foo","nextRun":"`) ||
+			!strings.HasSuffix(r.Body, `,"priority":500,"repeat":"FINISHED, +1 MINUTE","retryAfter":""}`) {
+			t.Errorf("GetJob body %s", r.Body)
+		}
+		if n := len(r.JSON(t)); n != 9 {
+			t.Errorf("GetJob has %d keys, want 9", n)
+		}
+		tr.expect("404 No job found", "GetJob", "name", "www-prod/*")
+		q := tr.query(id)
+		eq(t, "state", q["state"], "RUNNING")
+		if bedrockTime(t, q["lastRun"]).Before(time.Now().Add(-time.Minute)) {
+			t.Errorf("lastRun %s is not the dequeue", q["lastRun"])
+		}
+		// The finish of a repeating job: due again a minute after.
+		tr.ok("FinishJob", "jobID", id)
+		q = tr.query(id)
+		eq(t, "state", q["state"], "QUEUED")
+		if d := time.Until(bedrockTime(t, q["nextRun"])); d < 55*time.Second || d > 65*time.Second {
+			t.Errorf("nextRun in %v, want a minute", d)
+		}
+	})
+}
+
+func TestGetJobsOrder(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		// Priority first, then due time; names in a list are exact.
+		tr.create("name", "low_5", "priority", "0")
+		tr.create("name", "high_1", "priority", "1000")
+		tr.create("name", "medium_3", "priority", "500")
+		tr.create("name", "high_2", "priority", "1000")
+		tr.create("name", "medium_4", "priority", "500")
+		tr.create("name", "other", "priority", "1000")
+		m := tr.ok("GetJobs", "name", "high_1,high_2,medium_3,medium_4,low_5,*", "numResults", "10")
+		var jobs []map[string]json.RawMessage
+		if err := json.Unmarshal(m["jobs"], &jobs); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, j := range jobs {
+			names = append(names, flat(t, j)["name"])
+		}
+		eq(t, "order", strings.Join(names, " "), "high_1 high_2 medium_3 medium_4 low_5")
+
+		tr.create("name", "p", "priority", "250")
+		tr.create("name", "p", "priority", "750")
+		m = tr.ok("GetJob", "name", "p", "jobPriority", "250")
+		eq(t, "priority", string(m["priority"]), "250")
+		tr.expect("404 No job found", "GetJob", "name", "p", "jobPriority", "1000")
+		m = tr.ok("GetJobs", "name", "p", "numResults", "0")
+		eq(t, "priority", string(m["jobs"][0:1]), "[")
+	})
+}
+
+func TestParentAndChildren(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		parent := tr.create("name", "parent", "data", `{"foo":"bar"}`)
+		tr.ok("GetJob", "name", "parent")
+		finished := tr.create("name", "child_finished", "data", `{"bar":"baz"}`, "parentJobID", parent)
+		cancelled := tr.create("name", "child_cancelled", "data", `{"baz":"foo"}`, "parentJobID", parent)
+		tr.expect("405 Can't delete a parent jobs with children running", "DeleteJob", "jobID", finished)
+		tr.ok("FinishJob", "jobID", parent)
+		child := flat(t, tr.ok("GetJob", "name", "child_finished"))
+		tr.ok("CancelJob", "jobID", cancelled)
+		eq(t, "child keys", len(child), 11)
+		eq(t, "child jobID", child["jobID"], finished)
+		eq(t, "child data", child["data"], `{"bar":"baz"}`)
+		eq(t, "parentJobID", child["parentJobID"], parent)
+		eq(t, "parentData", child["parentData"], `{"foo":"bar"}`)
+		tr.expect("404 Invalid jobID - Cannot cancel a job with children", "CancelJob", "jobID", parent)
+		tr.ok("FinishJob", "jobID", finished)
+		eq(t, "parent state", tr.query(parent)["state"], "QUEUED")
+		eq(t, "child state", tr.query(finished)["state"], "FINISHED")
+
+		m := tr.ok("GetJob", "name", "parent")
+		eq(t, "parent keys", len(m), 11)
+		eq(t, "finishedChildJobs", string(m["finishedChildJobs"]), `[{"data":{"bar":"baz"},"jobID":`+finished+`}]`)
+		eq(t, "cancelledChildJobs", string(m["cancelledChildJobs"]), `[{"data":{"baz":"foo"},"jobID":`+cancelled+`}]`)
+		// The parent's finish deletes the children it saw.
+		tr.ok("FinishJob", "jobID", parent)
+		tr.expect("404 No job with this jobID", "QueryJob", "jobID", finished)
+		tr.expect("404 No job with this jobID", "QueryJob", "jobID", parent)
+	})
+}
+
+func TestRetryJob(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		tr.expect("402 Missing jobID", "RetryJob")
+		tr.expect("402 Malformed jobID", "RetryJob", "jobID", "012")
+		tr.expect("404 No job with this jobID", "RetryJob", "jobID", "1")
+		id := tr.create("name", "job")
+		tr.expect("405 Can only retry/finish RUNNING and RUNQUEUED jobs", "RetryJob", "jobID", id)
+		tr.ok("GetJob", "name", "job")
+		tr.expect("402 Must specify a non-negative delay when retrying", "RetryJob", "jobID", id, "delay", "-5")
+		tr.expect("402 Malformed delay", "RetryJob", "jobID", id, "delay", "100000000")
+		eq(t, "state after refusals", tr.query(id)["state"], "RUNNING")
+
+		tr.ok("RetryJob", "jobID", id, "delay", "5", "data", `{"x":1}`, "name", "renamed", "jobPriority", "1000")
+		q := tr.query(id)
+		eq(t, "state", q["state"], "QUEUED")
+		eq(t, "name", q["name"], "renamed")
+		eq(t, "priority", q["priority"], "1000")
+		eq(t, "data", q["data"], `{"x":1}`)
+		if d := time.Until(bedrockTime(t, q["nextRun"])); d < 3*time.Second || d > 6*time.Second {
+			t.Errorf("nextRun in %v, want 5s", d)
+		}
+
+		// nextRun beats delay; a repeat beats both unless ignoreRepeat.
+		id = tr.create("name", "next")
+		tr.ok("GetJob", "name", "next")
+		tr.ok("RetryJob", "jobID", id, "nextRun", "2042-04-02 00:42:42", "delay", "5")
+		eq(t, "nextRun", tr.query(id)["nextRun"], "2042-04-02 00:42:42")
+
+		id = tr.create("name", "rep", "repeat", "FINISHED, +1 HOUR")
+		tr.ok("GetJob", "name", "rep")
+		tr.ok("RetryJob", "jobID", id, "nextRun", "2042-04-02 00:42:42")
+		if d := time.Until(bedrockTime(t, tr.query(id)["nextRun"])); d < 59*time.Minute || d > 61*time.Minute {
+			t.Errorf("a repeating job's retry: nextRun in %v, want an hour", d)
+		}
+		tr.ok("RequeueJobs", "jobIDs", id)
+		tr.ok("GetJob", "name", "rep")
+		tr.ok("RetryJob", "jobID", id, "nextRun", "2042-04-02 00:42:42", "ignoreRepeat", "true")
+		eq(t, "ignoreRepeat nextRun", tr.query(id)["nextRun"], "2042-04-02 00:42:42")
+		eq(t, "repeat kept", tr.query(id)["repeat"], "FINISHED, +1 HOUR")
+	})
+}
+
+func TestFinishJob(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		id := tr.create("name", "job")
+		tr.expect("405 Can only retry/finish RUNNING and RUNQUEUED jobs", "FinishJob", "jobID", id)
+		tr.ok("GetJob", "name", "job")
+		tr.ok("FinishJob", "jobID", id)
+		// A finished job is gone, as in Bedrock.
+		tr.expect("404 No job with this jobID", "QueryJob", "jobID", id)
+		tr.expect("404 No job with this jobID", "FinishJob", "jobID", id)
+
+		// A repeating job finished with ignoreRepeat, or data.delete, ends.
+		for _, how := range [][]string{{"ignoreRepeat", "true"}, {"data", `{"delete":true}`}} {
+			id := tr.create("name", "rep", "repeat", "FINISHED, +1 HOUR")
+			tr.ok("GetJob", "name", "rep")
+			tr.ok("FinishJob", append([]string{"jobID", id}, how...)...)
+			tr.expect("404 No job with this jobID", "QueryJob", "jobID", id)
+		}
+		// A repeating job's finish keeps the data it was given.
+		id = tr.create("name", "rep", "repeat", "SCHEDULED, +1 HOUR", "data", `{"n":1}`)
+		tr.ok("GetJob", "name", "rep")
+		tr.ok("FinishJob", "jobID", id, "data", `{"n":2}`)
+		q := tr.query(id)
+		eq(t, "data", q["data"], `{"n":2}`)
+		eq(t, "state", q["state"], "QUEUED")
+	})
+}
+
+func TestFailJob(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		tr.expect("404 No job with this jobID", "FailJob", "jobID", "1")
+		id := tr.create("name", "job")
+		tr.expect("405 Can only fail RUNNING or RUNQUEUED jobs", "FailJob", "jobID", id)
+		tr.ok("GetJob", "name", "job")
+		tr.ok("FailJob", "jobID", id, "data", `{"why":"broken"}`)
+		q := tr.query(id)
+		eq(t, "state", q["state"], "FAILED")
+		eq(t, "data", q["data"], `{"why":"broken"}`)
+		tr.expect("405 Can only fail RUNNING or RUNQUEUED jobs", "FailJob", "jobID", id)
+		// A failed job can be deleted.
+		tr.ok("DeleteJob", "jobID", id)
+		tr.expect("404 No job with this jobID", "QueryJob", "jobID", id)
+	})
+}
+
+func TestCancelAndDeleteJob(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		tr.expect("404 No job with this jobID", "CancelJob", "jobID", "1")
+		tr.expect("404 No job with this jobID", "DeleteJob", "jobID", "1")
+		id := tr.create("name", "job")
+		tr.expect("404 Invalid jobID - Cannot cancel a job without a parent", "CancelJob", "jobID", id)
+		tr.ok("GetJob", "name", "job")
+		tr.expect("405 Can't delete a RUNNING job", "DeleteJob", "jobID", id)
+
+		parent := tr.create("name", "parent")
+		tr.ok("GetJob", "name", "parent")
+		a := tr.create("name", "a", "parentJobID", parent)
+		b := tr.create("name", "b", "parentJobID", parent)
+		tr.ok("CancelJob", "jobID", a) // paused: no change
+		eq(t, "paused child", tr.query(a)["state"], "PAUSED")
+		tr.ok("FinishJob", "jobID", parent)
+		tr.ok("CancelJob", "jobID", a)
+		eq(t, "cancelled child", tr.query(a)["state"], "CANCELLED")
+		eq(t, "parent while b waits", tr.query(parent)["state"], "PAUSED")
+		tr.ok("CancelJob", "jobID", b)
+		eq(t, "parent after its last child", tr.query(parent)["state"], "QUEUED")
+
+		q := tr.create("name", "queued")
+		tr.ok("DeleteJob", "jobID", q)
+		tr.expect("404 No job with this jobID", "QueryJob", "jobID", q)
+	})
+}
+
+func TestUpdateJob(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		tr.expect("402 Missing jobID", "UpdateJob", "data", "{}")
+		tr.expect("402 Missing data", "UpdateJob", "jobID", "1")
+		tr.expect("402 Malformed repeat", "UpdateJob", "jobID", "1", "data", "{}", "repeat", "x")
+		tr.expect("402 Invalid priority value", "UpdateJob", "jobID", "1", "data", "{}", "jobPriority", "1")
+		tr.expect("404 No job with this jobID", "UpdateJob", "jobID", "1", "data", "{}")
+		id := tr.create("name", "job", "data", `{"old":1}`, "repeat", "FINISHED, +1 HOUR")
+		tr.ok("UpdateJob", "jobID", id, "data", `{"value":"123"}`, "jobPriority", "1000", "nextRun", "2042-04-02 00:42:42")
+		q := tr.query(id)
+		eq(t, "data", q["data"], `{"value":"123"}`)
+		eq(t, "priority", q["priority"], "1000")
+		eq(t, "nextRun", q["nextRun"], "2042-04-02 00:42:42")
+		eq(t, "repeat", q["repeat"], "FINISHED, +1 HOUR")
+		tr.ok("UpdateJob", "jobID", id, "data", `{}`, "shouldClearRepeat", "true") // only numbers count
+		eq(t, "repeat", tr.query(id)["repeat"], "FINISHED, +1 HOUR")
+		tr.ok("UpdateJob", "jobID", id, "data", `{}`, "shouldClearRepeat", "1")
+		eq(t, "repeat", tr.query(id)["repeat"], "")
+		tr.ok("UpdateJob", "jobID", id, "data", `{}`, "repeat", "daily")
+		eq(t, "repeat", tr.query(id)["repeat"], "DAILY")
+	})
+}
+
+func TestRequeueJobs(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		a := tr.create("name", "a")
+		b := tr.create("name", "b", "firstRun", "2042-01-01 00:00:00")
+		tr.ok("GetJob", "name", "a")
+		tr.ok("RequeueJobs", "jobIDs", a+","+b+",12345", "name", "renamed")
+		q := tr.query(a)
+		eq(t, "state", q["state"], "QUEUED")
+		eq(t, "name", q["name"], "renamed")
+		if bedrockTime(t, tr.query(b)["nextRun"]).After(time.Now()) {
+			t.Errorf("a requeued job is not due")
+		}
+		tr.ok("RequeueJobs")
+	})
+}
+
+func TestRetryAfter(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		id := tr.create("name", "ra", "retryAfter", "+1 SECOND", "data", `{"k":1}`)
+		m := flat(t, tr.ok("GetJob", "name", "ra"))
+		eq(t, "retryAfter", m["retryAfter"], "+1 SECOND")
+		eq(t, "first data", m["data"], `{"k":1}`)
+		q := tr.query(id)
+		eq(t, "state", q["state"], "RUNQUEUED")
+		eq(t, "counted", q["data"], `{"k":1,"retryAfterCount":1}`)
+		tr.expect("404 No job found", "GetJob", "name", "ra")
+		// When the fixed lease ends, the job runs again.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r := tr.do("GetJob", "name", "ra")
+			if r.Status == "200 OK" {
+				eq(t, "second data", flat(t, r.JSON(t))["data"], `{"k":1,"retryAfterCount":1}`)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("a job with retryAfter did not run again")
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		tr.ok("FinishJob", "jobID", id)
+		tr.expect("404 No job with this jobID", "QueryJob", "jobID", id)
+	})
+}
+
+func TestCrashBedrockJob(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		bad := tr.create("name", "crasher/1")
+		good := tr.create("name", "fine")
+		tr.ok("CrashBedrockJob", "names", "crasher/*")
+		m := tr.ok("GetJobs", "name", "*", "numResults", "10")
+		if strings.Contains(string(m["jobs"]), bad) || !strings.Contains(string(m["jobs"]), good) {
+			t.Errorf("GetJobs with a blacklist: %s", m["jobs"])
+		}
+		eq(t, "blacklisted", tr.query(bad)["state"], "FAILED")
+		tr.ok("ClearCrashedBedrockJobs")
+		tr.create("name", "crasher/2")
+		tr.ok("GetJob", "name", "crasher/*")
+	})
+}
+
+func TestSameJobOverHTTPAndBedrock(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		ctx := context.Background()
+		res, err := tr.c.Add(ctx, rota.AddParams{Type: "from-http", Data: json.RawMessage(`{"a":1}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := tr.ok("GetJob", "name", "from-http")
+		bid := string(m["jobID"])
+		j, err := tr.c.Get(ctx, res.Job.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eq(t, "state", j.State, rota.Running)
+		if j.BedrockID == 0 || bid != jsonInt(j.BedrockID) {
+			t.Errorf("Bedrock id %s, the job says %d", bid, j.BedrockID)
+		}
+		tr.ok("FinishJob", "jobID", bid)
+		j, _ = tr.c.Get(ctx, res.Job.ID)
+		eq(t, "state after FinishJob", j.State, rota.Completed)
+	})
+}
+
+func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }

@@ -1,0 +1,196 @@
+package bedrock_test
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rotajobs/rota/bedrock"
+	"github.com/rotajobs/rota/store/sqlite"
+)
+
+func sqliteServer(t *testing.T, cfg bedrock.Config) *tester {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "rota.db"), sqlite.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return start(t, st, cfg)
+}
+
+// Requests pipelined in one write are all answered, in order (Bedrock
+// leaves the second waiting until more bytes arrive).
+func TestPipelining(t *testing.T) {
+	tr := sqliteServer(t, bedrock.Config{})
+	var b strings.Builder
+	for i := 0; i < 50; i++ {
+		b.WriteString("CreateJob\r\nname: p\r\n\r\n")
+	}
+	b.WriteString("GetJobs\nname: p\nnumResults: 100\n\n") // bare \n endings too
+	b.WriteString("QueryJob\r\njobID: 1\r\nContent-Length: 0\r\n\r\n")
+	tr.raw(b.String())
+	for i := 0; i < 50; i++ {
+		if r := tr.read(); r.Status != "200 OK" || !strings.HasPrefix(r.Body, `{"jobID":`) {
+			t.Fatalf("response %d: %s %s", i, r.Status, r.Body)
+		}
+	}
+	r := tr.read()
+	if n := strings.Count(r.Body, `"name":"p"`); r.Status != "200 OK" || n != 50 {
+		t.Fatalf("GetJobs: %s, %d jobs", r.Status, n)
+	}
+	if r := tr.read(); r.Status != "404 No job with this jobID" {
+		t.Fatalf("QueryJob: %s", r.Status)
+	}
+}
+
+func TestFraming(t *testing.T) {
+	tr := sqliteServer(t, bedrock.Config{})
+	// A body is read and ignored; the request after it is answered.
+	tr.raw("CreateJob\r\nname: a\r\nContent-Length: 5\r\n\r\nhelloQueryJob\r\njobID: 1\r\n\r\n")
+	if r := tr.read(); r.Status != "200 OK" {
+		t.Fatalf("CreateJob with a body: %s", r.Status)
+	}
+	if r := tr.read(); r.Status != "404 No job with this jobID" {
+		t.Fatalf("after a body: %s", r.Status)
+	}
+	// Headers are case-insensitive and unescaped; values are trimmed.
+	id := tr.create("NAME", "esc", "DaTa", `{"q":"a\"b"}`)
+	eq(t, "data", tr.query(id)["data"], `{"q":"a\"b"}`)
+
+	// Every response has Content-Length last (the reader checks) and the
+	// node's name.
+	r := tr.do("QueryJob", "jobID", id)
+	if r.Headers["nodeName"] == "" {
+		t.Errorf("no nodeName header: %v", r.Headers)
+	}
+
+	// A malformed request is answered with a 4xx, then the connection
+	// closes.
+	for req, want := range map[string]string{
+		"CreateJob\r\nname: a\r\nContent-Length: abc\r\n\r\n":           "400 Malformed Content-Length",
+		"CreateJob\r\nname: a\r\nContent-Length: 99999999\r\n\r\n":      "413 Content-Length 99999999 is more than 1048576",
+		"CreateJob\r\nno colon here\r\n\r\n":                            "400 Malformed header line: want name: value",
+		"CreateJob\r\n" + strings.Repeat("h: v\r\n", 300) + "\r\n":      "431 Too many headers: more than 256",
+		"CreateJob\r\nname: " + strings.Repeat("n", 3<<20) + "\r\n\r\n": "431 Line too long: more than 2097152 bytes",
+	} {
+		conn, err := net.Dial("tcp", tr.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.SetDeadline(time.Now().Add(10 * time.Second))
+		go io.WriteString(conn, req)
+		br := bufio.NewReader(conn)
+		r, err := readResponse(br)
+		if err != nil || r.Status != want {
+			t.Errorf("%.40q: got %q (%v), want %q", req, r.Status, err, want)
+		}
+		if r.Headers["Connection"] != "close" {
+			t.Errorf("%.40q: no Connection: close", req)
+		}
+		// Closed: an end of stream, or a reset when the server closed it
+		// with the client's bytes unread.
+		if _, err := br.ReadByte(); err != io.EOF && (err == nil || !strings.Contains(err.Error(), "reset")) {
+			t.Errorf("%.40q: the connection stayed open (%v)", req, err)
+		}
+		conn.Close()
+	}
+}
+
+func TestConnectionHeaders(t *testing.T) {
+	tr := sqliteServer(t, bedrock.Config{})
+	// Connection: close is echoed and the connection closes.
+	r := tr.do("CreateJob", "name", "a", "Connection", "close")
+	eq(t, "status", r.Status, "200 OK")
+	eq(t, "Connection", r.Headers["Connection"], "close")
+	if _, err := tr.br.ReadByte(); err != io.EOF {
+		t.Errorf("the connection stayed open after Connection: close (%v)", err)
+	}
+	tr.conn = nil
+
+	// Connection: forget answers 202 at once, closes, and runs the
+	// command anyway.
+	r = tr.do("CreateJob", "name", "forgotten", "Connection", "forget")
+	eq(t, "forget", r.Status, "202 Successfully queued")
+	eq(t, "Connection", r.Headers["Connection"], "close")
+	tr.conn = nil
+	deadline := time.Now().Add(10 * time.Second)
+	for tr.do("GetJob", "name", "forgotten").Status != "200 OK" {
+		if time.Now().After(deadline) {
+			t.Fatal("a command sent with Connection: forget did not run")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A forgotten GetJob hands out nothing.
+	tr.create("name", "kept")
+	tr.do("GetJob", "name", "kept", "Connection", "forget")
+	tr.conn = nil
+	tr.ok("GetJob", "name", "kept")
+
+	// A command to run later.
+	at := time.Now().Add(300 * time.Millisecond).UnixMicro()
+	r = tr.do("CreateJob", "name", "later", "commandExecuteTime", jsonInt(at))
+	eq(t, "commandExecuteTime", r.Status, "202 Successfully queued")
+	tr.conn = nil
+	tr.expect("404 No job found", "GetJob", "name", "later")
+	time.Sleep(time.Second)
+	tr.ok("GetJob", "name", "later")
+
+	// A timeout of zero or less has passed already.
+	tr.expect("555 Timeout", "CreateJob", "name", "a", "timeout", "0")
+	tr.expect("555 Timeout", "GetJob", "name", "a", "timeout", "-5")
+	tr.ok("CreateJob", "name", "a", "timeout", "5000")
+}
+
+func TestAllowList(t *testing.T) {
+	// Loopback is refused when the list leaves it out.
+	tr := sqliteServer(t, bedrock.Config{Allow: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
+	conn, err := net.Dial("tcp", tr.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(conn, "CreateJob\r\nname: a\r\n\r\n")
+	if b, err := io.ReadAll(conn); len(b) != 0 || err != nil {
+		t.Errorf("a client outside the allowed networks got %q (%v)", b, err)
+	}
+	// And admitted when listed.
+	ok := sqliteServer(t, bedrock.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
+	ok.create("name", "a")
+}
+
+func TestMaxConns(t *testing.T) {
+	tr := sqliteServer(t, bedrock.Config{MaxConns: 2, IdleTimeout: 300 * time.Millisecond})
+	var held []net.Conn
+	for i := 0; i < 2; i++ {
+		c, err := net.Dial("tcp", tr.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		held = append(held, c)
+	}
+	time.Sleep(50 * time.Millisecond)
+	// The third is closed at once.
+	c, err := net.Dial("tcp", tr.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if b, _ := io.ReadAll(c); len(b) != 0 {
+		t.Errorf("a connection past the cap got %q", b)
+	}
+	c.Close()
+	// Idle ones are closed after the idle timeout, which frees the cap.
+	for _, h := range held {
+		h.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := h.Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("an idle connection was not closed: %v", err)
+		}
+	}
+	tr.create("name", "a")
+}

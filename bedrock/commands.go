@@ -109,13 +109,12 @@ func oneLine(s string) string {
 // newJob is one job of a CreateJob or CreateJobs, as its headers or
 // members give it.
 type newJob struct {
-	fields     map[string]string
-	present    map[string]bool
-	p          rota.AddParams
-	parentBID  int64
-	parentJob  rota.Job
-	mocked     bool
-	repeatText string
+	fields    map[string]string
+	present   map[string]bool
+	p         rota.AddParams
+	parentBID int64
+	parentJob rota.Job
+	mocked    bool
 }
 
 func (n *newJob) get(k string) string { return n.fields[k] }

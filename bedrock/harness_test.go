@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -282,5 +281,3 @@ func bedrockTime(t *testing.T, s string) time.Time {
 	t.Fatalf("%q is not a Bedrock time", s)
 	return time.Time{}
 }
-
-var errNoResponse = errors.New("no response")

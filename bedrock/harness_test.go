@@ -30,7 +30,7 @@ import (
 // ROTA_TEST_POSTGRES names one (required when ROTA_REQUIRE_POSTGRES=1).
 
 type tester struct {
-	t    *testing.T
+	t    testing.TB
 	addr string
 	c    *rota.Client
 	srv  *bedrock.Server
@@ -80,7 +80,7 @@ func openPostgres(t *testing.T) store.Store {
 	return st
 }
 
-func start(t *testing.T, st store.Store, cfg bedrock.Config) *tester {
+func start(t testing.TB, st store.Store, cfg bedrock.Config) *tester {
 	t.Helper()
 	c, err := rota.NewClient(st, rota.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -120,7 +120,7 @@ type result struct {
 }
 
 // JSON decodes the body as an object whose values stay raw text.
-func (r result) JSON(t *testing.T) map[string]json.RawMessage {
+func (r result) JSON(t testing.TB) map[string]json.RawMessage {
 	t.Helper()
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(r.Body), &m); err != nil {
@@ -249,7 +249,7 @@ func (tr *tester) query(id string) map[string]string {
 	return flat(tr.t, tr.ok("QueryJob", "jobID", id))
 }
 
-func flat(t *testing.T, m map[string]json.RawMessage) map[string]string {
+func flat(t testing.TB, m map[string]json.RawMessage) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for k, v := range m {

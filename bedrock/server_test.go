@@ -14,7 +14,7 @@ import (
 	"github.com/rotajobs/rota/store/sqlite"
 )
 
-func sqliteServer(t *testing.T, cfg bedrock.Config) *tester {
+func sqliteServer(t testing.TB, cfg bedrock.Config) *tester {
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "rota.db"), sqlite.Config{})
 	if err != nil {
 		t.Fatal(err)

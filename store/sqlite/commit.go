@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
+
+	"github.com/mattn/go-sqlite3"
 
 	"github.com/rotajobs/rota/store"
 )
@@ -67,13 +70,13 @@ func (s *Store) write(ctx context.Context, durable bool, fn func(w *writeTx) err
 	// "acknowledged" and "committed" the same.
 	select {
 	case err := <-r.done:
-		return err
+		return diskFull(err)
 	case <-s.stopped:
 		// Every committed batch is answered before stopped closes, so an
 		// answer may still be waiting.
 		select {
 		case err := <-r.done:
-			return err
+			return diskFull(err)
 		default:
 			return store.ErrClosed
 		}
@@ -299,4 +302,19 @@ func (s *Store) release(c committed, syncErr error) {
 	for _, r := range c.reqs {
 		r.done <- r.err
 	}
+}
+
+// diskFull makes a write refused for want of disk space (SQLite's
+// SQLITE_FULL, or an I/O error of ENOSPC, EDQUOT or EFBIG: the disk, a
+// quota or the file size limit) match
+// store.ErrUnavailable: nothing was written, and the same write may
+// succeed once space is freed, so callers answer "try again later" (the
+// HTTP API a 503) rather than report an internal error.
+func diskFull(err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) && (se.Code == sqlite3.ErrFull || se.Code == sqlite3.ErrIoErr &&
+		(se.SystemErrno == syscall.ENOSPC || se.SystemErrno == syscall.EDQUOT || se.SystemErrno == syscall.EFBIG)) {
+		return fmt.Errorf("%w: the database's disk is full (%v)", store.ErrUnavailable, err)
+	}
+	return err
 }

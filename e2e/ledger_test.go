@@ -1,0 +1,131 @@
+package e2e_test
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rotajobs/rota/remote"
+	"github.com/rotajobs/rota/store"
+)
+
+// The checks the chaos tests make at the end, against what producers,
+// workers and subscribers recorded.
+
+// chaosProgram is the shell program chaos workers run: it records each
+// run's start and end in file (one O_APPEND write each, so lines never
+// interleave) and takes a little while.
+func chaosProgram(file string) string {
+	return `echo "start $ROTA_JOB_ID $ROTA_JOB_ATTEMPT $(date +%s%N)" >> '` + file + `'
+sleep 0.05
+echo "end $ROTA_JOB_ID $ROTA_JOB_ATTEMPT $(date +%s%N)" >> '` + file + `'`
+}
+
+// checkLedger waits up to wait for every acknowledged add (ids) to
+// complete, and reports those missing and those unfinished.
+func checkLedger(t *testing.T, rs *remote.Store, ids []int64, wait time.Duration) (missing, unfinished []int64) {
+	t.Helper()
+	sort.Slice(ids, func(i, k int) bool { return ids[i] < ids[k] })
+	deadline := time.Now().Add(wait)
+	for {
+		missing, unfinished = missing[:0], unfinished[:0]
+		for start := 0; start < len(ids); start += 500 {
+			chunk := ids[start:min(start+500, len(ids))]
+			jobs, err := rs.Get(context.Background(), chunk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, j := range jobs {
+				switch {
+				case j.ID == 0:
+					missing = append(missing, chunk[i])
+				case j.State != store.Completed:
+					unfinished = append(unfinished, chunk[i])
+				}
+			}
+		}
+		if len(unfinished) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if len(missing) > 0 {
+		t.Errorf("%d acknowledged adds are gone, e.g. job %d", len(missing), missing[0])
+	}
+	if len(unfinished) > 0 {
+		t.Errorf("%d acknowledged jobs did not complete in %v, e.g. job %d", len(unfinished), wait, unfinished[0])
+	}
+	return missing, unfinished
+}
+
+type span struct{ start, end int64 }
+
+// checkOverlaps reads the runs chaosProgram recorded and reports any two
+// runs of one job that overlapped. It returns how many runs there were,
+// the runs by job, and the overlaps.
+func checkOverlaps(t *testing.T, file string) (int, map[string][]*span, int) {
+	t.Helper()
+	spans := map[string]*span{} // "job attempt" → its run
+	byJob := map[string][]*span{}
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) != 4 {
+			continue
+		}
+		ns, _ := strconv.ParseInt(fs[3], 10, 64)
+		key := fs[1] + " " + fs[2]
+		if spans[key] == nil {
+			spans[key] = &span{}
+			byJob[fs[1]] = append(byJob[fs[1]], spans[key])
+		}
+		if fs[0] == "start" {
+			spans[key].start = ns
+		} else {
+			spans[key].end = ns
+		}
+	}
+	overlaps := 0
+	for job, ss := range byJob {
+		for i := range ss {
+			for k := i + 1; k < len(ss); k++ {
+				a, b := ss[i], ss[k]
+				if a.end == 0 || b.end == 0 {
+					continue // a run killed with its worker has no end; its lease fenced it out
+				}
+				if a.start < b.end && b.start < a.end {
+					overlaps++
+					t.Errorf("job %s: two runs overlapped: %v and %v", job, *a, *b)
+				}
+			}
+		}
+	}
+	return len(spans), byJob, overlaps
+}
+
+// checkCompletions reports jobs completed under more than one lease (a
+// stale token accepted) and completed jobs that changed again.
+func checkCompletions(t *testing.T, completedBy map[int64]map[string]bool, reverted int) int {
+	t.Helper()
+	twice := 0
+	for id, leases := range completedBy {
+		if len(leases) > 1 {
+			twice++
+			t.Errorf("job %d was completed under %d leases: a stale token was accepted", id, len(leases))
+		}
+	}
+	if reverted > 0 {
+		t.Errorf("%d completed jobs changed again", reverted)
+	}
+	return twice
+}

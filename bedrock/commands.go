@@ -634,9 +634,15 @@ func (s *Server) heldJob(ctx context.Context, c *call, refused string) (rota.Job
 const refusedFinish = "405 Can only retry/finish RUNNING and RUNQUEUED jobs"
 
 func (s *Server) finishJob(ctx context.Context, c *call, retry bool) *Response {
-	j, r := s.heldJob(ctx, c, refusedFinish)
+	j, _, r := s.lookup(ctx, c, "jobID")
 	if r != nil {
 		return r
+	}
+	if overdue(&j) {
+		return s.finishOverdue(ctx, c, j, retry)
+	}
+	if j.State != rota.Running {
+		return reply(refusedFinish)
 	}
 	if j.Parent != 0 {
 		parent, err := s.c.Get(ctx, j.Parent)
@@ -722,6 +728,68 @@ func (s *Server) finishJob(ctx context.Context, c *call, retry bool) *Response {
 		}
 	}
 	if err := s.c.Finish(ctx, fp); err != nil {
+		return s.engineError(err, refusedFinish)
+	}
+	return ok200
+}
+
+// overdue reports whether j is a retryAfter job whose run outlasted its
+// fixed lease and which waits to run again: Bedrock's RUNQUEUED job past
+// its nextRun, which its worker may still finish or retry.
+func overdue(j *rota.Job) bool {
+	return j.State == rota.Pending && j.RetryAfter > 0 && j.Attempt > 0 &&
+		strings.HasPrefix(j.LastError, lifecycle.RetryAfterElapsed(j.RetryAfter))
+}
+
+// finishOverdue finishes or retries an overdue job (overdue): its lease
+// has ended, so the engine's finish does not apply; the job is pending,
+// and ends as Bedrock ends it: a finished job without a repeat is deleted,
+// one with a repeat moves to its next slot, a retried one to the time
+// asked for. Its count of runs (retryAfterCount) is kept, where Bedrock
+// resets it.
+func (s *Server) finishOverdue(ctx context.Context, c *call, j rota.Job, retry bool) *Response {
+	noRepeat := test(c.Get("ignorerepeat"))
+	p := rota.UpdateParams{ID: j.ID}
+	if data := c.Get("data"); data != "" {
+		if !isObject(data) {
+			return reply("402 Malformed data")
+		}
+		if v, ok := member(json.RawMessage(data), "delete"); ok && (string(v) == "true" || string(v) == `"true"`) {
+			noRepeat = true
+		}
+		p.Data = json.RawMessage(data)
+	}
+	now := time.Now()
+	switch {
+	case j.Schedule != "" && !noRepeat:
+		p.RunAt = lifecycle.NextSlotOf(&j, now)
+	case !retry:
+		if err := s.c.Remove(ctx, j.ID); err != nil {
+			return s.engineError(err, refusedFinish)
+		}
+		return ok200
+	case c.Get("nextrun") != "":
+		t, err := parseTime(c.Get("nextrun"))
+		if err != nil {
+			return reply("402 Malformed nextRun")
+		}
+		p.RunAt = t
+	default:
+		delay := calc64(c.Get("delay"))
+		if delay < 0 {
+			return reply("402 Must specify a non-negative delay when retrying")
+		}
+		p.RunAt = now.Truncate(time.Second).Add(time.Duration(min(delay, 99999999)) * time.Second)
+	}
+	if v, ok := c.Header("jobpriority"); ok && retry {
+		prio := calc64(v)
+		if !validPriority(prio) {
+			return reply("402 Invalid priority value")
+		}
+		p.Priority = new(int)
+		*p.Priority = int(prio)
+	}
+	if _, err := s.c.Update(ctx, p); err != nil {
 		return s.engineError(err, refusedFinish)
 	}
 	return ok200

@@ -62,6 +62,7 @@ func TestCreateJobErrors(t *testing.T) {
 		tr.expect("402 Invalid priority value", "CreateJob", "name", "blabla", "priority", "501")
 		tr.expect("402 Malformed retryAfter", "CreateJob", "name", "blabla", "retryAfter", "10")
 		tr.expect("402 Malformed retryAfter", "CreateJob", "name", "blabla", "retryAfter", "+1 HOUR, START OF HOUR")
+		tr.expect("402 Malformed retryAfter", "CreateJob", "name", "blabla", "retryAfter", "+1 HOUR, START OF DAY")
 		tr.expect("402 Malformed firstRun", "CreateJob", "name", "blabla", "firstRun", "tomorrow")
 		tr.expect("404 parentJobID does not exist", "CreateJob", "name", "child", "parentJobID", "12345")
 		// The order of the checks: the name first, then the priority,
@@ -456,3 +457,29 @@ func TestSameJobOverHTTPAndBedrock(t *testing.T) {
 }
 
 func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// A retryAfter job whose worker finishes after the fixed lease ended
+// (Bedrock's RUNQUEUED past its nextRun) is still finished.
+func TestFinishOverdue(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		once := tr.create("name", "once", "retryAfter", "+1 SECOND")
+		rep := tr.create("name", "rep", "retryAfter", "+1 SECOND", "repeat", "SCHEDULED, +1 DAY")
+		tr.ok("GetJob", "name", "once")
+		tr.ok("GetJob", "name", "rep")
+		deadline := time.Now().Add(10 * time.Second)
+		for tr.query(once)["state"] != "QUEUED" || tr.query(rep)["state"] != "QUEUED" {
+			if time.Now().After(deadline) {
+				t.Fatal("the fixed leases did not end")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		tr.ok("FinishJob", "jobID", once)
+		tr.expect("404 No job with this jobID", "QueryJob", "jobID", once)
+		tr.ok("FinishJob", "jobID", rep)
+		q := tr.query(rep)
+		eq(t, "state", q["state"], "QUEUED")
+		if d := time.Until(bedrockTime(t, q["nextRun"])); d < 23*time.Hour {
+			t.Errorf("the repeating job is due in %v, want its next day", d)
+		}
+	})
+}

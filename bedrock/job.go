@@ -177,23 +177,26 @@ func parseTime(s string) (time.Time, error) {
 	return time.Time{}, errors.New("not a time")
 }
 
-// retryAfter reads a retryAfter: date modifiers Bedrock accepts, which
-// must make a positive duration. Bedrock accepts "-5 MINUTES" or "START
-// OF DAY" and then fails the job at its first run; rota refuses them.
+// retryAfter reads a retryAfter: one date modifier of those Bedrock
+// accepts ("+5 MINUTES"), which rota keeps as the duration it adds to now.
+// Bedrock takes a list of modifiers too, then gives it to SQLite as one
+// modifier, which makes no time, and fails the job at its first run; rota
+// refuses such a list. A modifier that does not move time forward ("+0
+// SECONDS", "-5 MINUTES", "START OF DAY") makes the job due again at once,
+// as in Bedrock: rota's shortest retry-after, a second.
 func retryAfter(text string) (time.Duration, error) {
 	if err := schedule.ValidModifiers(text); err != nil {
 		return 0, err
+	}
+	if strings.Contains(strings.Trim(text, ", "), ",") {
+		return 0, errors.New("more than one modifier")
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	t, err := schedule.Modify(now, text)
 	if err != nil {
 		return 0, err
 	}
-	d := t.Sub(now)
-	if d < time.Second {
-		return 0, errors.New("not a positive duration")
-	}
-	return d, nil
+	return max(t.Sub(now), time.Second), nil
 }
 
 // validPriority is Bedrock's set of priorities.

@@ -540,6 +540,11 @@ type AcceptParams struct {
 	// Priority, when set, accepts only jobs of this priority (Bedrock's
 	// GetJob with jobPriority); the fair order holds among them.
 	Priority *int
+	// Groups, when set, accepts only jobs of groups that match one of
+	// these GLOB patterns ("" is the default group): a token scoped to
+	// some tenants takes only their jobs. Other groups are passed over as
+	// if paused; the fair order holds among the rest.
+	Groups []string
 	// Wait is how long to wait for a job when none is due; zero returns at
 	// once. The rota.Client waits (on the store's change feed, or server
 	// side through a WaitAccepter such as the remote client); a Store's

@@ -535,7 +535,38 @@ func CheckAccept(p *AcceptParams) ([]Pattern, error) {
 	if err := CheckTime("due_by", p.DueBy); err != nil {
 		return nil, err
 	}
+	if _, err := GroupScope(p.Groups); err != nil {
+		return nil, err
+	}
 	return pats, nil
+}
+
+// GroupScope compiles AcceptParams.Groups into a test of a group's name;
+// nil patterns allow every group.
+func GroupScope(patterns []string) (func(group string) bool, error) {
+	if len(patterns) == 0 {
+		return func(string) bool { return true }, nil
+	}
+	pats := make([]Pattern, len(patterns))
+	for i, g := range patterns {
+		if g == "" {
+			// The default group's name is empty: a literal pattern.
+			pats[i] = Pattern{literal: true}
+			continue
+		}
+		var err error
+		if pats[i], err = CompilePattern(g); err != nil {
+			return nil, Invalidf("group pattern %q: %v", g, err)
+		}
+	}
+	return func(group string) bool {
+		for _, p := range pats {
+			if p.Match(group) {
+				return true
+			}
+		}
+		return false
+	}, nil
 }
 
 // CheckHeartbeats validates a batch of heartbeats and returns each item's

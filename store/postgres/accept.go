@@ -100,7 +100,7 @@ func (a *acceptor) load(q *queue, r rows) ([]*fair.Group, error) {
 			q.paused = typeCfg[3] != 0
 			first = false
 		}
-		g.Paused = g.Paused || q.paused
+		g.Paused = g.Paused || q.paused || !a.inScope(g.Name)
 		g.Weight = 1
 		switch {
 		case ownW > 0:
@@ -421,6 +421,7 @@ type acceptor struct {
 	// by statements that committed by themselves
 	committedJobs, committedChanges int
 	clocks                          map[string]float64 // per type: a turn for the virtual clock, when a group ran out
+	inScope                         func(group string) bool // AcceptParams.Groups
 }
 
 // begin moves the accept into a transaction of its own, for bounds and for
@@ -1043,8 +1044,12 @@ func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []str
 		v := us(p.LeaseTimeout)
 		override = &v
 	}
+	inScope, err := store.GroupScope(p.Groups)
+	if err != nil {
+		return nil, err
+	}
 	a := &acceptor{
-		s: s, ctx: ctx, p: p,
+		s: s, ctx: ctx, p: p, inScope: inScope,
 		lease:    []any{override, us(store.DefaultLeaseTimeout), optString(cleanText(p.Worker))},
 		t:        &txn{s: s, ctx: ctx, db: pgxDB{s.pool}},
 		locks:    map[string]bool{},
@@ -1058,10 +1063,11 @@ func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []str
 		// next rival) unless some are passed over; read more only then.
 		queues[i] = a.newQueue(n, min(fair.PageSize, p.Limit+1))
 	}
-	err := func() error {
+	err = func() error {
 		// The first step that claims in one statement knows no priority
-		// filter; a filtered accept plans its rounds from the start.
-		if len(queues) > 1 || p.Priority != nil {
+		// or group filter; a filtered accept plans its rounds from the
+		// start.
+		if len(queues) > 1 || p.Priority != nil || len(p.Groups) > 0 {
 			if err := a.begin(); err != nil {
 				return err
 			}

@@ -69,6 +69,9 @@ func (w *writeTx) newQueue(typ string, first int, cross map[string]*fair.Bound) 
 			if err := rows.Scan(&g.Name, &g.Turn, &g.Pending, &g.Running, &g.BandCount); err != nil {
 				return nil, fmt.Errorf("sqlite: accept: groups: %w", err)
 			}
+			if w.inScope != nil && !w.inScope(g.Name) {
+				g.Paused = true // out of the accept's groups
+			}
 			out = append(out, g)
 		}
 		if err := rows.Err(); err != nil {
@@ -296,6 +299,12 @@ func scanClaimed(sc scanner, j *store.Job) error {
 }
 
 func (w *writeTx) accept(p store.AcceptParams, types []string) (res store.AcceptResult, err error) {
+	if len(p.Groups) > 0 {
+		if w.inScope, err = store.GroupScope(p.Groups); err != nil {
+			return res, err
+		}
+		defer func() { w.inScope = nil }()
+	}
 	if p.Priority != nil {
 		// An integer, formatted here: nothing of the caller's text.
 		w.prioSQL = " AND priority = " + strconv.Itoa(*p.Priority)

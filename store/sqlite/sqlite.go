@@ -338,6 +338,9 @@ type writeTx struct {
 	// prioSQL restricts an accept's offers to one priority
 	// (AcceptParams.Priority): " AND priority = N", or "".
 	prioSQL string
+	// inScope restricts an accept to some groups (AcceptParams.Groups);
+	// nil allows every group.
+	inScope func(group string) bool
 }
 
 var bg = context.Background()

@@ -62,6 +62,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("PrevStarted", func(t *testing.T) { testPrevStarted(t, open) })
 	t.Run("AcceptPriority", func(t *testing.T) { testAcceptPriority(t, open) })
 	t.Run("Rename", func(t *testing.T) { testRename(t, open) })
+	t.Run("Tokens", func(t *testing.T) { testTokens(t, open) })
+	t.Run("AcceptGroups", func(t *testing.T) { testAcceptGroups(t, open) })
 	t.Run("Close", func(t *testing.T) { testClose(t, open) })
 }
 

@@ -69,7 +69,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			err = store.Invalidf("job %q is not a positive integer", jobs[0])
 			break
 		}
-		sub, err = s.c.Subscribe(r.Context(), id)
+		if err = s.reach(r, id); err == nil {
+			sub, err = s.c.Subscribe(r.Context(), id)
+		}
 		since = time.Time{} // its first event is its current state
 	default:
 		if len(types) == 0 {
@@ -90,7 +92,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprint(w, ": rota event stream\n\n")
 	var buf []byte
+	a := accessOf(r)
 	write := func(ev store.Event) {
+		if !a.reaches(ev.Type, ev.Group) {
+			return // another tenant's change
+		}
 		buf = append(buf[:0], "id: "...)
 		buf = strconv.AppendInt(buf, ev.At.UnixMicro(), 10)
 		buf = append(buf, "\nevent: job\ndata: "...)

@@ -7,7 +7,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/subtle"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -33,8 +32,11 @@ func OpenAPI() []byte { return slices.Clone(openAPI) }
 // Config tunes a Server. The zero value is ready to use and has no
 // authentication.
 type Config struct {
-	// AuthToken, when set, is required as "Authorization: Bearer <token>"
-	// on every request except /healthz.
+	// AuthToken, when set, is the admin token: it, or a named token of
+	// the store's (store.Tokens, POST /v1/tokens), is required as
+	// "Authorization: Bearer <token>" on every request except /healthz.
+	// Without it the server checks no token (rota serve then binds
+	// loopback only) and refuses to manage named ones.
 	AuthToken string
 	// MaxBodyBytes bounds request bodies; zero means 8 MiB.
 	MaxBodyBytes int64
@@ -56,6 +58,7 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *metrics
 	stop    func()
+	tokens  *tokenCache // nil when the store keeps no tokens
 }
 
 // New returns the API for c. Close releases what it holds.
@@ -73,6 +76,9 @@ func New(c *rota.Client, cfg Config) *Server {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{c: c, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+	if ts, ok := c.Store().(store.Tokens); ok {
+		s.tokens = &tokenCache{st: ts, m: map[[32]byte]cachedToken{}}
+	}
 	s.metrics, s.stop = newMetrics(c, cfg.MaxMetricTypes)
 	s.routes()
 	return s
@@ -108,6 +114,9 @@ var Routes = []string{
 	"PUT /v1/types/{type}",
 	"GET /v1/groups",
 	"PUT /v1/groups",
+	"GET /v1/tokens",
+	"POST /v1/tokens",
+	"DELETE /v1/tokens/{name}",
 }
 
 func (s *Server) routes() {
@@ -136,13 +145,16 @@ func (s *Server) routes() {
 		"PUT /v1/types/{type}":         s.setType,
 		"GET /v1/groups":               s.groups,
 		"PUT /v1/groups":               s.setGroup,
+		"GET /v1/tokens":               s.listTokens,
+		"POST /v1/tokens":              s.createToken,
+		"DELETE /v1/tokens/{name}":     s.revokeToken,
 	}
 	for _, route := range Routes {
 		h := handlers[route]
 		if h == nil {
 			panic("httpapi: no handler for " + route)
 		}
-		s.mux.Handle(route, h)
+		s.mux.Handle(route, s.guard(route, h))
 	}
 	// Anything else under /v1 is a JSON 404 or 405, never an HTML page.
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -170,20 +182,24 @@ func pathMatches(pattern, path string) bool {
 	return true
 }
 
-// ServeHTTP checks authentication and dispatches.
+// ServeHTTP checks authentication (access.go) and dispatches.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.AuthToken != "" && r.URL.Path != "/healthz" {
-		auth := r.Header.Get("Authorization")
-		token, ok := strings.CutPrefix(auth, "Bearer ")
-		switch {
-		case auth == "":
-			w.Header().Set("WWW-Authenticate", `Bearer realm="rota"`)
-			writeErrorCode(w, http.StatusUnauthorized, wire.CodeUnauthorized, "this server needs an Authorization: Bearer <token> header")
-			return
-		case !ok || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.AuthToken)) != 1:
-			writeErrorCode(w, http.StatusForbidden, wire.CodeForbidden, "the bearer token is not valid for this server")
-			return
-		}
+	a, status, msg := s.authenticate(r)
+	switch {
+	case status == http.StatusUnauthorized:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="rota"`)
+		writeErrorCode(w, status, wire.CodeUnauthorized, msg)
+		return
+	case status != 0:
+		writeErrorCode(w, status, wire.CodeForbidden, msg)
+		return
+	case a == nil:
+		// The token store could not be read.
+		writeErrorCode(w, http.StatusServiceUnavailable, wire.CodeUnavailable, "cannot check the bearer token now: "+msg)
+		return
+	}
+	if a != adminAccess {
+		r = r.WithContext(context.WithValue(r.Context(), accessKey{}, a))
 	}
 	s.mux.ServeHTTP(w, r)
 }
@@ -251,6 +267,10 @@ func (s *Server) add(w http.ResponseWriter, r *http.Request) {
 		for i, j := range req.Jobs {
 			ps[i] = j.Params()
 		}
+		if err := mayAdd(accessOf(r), ps); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		res, err := s.c.AddMany(r.Context(), ps)
 		if err != nil {
 			s.writeError(w, r, err)
@@ -269,7 +289,12 @@ func (s *Server) add(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.c.Add(r.Context(), req.Params())
+	p := req.Params()
+	if err := mayAdd(accessOf(r), []store.AddParams{p}); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.c.Add(r.Context(), p)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -284,11 +309,17 @@ func (s *Server) add(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
+	if err == nil {
+		err = s.reach(r, id)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	j, err := s.c.Get(r.Context(), id)
+	if err == nil && !accessOf(r).reaches(j.Type, j.Group) {
+		err = notFound(id)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -331,7 +362,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		j, err := s.c.GetByKey(r.Context(), p.Types[0], key)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) || err == nil && !accessOf(r).reaches(j.Type, j.Group) {
 			writeJSON(w, http.StatusOK, wire.ListResponse{Jobs: []store.Job{}})
 			return
 		}
@@ -388,9 +419,14 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := wire.ListResponse{Jobs: make([]store.Job, len(res.Jobs))}
-	for i, j := range res.Jobs {
-		out.Jobs[i] = hideToken(j)
+	// A scoped token's page holds only the jobs it reaches, so it may be
+	// short, or empty with a cursor to go on from.
+	a := accessOf(r)
+	out := wire.ListResponse{Jobs: make([]store.Job, 0, len(res.Jobs))}
+	for _, j := range res.Jobs {
+		if a.reaches(j.Type, j.Group) {
+			out.Jobs = append(out.Jobs, hideToken(j))
+		}
 	}
 	if res.Next != 0 {
 		out.NextCursor = strconv.FormatInt(res.Next, 10)
@@ -418,8 +454,9 @@ func (s *Server) listByID(w http.ResponseWriter, r *http.Request, raw []string) 
 		return
 	}
 	out := wire.ListResponse{Jobs: []store.Job{}}
+	a := accessOf(r)
 	for _, j := range jobs {
-		if j.ID != 0 {
+		if j.ID != 0 && a.reaches(j.Type, j.Group) {
 			out.Jobs = append(out.Jobs, hideToken(j))
 		}
 	}
@@ -428,6 +465,9 @@ func (s *Server) listByID(w http.ResponseWriter, r *http.Request, raw []string) 
 
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
+	if err == nil {
+		err = s.reach(r, id)
+	}
 	if err == nil {
 		err = s.c.Cancel(r.Context(), id)
 	}
@@ -440,6 +480,9 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) resubmit(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
+	if err == nil {
+		err = s.reach(r, id)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -463,6 +506,9 @@ func (s *Server) resubmit(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) update(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
+	if err == nil {
+		err = s.reach(r, id)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -483,6 +529,9 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request) {
 func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
 	if err == nil {
+		err = s.reach(r, id)
+	}
+	if err == nil {
 		err = s.c.Remove(r.Context(), id)
 	}
 	if err != nil {
@@ -498,10 +547,14 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := wire.StatsResponse{Counts: counts, ByState: map[string]int64{}}
-	if out.Counts == nil {
-		out.Counts = []store.Count{}
+	a := accessOf(r)
+	out := wire.StatsResponse{Counts: []store.Count{}, ByState: map[string]int64{}}
+	for _, c := range counts {
+		if a.reaches(c.Type, c.Group) {
+			out.Counts = append(out.Counts, c)
+		}
 	}
+	counts = out.Counts
 	for st := store.Pending; st.Valid(); st++ {
 		out.ByState[st.String()] = 0
 	}
@@ -517,9 +570,12 @@ func (s *Server) types(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	a := accessOf(r)
 	out := wire.TypesResponse{Types: []wire.TypeConfig{}}
 	for _, tc := range tcs {
-		out.Types = append(out.Types, wire.NewTypeConfig(tc))
+		if a.types == nil || a.reachesType(tc.Type) {
+			out.Types = append(out.Types, wire.NewTypeConfig(tc))
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -553,9 +609,12 @@ func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	a := accessOf(r)
 	out := wire.GroupsResponse{Groups: []wire.GroupConfig{}}
 	for _, g := range gcs {
-		out.Groups = append(out.Groups, wire.NewGroupConfig(g))
+		if a.reachesGroupConfig(g) {
+			out.Groups = append(out.Groups, wire.NewGroupConfig(g))
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -567,6 +626,10 @@ func (s *Server) setGroup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	gc := req.Params()
+	if a := accessOf(r); !a.reachesGroupConfig(gc) {
+		s.writeError(w, r, fmt.Errorf("%w: %s may not set group %q of %s", wire.ErrForbidden, a, gc.Group, typeName(gc.Type)))
+		return
+	}
 	if err := s.c.SetGroupConfig(r.Context(), gc); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -587,6 +650,10 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := req.Params()
+	if err := scopeAccept(accessOf(r), &p); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	start := time.Now()
 	jobs, err := s.c.Accept(r.Context(), p)
 	if err != nil {
@@ -608,6 +675,9 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) heartbeatOne(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
+	if err == nil {
+		err = s.reach(r, id)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -632,13 +702,35 @@ func (s *Server) heartbeatBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ps := make([]store.HeartbeatParams, len(req.Items))
+	ids := make([]int64, len(req.Items))
 	for i, it := range req.Items {
 		ps[i] = store.HeartbeatParams{Lease: store.Lease{ID: it.ID, Token: it.Token}, Data: it.Data, Progress: it.Progress}
+		ids[i] = it.ID
 	}
-	res, err := s.c.HeartbeatMany(r.Context(), ps)
+	// Items the token does not reach are refused one by one; the rest go on.
+	refused := s.reachEach(r, ids)
+	var run []store.HeartbeatParams
+	for i, p := range ps {
+		if refused[i] == nil {
+			run = append(run, p)
+		}
+	}
+	var done []store.HeartbeatResult
+	var err error
+	if len(run) > 0 {
+		done, err = s.c.HeartbeatMany(r.Context(), run)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	res := make([]store.HeartbeatResult, len(ps))
+	for i := range res {
+		if refused[i] != nil {
+			res[i].Err = refused[i]
+		} else {
+			res[i], done = done[0], done[1:]
+		}
 	}
 	out := wire.HeartbeatBatchResponse{Results: make([]wire.HeartbeatResult, len(res))}
 	for i, x := range res {
@@ -672,6 +764,9 @@ func (s *Server) finishMany(ctx context.Context, ps []store.FinishParams) []erro
 
 func (s *Server) finishOne(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
+	if err == nil {
+		err = s.reach(r, id)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -686,6 +781,9 @@ func (s *Server) finishOne(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) failOne(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
+	if err == nil {
+		err = s.reach(r, id)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -700,6 +798,9 @@ func (s *Server) failOne(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) snoozeOne(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
+	if err == nil {
+		err = s.reach(r, id)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -721,11 +822,18 @@ func (s *Server) snoozeOne(w http.ResponseWriter, r *http.Request) {
 	if req.RunAt != nil {
 		runAt = *req.RunAt
 	}
+	if a := accessOf(r); req.Rename != "" && a.types != nil && !a.reachesType(req.Rename) {
+		s.writeError(w, r, fmt.Errorf("%w: %s may not rename a job to type %q", wire.ErrForbidden, a, req.Rename))
+		return
+	}
 	s.finishSingle(w, r, store.FinishParams{Lease: store.Lease{ID: id, Token: req.Token}, As: store.Snooze, RunAt: runAt, Rename: req.Rename})
 }
 
 func (s *Server) releaseOne(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
+	if err == nil {
+		err = s.reach(r, id)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -745,19 +853,43 @@ func (s *Server) finishBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ps := make([]store.FinishParams, len(req.Items))
+	ids := make([]int64, len(req.Items))
+	a := accessOf(r)
 	for i, it := range req.Items {
 		p, err := it.Params()
+		if err == nil && p.Rename != "" && a.types != nil && !a.reachesType(p.Rename) {
+			err = fmt.Errorf("%w: %s may not rename a job to type %q", wire.ErrForbidden, a, p.Rename)
+		}
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		ps[i] = p
+		ps[i], ids[i] = p, p.ID
+	}
+	refused := s.reachEach(r, ids)
+	var run []store.FinishParams
+	for i, p := range ps {
+		if refused[i] == nil {
+			run = append(run, p)
+		}
 	}
 	start := time.Now()
-	errs, err := s.c.FinishMany(r.Context(), ps)
+	var done []error
+	var err error
+	if len(run) > 0 {
+		done, err = s.c.FinishMany(r.Context(), run)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	errs := make([]error, len(ps))
+	for i := range errs {
+		if refused[i] != nil {
+			errs[i] = refused[i]
+		} else {
+			errs[i], done = done[0], done[1:]
+		}
 	}
 	s.metrics.finishLatency.Observe(time.Since(start).Seconds())
 	out := wire.FinishBatchResponse{Results: make([]wire.ItemResult, len(errs))}

@@ -525,6 +525,10 @@ var wireTypes = map[string]struct {
 	"TypesResponse":          {reflect.TypeFor[wire.TypesResponse](), response},
 	"GroupConfig":            {reflect.TypeFor[wire.GroupConfig](), request | response},
 	"GroupsResponse":         {reflect.TypeFor[wire.GroupsResponse](), response},
+	"CreateTokenRequest":     {reflect.TypeFor[wire.CreateTokenRequest](), request},
+	"CreateTokenResponse":    {reflect.TypeFor[wire.CreateTokenResponse](), response},
+	"TokensResponse":         {reflect.TypeFor[wire.TokensResponse](), response},
+	"Token":                  {reflect.TypeFor[store.Token](), response},
 	"Event":                  {reflect.TypeFor[wire.Event](), response},
 	"ErrorResponse":          {reflect.TypeFor[wire.ErrorResponse](), response},
 	"Error":                  {reflect.TypeFor[wire.Error](), response},
@@ -860,6 +864,9 @@ var routeBodies = map[string]struct {
 	"PUT /v1/types/{type}":         {"TypeConfig", map[string]string{"200": "TypeConfig"}},
 	"GET /v1/groups":               {"", map[string]string{"200": "GroupsResponse"}},
 	"PUT /v1/groups":               {"GroupConfig", map[string]string{"200": "GroupConfig"}},
+	"GET /v1/tokens":               {"", map[string]string{"200": "TokensResponse"}},
+	"POST /v1/tokens":              {"CreateTokenRequest", map[string]string{"201": "CreateTokenResponse"}},
+	"DELETE /v1/tokens/{name}":     {"", map[string]string{}},
 }
 
 // schemaName describes a schema for comparison with routeBodies.

@@ -22,6 +22,11 @@ const (
 	CodeInternal       = "internal"
 )
 
+// ErrForbidden is a request the token may not make: a read-only token's
+// change, a scoped token's add outside its groups or types, an
+// administrator's route. It matches on both sides of the API.
+var ErrForbidden = errors.New("forbidden")
+
 var codeErrors = []struct {
 	code   string
 	err    error
@@ -35,6 +40,7 @@ var codeErrors = []struct {
 	{CodeFinished, store.ErrFinished, http.StatusConflict},
 	{CodeUnavailable, store.ErrUnavailable, http.StatusServiceUnavailable},
 	{CodeUnavailable, store.ErrClosed, http.StatusServiceUnavailable},
+	{CodeForbidden, ErrForbidden, http.StatusForbidden},
 }
 
 // CodeOf maps an error to its code and HTTP status.

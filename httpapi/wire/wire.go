@@ -386,3 +386,25 @@ func ParseEnding(name string) (store.Ending, bool) {
 
 // Endings is how many endings have wire names.
 func Endings() int { return len(endingByName) }
+
+// CreateTokenRequest is the body of POST /v1/tokens: a named token that
+// reaches the jobs of some groups and types (GLOB patterns; none means
+// all), read-only or not.
+type CreateTokenRequest struct {
+	Name     string   `json:"name"`
+	Groups   []string `json:"groups,omitempty"`
+	Types    []string `json:"types,omitempty"`
+	ReadOnly bool     `json:"read_only,omitempty"`
+}
+
+// CreateTokenResponse is the new token, and its secret: shown this once,
+// kept by the server only as a hash.
+type CreateTokenResponse struct {
+	Token  store.Token `json:"token"`
+	Secret string      `json:"secret"`
+}
+
+// TokensResponse lists the named tokens, without their secrets.
+type TokensResponse struct {
+	Tokens []store.Token `json:"tokens"`
+}

@@ -1,0 +1,403 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rotajobs/rota/httpapi/wire"
+	"github.com/rotajobs/rota/store"
+)
+
+// This file is who may do what: the bearer token of each request, and
+// what it reaches. The admin token (Config.AuthToken) reaches everything;
+// a named token (store.Tokens, rota token create) reaches the jobs of its
+// groups and types, and changes nothing when read-only. A job outside a
+// token's reach is answered as if it did not exist, so that ids leak
+// nothing.
+
+// access is what a request's token may reach.
+type access struct {
+	name     string // the named token; "" for the admin token, or an open server
+	admin    bool
+	readOnly bool
+	groups   []string // patterns; nil: every group
+	types    []string // patterns; nil: every type
+	inGroup  func(string) bool
+	typePats []store.Pattern
+}
+
+// admin is the access of the admin token, and of every request to a
+// server without one (which serve binds to loopback only).
+var adminAccess = &access{admin: true}
+
+func newAccess(t store.Token) (*access, error) {
+	a := &access{name: t.Name, readOnly: t.ReadOnly, groups: t.Groups, types: t.Types}
+	var err error
+	if a.inGroup, err = store.GroupScope(t.Groups); err != nil {
+		return nil, err
+	}
+	for _, p := range t.Types {
+		pat, err := store.CompilePattern(p)
+		if err != nil {
+			return nil, err
+		}
+		a.typePats = append(a.typePats, pat)
+	}
+	return a, nil
+}
+
+// scoped reports whether the token reaches only some groups or types.
+func (a *access) scoped() bool { return a.groups != nil || a.types != nil }
+
+// reaches reports whether the token reaches jobs of this type and group.
+func (a *access) reaches(typ, group string) bool {
+	if a.groups != nil && !a.inGroup(group) {
+		return false
+	}
+	return a.types == nil || slices.ContainsFunc(a.typePats, func(p store.Pattern) bool { return p.Match(typ) })
+}
+
+func (a *access) String() string {
+	if a.name == "" {
+		return "the admin token"
+	}
+	return fmt.Sprintf("token %q", a.name)
+}
+
+type accessKey struct{}
+
+// accessOf returns the access ServeHTTP found for the request.
+func accessOf(r *http.Request) *access {
+	if a, ok := r.Context().Value(accessKey{}).(*access); ok {
+		return a
+	}
+	return adminAccess
+}
+
+// need is what a route asks of a token.
+type need uint8
+
+const (
+	needNothing need = iota // /healthz
+	needRead                // any valid token; what it reads is filtered by its reach
+	needWrite               // a token that is not read-only; the jobs it changes within its reach
+	needAdmin               // the admin token
+)
+
+// routeNeeds says what each route asks; routes() checks every route has
+// an entry.
+var routeNeeds = map[string]need{
+	"GET /healthz":                 needNothing,
+	"GET /metrics":                 needAdmin, // its labels name every tenant's types
+	"GET /v1/openapi.json":         needRead,
+	"POST /v1/jobs":                needWrite,
+	"GET /v1/jobs":                 needRead,
+	"GET /v1/jobs/{id}":            needRead,
+	"DELETE /v1/jobs/{id}":         needWrite,
+	"PATCH /v1/jobs/{id}":          needWrite,
+	"POST /v1/jobs/{id}/cancel":    needWrite,
+	"POST /v1/jobs/{id}/resubmit":  needWrite,
+	"POST /v1/jobs/{id}/heartbeat": needWrite,
+	"POST /v1/jobs/{id}/finish":    needWrite,
+	"POST /v1/jobs/{id}/fail":      needWrite,
+	"POST /v1/jobs/{id}/snooze":    needWrite,
+	"POST /v1/jobs/{id}/release":   needWrite,
+	"POST /v1/accept":              needWrite,
+	"POST /v1/heartbeat":           needWrite,
+	"POST /v1/finish":              needWrite,
+	"GET /v1/stats":                needRead,
+	"GET /v1/events":               needRead,
+	"GET /v1/types":                needRead,
+	"PUT /v1/types/{type}":         needAdmin, // a type's lease and bands are every tenant's
+	"GET /v1/groups":               needRead,
+	"PUT /v1/groups":               needWrite,
+	"GET /v1/tokens":               needAdmin,
+	"POST /v1/tokens":              needAdmin,
+	"DELETE /v1/tokens/{name}":     needAdmin,
+}
+
+// guard wraps a route's handler with its need.
+func (s *Server) guard(route string, h http.HandlerFunc) http.HandlerFunc {
+	n, ok := routeNeeds[route]
+	if !ok {
+		panic("httpapi: no need declared for " + route)
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		a := accessOf(r)
+		switch {
+		case n == needAdmin && !a.admin:
+			s.writeError(w, r, fmt.Errorf("%w: %s may not use %s %s: it needs the admin token", wire.ErrForbidden, a, r.Method, r.URL.Path))
+			return
+		case n == needWrite && a.readOnly:
+			s.writeError(w, r, fmt.Errorf("%w: %s is read-only", wire.ErrForbidden, a))
+			return
+		}
+		h(w, r)
+	}
+}
+
+// authenticate finds the request's access from its bearer token.
+func (s *Server) authenticate(r *http.Request) (*access, int, string) {
+	if s.cfg.AuthToken == "" || r.URL.Path == "/healthz" {
+		return adminAccess, 0, ""
+	}
+	auth := r.Header.Get("Authorization")
+	token, ok := strings.CutPrefix(auth, "Bearer ")
+	switch {
+	case auth == "":
+		return nil, http.StatusUnauthorized, "this server needs an Authorization: Bearer <token> header"
+	case !ok:
+		return nil, http.StatusForbidden, "the Authorization header is not valid: want Bearer <token>"
+	case subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.AuthToken)) == 1:
+		return adminAccess, 0, ""
+	}
+	if s.tokens == nil {
+		return nil, http.StatusForbidden, "the bearer token is not valid for this server"
+	}
+	a, err := s.tokens.lookup(r.Context(), token)
+	if err != nil {
+		return nil, 0, err.Error()
+	}
+	if a == nil {
+		return nil, http.StatusForbidden, "the bearer token is not valid for this server (unknown, or revoked)"
+	}
+	return a, 0, ""
+}
+
+// tokenCache keeps what named tokens reach for a few seconds, so that a
+// worker's every call does not read the store; a revocation through this
+// server takes effect at once, through another node within TokenCacheTTL.
+type tokenCache struct {
+	st store.Tokens
+	mu sync.Mutex
+	m  map[[32]byte]cachedToken
+}
+
+type cachedToken struct {
+	a  *access // nil: no such token
+	at time.Time
+}
+
+// TokenCacheTTL is how long a server trusts what it read of a named token.
+const TokenCacheTTL = 5 * time.Second
+
+const maxCachedTokens = 10000
+
+func (c *tokenCache) lookup(ctx context.Context, secret string) (*access, error) {
+	h := sha256.Sum256([]byte(secret))
+	c.mu.Lock()
+	e, ok := c.m[h]
+	c.mu.Unlock()
+	if ok && time.Since(e.at) < TokenCacheTTL {
+		return e.a, nil
+	}
+	t, err := c.st.TokenByHash(ctx, h[:])
+	var a *access
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return nil, err
+	default:
+		if a, err = newAccess(t); err != nil {
+			return nil, err
+		}
+	}
+	c.mu.Lock()
+	if len(c.m) >= maxCachedTokens {
+		clear(c.m) // bad tokens cannot grow the cache without bound
+	}
+	c.m[h] = cachedToken{a: a, at: time.Now()}
+	c.mu.Unlock()
+	return a, nil
+}
+
+func (c *tokenCache) forget() {
+	c.mu.Lock()
+	clear(c.m)
+	c.mu.Unlock()
+}
+
+// ---- what a token reaches, route by route ----
+
+// notFound is how a job outside a token's reach is answered: as a job
+// that does not exist.
+func notFound(id int64) error { return fmt.Errorf("job %d: %w", id, store.ErrNotFound) }
+
+// reach checks that the request's token reaches the jobs with these ids,
+// reading them only for a scoped token; a job it does not reach is
+// ErrNotFound. Jobs that do not exist are left to the operation.
+func (s *Server) reach(r *http.Request, ids ...int64) error {
+	out := s.reachEach(r, ids)
+	for _, err := range out {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reachEach is reach with one error per id, for batches.
+func (s *Server) reachEach(r *http.Request, ids []int64) []error {
+	out := make([]error, len(ids))
+	a := accessOf(r)
+	if !a.scoped() {
+		return out
+	}
+	jobs, err := s.c.GetMany(r.Context(), ids)
+	for i, id := range ids {
+		switch {
+		case err != nil:
+			out[i] = err
+		case jobs[i].ID != 0 && !a.reaches(jobs[i].Type, jobs[i].Group):
+			out[i] = notFound(id)
+		}
+	}
+	return out
+}
+
+// mayAdd checks that the token reaches the jobs it adds.
+func mayAdd(a *access, ps []store.AddParams) error {
+	for _, p := range ps {
+		if !a.reaches(p.Type, p.Group) {
+			return fmt.Errorf("%w: %s may not add jobs of type %q in group %q", wire.ErrForbidden, a, p.Type, p.Group)
+		}
+	}
+	return nil
+}
+
+// scopeAccept limits an accept to the token's reach: its groups through
+// the store, its types by the patterns asked for, each of which must be a
+// type the token reaches or one of its own patterns.
+func scopeAccept(a *access, p *store.AcceptParams) error {
+	if a.groups != nil {
+		p.Groups = a.groups
+	}
+	if a.types == nil {
+		return nil
+	}
+	for _, t := range p.Types {
+		pat, err := store.CompilePattern(t)
+		if err != nil {
+			return err
+		}
+		ok := slices.Contains(a.types, t) ||
+			pat.Literal() && slices.ContainsFunc(a.typePats, func(tp store.Pattern) bool { return tp.Match(t) })
+		if !ok {
+			return fmt.Errorf("%w: %s may accept types matching %s, not %q", wire.ErrForbidden, a, strings.Join(a.types, ", "), t)
+		}
+	}
+	return nil
+}
+
+// ---- the token routes ----
+
+// newSecret is a token's secret: 32 random bytes, which a fast hash
+// (SHA-256) protects as well as a slow one would, since nobody can guess
+// them.
+func newSecret() string {
+	var b [32]byte
+	rand.Read(b[:])
+	return "rota_" + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+func (s *Server) namedTokens(w http.ResponseWriter, r *http.Request) bool {
+	if s.tokens == nil {
+		s.writeError(w, r, fmt.Errorf("%w: this server's store keeps no tokens", wire.ErrForbidden))
+		return false
+	}
+	if s.cfg.AuthToken == "" {
+		s.writeError(w, r, fmt.Errorf("%w: this server has no admin token (--auth-token), so it checks no token: start it with one to use named tokens", wire.ErrForbidden))
+		return false
+	}
+	return true
+}
+
+func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
+	if !s.namedTokens(w, r) {
+		return
+	}
+	ts, err := s.tokens.st.Tokens(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if ts == nil {
+		ts = []store.Token{}
+	}
+	writeJSON(w, http.StatusOK, wire.TokensResponse{Tokens: ts})
+}
+
+func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
+	if !s.namedTokens(w, r) {
+		return
+	}
+	var req wire.CreateTokenRequest
+	if err := s.decode(w, r, &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	t := store.Token{Name: req.Name, Groups: req.Groups, Types: req.Types, ReadOnly: req.ReadOnly}
+	if len(t.Groups) == 0 {
+		t.Groups = nil
+	}
+	if len(t.Types) == 0 {
+		t.Types = nil
+	}
+	secret := newSecret()
+	h := sha256.Sum256([]byte(secret))
+	if err := s.tokens.st.CreateToken(r.Context(), t, h[:]); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.tokens.forget()
+	t.CreatedAt = time.Now().UTC()
+	writeJSON(w, http.StatusCreated, wire.CreateTokenResponse{Token: t, Secret: secret})
+}
+
+func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
+	if !s.namedTokens(w, r) {
+		return
+	}
+	if err := s.tokens.st.RevokeToken(r.Context(), r.PathValue("name")); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.tokens.forget()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// reachesType reports whether the token reaches jobs of this type (in
+// some group).
+func (a *access) reachesType(typ string) bool {
+	return a.types == nil || slices.ContainsFunc(a.typePats, func(p store.Pattern) bool { return p.Match(typ) })
+}
+
+// reachesGroupConfig reports whether the token reaches a group setting:
+// its group, and its type (a setting for every type needs a token of
+// every type).
+func (a *access) reachesGroupConfig(g store.GroupConfig) bool {
+	if a.groups != nil && !a.inGroup(g.Group) {
+		return false
+	}
+	if g.Type == "" {
+		return a.types == nil
+	}
+	return a.reachesType(g.Type)
+}
+
+func typeName(t string) string {
+	if t == "" {
+		return "every type"
+	}
+	return fmt.Sprintf("type %q", t)
+}

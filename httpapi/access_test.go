@@ -1,0 +1,366 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/httpapi/wire"
+	"github.com/rotajobs/rota/store"
+)
+
+// tokenKinds are the tokens the route table tries.
+var tokenKinds = []string{"admin", "acme", "acme-read-only", "beta", "mail-only", "revoked", "wrong", "none"}
+
+// tokenEnv is a server with an admin token and named tokens: acme reaches
+// groups acme-*, acme-read-only the same without changing anything, beta
+// reaches group beta, mail-only reaches types mail.* in every group.
+type tokenEnv struct {
+	*testServer
+	secrets map[string]string
+}
+
+func newTokenEnv(t *testing.T) *tokenEnv {
+	s := newServer(t, httpapi.Config{AuthToken: "admin-secret"})
+	e := &tokenEnv{testServer: s, secrets: map[string]string{"admin": "admin-secret", "wrong": "nope", "none": ""}}
+	for _, tk := range []wire.CreateTokenRequest{
+		{Name: "acme", Groups: []string{"acme-*"}},
+		{Name: "acme-read-only", Groups: []string{"acme-*"}, ReadOnly: true},
+		{Name: "beta", Groups: []string{"beta"}},
+		{Name: "mail-only", Types: []string{"mail.*"}},
+		{Name: "revoked"},
+	} {
+		res := want[wire.CreateTokenResponse](t, s, http.StatusCreated, "POST", "/v1/tokens", tk)
+		if !strings.HasPrefix(res.Secret, "rota_") || res.Token.Name != tk.Name {
+			t.Fatalf("created token %+v", res)
+		}
+		e.secrets[tk.Name] = res.Secret
+	}
+	want[struct{}](t, s, http.StatusNoContent, "DELETE", "/v1/tokens/revoked", nil)
+	return e
+}
+
+// as sends a request with a kind of token.
+func (e *tokenEnv) as(t *testing.T, kind, method, target string, body any) reply {
+	t.Helper()
+	auth := "Bearer " + e.secrets[kind]
+	if kind == "none" {
+		auth = ""
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	r, err := e.send(ctx, method, target, body, "Authorization", auth)
+	if err != nil {
+		t.Fatalf("%s %s as %s: %v", method, target, kind, err)
+	}
+	e.check(t, method, target, r)
+	return r
+}
+
+// reaches is what each named token reaches.
+func reaches(kind, typ, group string) bool {
+	switch kind {
+	case "admin":
+		return true
+	case "acme", "acme-read-only":
+		return strings.HasPrefix(group, "acme-")
+	case "beta":
+		return group == "beta"
+	case "mail-only":
+		return strings.HasPrefix(typ, "mail.")
+	}
+	return false
+}
+
+// TestTokenRoutes is the table of route × token kind: for each route and
+// each kind of token, the status, that what a token reads is only what it
+// reaches, and that a refused request changes nothing.
+func TestTokenRoutes(t *testing.T) {
+	e := newTokenEnv(t)
+	ctx := t.Context()
+	// A job of acme's, and one of beta's; a fresh running one of acme's
+	// for each worker call.
+	addJob := func(typ, group string) store.Job {
+		res, err := e.c.Add(ctx, rota.AddParams{Type: typ, Group: group, Data: json.RawMessage(`{"n":1}`)})
+		if err != nil {
+			panic(err)
+		}
+		return res.Job
+	}
+	runs := 0
+	running := func() store.Job {
+		runs++
+		typ := fmt.Sprintf("mail.run%d", runs) // a type of its own: nothing else to accept
+		j := addJob(typ, "acme-1")
+		jobs, err := e.c.Accept(ctx, rota.AcceptParams{Types: []string{typ}, Limit: 1})
+		if err != nil || len(jobs) != 1 || jobs[0].ID != j.ID {
+			panic(fmt.Sprintf("accept the running job: %v %v", jobs, err))
+		}
+		return jobs[0]
+	}
+	type route struct {
+		method, path string
+		need         string // read, write, admin
+		ok           int
+		// job makes the job the request is about (nil: none) and returns
+		// the request's path and body for it.
+		job func() (store.Job, string, any)
+		// add is the type and group the request adds, for adds.
+		addType, addGroup string
+	}
+	jobRoute := func(method, suffix, need string, ok int, body func(j store.Job) any, run bool) route {
+		return route{method: method, path: "/v1/jobs/{id}" + suffix, need: need, ok: ok, job: func() (store.Job, string, any) {
+			j := addJob("mail.send", "acme-1")
+			if run {
+				j = running()
+			}
+			var b any
+			if body != nil {
+				b = body(j)
+			}
+			return j, fmt.Sprintf("/v1/jobs/%d%s", j.ID, suffix), b
+		}}
+	}
+	token := func(j store.Job) any { return map[string]any{"token": j.Token} }
+	routes := []route{
+		{method: "GET", path: "/metrics", need: "admin", ok: 200},
+		{method: "GET", path: "/v1/openapi.json", need: "read", ok: 200},
+		{method: "POST", path: "/v1/jobs", need: "write", ok: 201, addType: "mail.send", addGroup: "acme-2"},
+		{method: "GET", path: "/v1/jobs", need: "read", ok: 200},
+		{method: "GET", path: "/v1/stats", need: "read", ok: 200},
+		{method: "GET", path: "/v1/types", need: "read", ok: 200},
+		{method: "PUT", path: "/v1/types/{type}", need: "admin", ok: 200},
+		{method: "GET", path: "/v1/groups", need: "read", ok: 200},
+		{method: "PUT", path: "/v1/groups", need: "write", ok: 200},
+		{method: "POST", path: "/v1/accept", need: "write", ok: 200},
+		{method: "GET", path: "/v1/tokens", need: "admin", ok: 200},
+		{method: "POST", path: "/v1/tokens", need: "admin", ok: 201},
+		{method: "DELETE", path: "/v1/tokens/{name}", need: "admin", ok: 204},
+		jobRoute("GET", "", "read", 200, nil, false),
+		jobRoute("DELETE", "", "write", 204, nil, false),
+		jobRoute("PATCH", "", "write", 200, func(store.Job) any { return map[string]any{"priority": 5} }, false),
+		jobRoute("POST", "/cancel", "write", 200, nil, false),
+		jobRoute("POST", "/resubmit", "write", 200, nil, false),
+		jobRoute("POST", "/heartbeat", "write", 200, token, true),
+		jobRoute("POST", "/finish", "write", 204, token, true),
+		jobRoute("POST", "/fail", "write", 204, token, true),
+		jobRoute("POST", "/snooze", "write", 204, token, true),
+		jobRoute("POST", "/release", "write", 204, token, true),
+		{method: "POST", path: "/v1/heartbeat", need: "write", ok: 200, job: func() (store.Job, string, any) {
+			j := running()
+			return j, "/v1/heartbeat", map[string]any{"items": []any{map[string]any{"id": j.ID, "token": j.Token}}}
+		}},
+		{method: "POST", path: "/v1/finish", need: "write", ok: 200, job: func() (store.Job, string, any) {
+			j := running()
+			return j, "/v1/finish", map[string]any{"items": []any{map[string]any{"id": j.ID, "token": j.Token, "as": "complete"}}}
+		}},
+	}
+	// Every route of the API is in the table but /healthz and the event
+	// stream (TestTokenEvents).
+	seen := map[string]bool{"GET /healthz": true, "GET /v1/events": true}
+	for _, r := range routes {
+		seen[r.method+" "+r.path] = true
+	}
+	for _, r := range httpapi.Routes {
+		if !seen[r] {
+			t.Errorf("route %s is not in the token table", r)
+		}
+	}
+	beta := addJob("mail.send", "beta")
+	for _, r := range routes {
+		for _, kind := range tokenKinds {
+			t.Run(strings.ReplaceAll(r.method+" "+r.path, "/", "_")+"/"+kind, func(t *testing.T) {
+				path, body := r.path, any(nil)
+				var job store.Job
+				if r.job != nil {
+					job, path, body = r.job()
+				}
+				switch {
+				case r.addType != "":
+					body = map[string]any{"type": r.addType, "group": r.addGroup}
+				case r.path == "/v1/types/{type}":
+					path, body = "/v1/types/mail.send", map[string]any{"lease_timeout": "1m"}
+				case r.path == "/v1/groups" && r.method == "PUT":
+					body = map[string]any{"group": "acme-1", "type": "mail.send", "weight": 2}
+				case r.path == "/v1/accept":
+					body = map[string]any{"types": []string{"mail.send"}, "limit": 100}
+				case r.path == "/v1/tokens" && r.method == "POST":
+					body = map[string]any{"name": "new-" + kind}
+				case r.path == "/v1/tokens/{name}":
+					name := "doomed-" + kind
+					want[wire.CreateTokenResponse](t, e.testServer, http.StatusCreated, "POST", "/v1/tokens", map[string]any{"name": name})
+					path = "/v1/tokens/" + name
+				}
+				var before store.Job
+				if job.ID != 0 {
+					before, _ = e.c.Get(ctx, job.ID)
+				}
+				got := e.as(t, kind, r.method, path, body)
+
+				wantStatus := r.ok
+				named := kind != "admin"
+				switch {
+				case kind == "none":
+					wantStatus = http.StatusUnauthorized
+				case kind == "wrong" || kind == "revoked":
+					wantStatus = http.StatusForbidden
+				case named && r.need == "admin":
+					wantStatus = http.StatusForbidden
+				case r.need == "write" && kind == "acme-read-only":
+					wantStatus = http.StatusForbidden
+				case job.ID != 0 && !reaches(kind, job.Type, job.Group) && r.job != nil && !strings.HasPrefix(r.path, "/v1/jobs/"):
+					// A batch refuses the item, not the request.
+					if !strings.Contains(string(got.Body), `"code":"not_found"`) {
+						t.Errorf("%s: the item out of reach is not refused as not found: %s", kind, got)
+					}
+				case job.ID != 0 && !reaches(kind, job.Type, job.Group):
+					wantStatus = http.StatusNotFound
+				case r.addType != "" && !reaches(kind, r.addType, r.addGroup):
+					wantStatus = http.StatusForbidden
+				case r.path == "/v1/groups" && r.method == "PUT" && !reaches(kind, "mail.send", "acme-1"):
+					wantStatus = http.StatusForbidden
+				}
+				if got.Status != wantStatus {
+					t.Fatalf("%s %s as %s: %s, want %d", r.method, path, kind, got, wantStatus)
+				}
+				if wantStatus >= 400 && job.ID != 0 {
+					after, _ := e.c.Get(ctx, job.ID)
+					if !reflect.DeepEqual(before, after) {
+						t.Errorf("a refused request changed the job:\nbefore %+v\nafter  %+v", before, after)
+					}
+				}
+				if got.Status == 200 && r.method == "GET" {
+					// Reads show only what the token reaches.
+					checkReads(t, kind, r.path, got.Body, beta)
+				}
+				if r.path == "/v1/accept" && got.Status == 200 {
+					var res wire.AcceptResponse
+					json.Unmarshal(got.Body, &res)
+					for _, j := range res.Jobs {
+						if !reaches(kind, j.Type, j.Group) {
+							t.Errorf("%s accepted job %d of group %q", kind, j.ID, j.Group)
+						}
+						e.c.Finish(ctx, rota.FinishParams{Lease: j.Lease(), As: rota.Release})
+					}
+				}
+			})
+		}
+	}
+}
+
+// checkReads fails when a listing shows what the token does not reach.
+func checkReads(t *testing.T, kind, path string, body []byte, beta store.Job) {
+	t.Helper()
+	switch path {
+	case "/v1/jobs":
+		var res wire.ListResponse
+		json.Unmarshal(body, &res)
+		sawBeta := false
+		for _, j := range res.Jobs {
+			if !reaches(kind, j.Type, j.Group) {
+				t.Errorf("%s lists job %d of type %q in group %q", kind, j.ID, j.Type, j.Group)
+			}
+			sawBeta = sawBeta || j.ID == beta.ID
+		}
+		if reaches(kind, beta.Type, beta.Group) && !sawBeta {
+			t.Errorf("%s does not list beta's job, which it reaches", kind)
+		}
+	case "/v1/stats":
+		var res wire.StatsResponse
+		json.Unmarshal(body, &res)
+		for _, c := range res.Counts {
+			if !reaches(kind, c.Type, c.Group) {
+				t.Errorf("%s counts type %q in group %q", kind, c.Type, c.Group)
+			}
+		}
+	case "/v1/groups":
+		var res wire.GroupsResponse
+		json.Unmarshal(body, &res)
+		for _, g := range res.Groups {
+			if kind == "beta" && g.Group != "beta" {
+				t.Errorf("beta sees the settings of group %q", g.Group)
+			}
+		}
+	}
+}
+
+// TestTokenEvents: a scoped token's event stream carries only the changes
+// of jobs it reaches; a stream of one job it does not reach is a 404.
+func TestTokenEvents(t *testing.T) {
+	e := newTokenEnv(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.URL+"/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer "+e.secrets["beta"])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("events as beta: %d", resp.StatusCode)
+	}
+	acme, _ := e.c.Add(ctx, rota.AddParams{Type: "t", Group: "acme-1"})
+	beta, _ := e.c.Add(ctx, rota.AddParams{Type: "t", Group: "beta"})
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var ev store.Event
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.ID == acme.Job.ID {
+			t.Fatalf("beta's stream carried acme's job %d", ev.ID)
+		}
+		if ev.ID == beta.Job.ID {
+			break // beta's own change arrived, after acme's
+		}
+	}
+	if r := e.as(t, "beta", "GET", fmt.Sprintf("/v1/events?job=%d", acme.Job.ID), nil); r.Status != http.StatusNotFound {
+		t.Errorf("beta's stream of acme's job: %s, want 404", r)
+	}
+}
+
+// TestTokenManagement: named tokens need the server to have an admin
+// token, their names are unique, and a revoked one is refused at once.
+func TestTokenManagement(t *testing.T) {
+	open := newServer(t, httpapi.Config{})
+	r := open.do(t, "POST", "/v1/tokens", map[string]any{"name": "x"})
+	wantError(t, r, http.StatusForbidden, wire.CodeForbidden, "no admin token")
+
+	e := newTokenEnv(t)
+	r = e.do(t, "POST", "/v1/tokens", map[string]any{"name": "acme"})
+	wantError(t, r, http.StatusBadRequest, wire.CodeInvalid, `a token named "acme" exists`)
+	r = e.do(t, "POST", "/v1/tokens", map[string]any{"name": "bad", "groups": []string{"["}})
+	wantError(t, r, http.StatusBadRequest, wire.CodeInvalid, "pattern")
+	list := want[wire.TokensResponse](t, e.testServer, 200, "GET", "/v1/tokens", nil)
+	var names []string
+	for _, tk := range list.Tokens {
+		names = append(names, tk.Name)
+	}
+	if strings.Join(names, " ") != "acme acme-read-only beta mail-only" {
+		t.Errorf("tokens %v", names)
+	}
+	if strings.Contains(string(e.do(t, "GET", "/v1/tokens", nil).Body), "rota_") {
+		t.Errorf("the token list shows a secret")
+	}
+	if r := e.as(t, "beta", "GET", "/v1/stats", nil); r.Status != 200 {
+		t.Fatalf("beta before revocation: %s", r)
+	}
+	want[struct{}](t, e.testServer, http.StatusNoContent, "DELETE", "/v1/tokens/beta", nil)
+	r = e.as(t, "beta", "GET", "/v1/stats", nil)
+	wantError(t, r, http.StatusForbidden, wire.CodeForbidden, "revoked")
+	r = e.do(t, "DELETE", "/v1/tokens/beta", nil)
+	wantError(t, r, http.StatusNotFound, wire.CodeNotFound, "beta")
+}

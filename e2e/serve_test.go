@@ -73,3 +73,38 @@ func TestServeBindSafety(t *testing.T) {
 		}
 	})
 }
+
+// TestTokens: rota token create, ls and revoke against a real server, and
+// what a scoped token may do with the CLI.
+func TestTokens(t *testing.T) {
+	s := startServer(t, "--auth-token", "adm")
+	admin := *s
+	admin.token = "adm"
+	if r := s.run(t, "", "token", "ls"); r.code != 6 {
+		t.Fatalf("token ls without a token: %v", r)
+	}
+	secret := strings.TrimSpace(admin.rota(t, "token", "create", "acme", "--groups", "acme-*"))
+	if !strings.HasPrefix(secret, "rota_") {
+		t.Fatalf("token create printed %q", secret)
+	}
+	if out := admin.rota(t, "token", "ls"); !strings.Contains(out, "acme") || strings.Contains(out, secret) {
+		t.Errorf("token ls:\n%s", out)
+	}
+	acme := *s
+	acme.token = secret
+	acme.rota(t, "add", "mail", "{}", "--group", "acme-1")
+	if r := acme.run(t, "", "add", "mail", "{}", "--group", "beta"); r.code != 6 || !strings.Contains(r.stderr, `may not add jobs of type "mail" in group "beta"`) {
+		t.Errorf("a scoped add out of reach: %v", r)
+	}
+	admin.rota(t, "add", "mail", "{}", "--group", "beta")
+	if out := acme.rota(t, "ls"); strings.Contains(out, "beta") || !strings.Contains(out, "acme-1") {
+		t.Errorf("acme's ls shows what it does not reach:\n%s", out)
+	}
+	admin.rota(t, "token", "revoke", "acme")
+	if r := acme.run(t, "", "stats"); r.code != 6 {
+		t.Errorf("a revoked token: %v", r)
+	}
+	if r := admin.run(t, "", "token", "revoke", "acme"); r.code != 3 || !strings.Contains(r.stderr, `no token named "acme"`) {
+		t.Errorf("revoking twice: %v", r)
+	}
+}

@@ -663,3 +663,25 @@ func (s *Store) stream(ctx context.Context, last *string) bool {
 	})
 	return true
 }
+
+// ---- named tokens (the admin token's) ----
+
+// CreateToken creates a named token on the server and returns it with
+// its secret, which the server shows this once.
+func (s *Store) CreateToken(ctx context.Context, req wire.CreateTokenRequest) (wire.CreateTokenResponse, error) {
+	var resp wire.CreateTokenResponse
+	err := s.do(ctx, "POST", "/v1/tokens", nil, req, &resp)
+	return resp, err
+}
+
+// Tokens lists the server's named tokens, without their secrets.
+func (s *Store) Tokens(ctx context.Context) ([]store.Token, error) {
+	var resp wire.TokensResponse
+	err := s.do(ctx, "GET", "/v1/tokens", nil, nil, &resp)
+	return resp.Tokens, err
+}
+
+// RevokeToken revokes a named token.
+func (s *Store) RevokeToken(ctx context.Context, name string) error {
+	return s.do(ctx, "DELETE", "/v1/tokens/"+url.PathEscape(name), nil, nil, nil)
+}

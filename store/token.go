@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -56,3 +57,17 @@ func CheckToken(t Token) error {
 	}
 	return nil
 }
+
+// TokenNotFound is the error of a token name or secret that is no
+// token's; it matches ErrNotFound.
+func TokenNotFound(name string) error {
+	if name == "" {
+		return &noToken{"no such token (unknown, or revoked)"}
+	}
+	return &noToken{fmt.Sprintf("no token named %q", name)}
+}
+
+type noToken struct{ msg string }
+
+func (e *noToken) Error() string        { return e.msg }
+func (e *noToken) Is(target error) bool { return target == ErrNotFound }

@@ -25,7 +25,7 @@ func Main(args []string) int {
 	addGlobalFlags(root, g)
 	root.AddCommand(addCommand(g), getCommand(g), lsCommand(g), cancelCommand(g), retryCommand(g),
 		rmCommand(g), statsCommand(g), watchCommand(g), waitCommand(g), workCommand(g),
-		updateCommand(g), pauseCommand(g, true), pauseCommand(g, false))
+		updateCommand(g), pauseCommand(g, true), pauseCommand(g, false), tokenCommand(g))
 	root.SetArgs(args)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

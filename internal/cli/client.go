@@ -166,8 +166,11 @@ func (g *globals) explain(err error) error {
 	switch {
 	case strings.HasPrefix(msg, wire.CodeUnauthorized+":"):
 		return &exitError{code: exitAuth, err: fmt.Errorf("the server at %s needs a token: pass --token or set ROTA_TOKEN", server)}
-	case strings.HasPrefix(msg, wire.CodeForbidden+":"):
-		return &exitError{code: exitAuth, err: fmt.Errorf("the server at %s did not accept the token given by --token or ROTA_TOKEN", server)}
+	case (strings.HasPrefix(msg, wire.CodeForbidden+":") || errors.Is(err, wire.ErrForbidden)) && strings.Contains(msg, "not valid"):
+		return &exitError{code: exitAuth, err: fmt.Errorf("the server at %s did not accept the token given by --token or ROTA_TOKEN (%s)", server, msg)}
+	case strings.HasPrefix(msg, wire.CodeForbidden+":"), errors.Is(err, wire.ErrForbidden):
+		// A valid token that may not do this: out of its reach, or read-only.
+		return &exitError{code: exitAuth, err: fmt.Errorf("the server refused: %s", strings.TrimPrefix(strings.TrimPrefix(msg, wire.CodeForbidden+": "), "forbidden: "))}
 	}
 	return err
 }

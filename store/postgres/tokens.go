@@ -86,7 +86,7 @@ func (s *Store) RevokeToken(ctx context.Context, name string) error {
 		return err
 	}
 	if n == 0 {
-		return fmt.Errorf("token %q: %w", name, store.ErrNotFound)
+		return store.TokenNotFound(name)
 	}
 	return nil
 }
@@ -112,7 +112,7 @@ func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, erro
 		return store.Token{}, err
 	}
 	if !found {
-		return store.Token{}, fmt.Errorf("token: %w", store.ErrNotFound)
+		return store.Token{}, store.TokenNotFound("")
 	}
 	return tok, nil
 }

@@ -99,7 +99,7 @@ func (s *Store) RevokeToken(ctx context.Context, name string) error {
 		return fmt.Errorf("sqlite: revoke token %q: %w", name, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("token %q: %w", name, store.ErrNotFound)
+		return store.TokenNotFound(name)
 	}
 	return nil
 }
@@ -108,7 +108,7 @@ func (s *Store) RevokeToken(ctx context.Context, name string) error {
 func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, error) {
 	t, err := scanToken(s.reader.QueryRowContext(ctx, `SELECT name, groups, types, read_only, created_at FROM rota_tokens WHERE hash = ?`, hash))
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.Token{}, fmt.Errorf("token: %w", store.ErrNotFound)
+		return store.Token{}, store.TokenNotFound("")
 	}
 	if err != nil {
 		return store.Token{}, fmt.Errorf("sqlite: token: %w", err)

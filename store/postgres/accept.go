@@ -420,7 +420,7 @@ type acceptor struct {
 	// jobs[:committedJobs] and t.changes[:committedChanges] were claimed
 	// by statements that committed by themselves
 	committedJobs, committedChanges int
-	clocks                          map[string]float64 // per type: a turn for the virtual clock, when a group ran out
+	clocks                          map[string]float64      // per type: a turn for the virtual clock, when a group ran out
 	inScope                         func(group string) bool // AcceptParams.Groups
 }
 

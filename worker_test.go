@@ -194,10 +194,12 @@ func TestCancelStopsRunningHandler(t *testing.T) {
 
 func TestHeartbeatsKeepLongJobAlive(t *testing.T) {
 	c := newClient(t)
-	w := rota.NewWorker(c, rota.WorkerConfig{LeaseTimeout: 60 * time.Millisecond})
+	// A lease long enough for heartbeats to keep up on a loaded machine
+	// under the race detector, and a job several leases long.
+	w := rota.NewWorker(c, rota.WorkerConfig{LeaseTimeout: 300 * time.Millisecond})
 	w.Handle("slow", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
-		select { // several lease lengths
-		case <-time.After(400 * time.Millisecond):
+		select {
+		case <-time.After(1500 * time.Millisecond):
 			return nil
 		case <-ctx.Done():
 			return context.Cause(ctx)

@@ -401,3 +401,55 @@ func typeName(t string) string {
 	}
 	return fmt.Sprintf("type %q", t)
 }
+
+// Access is what a bearer token reaches, for other front ends of the same
+// server (the dashboard) to apply the API's rules rather than their own.
+type Access struct{ a *access }
+
+// Admin reports whether the token is the admin token (or the server
+// checks none).
+func (x Access) Admin() bool { return x.a.admin }
+
+// ReadOnly reports whether the token may change nothing.
+func (x Access) ReadOnly() bool { return x.a.readOnly }
+
+// Name is the named token's name; "" for the admin token.
+func (x Access) Name() string { return x.a.name }
+
+// Reaches reports whether the token reaches jobs of this type and group.
+func (x Access) Reaches(typ, group string) bool { return x.a.reaches(typ, group) }
+
+// ReachesType reports whether the token reaches jobs of this type.
+func (x Access) ReachesType(typ string) bool { return x.a.reachesType(typ) }
+
+// ReachesGroupConfig reports whether the token may see and set this group
+// setting.
+func (x Access) ReachesGroupConfig(g store.GroupConfig) bool { return x.a.reachesGroupConfig(g) }
+
+// Groups are the token's group patterns, nil for every group (to limit an
+// accept, AcceptParams.Groups).
+func (x Access) Groups() []string { return x.a.groups }
+
+// Open reports whether the server checks no token (it has no admin token).
+func (s *Server) Open() bool { return s.cfg.AuthToken == "" }
+
+// Authenticate returns what a bearer token reaches, as the API decides
+// it: the admin token, or a named token of the store's. A token the server
+// does not know is an error matching wire.ErrForbidden. On an open server
+// every token is the admin's.
+func (s *Server) Authenticate(ctx context.Context, token string) (Access, error) {
+	if s.Open() || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.AuthToken)) == 1 {
+		return Access{adminAccess}, nil
+	}
+	if s.tokens == nil || token == "" {
+		return Access{}, fmt.Errorf("%w: the token is not valid for this server", wire.ErrForbidden)
+	}
+	a, err := s.tokens.lookup(ctx, token)
+	if err != nil {
+		return Access{}, err
+	}
+	if a == nil {
+		return Access{}, fmt.Errorf("%w: the token is not valid for this server (unknown, or revoked)", wire.ErrForbidden)
+	}
+	return Access{a}, nil
+}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/bedrock"
+	"github.com/rotajobs/rota/dashboard"
 	"github.com/rotajobs/rota/httpapi"
 	"github.com/rotajobs/rota/httpapi/wire"
 	"github.com/rotajobs/rota/store"
@@ -41,6 +42,7 @@ func serveCommand() *cobra.Command {
 		bedrockAddr              string
 		bedrockAllow             []string
 		bedrockLease             time.Duration
+		ui                       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -119,7 +121,7 @@ lists the client networks, and a non-loopback ADDR needs that list.`,
 				return err
 			}
 			return serve(cmd.Context(), logger, serveOptions{
-				bedrock: bedrock,
+				bedrock: bedrock, ui: ui,
 				dataDir: dataDir, storeSpec: storeSpec, addr: addr, token: token,
 				allowOpen: allowOpen, maxBody: maxBody, settings: settings,
 				maxConns: maxConns, idleTimeout: idleTimeout, cert: cert,
@@ -140,6 +142,7 @@ lists the client networks, and a non-loopback ADDR needs that list.`,
 	f.StringVar(&configFile, "config", "", "JSON file of type and group settings to apply at start")
 	f.StringVar(&tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate (chain); SIGHUP reloads it")
 	f.StringVar(&tlsKey, "tls-key", "", "the PEM private key of --tls-cert")
+	f.BoolVar(&ui, "ui", true, "serve the web dashboard at / (--ui=false turns it off)")
 	f.StringVar(&bedrockAddr, "bedrock", "", "also serve Bedrock::Jobs' protocol on this address (e.g. 127.0.0.1:8888)")
 	f.StringSliceVar(&bedrockAllow, "bedrock-allow", nil, "client networks (CIDR or IP, comma-separated) allowed on --bedrock; default loopback only")
 	f.DurationVar(&bedrockLease, "bedrock-lease", 0, "take back a job handed out by GetJob after this long without a finish (default: never, as Bedrock)")
@@ -155,6 +158,7 @@ type serveOptions struct {
 	settings                        *serverSettings
 	cert                            *certificate     // nil: plain HTTP
 	bedrock                         *bedrockListener // nil: none
+	ui                              bool             // the dashboard at /
 }
 
 // bedrockListener is what --bedrock asks for.
@@ -279,6 +283,22 @@ func serve(ctx context.Context, logger *slog.Logger, o serveOptions) error {
 	}
 	api := httpapi.New(client, httpapi.Config{AuthToken: o.token, MaxBodyBytes: o.maxBody, Logger: logger})
 	defer api.Close()
+	var handler http.Handler = api
+	if o.ui {
+		// The API keeps /v1/, /healthz and /metrics; the dashboard has the
+		// rest, with the API's tokens.
+		dash, err := dashboard.New(client, api, dashboard.Config{Logger: logger})
+		if err != nil {
+			return err
+		}
+		defer dash.Close()
+		mux := http.NewServeMux()
+		mux.Handle("/v1/", api)
+		mux.Handle("/healthz", api)
+		mux.Handle("/metrics", api)
+		mux.Handle("/", dash)
+		handler = mux
+	}
 
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
@@ -294,7 +314,7 @@ func serve(ctx context.Context, logger *slog.Logger, o serveOptions) error {
 	base, cancelBase := context.WithCancel(context.Background())
 	defer cancelBase()
 	srv := &http.Server{
-		Handler:           api,
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       o.idleTimeout,
 		MaxHeaderBytes:    64 << 10,
@@ -342,7 +362,11 @@ func serve(ctx context.Context, logger *slog.Logger, o serveOptions) error {
 	} else if !isLoopback(host) {
 		auth = "NO auth token on a non-loopback address"
 	}
-	logger.Info("rota serving", "http", scheme+"://"+ln.Addr().String(), "store", desc, "auth", auth)
+	ui := "off"
+	if o.ui {
+		ui = scheme + "://" + ln.Addr().String() + "/"
+	}
+	logger.Info("rota serving", "http", scheme+"://"+ln.Addr().String(), "store", desc, "auth", auth, "dashboard", ui)
 
 	select {
 	case err := <-served:

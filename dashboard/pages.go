@@ -1,0 +1,702 @@
+package dashboard
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/internal/schedule"
+	"github.com/rotajobs/rota/store"
+)
+
+// ---- overview ----
+
+// countRow is one type and group's jobs by state.
+type countRow struct {
+	Type, Group string
+	ByState     [6]int64
+	Total       int64
+}
+
+// typeLatency is how long the oldest pending job of a type has waited.
+type typeLatency struct {
+	Type   string
+	Oldest time.Time
+	ID     int64
+}
+
+// workerRow is a worker holding leases.
+type workerRow struct {
+	Worker        string
+	Jobs          int
+	LeaseUntil    time.Time
+	LastHeartbeat time.Time
+}
+
+type overviewData struct {
+	Rows    []countRow
+	Totals  [6]int64
+	States  []string
+	Latency []typeLatency
+	Workers []workerRow
+	Chart   chart
+	Empty   bool
+}
+
+func (s *Server) overviewData(r *http.Request) (overviewData, error) {
+	u := userOf(r)
+	ctx := r.Context()
+	counts, err := s.c.Stats(ctx)
+	if err != nil {
+		return overviewData{}, err
+	}
+	d := overviewData{States: stateNames()}
+	index := map[[2]string]int{}
+	var types []string
+	for _, c := range counts {
+		if !u.Access.Reaches(c.Type, c.Group) {
+			continue
+		}
+		k := [2]string{c.Type, c.Group}
+		i, ok := index[k]
+		if !ok {
+			i = len(d.Rows)
+			index[k] = i
+			d.Rows = append(d.Rows, countRow{Type: c.Type, Group: c.Group})
+			if !slices.Contains(types, c.Type) {
+				types = append(types, c.Type)
+			}
+		}
+		d.Rows[i].ByState[c.State] += c.Jobs
+		d.Rows[i].Total += c.Jobs
+		d.Totals[c.State] += c.Jobs
+	}
+	d.Empty = len(d.Rows) == 0
+	// The oldest pending job of each type: the lowest id pending (ids
+	// grow with time), one indexed read per type.
+	for _, t := range types {
+		if len(d.Latency) >= 50 {
+			break
+		}
+		res, err := s.c.List(ctx, rota.ListParams{Types: []string{t}, States: []rota.State{rota.Pending}, Limit: 20})
+		if err != nil {
+			return d, err
+		}
+		for _, j := range res.Jobs {
+			if u.Access.Reaches(j.Type, j.Group) {
+				d.Latency = append(d.Latency, typeLatency{Type: t, Oldest: j.CreatedAt, ID: j.ID})
+				break
+			}
+		}
+	}
+	slices.SortFunc(d.Latency, func(a, b typeLatency) int { return a.Oldest.Compare(b.Oldest) })
+	// Workers: who holds leases now, from the running jobs.
+	res, err := s.c.List(ctx, rota.ListParams{States: []rota.State{rota.Running}, Limit: store.MaxListLimit})
+	if err != nil {
+		return d, err
+	}
+	byWorker := map[string]*workerRow{}
+	for _, j := range res.Jobs {
+		if !u.Access.Reaches(j.Type, j.Group) {
+			continue
+		}
+		name := cmp.Or(j.Worker, "(unnamed)")
+		w := byWorker[name]
+		if w == nil {
+			w = &workerRow{Worker: name}
+			byWorker[name] = w
+		}
+		w.Jobs++
+		if w.LeaseUntil.IsZero() || j.LeaseUntil.Before(w.LeaseUntil) {
+			w.LeaseUntil = j.LeaseUntil
+		}
+		if j.UpdatedAt.After(w.LastHeartbeat) {
+			w.LastHeartbeat = j.UpdatedAt
+		}
+	}
+	for _, w := range byWorker {
+		d.Workers = append(d.Workers, *w)
+	}
+	slices.SortFunc(d.Workers, func(a, b workerRow) int { return cmp.Compare(a.Worker, b.Worker) })
+	d.Chart = newChart(s.act.lastHour(u.Access.ReachesType))
+	return d, nil
+}
+
+func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
+	d, err := s.overviewData(r)
+	if err != nil {
+		s.fail(w, r, "Overview", err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "overview", view{Title: "Overview", Nav: "overview", Data: d})
+}
+
+// overviewFragment is the live part of the overview, which the page
+// fetches again when the stream says something changed.
+func (s *Server) overviewFragment(w http.ResponseWriter, r *http.Request) {
+	d, err := s.overviewData(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	s.render(w, r, http.StatusOK, "overview-live", view{Data: d})
+}
+
+// stream tells a page that jobs changed, at most twice a second: the page
+// then fetches what it shows again. Server-Sent Events from the change
+// feed; no page polls.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming is not supported", http.StatusInternalServerError)
+		return
+	}
+	wake, release := s.act.wake()
+	defer release()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, ": rota dashboard\n\n")
+	flusher.Flush()
+	tick := time.NewTicker(20 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+			fmt.Fprint(w, ": keep-alive\n\n")
+		case <-wake:
+			fmt.Fprint(w, "event: changed\ndata: {}\n\n")
+			flusher.Flush()
+			select {
+			case <-time.After(500 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		flusher.Flush()
+	}
+}
+
+// chart is an SVG drawing of the last hour, per minute.
+type chart struct {
+	Width, Height int
+	Series        []series
+	Max           int64
+	Total         [4]int64
+	Start, End    time.Time
+}
+
+type series struct {
+	Name, Class string
+	Points      string // SVG polyline points
+	Total       int64
+}
+
+func newChart(pts []point) chart {
+	c := chart{Width: 600, Height: 120, Start: pts[0].At, End: pts[len(pts)-1].At.Add(time.Minute)}
+	for _, p := range pts {
+		c.Max = max(c.Max, p.Queued, p.Started, p.Completed, p.Failed)
+		c.Total[0] += p.Queued
+		c.Total[1] += p.Started
+		c.Total[2] += p.Completed
+		c.Total[3] += p.Failed
+	}
+	scale := float64(c.Height-10) / float64(max(c.Max, 1))
+	get := []func(point) int64{
+		func(p point) int64 { return p.Queued }, func(p point) int64 { return p.Started },
+		func(p point) int64 { return p.Completed }, func(p point) int64 { return p.Failed },
+	}
+	for i, name := range []string{"queued", "started", "completed", "failed"} {
+		var b strings.Builder
+		for k, p := range pts {
+			x := float64(k) * float64(c.Width) / float64(len(pts)-1)
+			y := float64(c.Height) - 5 - float64(get[i](p))*scale
+			fmt.Fprintf(&b, "%.1f,%.1f ", x, y)
+		}
+		c.Series = append(c.Series, series{Name: name, Class: "s-" + name, Points: strings.TrimSpace(b.String()), Total: c.Total[i]})
+	}
+	return c
+}
+
+func stateNames() []string {
+	var out []string
+	for st := rota.Pending; st.Valid(); st++ {
+		out = append(out, st.String())
+	}
+	return out
+}
+
+// ---- job list ----
+
+// filter is the job list's query string: what to show and where from.
+type filter struct {
+	Type, Group, Key, Q string
+	States              []string
+	Priority            string
+	Order               string // "" (newest first) or "asc"
+	Cursor              int64
+	Limit               int
+}
+
+func parseFilter(q url.Values) filter {
+	f := filter{Type: strings.TrimSpace(q.Get("type")), Group: q.Get("group"), Key: q.Get("key"), Q: strings.TrimSpace(q.Get("q")),
+		States: q["state"], Priority: q.Get("priority"), Order: q.Get("order"), Limit: 50}
+	f.Cursor, _ = strconv.ParseInt(q.Get("cursor"), 10, 64)
+	if n, err := strconv.Atoi(q.Get("limit")); err == nil && n > 0 && n <= store.MaxListLimit {
+		f.Limit = n
+	}
+	return f
+}
+
+// query is the filter as a query string, with the cursor given.
+func (f filter) query(cursor int64) string {
+	q := url.Values{}
+	for k, v := range map[string]string{"type": f.Type, "group": f.Group, "key": f.Key, "q": f.Q, "priority": f.Priority, "order": f.Order} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	for _, st := range f.States {
+		q.Add("state", st)
+	}
+	if f.Limit != 50 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	if cursor != 0 {
+		q.Set("cursor", strconv.FormatInt(cursor, 10))
+	}
+	return q.Encode()
+}
+
+// Has reports whether the state is selected.
+func (f filter) Has(state string) bool { return slices.Contains(f.States, state) }
+
+// Filtered reports whether any filter is set.
+func (f filter) Filtered() bool {
+	return f.Type != "" || f.Group != "" || f.Key != "" || f.Q != "" || len(f.States) > 0 || f.Priority != ""
+}
+
+// params turns the filter into list parameters: a type pattern becomes
+// the known types it matches.
+func (s *Server) params(r *http.Request, f filter) (rota.ListParams, error) {
+	p := rota.ListParams{Limit: f.Limit, After: f.Cursor, Descending: f.Order != "asc"}
+	if f.Type != "" {
+		pat, err := store.CompilePattern(f.Type)
+		if err != nil {
+			return p, err
+		}
+		if pat.Literal() {
+			p.Types = []string{f.Type}
+		} else {
+			tcs, err := s.c.TypeConfigs(r.Context())
+			if err != nil {
+				return p, err
+			}
+			for _, tc := range tcs {
+				if pat.Match(tc.Type) {
+					p.Types = append(p.Types, tc.Type)
+				}
+			}
+			if len(p.Types) == 0 {
+				p.Types = []string{"\x00none"} // matches no type
+			}
+		}
+	}
+	if f.Group != "" {
+		p.Groups = []string{f.Group}
+	}
+	for _, name := range f.States {
+		st, err := rota.ParseState(name)
+		if err != nil {
+			return p, err
+		}
+		p.States = append(p.States, st)
+	}
+	return p, nil
+}
+
+type jobsData struct {
+	Filter    filter
+	Jobs      []rota.Job
+	Next      string
+	First     string
+	States    []string
+	Note      string
+	Tasks     []*bulkTask
+	CanAct    bool
+	AllFilter string
+}
+
+func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
+	u := userOf(r)
+	f := parseFilter(r.URL.Query())
+	d := jobsData{Filter: f, States: stateNames(), First: "/jobs?" + f.query(0), CanAct: !u.Access.ReadOnly(), AllFilter: f.query(0)}
+	// A search: an id opens the job; type:key finds a job by key.
+	if f.Q != "" {
+		if id, err := strconv.ParseInt(strings.TrimPrefix(f.Q, "#"), 10, 64); err == nil && id > 0 {
+			http.Redirect(w, r, fmt.Sprintf("/jobs/%d", id), http.StatusSeeOther)
+			return
+		}
+		if typ, key, ok := strings.Cut(f.Q, ":"); ok {
+			j, err := s.c.GetByKey(r.Context(), typ, key)
+			if err == nil && u.Access.Reaches(j.Type, j.Group) {
+				http.Redirect(w, r, fmt.Sprintf("/jobs/%d", j.ID), http.StatusSeeOther)
+				return
+			}
+			d.Note = fmt.Sprintf("No job of type %q has the key %q.", typ, key)
+		} else {
+			d.Note = fmt.Sprintf("Search takes a job id (1234) or a type and key (email.send:welcome-42); %q is neither. To search job data, filter by type and open the jobs.", f.Q)
+		}
+		s.render(w, r, http.StatusOK, "jobs", view{Title: "Jobs", Nav: "jobs", Data: d})
+		return
+	}
+	p, err := s.params(r, f)
+	if err != nil {
+		s.render(w, r, http.StatusBadRequest, "jobs", view{Title: "Jobs", Nav: "jobs", Error: err.Error(), Data: d})
+		return
+	}
+	var prio *int
+	if f.Priority != "" {
+		v, err := strconv.Atoi(f.Priority)
+		if err != nil {
+			s.render(w, r, http.StatusBadRequest, "jobs", view{Title: "Jobs", Nav: "jobs", Error: fmt.Sprintf("priority %q is not a number", f.Priority), Data: d})
+			return
+		}
+		prio = &v
+	}
+	// A scoped token sees its jobs only; a page may come out short, and
+	// its cursor goes on.
+	res, err := s.c.List(r.Context(), p)
+	if err != nil {
+		s.fail(w, r, "Jobs", err)
+		return
+	}
+	for _, j := range res.Jobs {
+		if u.Access.Reaches(j.Type, j.Group) && (prio == nil || j.Priority == *prio) {
+			d.Jobs = append(d.Jobs, j)
+		}
+	}
+	if res.Next != 0 {
+		d.Next = "/jobs?" + f.query(res.Next)
+	}
+	d.Tasks = s.bulk.recent(u.Token)
+	s.render(w, r, http.StatusOK, "jobs", view{Title: "Jobs", Nav: "jobs", Data: d})
+}
+
+// ---- one job ----
+
+type jobData struct {
+	Job      rota.Job
+	Data     string
+	Result   string
+	Children []rota.Job
+	Next     []time.Time
+	LeaseTag string
+	CanAct   bool
+	Ended    bool
+}
+
+func (s *Server) job(w http.ResponseWriter, r *http.Request) {
+	u := userOf(r)
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		s.render(w, r, http.StatusBadRequest, "error", view{Title: "Job", Error: fmt.Sprintf("%q is not a job id: ids are positive integers.", r.PathValue("id"))})
+		return
+	}
+	j, err := s.c.Get(r.Context(), id)
+	if err == nil && !u.Access.Reaches(j.Type, j.Group) {
+		err = fmt.Errorf("job %d: %w", id, rota.ErrNotFound)
+	}
+	if err != nil {
+		s.fail(w, r, fmt.Sprintf("Job %d", id), err)
+		return
+	}
+	d := jobData{Job: j, Data: pretty(j.Data), Result: pretty(j.Result), LeaseTag: store.LeaseTag(j.Token),
+		CanAct: !u.Access.ReadOnly(), Ended: j.State.Terminal()}
+	if j.HasChildren {
+		res, err := s.c.List(r.Context(), rota.ListParams{Parent: j.ID, Limit: 100})
+		if err == nil {
+			d.Children = res.Jobs
+		}
+	}
+	if j.Schedule != "" {
+		if sch, err := schedule.Parse(j.Schedule); err == nil {
+			t := cmp.Or(j.Slot, j.RunAt)
+			if j.State == rota.Pending {
+				d.Next = append(d.Next, j.RunAt)
+				t = j.RunAt
+			}
+			for len(d.Next) < 5 {
+				n := sch.After(t, t)
+				if !n.After(t) {
+					break
+				}
+				d.Next, t = append(d.Next, n), n
+			}
+		}
+	}
+	s.render(w, r, http.StatusOK, "job", view{Title: fmt.Sprintf("Job %d", id), Nav: "jobs", Data: d, Notice: r.URL.Query().Get("done")})
+}
+
+func pretty(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	var out strings.Builder
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return string(b)
+	}
+	enc := json.NewEncoder(&out)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+	return strings.TrimSpace(out.String())
+}
+
+// jobAction applies an action of the job page: the engine's operation,
+// under its own rules (a finished job cannot be cancelled, …), whose
+// error, if any, the page shows.
+func (s *Server) jobAction(w http.ResponseWriter, r *http.Request) {
+	u := userOf(r)
+	ctx := r.Context()
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		s.render(w, r, http.StatusBadRequest, "error", view{Title: "Job", Error: fmt.Sprintf("%q is not a job id", r.PathValue("id"))})
+		return
+	}
+	j, err := s.c.Get(ctx, id)
+	if err == nil && !u.Access.Reaches(j.Type, j.Group) {
+		err = fmt.Errorf("job %d: %w", id, rota.ErrNotFound)
+	}
+	if err != nil {
+		s.fail(w, r, fmt.Sprintf("Job %d", id), err)
+		return
+	}
+	action, done := r.PathValue("action"), ""
+	switch action {
+	case "cancel":
+		err, done = s.c.Cancel(ctx, id), "cancelled"
+	case "retry":
+		// Run again now: a pending job moves to now, a running one runs
+		// again after its run, an ended one is pending again.
+		_, err = s.c.Resubmit(ctx, rota.ResubmitParams{ID: id, RunAt: time.Now()})
+		done = "queued to run now"
+	case "reschedule":
+		var at time.Time
+		if at, err = parseLocalTime(r.PostFormValue("run_at"), r.PostFormValue("tz")); err == nil {
+			_, err = s.c.Update(ctx, rota.UpdateParams{ID: id, RunAt: at})
+		}
+		done = "rescheduled"
+	case "edit":
+		data := json.RawMessage(strings.TrimSpace(r.PostFormValue("data")))
+		if !json.Valid(data) {
+			err = fmt.Errorf("%w: the data is not valid JSON", rota.ErrInvalid)
+		} else {
+			_, err = s.c.Update(ctx, rota.UpdateParams{ID: id, Data: data})
+		}
+		done = "data saved"
+	case "remove":
+		if err = s.c.Remove(ctx, id); err == nil {
+			http.Redirect(w, r, "/jobs?done="+url.QueryEscape(fmt.Sprintf("job %d removed", id)), http.StatusSeeOther)
+			return
+		}
+	default:
+		s.render(w, r, http.StatusNotFound, "error", view{Title: "Job", Error: fmt.Sprintf("%q is not an action on a job (cancel, retry, reschedule, edit, remove)", action)})
+		return
+	}
+	if err != nil {
+		s.fail(w, r, fmt.Sprintf("Job %d: %s", id, action), err)
+		return
+	}
+	http.Redirect(w, r, fmt.Sprintf("/jobs/%d?done=%s", id, url.QueryEscape(done)), http.StatusSeeOther)
+}
+
+// parseLocalTime reads a datetime-local form value in the browser's time
+// zone (tz, an IANA name the page sends along; UTC when absent).
+func parseLocalTime(v, tz string) (time.Time, error) {
+	loc := time.UTC
+	if tz != "" {
+		if l, err := time.LoadLocation(tz); err == nil {
+			loc = l
+		}
+	}
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05", time.RFC3339} {
+		if t, err := time.ParseInLocation(layout, v, loc); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%w: %q is not a date and time", rota.ErrInvalid, v)
+}
+
+// ---- types and groups ----
+
+type typesData struct {
+	Types   []rota.TypeConfig
+	CanEdit bool
+}
+
+func (s *Server) types(w http.ResponseWriter, r *http.Request) {
+	u := userOf(r)
+	tcs, err := s.c.TypeConfigs(r.Context())
+	if err != nil {
+		s.fail(w, r, "Types", err)
+		return
+	}
+	d := typesData{CanEdit: u.Access.Admin()}
+	for _, tc := range tcs {
+		if u.Access.ReachesType(tc.Type) {
+			d.Types = append(d.Types, tc)
+		}
+	}
+	s.render(w, r, http.StatusOK, "types", view{Title: "Types", Nav: "types", Data: d, Notice: r.URL.Query().Get("done")})
+}
+
+func (s *Server) setType(w http.ResponseWriter, r *http.Request) {
+	u := userOf(r)
+	if !u.Access.Admin() {
+		s.render(w, r, http.StatusForbidden, "error", view{Title: "Refused", Error: "A type's settings apply to every tenant: changing them needs the admin token."})
+		return
+	}
+	typ := r.PathValue("type")
+	tcs, err := s.c.TypeConfigs(r.Context())
+	if err != nil {
+		s.fail(w, r, "Types", err)
+		return
+	}
+	tc := rota.TypeConfig{Type: typ}
+	for _, x := range tcs {
+		if x.Type == typ {
+			tc = x
+		}
+	}
+	f := r.PostForm
+	switch f.Get("op") {
+	case "pause":
+		tc.Paused = true
+	case "resume":
+		tc.Paused = false
+	default:
+		if tc.LeaseTimeout, err = formDuration(f, "lease_timeout"); err == nil {
+			if tc.Retention, err = formDuration(f, "retention"); err == nil {
+				if tc.Bands, err = store.ParseBands(strings.TrimSpace(f.Get("bands"))); err == nil {
+					tc.GroupMaxRunning, err = formInt(f, "group_max_running")
+				}
+			}
+		}
+	}
+	if err == nil {
+		err = s.c.SetTypeConfig(r.Context(), tc)
+	}
+	if err != nil {
+		s.fail(w, r, "Type "+typ, err)
+		return
+	}
+	http.Redirect(w, r, "/types?done="+url.QueryEscape("type "+typ+" saved"), http.StatusSeeOther)
+}
+
+type groupsData struct {
+	Groups  []rota.GroupConfig
+	CanEdit bool
+}
+
+func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
+	u := userOf(r)
+	gcs, err := s.c.GroupConfigs(r.Context())
+	if err != nil {
+		s.fail(w, r, "Groups", err)
+		return
+	}
+	d := groupsData{CanEdit: !u.Access.ReadOnly()}
+	for _, g := range gcs {
+		if u.Access.ReachesGroupConfig(g) {
+			d.Groups = append(d.Groups, g)
+		}
+	}
+	s.render(w, r, http.StatusOK, "groups", view{Title: "Groups", Nav: "groups", Data: d, Notice: r.URL.Query().Get("done")})
+}
+
+func (s *Server) setGroup(w http.ResponseWriter, r *http.Request) {
+	u := userOf(r)
+	f := r.PostForm
+	gc := rota.GroupConfig{Group: f.Get("group"), Type: f.Get("type")}
+	if !u.Access.ReachesGroupConfig(gc) {
+		s.render(w, r, http.StatusForbidden, "error", view{Title: "Refused", Error: fmt.Sprintf("Your token may not set group %q of %s.", gc.Group, cmp.Or(gc.Type, "every type"))})
+		return
+	}
+	// Start from the group's settings, so that a pause keeps its weight.
+	gcs, err := s.c.GroupConfigs(r.Context())
+	if err != nil {
+		s.fail(w, r, "Groups", err)
+		return
+	}
+	for _, x := range gcs {
+		if x.Group == gc.Group && x.Type == gc.Type {
+			gc = x
+		}
+	}
+	switch f.Get("op") {
+	case "pause":
+		gc.Paused = true
+	case "resume":
+		gc.Paused = false
+	default:
+		if gc.Weight, err = formFloat(f, "weight"); err == nil {
+			gc.MaxRunning, err = formInt(f, "max_running")
+		}
+	}
+	if err == nil {
+		err = s.c.SetGroupConfig(r.Context(), gc)
+	}
+	if err != nil {
+		s.fail(w, r, "Group "+gc.Group, err)
+		return
+	}
+	http.Redirect(w, r, "/groups?done="+url.QueryEscape(fmt.Sprintf("group %q saved", gc.Group)), http.StatusSeeOther)
+}
+
+func formInt(f url.Values, name string) (int, error) {
+	v := strings.TrimSpace(f.Get(name))
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: %s %q is not a whole number of 0 or more", rota.ErrInvalid, name, v)
+	}
+	return n, nil
+}
+
+func formFloat(f url.Values, name string) (float64, error) {
+	v := strings.TrimSpace(f.Get(name))
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: %s %q is not a number of 0 or more", rota.ErrInvalid, name, v)
+	}
+	return n, nil
+}
+
+func formDuration(f url.Values, name string) (time.Duration, error) {
+	v := strings.TrimSpace(f.Get(name))
+	if v == "" || v == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s %q is not a duration such as 30s, 5m or 168h", rota.ErrInvalid, name, v)
+	}
+	return d, nil
+}

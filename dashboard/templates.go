@@ -1,0 +1,123 @@
+package dashboard
+
+import (
+	"fmt"
+	"html/template"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rotajobs/rota"
+)
+
+// pages are the templates ExecuteTemplate draws; each defines itself and
+// shares "head" and "foot" (templates/layout.html).
+var pages = []string{"login", "error", "overview", "overview-live", "jobs", "job", "bulk", "types", "groups"}
+
+func parseTemplates() (map[string]*template.Template, error) {
+	t, err := template.New("").Funcs(template.FuncMap{
+		"rel":    rel,
+		"abs":    abs,
+		"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"num":    num,
+		"dur":    dur,
+		"state":  func(s rota.State) string { return s.String() },
+		"add":    func(a, b int) int { return a + b },
+		"joined": func(s []string) string { return strings.Join(s, ", ") },
+		"bands": func(b rota.Bands) string {
+			if b.IsZero() {
+				return ""
+			}
+			return b.String()
+		},
+		"group": func(g string) string {
+			if g == "" {
+				return "(default)"
+			}
+			return g
+		},
+	}).ParseFS(templateFiles, "templates/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: templates: %w", err)
+	}
+	out := map[string]*template.Template{}
+	for _, p := range pages {
+		if t.Lookup(p) == nil {
+			return nil, fmt.Errorf("dashboard: no template %q", p)
+		}
+		out[p] = t
+	}
+	return out, nil
+}
+
+// rel is a time relative to now, for people: "3m ago", "in 2h".
+func rel(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	d := time.Until(t)
+	if d > 50*365*24*time.Hour {
+		return "never"
+	}
+	s := short(d.Abs())
+	if d < 0 {
+		return s + " ago"
+	}
+	return "in " + s
+}
+
+func short(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return "now"
+	case d < time.Minute:
+		return strconv.Itoa(int(d.Seconds())) + "s"
+	case d < time.Hour:
+		return strconv.Itoa(int(d.Minutes())) + "m"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d.Hours())) + "h"
+	}
+	return strconv.Itoa(int(d.Hours()/24)) + "d"
+}
+
+// abs is a time in full, in UTC; the page shows it in the browser's zone.
+func abs(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 MST")
+}
+
+// num writes an integer with thousands separators.
+func num(v any) string {
+	var n int64
+	switch x := v.(type) {
+	case int:
+		n = int64(x)
+	case int64:
+		n = x
+	default:
+		return fmt.Sprint(v)
+	}
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func dur(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}

@@ -21,9 +21,9 @@ type activity struct {
 // minute is one minute's changes, by what the jobs became. A change a
 // token does not reach still counts: the chart is the server's.
 type minute struct {
-	start                               time.Time
+	start                              time.Time
 	queued, started, completed, failed int64
-	byType                              map[string][4]int64
+	byType                             map[string][4]int64
 }
 
 func watchActivity(ctx context.Context, c *rota.Client) (*activity, error) {

@@ -59,6 +59,9 @@ func rel(t time.Time) string {
 	if d > 50*365*24*time.Hour {
 		return "never"
 	}
+	if d.Abs() < time.Second {
+		return "just now"
+	}
 	s := short(d.Abs())
 	if d < 0 {
 		return s + " ago"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing rota needs on a fresh Debian machine:
 # Go (expected at /usr/local/go or on PATH), a C compiler for the cgo
-# SQLite driver, PostgreSQL for the PostgreSQL store's tests, and
+# SQLite driver, PostgreSQL for the PostgreSQL store's tests, Chromium for
+# the dashboard's browser tests, and
 # staticcheck (a pinned version, with go install). Safe to
 # run again; it installs only what is missing.
 set -euo pipefail
@@ -15,6 +16,8 @@ fi
 need=()
 command -v gcc >/dev/null || need+=(gcc libc6-dev)
 compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need+=(postgresql)
+# The dashboard's tests drive a real headless browser.
+command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need+=(chromium)
 if ((${#need[@]})); then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

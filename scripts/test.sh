@@ -28,6 +28,8 @@ if [ -z "${ROTA_TEST_POSTGRES:-}" ]; then
   export ROTA_TEST_POSTGRES="postgres://rota:rota@127.0.0.1:$pgport/rota_test?sslmode=disable"
 fi
 export ROTA_REQUIRE_POSTGRES=1
+# The dashboard's browser tests fail rather than skip without Chromium.
+export ROTA_REQUIRE_CHROMIUM=1
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './tools/*'))
 if [ -n "$unformatted" ]; then

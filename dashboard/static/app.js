@@ -5,7 +5,7 @@
 // Times: each <time> shows a relative time; its title, the full time in
 // the browser's own zone.
 function localTimes(root) {
-  const fmt = new Intl.DateTimeFormat(undefined, {dateStyle: "medium", timeStyle: "medium", timeZoneName: "short"});
+  const fmt = new Intl.DateTimeFormat(undefined, {year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short"});
   for (const t of root.querySelectorAll("time[datetime]")) {
     const d = new Date(t.getAttribute("datetime"));
     if (!isNaN(d)) t.title = fmt.format(d) + " (" + t.title + ")";
@@ -71,11 +71,9 @@ function live() {
       const r = await fetch(box.getAttribute("data-live"));
       if (r.status === 401) { location.reload(); return; }
       if (r.ok) {
+        // The fragment is bare HTML, drawn by the same template as the page.
         const doc = new DOMParser().parseFromString(await r.text(), "text/html");
-        const main = doc.querySelector("main");
-        // The fragment is drawn in the page layout; take its content.
-        const fresh = main ? main.innerHTML : "";
-        box.innerHTML = fresh;
+        box.replaceChildren(...doc.body.childNodes);
         localTimes(box);
         box.setAttribute("data-updated", String(Date.now()));
       }

@@ -16,6 +16,14 @@ type activity struct {
 	mu      sync.Mutex
 	minutes [60]minute // a ring, by minute of the hour
 	subs    map[chan struct{}]string
+	version uint64 // changes seen
+}
+
+// changes returns how many changes it has seen.
+func (a *activity) changes() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.version
 }
 
 // minute is one minute's changes, by what the jobs became. A change a
@@ -54,6 +62,7 @@ func watchActivity(ctx context.Context, c *rota.Client) (*activity, error) {
 func (a *activity) count(ev rota.Event) {
 	now := time.Now().Truncate(time.Minute)
 	a.mu.Lock()
+	a.version++
 	m := &a.minutes[now.Minute()]
 	if !m.start.Equal(now) {
 		*m = minute{start: now, byType: map[string][4]int64{}}

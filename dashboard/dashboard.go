@@ -61,16 +61,17 @@ type Config struct {
 // Server serves the dashboard. Create it with New; Close stops its
 // background work.
 type Server struct {
-	c    *rota.Client
-	auth Authenticator
-	cfg  Config
-	log  *slog.Logger
-	mux  *http.ServeMux
-	tmpl map[string]*template.Template
-	key  []byte // signs CSRF tokens
-	act  *activity
-	bulk *bulkTasks
-	stop context.CancelFunc
+	c      *rota.Client
+	auth   Authenticator
+	cfg    Config
+	log    *slog.Logger
+	mux    *http.ServeMux
+	tmpl   map[string]*template.Template
+	key    []byte // signs CSRF tokens
+	act    *activity
+	counts statsCache
+	bulk   *bulkTasks
+	stop   context.CancelFunc
 }
 
 // New returns the dashboard of c, with auth's tokens.

@@ -47,8 +47,16 @@ function live() {
   const bulk = document.querySelector("[data-running=yes]");
   if (!box && !history && !bulk) return;
   const es = new EventSource("/ui/stream");
-  let busy = false;
+  let busy = false, trailing = 0;
   es.addEventListener("changed", async () => {
+    // Once more after the changes stop: the server reuses a count for two
+    // seconds while jobs change.
+    clearTimeout(trailing);
+    trailing = setTimeout(() => es.dispatchEvent(new Event("settled")), 2500);
+    refresh();
+  });
+  es.addEventListener("settled", () => refresh());
+  async function refresh() {
     if (bulk) { location.reload(); return; }
     if (history) {
       const r = await fetch(location.pathname, {headers: {"Accept": "text/html"}});
@@ -80,7 +88,7 @@ function live() {
     } finally {
       busy = false;
     }
-  });
+  }
 }
 
 // A form's time zone: the browser's, for datetime-local inputs.

@@ -254,6 +254,7 @@ func describe(f filter) string {
 	add("type", f.Type)
 	add("group", f.Group)
 	add("priority", f.Priority)
+	add("changed since", f.Since)
 	for _, st := range f.States {
 		add("state", st)
 	}

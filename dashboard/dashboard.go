@@ -117,6 +117,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /bulk/{n}", s.page(s.bulkPage))
 	s.mux.HandleFunc("GET /jobs/{id}", s.page(s.job))
 	s.mux.HandleFunc("POST /jobs/{id}/{action}", s.action(s.jobAction))
+	s.mux.HandleFunc("GET /recurring", s.page(s.recurring))
 	s.mux.HandleFunc("GET /types", s.page(s.types))
 	s.mux.HandleFunc("POST /types/{type}", s.action(s.setType))
 	s.mux.HandleFunc("GET /groups", s.page(s.groups))

@@ -272,6 +272,7 @@ func stateNames() []string {
 // filter is the job list's query string: what to show and where from.
 type filter struct {
 	Type, Group, Key, Q string
+	Since, TZ           string // changed since (datetime-local), in the browser's zone
 	States              []string
 	Priority            string
 	Order               string // "" (newest first) or "asc"
@@ -281,6 +282,7 @@ type filter struct {
 
 func parseFilter(q url.Values) filter {
 	f := filter{Type: strings.TrimSpace(q.Get("type")), Group: q.Get("group"), Key: q.Get("key"), Q: strings.TrimSpace(q.Get("q")),
+		Since: q.Get("since"), TZ: q.Get("tz"),
 		States: q["state"], Priority: q.Get("priority"), Order: q.Get("order"), Limit: 50}
 	f.Cursor, _ = strconv.ParseInt(q.Get("cursor"), 10, 64)
 	if n, err := strconv.Atoi(q.Get("limit")); err == nil && n > 0 && n <= store.MaxListLimit {
@@ -292,7 +294,8 @@ func parseFilter(q url.Values) filter {
 // query is the filter as a query string, with the cursor given.
 func (f filter) query(cursor int64) string {
 	q := url.Values{}
-	for k, v := range map[string]string{"type": f.Type, "group": f.Group, "key": f.Key, "q": f.Q, "priority": f.Priority, "order": f.Order} {
+	for k, v := range map[string]string{"type": f.Type, "group": f.Group, "key": f.Key, "q": f.Q, "priority": f.Priority, "order": f.Order,
+		"since": f.Since, "tz": f.TZ} {
 		if v != "" {
 			q.Set(k, v)
 		}
@@ -314,7 +317,7 @@ func (f filter) Has(state string) bool { return slices.Contains(f.States, state)
 
 // Filtered reports whether any filter is set.
 func (f filter) Filtered() bool {
-	return f.Type != "" || f.Group != "" || f.Key != "" || f.Q != "" || len(f.States) > 0 || f.Priority != ""
+	return f.Type != "" || f.Group != "" || f.Key != "" || f.Q != "" || len(f.States) > 0 || f.Priority != "" || f.Since != ""
 }
 
 // params turns the filter into list parameters: a type pattern becomes
@@ -345,6 +348,13 @@ func (s *Server) params(r *http.Request, f filter) (rota.ListParams, error) {
 	}
 	if f.Group != "" {
 		p.Groups = []string{f.Group}
+	}
+	if f.Since != "" {
+		t, err := parseLocalTime(f.Since, f.TZ)
+		if err != nil {
+			return p, err
+		}
+		p.UpdatedSince = t
 	}
 	for _, name := range f.States {
 		st, err := rota.ParseState(name)
@@ -730,4 +740,33 @@ func formDuration(f url.Values, name string) (time.Duration, error) {
 		return 0, fmt.Errorf("%w: %s %q is not a duration such as 30s, 5m or 168h", rota.ErrInvalid, name, v)
 	}
 	return d, nil
+}
+
+// ---- recurring jobs ----
+
+type recurringData struct {
+	Jobs []rota.Job
+	Next string
+}
+
+// recurring lists the recurring jobs: their schedule, next run and last
+// outcome.
+func (s *Server) recurring(w http.ResponseWriter, r *http.Request) {
+	u := userOf(r)
+	after, _ := strconv.ParseInt(r.URL.Query().Get("cursor"), 10, 64)
+	res, err := s.c.List(r.Context(), rota.ListParams{Recurring: true, After: after, Limit: 100})
+	if err != nil {
+		s.fail(w, r, "Recurring jobs", err)
+		return
+	}
+	var d recurringData
+	for _, j := range res.Jobs {
+		if u.Access.Reaches(j.Type, j.Group) {
+			d.Jobs = append(d.Jobs, j)
+		}
+	}
+	if res.Next != 0 {
+		d.Next = fmt.Sprintf("/recurring?cursor=%d", res.Next)
+	}
+	s.render(w, r, http.StatusOK, "recurring", view{Title: "Recurring jobs", Nav: "recurring", Data: d})
 }

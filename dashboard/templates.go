@@ -12,7 +12,7 @@ import (
 
 // pages are the templates ExecuteTemplate draws; each defines itself and
 // shares "head" and "foot" (templates/layout.html).
-var pages = []string{"login", "error", "overview", "overview-live", "jobs", "job", "bulk", "types", "groups"}
+var pages = []string{"login", "error", "overview", "overview-live", "jobs", "job", "bulk", "types", "groups", "recurring"}
 
 func parseTemplates() (map[string]*template.Template, error) {
 	t, err := template.New("").Funcs(template.FuncMap{

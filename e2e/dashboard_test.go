@@ -239,6 +239,14 @@ func TestDashboard(t *testing.T) {
 		}
 	}
 
+	// The recurring jobs, with their schedule and next run.
+	s.rota(t, "add", "report.daily", `{}`, "--schedule", "DAILY")
+	run(t, ctx, "recurring", chromedp.Navigate(s.URL+"/recurring"), chromedp.WaitVisible(`table.recurring`), chromedp.Text(`table.recurring`, &text))
+	if !strings.Contains(text, "report.daily") || !strings.Contains(text, "DAILY") || strings.Contains(text, "email.send") {
+		t.Errorf("the recurring jobs:\n%s", text)
+	}
+	shot(t, ctx, "recurring")
+
 	// A group's weight, set from the groups page.
 	run(t, ctx, "group weight",
 		chromedp.Navigate(s.URL+"/groups"),

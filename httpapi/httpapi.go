@@ -341,7 +341,7 @@ func queryList(r *http.Request, name string) []string {
 	return out
 }
 
-var listParams = []string{"type", "state", "group", "parent", "updated_since", "limit", "cursor", "order", "key", "id"}
+var listParams = []string{"type", "state", "group", "parent", "recurring", "updated_since", "limit", "cursor", "order", "key", "id"}
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -387,6 +387,14 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, store.Invalidf("updated_since %q is not an RFC 3339 time", v))
 			return
 		}
+	}
+	switch q.Get("recurring") {
+	case "", "false":
+	case "true":
+		p.Recurring = true
+	default:
+		s.writeError(w, r, store.Invalidf("recurring %q: want true or false", q.Get("recurring")))
+		return
 	}
 	if v := q.Get("parent"); v != "" {
 		if p.Parent, err = strconv.ParseInt(v, 10, 64); err != nil || p.Parent <= 0 {

@@ -323,6 +323,9 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 	if p.Descending {
 		q.Set("order", "desc")
 	}
+	if p.Recurring {
+		q.Set("recurring", "true")
+	}
 	if p.Parent != 0 {
 		q.Set("parent", strconv.FormatInt(p.Parent, 10))
 	}

@@ -496,6 +496,9 @@ type ListParams struct {
 	States []State  // empty means all
 	Groups []string // empty means all
 	Parent int64    // only the children of this job; 0 means any
+	// Recurring lists only jobs with a schedule (no index serves it: it
+	// reads the jobs the other filters leave).
+	Recurring bool
 	// UpdatedSince, when set, lists only jobs that changed at or after it
 	// (an event stream's replay; no index serves it).
 	UpdatedSince time.Time

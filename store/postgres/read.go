@@ -202,6 +202,9 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 	if p.Parent != 0 {
 		where = append(where, "parent_id = "+arg(p.Parent))
 	}
+	if p.Recurring {
+		where = append(where, "repeat IS NOT NULL AND repeat <> ''")
+	}
 	if !p.UpdatedSince.IsZero() {
 		where = append(where, "updated_at >= "+arg(p.UpdatedSince))
 	}

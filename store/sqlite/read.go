@@ -157,6 +157,9 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 		where = append(where, "parent_id = ?")
 		args = append(args, p.Parent)
 	}
+	if p.Recurring {
+		where = append(where, "repeat IS NOT NULL AND repeat != ''")
+	}
 	if !p.UpdatedSince.IsZero() {
 		where = append(where, "updated_at >= ?")
 		args = append(args, micros(p.UpdatedSince))

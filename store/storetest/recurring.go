@@ -222,3 +222,27 @@ func testRecurring(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 	})
 }
+
+// testListRecurring: a listing of recurring jobs has those with a
+// schedule, in any state, and no other.
+func testListRecurring(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	plain := addOne(t, s, store.AddParams{Type: "t"})
+	daily := addOne(t, s, store.AddParams{Type: "t", Schedule: "DAILY"})
+	cron := addOne(t, s, store.AddParams{Type: "u", Schedule: "*/5 * * * *"})
+	res, err := s.List(t.Context(), store.ListParams{Recurring: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, j := range res.Jobs {
+		ids = append(ids, j.ID)
+	}
+	if len(ids) != 2 || ids[0] != daily.ID || ids[1] != cron.ID {
+		t.Errorf("recurring jobs = %v, want %d and %d (not %d)", ids, daily.ID, cron.ID, plain.ID)
+	}
+	res, err = s.List(t.Context(), store.ListParams{Recurring: true, Types: []string{"u"}})
+	if err != nil || len(res.Jobs) != 1 || res.Jobs[0].ID != cron.ID {
+		t.Errorf("recurring jobs of type u = %v, %v", res.Jobs, err)
+	}
+}

@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Stats", func(t *testing.T) { testStats(t, open) })
 	t.Run("Fairness", func(t *testing.T) { testFairness(t, open) })
 	t.Run("Recurring", func(t *testing.T) { testRecurring(t, open) })
+	t.Run("ListRecurring", func(t *testing.T) { testListRecurring(t, open) })
 	t.Run("Pause", func(t *testing.T) { testPause(t, open) })
 	t.Run("RetryAfter", func(t *testing.T) { testRetryAfter(t, open) })
 	t.Run("Unique", func(t *testing.T) { testUnique(t, open) })

@@ -155,7 +155,8 @@ func TestAllowList(t *testing.T) {
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(5 * time.Second))
 	io.WriteString(conn, "CreateJob\r\nname: a\r\n\r\n")
-	if b, err := io.ReadAll(conn); len(b) != 0 || err != nil {
+	// Closed unread: an end of stream, or a reset (its request unread).
+	if b, err := io.ReadAll(conn); len(b) != 0 || err != nil && !strings.Contains(err.Error(), "reset") {
 		t.Errorf("a client outside the allowed networks got %q (%v)", b, err)
 	}
 	// And admitted when listed.

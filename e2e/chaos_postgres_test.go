@@ -3,7 +3,6 @@
 package e2e_test
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
@@ -13,14 +12,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/remote"
-	"github.com/rotajobs/rota/store"
 )
 
 // privatePostgres is a PostgreSQL server of the test's own, in a
@@ -147,51 +144,8 @@ func TestChaosPostgres(t *testing.T) {
 	}
 	defer c.Close()
 
-	var evMu sync.Mutex
-	completedBy := map[int64]map[string]bool{}
-	reverted := 0
-	sub, err := c.SubscribeTypes(t.Context(), "chaos")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	go func() {
-		for ev := range sub.C {
-			evMu.Lock()
-			switch {
-			case ev.State == store.Completed:
-				if completedBy[ev.ID] == nil {
-					completedBy[ev.ID] = map[string]bool{}
-				}
-				completedBy[ev.ID][ev.Lease] = true
-			case completedBy[ev.ID] != nil && !ev.Removed:
-				reverted++
-			}
-			evMu.Unlock()
-		}
-	}()
-
-	ctx, stopProducers := context.WithCancel(context.Background())
-	var ledgerMu sync.Mutex
-	ledger := map[int64]bool{}
-	failedAdds := 0
-	var wg sync.WaitGroup
-	for p := range 4 {
-		rs := clients[p%len(clients)]
-		wg.Go(func() {
-			for i := 0; ctx.Err() == nil; i++ {
-				res, err := rs.Add(context.Background(), []store.AddParams{{Type: "chaos", Data: []byte(fmt.Sprintf(`{"p":%d,"i":%d}`, p, i))}})
-				ledgerMu.Lock()
-				if err == nil {
-					ledger[res[0].Job.ID] = true
-				} else {
-					failedAdds++
-				}
-				ledgerMu.Unlock()
-				time.Sleep(10 * time.Millisecond)
-			}
-		})
-	}
+	done := watchCompletions(t, c, "chaos")
+	prod := startProducers(clients, 4, "chaos")
 	const interval = 2500 * time.Millisecond
 	time.Sleep(interval)
 	pg.ctl(t, "restart", "-m", "fast")
@@ -200,25 +154,16 @@ func TestChaosPostgres(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	pg.ctl(t, "start")
 	time.Sleep(interval)
-	stopProducers()
-	wg.Wait()
+	ids, failedAdds := prod.halt()
 	for i, n := range nodes {
 		if n.cmd.ProcessState != nil {
 			t.Errorf("node %d exited when PostgreSQL went away:\n%s", i, n.log)
 		}
 	}
 
-	ledgerMu.Lock()
-	ids := make([]int64, 0, len(ledger))
-	for id := range ledger {
-		ids = append(ids, id)
-	}
-	ledgerMu.Unlock()
 	missing, unfinished := checkLedger(t, clients[0], ids, 90*time.Second)
 	spans, _, overlaps := checkOverlaps(t, runs)
-	evMu.Lock()
-	twice := checkCompletions(t, completedBy, reverted)
-	evMu.Unlock()
+	twice, reverted := done.check(t)
 	fmt.Printf("chaos: PostgreSQL restarted and crashed under 2 nodes; %d jobs acknowledged (%d adds refused while it was down), %d runs; lost = %d, unfinished = %d, overlaps = %d, stale completions = %d, reverted = %d\n",
 		len(ids), failedAdds, spans, len(missing), len(unfinished), overlaps, twice, reverted)
 }

@@ -1,18 +1,15 @@
 package e2e_test
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/remote"
-	"github.com/rotajobs/rota/store"
 )
 
 // TestChaos kills `rota serve` with SIGKILL several times under mixed load
@@ -59,52 +56,10 @@ func TestChaos(t *testing.T) {
 	}
 	defer c.Close()
 
-	// The subscriber: every completion it sees, by job and lease.
-	var evMu sync.Mutex
-	completedBy := map[int64]map[string]bool{} // job → lease tags of its completions
-	reverted := 0
-	sub, err := c.SubscribeTypes(t.Context(), "chaos")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	go func() {
-		for ev := range sub.C {
-			evMu.Lock()
-			switch {
-			case ev.State == store.Completed:
-				if completedBy[ev.ID] == nil {
-					completedBy[ev.ID] = map[string]bool{}
-				}
-				completedBy[ev.ID][ev.Lease] = true
-			case completedBy[ev.ID] != nil && !ev.Removed:
-				reverted++ // a completed job changed again
-			}
-			evMu.Unlock()
-		}
-	}()
-
-	// The producers: the ledger holds every add the server acknowledged.
-	ctx, stopProducers := context.WithCancel(context.Background())
-	var ledgerMu sync.Mutex
-	ledger := map[int64]bool{}
-	var failedAdds int
-	var wg sync.WaitGroup
-	for p := range 3 {
-		wg.Go(func() {
-			for i := 0; ctx.Err() == nil; i++ {
-				res, err := rs.Add(context.Background(), []store.AddParams{{Type: "chaos", Data: []byte(fmt.Sprintf(`{"p":%d,"i":%d}`, p, i))}})
-				ledgerMu.Lock()
-				if err == nil {
-					ledger[res[0].Job.ID] = true
-				} else {
-					failedAdds++
-				}
-				ledgerMu.Unlock()
-				time.Sleep(10 * time.Millisecond)
-			}
-		})
-	}
+	// The subscriber: every completion it sees, by job and lease. The
+	// producers: the ledger of every add the server acknowledged.
+	done := watchCompletions(t, c, "chaos")
+	prod := startProducers([]*remote.Store{rs}, 3, "chaos")
 
 	for k := range kills {
 		time.Sleep(interval)
@@ -121,20 +76,10 @@ func TestChaos(t *testing.T) {
 		srv = serveOn(t, filepath.Join(dir, "data"), addr)
 	}
 	time.Sleep(interval)
-	stopProducers()
-	wg.Wait()
-
-	ledgerMu.Lock()
-	ids := make([]int64, 0, len(ledger))
-	for id := range ledger {
-		ids = append(ids, id)
-	}
-	ledgerMu.Unlock()
+	ids, failedAdds := prod.halt()
 	missing, unfinished := checkLedger(t, rs, ids, 90*time.Second)
 	spans, byJob, overlaps := checkOverlaps(t, runs)
-	evMu.Lock()
-	twice := checkCompletions(t, completedBy, reverted)
-	evMu.Unlock()
+	twice, reverted := done.check(t)
 	rerun := 0
 	for _, ss := range byJob {
 		if len(ss) > 1 {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -97,37 +96,7 @@ func TestChaosDiskFull(t *testing.T) {
 	for id := range ledger {
 		ids = append(ids, id)
 	}
-	sort.Slice(ids, func(i, k int) bool { return ids[i] < ids[k] })
-	var missing, unfinished []int64
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		missing, unfinished = missing[:0], unfinished[:0]
-		for start := 0; start < len(ids); start += 500 {
-			chunk := ids[start:min(start+500, len(ids))]
-			jobs, err := rs.Get(context.Background(), chunk)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, j := range jobs {
-				switch {
-				case j.ID == 0:
-					missing = append(missing, chunk[i])
-				case j.State != store.Completed:
-					unfinished = append(unfinished, chunk[i])
-				}
-			}
-		}
-		if len(unfinished) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if len(missing) > 0 {
-		t.Errorf("%d acknowledged adds are gone, e.g. job %d", len(missing), missing[0])
-	}
-	if len(unfinished) > 0 {
-		t.Errorf("%d acknowledged jobs did not complete, e.g. job %d", len(unfinished), unfinished[0])
-	}
+	missing, unfinished := checkLedger(t, rs, ids, 60*time.Second)
 	fmt.Printf("chaos: disk full for 2s under load; %d jobs acknowledged (%d before, %d while full, %d after it was freed), %d adds refused while full; lost = %d, unfinished = %d\n",
 		len(ids), before, during-before, after-during, refusedDuring-refusedBefore, len(missing), len(unfinished))
 }

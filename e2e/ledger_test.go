@@ -3,13 +3,16 @@ package e2e_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/remote"
 	"github.com/rotajobs/rota/store"
 )
@@ -113,19 +116,101 @@ func checkOverlaps(t *testing.T, file string) (int, map[string][]*span, int) {
 	return len(spans), byJob, overlaps
 }
 
-// checkCompletions reports jobs completed under more than one lease (a
-// stale token accepted) and completed jobs that changed again.
-func checkCompletions(t *testing.T, completedBy map[int64]map[string]bool, reverted int) int {
+// completions records, from an event subscription, the leases under which
+// each job completed, and completed jobs that changed again.
+type completions struct {
+	mu       sync.Mutex
+	by       map[int64]map[string]bool // job → lease tags of its completions
+	reverted int
+}
+
+// watchCompletions subscribes to the jobs of typ through c until the test
+// ends.
+func watchCompletions(t *testing.T, c *rota.Client, typ string) *completions {
 	t.Helper()
-	twice := 0
-	for id, leases := range completedBy {
+	w := &completions{by: map[int64]map[string]bool{}}
+	sub, err := c.SubscribeTypes(t.Context(), typ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sub.Close)
+	go func() {
+		for ev := range sub.C {
+			w.mu.Lock()
+			switch {
+			case ev.State == store.Completed:
+				if w.by[ev.ID] == nil {
+					w.by[ev.ID] = map[string]bool{}
+				}
+				w.by[ev.ID][ev.Lease] = true
+			case w.by[ev.ID] != nil && !ev.Removed:
+				w.reverted++ // a completed job changed again
+			}
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+// check reports jobs completed under more than one lease (a stale token
+// accepted) and completed jobs that changed again; it returns how many of
+// each.
+func (w *completions) check(t *testing.T) (twice, reverted int) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, leases := range w.by {
 		if len(leases) > 1 {
 			twice++
 			t.Errorf("job %d was completed under %d leases: a stale token was accepted", id, len(leases))
 		}
 	}
-	if reverted > 0 {
-		t.Errorf("%d completed jobs changed again", reverted)
+	if w.reverted > 0 {
+		t.Errorf("%d completed jobs changed again", w.reverted)
 	}
-	return twice
+	return twice, w.reverted
+}
+
+// producers add jobs of one type through the given servers, each a job
+// every 10 ms, keeping a ledger of the adds the servers acknowledged.
+type producers struct {
+	mu      sync.Mutex
+	ledger  map[int64]bool
+	refused int
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+func startProducers(clients []*remote.Store, n int, typ string) *producers {
+	ctx, stop := context.WithCancel(context.Background())
+	p := &producers{ledger: map[int64]bool{}, stop: stop}
+	for k := range n {
+		rs := clients[k%len(clients)]
+		p.wg.Go(func() {
+			for i := 0; ctx.Err() == nil; i++ {
+				res, err := rs.Add(context.Background(), []store.AddParams{{Type: typ, Data: []byte(fmt.Sprintf(`{"p":%d,"i":%d}`, k, i))}})
+				p.mu.Lock()
+				if err == nil {
+					p.ledger[res[0].Job.ID] = true
+				} else {
+					p.refused++
+				}
+				p.mu.Unlock()
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+	return p
+}
+
+// halt stops the producers and returns the acknowledged adds and how many
+// adds were refused.
+func (p *producers) halt() ([]int64, int) {
+	p.stop()
+	p.wg.Wait()
+	ids := make([]int64, 0, len(p.ledger))
+	for id := range p.ledger {
+		ids = append(ids, id)
+	}
+	return ids, p.refused
 }

@@ -106,18 +106,28 @@ func (g *globals) baseURL() (*url.URL, error) {
 // client returns a rota.Client on the server. It checks the address but
 // does not contact the server.
 func (g *globals) client() (*rota.Client, error) {
-	if _, err := g.baseURL(); err != nil {
-		return nil, err
-	}
-	tlsConf, err := g.tlsConfig()
+	cfg, err := g.remoteConfig()
 	if err != nil {
 		return nil, err
 	}
-	c, err := remote.NewClient(g.server, remote.Config{Token: g.bearer(), TLS: tlsConf})
+	c, err := remote.NewClient(g.server, cfg)
 	if err != nil {
 		return nil, usageError{err}
 	}
 	return c, nil
+}
+
+// remoteConfig is how the commands reach the server: its address checked,
+// the token, the TLS settings.
+func (g *globals) remoteConfig() (remote.Config, error) {
+	if _, err := g.baseURL(); err != nil {
+		return remote.Config{}, err
+	}
+	tlsConf, err := g.tlsConfig()
+	if err != nil {
+		return remote.Config{}, err
+	}
+	return remote.Config{Token: g.bearer(), TLS: tlsConf}, nil
 }
 
 // tlsConfig is the TLS configuration --ca asks for; nil for the system's

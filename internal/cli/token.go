@@ -29,14 +29,11 @@ keeps only a hash of each secret: "create" shows it once.`,
 }
 
 func tokenStore(g *globals) (*remote.Store, error) {
-	if _, err := g.baseURL(); err != nil {
-		return nil, err
-	}
-	tlsConf, err := g.tlsConfig()
+	cfg, err := g.remoteConfig()
 	if err != nil {
 		return nil, err
 	}
-	rs, err := remote.New(g.server, remote.Config{Token: g.bearer(), TLS: tlsConf})
+	rs, err := remote.New(g.server, cfg)
 	if err != nil {
 		return nil, usageError{err}
 	}

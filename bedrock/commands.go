@@ -730,7 +730,30 @@ func (s *Server) finishJob(ctx context.Context, c *call, retry bool) *Response {
 	if err := s.c.Finish(ctx, fp); err != nil {
 		return s.engineError(err, refusedFinish)
 	}
+	if retry && j.HasChildren {
+		// Bedrock's RetryJob, like its FinishJob, deletes the children
+		// the run has seen end; the engine deletes them when a parent's
+		// run completes, and keeps them across a snooze.
+		if err := s.dropEndedChildren(ctx, j.ID); err != nil {
+			return s.engineError(err, refusedFinish)
+		}
+	}
 	return ok200
+}
+
+// dropEndedChildren removes a parent's finished and cancelled children.
+func (s *Server) dropEndedChildren(ctx context.Context, parent int64) error {
+	for {
+		res, err := s.c.List(ctx, rota.ListParams{Parent: parent, States: []rota.State{rota.Completed, rota.Cancelled}, Limit: store.MaxListLimit})
+		if err != nil || len(res.Jobs) == 0 {
+			return err
+		}
+		for _, ch := range res.Jobs {
+			if err := s.c.Remove(ctx, ch.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+	}
 }
 
 // overdue reports whether j is a retryAfter job whose run outlasted its

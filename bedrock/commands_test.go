@@ -483,3 +483,56 @@ func TestFinishOverdue(t *testing.T) {
 		}
 	})
 }
+
+// Bedrock's RetryJobTest: the next run of a repeating job, and the
+// children a retried parent has seen.
+func TestRetryJobRepeats(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		// STARTED, +1 HOUR: an hour after the run's start.
+		id := tr.create("name", "started", "repeat", "STARTED, +1 HOUR")
+		tr.ok("GetJob", "name", "started")
+		tr.ok("RetryJob", "jobID", id)
+		q := tr.query(id)
+		if d := bedrockTime(t, q["nextRun"]).Sub(bedrockTime(t, q["lastRun"])); d != time.Hour {
+			t.Errorf("STARTED, +1 HOUR: nextRun %s is %v after lastRun %s", q["nextRun"], d, q["lastRun"])
+		}
+		// Snapping modifiers: computed from the slot, left in the past.
+		now := time.Now().UTC()
+		first := now.Format("2006-01-02 15:04:05")
+		for repeat, want := range map[string]string{
+			"SCHEDULED, START OF DAY, +5 MINUTES, START OF HOUR":              now.Format("2006-01-02") + " 00:00:00",
+			"SCHEDULED, START OF DAY, +30 MINUTES, START OF HOUR, +5 MINUTES": now.Format("2006-01-02") + " 00:05:00",
+		} {
+			name := "snap" + want[11:13] + want[14:16]
+			id := tr.create("name", name, "repeat", repeat, "firstRun", first)
+			tr.ok("GetJob", "name", name)
+			tr.ok("RetryJob", "jobID", id)
+			eq(t, repeat, tr.query(id)["nextRun"], want)
+		}
+		// SCHEDULED, +30 SECONDS an hour behind: the first slot to come,
+		// on the original phase.
+		past := now.Add(-time.Hour).Truncate(time.Second)
+		id = tr.create("name", "phase", "repeat", "SCHEDULED, +30 SECONDS", "retryAfter", "+10 MINUTES", "firstRun", past.Format("2006-01-02 15:04:05"))
+		tr.ok("GetJob", "name", "phase")
+		tr.ok("RetryJob", "jobID", id)
+		next := bedrockTime(t, tr.query(id)["nextRun"])
+		if !next.After(now.Add(-time.Second)) || next.Sub(now) > 31*time.Second || next.Sub(past)%(30*time.Second) != 0 {
+			t.Errorf("SCHEDULED, +30 SECONDS from %v: next %v", past, next)
+		}
+
+		// A retried parent's finished and cancelled children are deleted.
+		parent := tr.create("name", "parent")
+		tr.ok("GetJob", "name", "parent")
+		done := tr.create("name", "child_finished", "parentJobID", parent)
+		gone := tr.create("name", "child_cancelled", "parentJobID", parent)
+		tr.ok("FinishJob", "jobID", parent)
+		tr.ok("GetJob", "name", "child_finished")
+		tr.ok("CancelJob", "jobID", gone)
+		tr.ok("FinishJob", "jobID", done)
+		tr.ok("GetJob", "name", "parent")
+		tr.ok("RetryJob", "jobID", parent)
+		tr.expect("404 No job with this jobID", "QueryJob", "jobID", done)
+		tr.expect("404 No job with this jobID", "QueryJob", "jobID", gone)
+		eq(t, "parent", tr.query(parent)["state"], "QUEUED")
+	})
+}

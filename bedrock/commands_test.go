@@ -536,3 +536,29 @@ func TestRetryJobRepeats(t *testing.T) {
 		eq(t, "parent", tr.query(parent)["state"], "QUEUED")
 	})
 }
+
+// Bedrock's UpdateJobTest.updateMockedJob and DeleteJobTest.deleteFinishedJob.
+func TestMockedUpdateAndDeleteFinished(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		id := tr.create("name", "job", "jobPriority", "500", "mockRequest", "1", "repeat", "DAILY")
+		q := tr.query(id)
+		eq(t, "mocked data", q["data"], `{"mockRequest":true}`)
+		eq(t, "a mocked job keeps no repeat", q["repeat"], "")
+		tr.ok("UpdateJob", "jobID", id, "data", `{"key":"value"}`, "repeat", "HOURLY", "jobPriority", "1000", "nextRun", "2020-01-01 00:00:00")
+		q = tr.query(id)
+		eq(t, "repeat", q["repeat"], "HOURLY")
+		eq(t, "data", q["data"], `{"key":"value","mockRequest":true}`)
+		eq(t, "priority", q["priority"], "1000")
+		eq(t, "nextRun", q["nextRun"], "2020-01-01 00:00:00")
+
+		parent := tr.create("name", "parent")
+		tr.ok("GetJob", "name", "parent")
+		child := tr.create("name", "child", "parentJobID", parent)
+		tr.ok("FinishJob", "jobID", parent)
+		tr.ok("GetJob", "name", "child")
+		tr.ok("FinishJob", "jobID", child)
+		eq(t, "child", tr.query(child)["state"], "FINISHED")
+		tr.ok("DeleteJob", "jobID", child)
+		tr.expect("404 No job with this jobID", "DeleteJob", "jobID", child)
+	})
+}

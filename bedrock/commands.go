@@ -638,7 +638,9 @@ func (s *Server) finishJob(ctx context.Context, c *call, retry bool) *Response {
 	if r != nil {
 		return r
 	}
-	if overdue(&j) {
+	if overdue(&j) || (isMocked(j.Data) && j.State != rota.Running) {
+		// A mocked job may be finished or retried in any state, as in
+		// Bedrock (its tests do so).
 		return s.finishOverdue(ctx, c, j, retry)
 	}
 	if j.State != rota.Running {
@@ -764,9 +766,9 @@ func overdue(j *rota.Job) bool {
 		strings.HasPrefix(j.LastError, lifecycle.RetryAfterElapsed(j.RetryAfter))
 }
 
-// finishOverdue finishes or retries an overdue job (overdue): its lease
-// has ended, so the engine's finish does not apply; the job is pending,
-// and ends as Bedrock ends it: a finished job without a repeat is deleted,
+// finishOverdue finishes or retries an overdue job (overdue), or a mocked
+// job that is not running: no lease holds it, so the engine's finish does
+// not apply; the job ends as Bedrock ends it: a finished job without a repeat is deleted,
 // one with a repeat moves to its next slot, a retried one to the time
 // asked for. Its count of runs (retryAfterCount) is kept, where Bedrock
 // resets it.

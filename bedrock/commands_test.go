@@ -562,3 +562,28 @@ func TestMockedUpdateAndDeleteFinished(t *testing.T) {
 		tr.expect("404 No job with this jobID", "DeleteJob", "jobID", child)
 	})
 }
+
+// Bedrock's CreateJobsTest.createWithParentMocked: mocked jobs are
+// finished in any state.
+func TestMockedFamily(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		parent := tr.create("name", "mockedParent", "mockRequest", "true")
+		tr.ok("GetJob", "name", "mockedParent", "mockRequest", "true")
+		m := tr.ok("CreateJobs", "mockRequest", "true", "jobs", `[{"name":"child1","data":{"a":1},"parentJobID":`+parent+`},{"name":"child2","data":{"b":2}}]`)
+		var ids []json.Number
+		json.Unmarshal(m["jobIDs"], &ids)
+		tr.ok("FinishJob", "jobID", parent)
+		for _, name := range []string{"child1", "child2"} {
+			j := flat(t, tr.ok("GetJob", "name", name, "mockRequest", "true"))
+			if !strings.Contains(j["data"], `"mockRequest":true`) {
+				t.Errorf("%s is not mocked: %s", name, j["data"])
+			}
+		}
+		tr.ok("FinishJob", "jobID", ids[0].String())
+		tr.ok("FinishJob", "jobID", ids[1].String())
+		tr.ok("FinishJob", "jobID", parent) // queued again: finished all the same
+		for _, id := range []string{parent, ids[0].String(), ids[1].String()} {
+			tr.expect("404 No job with this jobID", "QueryJob", "jobID", id)
+		}
+	})
+}

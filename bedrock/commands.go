@@ -394,11 +394,11 @@ func (s *Server) getJobs(ctx context.Context, c *call, many bool) *Response {
 	if len(p.Types) == 0 {
 		return reply("404 No job found")
 	}
-	jobs, err := s.c.Accept(ctx, p)
+	jobs, err := s.accept(ctx, p)
 	if errors.Is(err, store.ErrInvalid) {
 		return reply("404 No job found") // a name that is no pattern matches nothing
 	}
-	if err != nil {
+	if err != nil && len(jobs) == 0 {
 		return s.engineError(err, "")
 	}
 	if len(jobs) == 0 {
@@ -424,6 +424,37 @@ func (s *Server) getJobs(ctx context.Context, c *call, many bool) *Response {
 		b = append(b, o...)
 	}
 	return &Response{Status: "200 OK", Body: append(b, "]}"...)}
+}
+
+// priorities are Bedrock's, highest first.
+var priorities = []int{1000, 850, 750, 500, 250, 0}
+
+// accept takes jobs in Bedrock's order: by priority first, each priority
+// in the engine's fair order, then, for jobs added over rota's API with
+// other priorities, in the engine's order (Bedrock would never hand those
+// out). The engine alone puts due retries ahead of higher priorities; an
+// accept with jobPriority keeps to the one asked for.
+func (s *Server) accept(ctx context.Context, p rota.AcceptParams) ([]rota.Job, error) {
+	if p.Priority != nil {
+		return s.c.Accept(ctx, p)
+	}
+	var jobs []rota.Job
+	for _, prio := range append(priorities, -1) {
+		q := p
+		q.Limit = p.Limit - len(jobs)
+		if q.Limit == 0 {
+			break
+		}
+		if prio >= 0 {
+			q.Priority = &prio
+		}
+		got, err := s.c.Accept(ctx, q)
+		jobs = append(jobs, got...)
+		if err != nil {
+			return jobs, err
+		}
+	}
+	return jobs, nil
 }
 
 // releaseAll hands back jobs that were accepted but cannot be answered.

@@ -587,3 +587,28 @@ func TestMockedFamily(t *testing.T) {
 		}
 	})
 }
+
+// Bedrock's GetJobTest.testPrioritiesWithRunQueued: jobs whose retryAfter
+// ran out come back in priority order with the others.
+func TestPrioritiesWithRunQueued(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		later := time.Now().UTC().Add(2 * time.Second).Format("2006-01-02 15:04:05")
+		tr.create("name", "low_5", "priority", "0", "firstRun", later)
+		tr.create("name", "high_1", "priority", "1000", "retryAfter", "+1 SECOND")
+		tr.create("name", "medium_4", "priority", "500", "retryAfter", "+1 SECOND")
+		tr.create("name", "high_2", "priority", "1000", "firstRun", later)
+		tr.create("name", "medium_3", "priority", "500", "firstRun", later)
+		tr.ok("GetJob", "name", "high_1")
+		tr.ok("GetJob", "name", "medium_4")
+		time.Sleep(3500 * time.Millisecond)
+		var names []string
+		for range 5 {
+			names = append(names, flat(t, tr.ok("GetJob", "name", "*"))["name"])
+		}
+		got := strings.Join(names, " ")
+		if !strings.HasPrefix(got, "high_") || !strings.HasPrefix(names[1], "high_") || !strings.HasPrefix(names[2], "medium_") ||
+			!strings.HasPrefix(names[3], "medium_") || names[4] != "low_5" {
+			t.Errorf("order %s, want the two high, the two medium, then low_5", got)
+		}
+	})
+}

@@ -309,3 +309,26 @@ func TestDashboard(t *testing.T) {
 	run(t, phone, "phone", chromedp.Navigate(s.URL+"/jobs"), chromedp.WaitVisible(`table.jobs`))
 	shot(t, phone, "jobs-phone")
 }
+
+// TestDashboardOff: --ui=false serves the API alone.
+func TestDashboardOff(t *testing.T) {
+	s := startServer(t, "--ui=false")
+	resp, err := http.Get(s.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(b), `"not_found"`) {
+		t.Errorf("GET / with --ui=false: %d %s", resp.StatusCode, b)
+	}
+	on := startServer(t)
+	resp, err = http.Get(on.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Security-Policy") == "" {
+		t.Errorf("GET / with the dashboard: %d, CSP %q", resp.StatusCode, resp.Header.Get("Content-Security-Policy"))
+	}
+}

@@ -395,6 +395,15 @@ func (s *Server) getJobs(ctx context.Context, c *call, many bool) *Response {
 		return reply("404 No job found")
 	}
 	jobs, err := s.accept(ctx, p)
+	if err == nil && len(jobs) == 0 && strings.EqualFold(c.Get("connection"), "wait") {
+		// Connection: wait, as Bedrock documents it (and no longer does):
+		// wait for a job until the request's deadline (its timeout
+		// header), woken by the engine's change feed, not by polling.
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) > 50*time.Millisecond {
+			p.Wait = time.Until(deadline) - 25*time.Millisecond
+			jobs, err = s.c.Accept(ctx, p)
+		}
+	}
 	if errors.Is(err, store.ErrInvalid) {
 		return reply("404 No job found") // a name that is no pattern matches nothing
 	}
@@ -414,7 +423,7 @@ func (s *Server) getJobs(ctx context.Context, c *call, many bool) *Response {
 		if len(objs) == 0 {
 			return &Response{Status: "200 OK", Body: []byte("{}")}
 		}
-		return &Response{Status: "200 OK", Body: objs[0]}
+		return &Response{Status: "200 OK", Body: objs[0], handedOut: jobs}
 	}
 	b := []byte(`{"jobs":[`)
 	for i, o := range objs {
@@ -423,7 +432,7 @@ func (s *Server) getJobs(ctx context.Context, c *call, many bool) *Response {
 		}
 		b = append(b, o...)
 	}
-	return &Response{Status: "200 OK", Body: append(b, "]}"...)}
+	return &Response{Status: "200 OK", Body: append(b, "]}"...), handedOut: jobs}
 }
 
 // priorities are Bedrock's, highest first.

@@ -21,6 +21,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/rotajobs/rota"
 )
 
 // Limits of a request; each is answered with a 4xx naming it.
@@ -208,6 +210,10 @@ type Response struct {
 	Status  string
 	Headers map[string]string
 	Body    []byte
+
+	// handedOut are the jobs a GetJob(s) answer hands out: when the
+	// answer cannot be written, they are handed back (Bedrock §3.13).
+	handedOut []rota.Job
 }
 
 // WriteTo writes the response as Bedrock frames it: the status line with

@@ -233,9 +233,46 @@ func (s *Server) serveConn(conn net.Conn) {
 		if s.deferIfAsked(conn, bw, req, local, received) {
 			return
 		}
-		resp := s.run(s.ctx, req, local, received)
+		// A command is cancelled when its client hangs up (a long poll
+		// must not hand a job to nobody); a request already pipelined
+		// behind it means the client is there.
+		ctx, cancel := context.WithCancel(s.ctx)
+		stopWatch := func() {}
+		if br.Buffered() == 0 {
+			var gone <-chan struct{}
+			gone, stopWatch = watchHangup(conn)
+			go func() {
+				select {
+				case <-gone:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+		}
+		resp := s.run(ctx, req, local, received)
+		stopWatch()
+		hungUp := ctx.Err() != nil && s.ctx.Err() == nil
+		cancel()
+		if hungUp {
+			if resp.handedOut != nil {
+				s.releaseAll(resp.handedOut)
+			}
+			return
+		}
 		if closing {
 			resp.Headers["Connection"] = "close"
+		}
+		if resp.handedOut != nil {
+			// Jobs handed out go back when the answer cannot be written.
+			conn.SetWriteDeadline(time.Now().Add(s.cfg.IdleTimeout))
+			if _, err := resp.WriteTo(bw); err != nil || bw.Flush() != nil {
+				s.releaseAll(resp.handedOut)
+				return
+			}
+			if closing {
+				return
+			}
+			continue
 		}
 		// Answer at once when nothing else has arrived; otherwise the
 		// next request's answer goes out in the same write.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -194,4 +195,68 @@ func TestMaxConns(t *testing.T) {
 		}
 	}
 	tr.create("name", "a")
+}
+
+// Connection: wait long-polls: a GetJob waits for a job until its timeout,
+// woken when one is added; a client that hangs up while it waits loses
+// nothing.
+func TestConnectionWait(t *testing.T) {
+	tr := sqliteServer(t, bedrock.Config{})
+	start := time.Now()
+	tr.expect("404 No job found", "GetJob", "name", "w", "Connection", "wait", "timeout", "300")
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Errorf("a GetJob with Connection: wait answered after %v, not at its timeout", d)
+	}
+	// Woken by an add from another connection.
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		other := &tester{t: t, addr: tr.addr}
+		other.create("name", "w")
+		other.conn.Close()
+	}()
+	start = time.Now()
+	m := tr.ok("GetJob", "name", "w", "Connection", "wait", "timeout", "10000")
+	if d := time.Since(start); d > 5*time.Second || m["jobID"] == nil {
+		t.Errorf("the waiting GetJob got %v after %v", m, d)
+	}
+
+	// A client that hangs up while it waits: the job added after is not
+	// handed to it.
+	conn, err := net.Dial("tcp", tr.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(conn, "GetJob\r\nname: lost\r\nConnection: wait\r\ntimeout: 5000\r\n\r\n")
+	time.Sleep(100 * time.Millisecond)
+	conn.Close()
+	time.Sleep(100 * time.Millisecond)
+	id := tr.create("name", "lost")
+	time.Sleep(300 * time.Millisecond)
+	eq(t, "state", tr.query(id)["state"], "QUEUED")
+	tr.ok("GetJob", "name", "lost")
+}
+
+// Response bytes as Bedrock writes them: the status line, headers sorted
+// by name, Content-Length last, the body.
+func TestResponseBytes(t *testing.T) {
+	tr := sqliteServer(t, bedrock.Config{NodeName: "node1"})
+	tr.raw("QueryJob\r\njobID: 7\r\n\r\n")
+	line, _ := tr.br.ReadString('\n')
+	var head []string
+	for {
+		l, _ := tr.br.ReadString('\n')
+		if l == "\r\n" {
+			break
+		}
+		head = append(head, strings.SplitN(l, ":", 2)[0])
+	}
+	eq(t, "status line", line, "404 No job with this jobID\r\n")
+	eq(t, "headers", strings.Join(head, ","), "nodeName,totalTime,Content-Length")
+	tr.raw("CreateJob\r\nname: a\r\nConnection: close\r\n\r\n")
+	b, _ := io.ReadAll(tr.br)
+	got := string(b)
+	if !strings.HasPrefix(got, "200 OK\r\nConnection: close\r\nnodeName: node1\r\ntotalTime: ") ||
+		!regexp.MustCompile(`\r\nContent-Length: [0-9]+\r\n\r\n\{"jobID":[0-9]+\}$`).MatchString(got) {
+		t.Errorf("CreateJob answered %q", got)
+	}
 }

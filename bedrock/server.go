@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rotajobs/rota"
@@ -66,8 +67,10 @@ type Server struct {
 	log *slog.Logger
 
 	mu       sync.Mutex
-	conns    map[net.Conn]struct{}
+	conns    map[net.Conn]*connState
 	closed   bool
+	draining atomic.Bool    // Shutdown: answer what is under way, then close
+	open     sync.WaitGroup // connections being served
 	crashed  []store.Pattern // CrashBedrockJob's blacklist
 	deferred int             // commands waiting to run later
 	bg       sync.WaitGroup  // deferred commands
@@ -101,7 +104,13 @@ func New(c *rota.Client, cfg Config) (*Server, error) {
 		cfg.Logger = slog.Default()
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &Server{c: c, ids: ids, cfg: cfg, log: cfg.Logger, conns: map[net.Conn]struct{}{}, ctx: ctx, stop: stop}, nil
+	return &Server{c: c, ids: ids, cfg: cfg, log: cfg.Logger, conns: map[net.Conn]*connState{}, ctx: ctx, stop: stop}, nil
+}
+
+// connState is what Shutdown needs to know of a connection: whether a
+// request of it is under way.
+type connState struct {
+	busy atomic.Bool
 }
 
 // Loopback is the allow-list of the zero Config.
@@ -161,34 +170,65 @@ func (s *Server) Serve(l net.Listener) error {
 			conn.Close()
 			continue
 		}
-		if !s.track(conn) {
+		st := s.track(conn)
+		if st == nil {
 			conn.Close()
 			continue
 		}
-		go s.serveConn(conn)
+		go s.serveConn(conn, st)
 	}
 }
 
-// track registers a connection, false when the server is closed or full.
-func (s *Server) track(conn net.Conn) bool {
+// track registers a connection; nil when the server is closed or full.
+func (s *Server) track(conn net.Conn) *connState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return false
+	if s.closed || s.draining.Load() {
+		return nil
 	}
 	if len(s.conns) >= s.cfg.MaxConns {
 		s.log.Warn("bedrock: connection refused: too many connections", "from", conn.RemoteAddr().String(), "max", s.cfg.MaxConns)
-		return false
+		return nil
 	}
-	s.conns[conn] = struct{}{}
-	return true
+	st := &connState{}
+	s.conns[conn] = st
+	s.open.Add(1)
+	return st
 }
 
 func (s *Server) untrack(conn net.Conn) {
 	s.mu.Lock()
-	delete(s.conns, conn)
+	if _, ok := s.conns[conn]; ok {
+		delete(s.conns, conn)
+		s.open.Done()
+	}
 	s.mu.Unlock()
 	conn.Close()
+}
+
+// Shutdown stops accepting connections and closes the idle ones; a
+// connection with a request under way is closed once its answer is
+// written. It returns when every connection is closed, or when ctx ends,
+// and then closes the server (Close).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
+	s.mu.Lock()
+	for c, st := range s.conns {
+		if !st.busy.Load() {
+			c.SetReadDeadline(time.Now()) // wakes its read; it sees draining
+		}
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.open.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("bedrock: shutdown: %w", ctx.Err())
+	}
+	s.Close()
+	return err
 }
 
 // Close stops accepting, closes every connection (a command under way is
@@ -208,7 +248,7 @@ func (s *Server) Close() error {
 // serveConn answers the requests of one connection in order. Requests are
 // read through a buffer, so requests pipelined in one packet are all
 // answered (Bedrock's server leaves the second one waiting).
-func (s *Server) serveConn(conn net.Conn) {
+func (s *Server) serveConn(conn net.Conn, st *connState) {
 	defer s.untrack(conn)
 	br := bufio.NewReaderSize(conn, 64<<10)
 	bw := bufio.NewWriterSize(conn, 64<<10)
@@ -217,9 +257,16 @@ func (s *Server) serveConn(conn net.Conn) {
 		local = ip.IsLoopback()
 	}
 	for {
+		st.busy.Store(false)
+		if s.draining.Load() && br.Buffered() == 0 {
+			return
+		}
 		conn.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
 		req, err := ReadRequest(br)
 		if err != nil {
+			if s.draining.Load() {
+				return
+			}
 			var fe *FrameError
 			if errors.As(err, &fe) {
 				s.write(conn, bw, &Response{Status: fe.Status, Headers: map[string]string{"Connection": "close"}})
@@ -229,7 +276,8 @@ func (s *Server) serveConn(conn net.Conn) {
 			return
 		}
 		received := time.Now()
-		closing := strings.EqualFold(req.Get("connection"), "close")
+		st.busy.Store(true)
+		closing := strings.EqualFold(req.Get("connection"), "close") || s.draining.Load()
 		if s.deferIfAsked(conn, bw, req, local, received) {
 			return
 		}
@@ -259,7 +307,7 @@ func (s *Server) serveConn(conn net.Conn) {
 			}
 			return
 		}
-		if closing {
+		if closing = closing || s.draining.Load(); closing {
 			resp.Headers["Connection"] = "close"
 		}
 		if resp.handedOut != nil {

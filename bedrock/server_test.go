@@ -2,6 +2,7 @@ package bedrock_test
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"net/netip"
@@ -258,5 +259,39 @@ func TestResponseBytes(t *testing.T) {
 	if !strings.HasPrefix(got, "200 OK\r\nConnection: close\r\nnodeName: node1\r\ntotalTime: ") ||
 		!regexp.MustCompile(`\r\nContent-Length: [0-9]+\r\n\r\n\{"jobID":[0-9]+\}$`).MatchString(got) {
 		t.Errorf("CreateJob answered %q", got)
+	}
+}
+
+// Shutdown answers a request under way (a long poll), closes idle
+// connections, and accepts no new ones.
+func TestShutdown(t *testing.T) {
+	tr := sqliteServer(t, bedrock.Config{})
+	idle, err := net.Dial("tcp", tr.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	tr.raw("GetJob\r\nname: x\r\nConnection: wait\r\ntimeout: 1500\r\n\r\n")
+	time.Sleep(200 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- tr.srv.Shutdown(ctx) }()
+	r := tr.read() // the long poll still gets its answer
+	eq(t, "answer during shutdown", r.Status, "404 No job found")
+	eq(t, "Connection", r.Headers["Connection"], "close")
+	idle.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := idle.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("an idle connection was not closed: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	if c, err := net.Dial("tcp", tr.addr); err == nil {
+		c.SetDeadline(time.Now().Add(2 * time.Second))
+		if n, _ := c.Read(make([]byte, 1)); n != 0 {
+			t.Errorf("a connection after shutdown was served")
+		}
+		c.Close()
 	}
 }

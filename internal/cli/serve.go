@@ -344,7 +344,14 @@ func serve(ctx context.Context, logger *slog.Logger, o serveOptions) error {
 		if err != nil {
 			return fmt.Errorf("--bedrock: listen on %s: %w", o.bedrock.addr, err)
 		}
-		defer bs.Close()
+		defer func() {
+			// Answer the requests under way, as the HTTP server does.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := bs.Shutdown(ctx); err != nil {
+				logger.Warn("Bedrock shutdown did not finish in time", "err", err)
+			}
+		}()
 		go func() {
 			if err := bs.Serve(bl); err != nil {
 				served <- err

@@ -69,8 +69,8 @@ type Server struct {
 	mu       sync.Mutex
 	conns    map[net.Conn]*connState
 	closed   bool
-	draining atomic.Bool    // Shutdown: answer what is under way, then close
-	open     sync.WaitGroup // connections being served
+	draining atomic.Bool     // Shutdown: answer what is under way, then close
+	open     sync.WaitGroup  // connections being served
 	crashed  []store.Pattern // CrashBedrockJob's blacklist
 	deferred int             // commands waiting to run later
 	bg       sync.WaitGroup  // deferred commands

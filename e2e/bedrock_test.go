@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -136,4 +139,158 @@ func exitCode(err error) int {
 		return -1
 	}
 	return 0
+}
+
+// bedrockDo is one command on a new connection to *addr (which may change
+// as the server restarts), retried while the server is down.
+func bedrockDo(t *testing.T, addr *atomic.Pointer[string], method string, headers ...string) (string, string) {
+	t.Helper()
+	deadline := time.Now().Add(commandTimeout)
+	for {
+		conn, err := net.DialTimeout("tcp", *addr.Load(), time.Second)
+		if err == nil {
+			conn.SetDeadline(time.Now().Add(10 * time.Second))
+			var b strings.Builder
+			b.WriteString(method + "\r\n")
+			for i := 0; i+1 < len(headers); i += 2 {
+				fmt.Fprintf(&b, "%s: %s\r\n", headers[i], headers[i+1])
+			}
+			b.WriteString("Connection: close\r\n\r\n")
+			io.WriteString(conn, b.String())
+			body, rerr := io.ReadAll(conn)
+			conn.Close()
+			if head, rest, ok := strings.Cut(string(body), "\r\n\r\n"); rerr == nil && ok {
+				status, _, _ := strings.Cut(head, "\r\n")
+				return status, rest
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no answer from the server", method)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestBedrockWorkerLoop runs a worker written only against the protocol
+// (GetJobs, then FinishJob, RetryJob or CreateJobs) through a SIGKILL and
+// restart of the server: a recurring job keeps recurring, and a parent
+// adds children, waits for them and sees them all when it runs again.
+func TestBedrockWorkerLoop(t *testing.T) {
+	data := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	baddr := l.Addr().String()
+	l.Close()
+	srv := serveAt(t, "127.0.0.1:0", data, "--bedrock", baddr)
+	var addr atomic.Pointer[string]
+	addr.Store(&baddr)
+
+	if st, _ := bedrockDo(t, &addr, "CreateJob", "name", "report", "repeat", "FINISHED, +1 SECOND"); st != "200 OK" {
+		t.Fatalf("CreateJob report: %s", st)
+	}
+	if st, _ := bedrockDo(t, &addr, "CreateJob", "name", "batch", "data", `{"size":3}`); st != "200 OK" {
+		t.Fatalf("CreateJob batch: %s", st)
+	}
+
+	var (
+		mu            sync.Mutex
+		reports       int
+		childrenSeen  int
+		parentDone    bool
+		childrenDone  int
+		retried       = map[string]bool{}
+		quit          = make(chan struct{})
+		workerStopped = make(chan struct{})
+	)
+	go func() {
+		defer close(workerStopped)
+		for {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			st, body := bedrockDo(t, &addr, "GetJobs", "name", "report,batch,batch.child", "numResults", "5")
+			if st != "200 OK" {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			var got struct {
+				Jobs []map[string]json.RawMessage `json:"jobs"`
+			}
+			json.Unmarshal([]byte(body), &got)
+			for _, j := range got.Jobs {
+				id := string(j["jobID"])
+				var name string
+				json.Unmarshal(j["name"], &name)
+				switch {
+				case name == "report":
+					bedrockDo(t, &addr, "FinishJob", "jobID", id)
+					mu.Lock()
+					reports++
+					mu.Unlock()
+				case name == "batch" && j["finishedChildJobs"] == nil:
+					var kids []string
+					for i := range 3 {
+						kids = append(kids, fmt.Sprintf(`{"name":"batch.child","data":{"i":%d},"parentJobID":%s}`, i, id))
+					}
+					if st, _ := bedrockDo(t, &addr, "CreateJobs", "jobs", "["+strings.Join(kids, ",")+"]"); st != "200 OK" {
+						t.Errorf("CreateJobs children: %s", st)
+					}
+					bedrockDo(t, &addr, "FinishJob", "jobID", id)
+				case name == "batch":
+					var finished []json.RawMessage
+					json.Unmarshal(j["finishedChildJobs"], &finished)
+					mu.Lock()
+					childrenSeen, parentDone = len(finished), true
+					mu.Unlock()
+					bedrockDo(t, &addr, "FinishJob", "jobID", id)
+				case name == "batch.child":
+					mu.Lock()
+					first := !retried[id]
+					retried[id] = true
+					mu.Unlock()
+					if first {
+						bedrockDo(t, &addr, "RetryJob", "jobID", id, "delay", "0")
+						continue
+					}
+					bedrockDo(t, &addr, "FinishJob", "jobID", id)
+					mu.Lock()
+					childrenDone++
+					mu.Unlock()
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+
+	time.Sleep(1500 * time.Millisecond)
+	stop(t, srv.cmd, syscall.SIGKILL)
+	mu.Lock()
+	before := reports
+	mu.Unlock()
+	serveAt(t, "127.0.0.1:0", data, "--bedrock", baddr)
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		ok := reports >= before+2 && parentDone && childrenDone == 3
+		r, p, c, s := reports, parentDone, childrenDone, childrenSeen
+		mu.Unlock()
+		if ok {
+			if s != 3 {
+				t.Errorf("the parent saw %d finished children, want 3", s)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the restart: %d report runs, parent done %v, %d children done", r, p, c)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	close(quit)
+	<-workerStopped
+	t.Logf("through a SIGKILL of the server: %d runs of the recurring job (%d before it), the parent saw %d children", reports, before, childrenSeen)
 }

@@ -33,7 +33,9 @@ type call struct {
 // reply is a response with no body.
 func reply(status string) *Response { return &Response{Status: status} }
 
-var ok200 = reply("200 OK")
+// success is an answer of 200 OK with no body (a new one each time: the
+// server adds headers to it).
+func success() *Response { return reply("200 OK") }
 
 // MetaRetryAfter is the job metadata key that keeps a job's retryAfter as
 // its producer wrote it ("+5 MINUTES"), to be shown back; the engine
@@ -514,7 +516,7 @@ func (s *Server) crash(c *call) *Response {
 		s.mu.Lock()
 		s.crashed = nil
 		s.mu.Unlock()
-		return ok200
+		return success()
 	}
 	var pats []store.Pattern
 	for _, n := range splitList(c.Get("names")) {
@@ -527,7 +529,7 @@ func (s *Server) crash(c *call) *Response {
 	s.mu.Lock()
 	s.crashed = append(s.crashed, pats...)
 	s.mu.Unlock()
-	return ok200
+	return success()
 }
 
 // ---- QueryJob (§3.4)
@@ -653,7 +655,7 @@ func (s *Server) updateJob(ctx context.Context, c *call) *Response {
 	if _, err := s.c.Update(ctx, p); err != nil {
 		return s.engineError(err, "405 Cannot update this job")
 	}
-	return ok200
+	return success()
 }
 
 // ---- FinishJob, RetryJob (§3.6), FailJob (§3.7)
@@ -780,7 +782,7 @@ func (s *Server) finishJob(ctx context.Context, c *call, retry bool) *Response {
 			return s.engineError(err, refusedFinish)
 		}
 	}
-	return ok200
+	return success()
 }
 
 // dropEndedChildren removes a parent's finished and cancelled children.
@@ -832,7 +834,7 @@ func (s *Server) finishOverdue(ctx context.Context, c *call, j rota.Job, retry b
 		if err := s.c.Remove(ctx, j.ID); err != nil {
 			return s.engineError(err, refusedFinish)
 		}
-		return ok200
+		return success()
 	case c.Get("nextrun") != "":
 		t, err := parseTime(c.Get("nextrun"))
 		if err != nil {
@@ -857,7 +859,7 @@ func (s *Server) finishOverdue(ctx context.Context, c *call, j rota.Job, retry b
 	if _, err := s.c.Update(ctx, p); err != nil {
 		return s.engineError(err, refusedFinish)
 	}
-	return ok200
+	return success()
 }
 
 func (s *Server) failJob(ctx context.Context, c *call) *Response {
@@ -882,7 +884,7 @@ func (s *Server) failJob(ctx context.Context, c *call) *Response {
 	if err != nil {
 		return s.engineError(err, refused)
 	}
-	return ok200
+	return success()
 }
 
 // ---- CancelJob (§3.8), DeleteJob (§3.9), RequeueJobs (§3.10)
@@ -898,12 +900,12 @@ func (s *Server) cancelJob(ctx context.Context, c *call) *Response {
 	case j.Parent == 0:
 		return reply("404 Invalid jobID - Cannot cancel a job without a parent")
 	case j.State == rota.Completed, j.State == rota.Running, j.State == rota.Paused:
-		return ok200
+		return success()
 	}
 	if err := s.c.Cancel(ctx, j.ID); err != nil && !errors.Is(err, store.ErrFinished) {
 		return s.engineError(err, "")
 	}
-	return ok200
+	return success()
 }
 
 func (s *Server) deleteJob(ctx context.Context, c *call) *Response {
@@ -920,7 +922,7 @@ func (s *Server) deleteJob(ctx context.Context, c *call) *Response {
 	if err := s.c.Remove(ctx, j.ID); err != nil {
 		return s.engineError(err, "")
 	}
-	return ok200
+	return success()
 }
 
 // requeueJobs makes the listed jobs due again (at their creation time, so
@@ -951,5 +953,5 @@ func (s *Server) requeueJobs(ctx context.Context, c *call) *Response {
 			return s.engineError(err, "")
 		}
 	}
-	return ok200
+	return success()
 }

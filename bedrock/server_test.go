@@ -3,12 +3,14 @@ package bedrock_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -294,4 +296,28 @@ func TestShutdown(t *testing.T) {
 		}
 		c.Close()
 	}
+}
+
+// Many connections at once: every answer is its own (the race detector
+// found two connections writing the headers of one shared 200 OK).
+func TestConcurrentConnections(t *testing.T) {
+	tr := sqliteServer(t, bedrock.Config{})
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			c := &tester{t: t, addr: tr.addr}
+			defer func() {
+				if c.conn != nil {
+					c.conn.Close()
+				}
+			}()
+			for i := range 10 {
+				name := fmt.Sprintf("c%d-%d", g, i)
+				id := c.create("name", name)
+				c.ok("GetJob", "name", name)
+				c.ok("FinishJob", "jobID", id)
+			}
+		})
+	}
+	wg.Wait()
 }

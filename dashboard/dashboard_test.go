@@ -1,0 +1,226 @@
+package dashboard_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/dashboard"
+	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/httpapi/wire"
+	"github.com/rotajobs/rota/store/sqlite"
+)
+
+// These tests check the dashboard's server side over real HTTP on a real
+// SQLite store: sign-in, its cookie, CSRF, and what tokens reach. The
+// browser tests (e2e/dashboard_test.go) drive the pages themselves.
+
+type site struct {
+	url string
+	c   *rota.Client
+	api *httpapi.Server
+}
+
+func newSite(t *testing.T, adminToken string) *site {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "rota.db"), sqlite.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rota.NewClient(st, rota.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httpapi.New(c, httpapi.Config{AuthToken: adminToken, Logger: slog.New(slog.DiscardHandler)})
+	dash, err := dashboard.New(c, api, dashboard.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", api)
+	mux.Handle("/", dash)
+	ts := httptest.NewServer(mux)
+	t.Cleanup(func() { ts.Close(); dash.Close(); api.Close(); c.Close(); st.Close() })
+	return &site{url: ts.URL, c: c, api: api}
+}
+
+// browser is an HTTP client with cookies that does not follow redirects.
+func browser(t *testing.T) *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func get(t *testing.T, cl *http.Client, u string) (*http.Response, string) {
+	t.Helper()
+	resp, err := cl.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func postForm(t *testing.T, cl *http.Client, u string, form url.Values) (*http.Response, string) {
+	t.Helper()
+	resp, err := cl.PostForm(u, form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+var csrfRE = regexp.MustCompile(`<meta name="csrf" content="([0-9a-f]+)">`)
+
+func signIn(t *testing.T, s *site, token string) (*http.Client, string) {
+	t.Helper()
+	cl := browser(t)
+	resp, _ := postForm(t, cl, s.url+"/login", url.Values{"token": {token}, "next": {"/jobs"}})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/jobs" {
+		t.Fatalf("sign-in: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "rota_token" {
+			cookie = c
+		}
+	}
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("the session cookie is %+v: want HttpOnly and SameSite=Strict", cookie)
+	}
+	_, page := get(t, cl, s.url+"/jobs")
+	m := csrfRE.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no CSRF token on the page")
+	}
+	return cl, m[1]
+}
+
+func TestSignIn(t *testing.T) {
+	s := newSite(t, "adm")
+	cl := browser(t)
+	// Pages need a sign-in, and go back where they were asked for.
+	resp, _ := get(t, cl, s.url+"/jobs?state=failed")
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/login?next=%2Fjobs%3Fstate%3Dfailed") {
+		t.Errorf("an anonymous page: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	// A wrong token is refused and says so.
+	resp, body := postForm(t, cl, s.url+"/login", url.Values{"token": {"nope"}})
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "not valid for this server") {
+		t.Errorf("a wrong token: %d", resp.StatusCode)
+	}
+	// The redirect after sign-in stays on this site.
+	for _, next := range []string{"//evil.example/", "https://evil.example/", "/\\evil.example"} {
+		resp, _ = postForm(t, browser(t), s.url+"/login", url.Values{"token": {"adm"}, "next": {next}})
+		if resp.Header.Get("Location") != "/" {
+			t.Errorf("next=%q sent the browser to %q", next, resp.Header.Get("Location"))
+		}
+	}
+	// Every page carries a strict Content-Security-Policy.
+	resp, _ = get(t, cl, s.url+"/login")
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") {
+		t.Errorf("CSP %q", csp)
+	}
+	signIn(t, s, "adm")
+}
+
+func TestActionsNeedCSRFAndWrite(t *testing.T) {
+	s := newSite(t, "adm")
+	ctx := context.Background()
+	res, err := s.c.Add(ctx, rota.AddParams{Type: "t", Group: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Job.ID
+	cl, csrf := signIn(t, s, "adm")
+	cancel := fmt.Sprintf("%s/jobs/%d/cancel", s.url, id)
+	if resp, _ := postForm(t, cl, cancel, url.Values{}); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a post without the CSRF token: %d", resp.StatusCode)
+	}
+	if resp, _ := postForm(t, cl, cancel, url.Values{"csrf": {"0123456789abcdef0123456789abcdef"}}); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a post with another CSRF token: %d", resp.StatusCode)
+	}
+	if j, _ := s.c.Get(ctx, id); j.State != rota.Pending {
+		t.Fatalf("a refused post changed the job: %s", j.State)
+	}
+
+	// A read-only token is refused, even with its own CSRF token.
+	ro := createToken(t, s, wire.CreateTokenRequest{Name: "viewer", ReadOnly: true})
+	rcl, rcsrf := signIn(t, s, ro)
+	if resp, body := postForm(t, rcl, cancel, url.Values{"csrf": {rcsrf}}); resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "read-only") {
+		t.Errorf("a read-only cancel: %d", resp.StatusCode)
+	}
+	_, page := get(t, rcl, fmt.Sprintf("%s/jobs/%d", s.url, id))
+	if strings.Contains(page, "/cancel") {
+		t.Errorf("a read-only token sees the cancel button")
+	}
+
+	// The admin's post with its token goes through.
+	if resp, _ := postForm(t, cl, cancel, url.Values{"csrf": {csrf}}); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("the admin's cancel: %d", resp.StatusCode)
+	}
+	if j, _ := s.c.Get(ctx, id); j.State != rota.Cancelled {
+		t.Errorf("after the admin's cancel the job is %s", j.State)
+	}
+}
+
+func TestScopedToken(t *testing.T) {
+	s := newSite(t, "adm")
+	ctx := context.Background()
+	mine, _ := s.c.Add(ctx, rota.AddParams{Type: "t", Group: "acme"})
+	theirs, _ := s.c.Add(ctx, rota.AddParams{Type: "t", Group: "beta"})
+	tok := createToken(t, s, wire.CreateTokenRequest{Name: "acme", Groups: []string{"acme"}})
+	cl, csrf := signIn(t, s, tok)
+	_, list := get(t, cl, s.url+"/jobs")
+	if !strings.Contains(list, fmt.Sprintf(`href="/jobs/%d"`, mine.Job.ID)) || strings.Contains(list, fmt.Sprintf(`href="/jobs/%d"`, theirs.Job.ID)) {
+		t.Errorf("acme's list shows another tenant's job, or not its own")
+	}
+	if resp, _ := get(t, cl, fmt.Sprintf("%s/jobs/%d", s.url, theirs.Job.ID)); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("another tenant's job page: %d", resp.StatusCode)
+	}
+	if resp, _ := postForm(t, cl, fmt.Sprintf("%s/jobs/%d/remove", s.url, theirs.Job.ID), url.Values{"csrf": {csrf}}); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("removing another tenant's job: %d", resp.StatusCode)
+	}
+	if _, err := s.c.Get(ctx, theirs.Job.ID); err != nil {
+		t.Errorf("another tenant's job is gone: %v", err)
+	}
+	_, overview := get(t, cl, s.url+"/ui/overview")
+	if strings.Contains(overview, "beta") {
+		t.Errorf("acme's overview counts beta's jobs")
+	}
+	if resp, _ := postForm(t, cl, s.url+"/groups", url.Values{"csrf": {csrf}, "group": {"beta"}, "weight": {"5"}}); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("setting another tenant's group: %d", resp.StatusCode)
+	}
+}
+
+func createToken(t *testing.T, s *site, req wire.CreateTokenRequest) string {
+	t.Helper()
+	body := fmt.Sprintf(`{"name":%q,"read_only":%v`, req.Name, req.ReadOnly)
+	if len(req.Groups) > 0 {
+		body += fmt.Sprintf(`,"groups":["%s"]`, strings.Join(req.Groups, `","`))
+	}
+	hreq, _ := http.NewRequest("POST", s.url+"/v1/tokens", strings.NewReader(body+"}"))
+	hreq.Header.Set("Authorization", "Bearer adm")
+	resp, err := http.DefaultClient.Do(hreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	m := regexp.MustCompile(`"secret":"([^"]+)"`).FindStringSubmatch(string(b))
+	if m == nil {
+		t.Fatalf("create token: %s", b)
+	}
+	return m[1]
+}

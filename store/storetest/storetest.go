@@ -65,6 +65,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Rename", func(t *testing.T) { testRename(t, open) })
 	t.Run("Tokens", func(t *testing.T) { testTokens(t, open) })
 	t.Run("AcceptGroups", func(t *testing.T) { testAcceptGroups(t, open) })
+	t.Run("Import", func(t *testing.T) { testImport(t, open) })
 	t.Run("Close", func(t *testing.T) { testClose(t, open) })
 }
 

@@ -1,0 +1,62 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/rotajobs/rota/store"
+)
+
+// Import adds jobs in the states they had in another system, in one
+// transaction: each is added pending, then set to its state, parent,
+// Bedrock id and creation time (the group counts follow the state, by the
+// schema's triggers).
+func (s *Store) Import(ctx context.Context, jobs []store.ImportJob) ([]int64, error) {
+	ps, datas, err := store.CheckImports(jobs)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int64, len(jobs))
+	err = s.write(ctx, true, func(w *writeTx) error {
+		res, err := w.add(ps, datas)
+		if err != nil {
+			return err
+		}
+		for i, r := range res {
+			ids[i] = r.Job.ID
+		}
+		now := micros(w.now)
+		for i, j := range jobs {
+			var parent, bid, finished, lastErr any
+			if j.ParentIndex >= 0 {
+				parent = ids[j.ParentIndex]
+				if _, err := w.exec(`UPDATE rota_jobs SET has_children = 1 WHERE id = ?`, parent); err != nil {
+					return err
+				}
+			}
+			if j.BedrockID != 0 {
+				bid = j.BedrockID
+			}
+			if j.State.Terminal() {
+				finished = now
+			}
+			if j.LastError != "" {
+				lastErr = j.LastError
+			}
+			created := now
+			if !j.CreatedAt.IsZero() {
+				created = micros(j.CreatedAt)
+			}
+			if _, err := w.exec(`UPDATE rota_jobs SET state = ?, parent_id = ?, bedrock_id = ?, created_at = ?, finished_at = ?,
+				last_error = coalesce(?, last_error) WHERE id = ?`,
+				int(j.State), parent, bid, created, finished, lastErr, ids[i]); err != nil {
+				return fmt.Errorf("import %d: %w", i, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: import: %w", err)
+	}
+	return ids, nil
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"strconv"
@@ -403,4 +404,62 @@ func hostname() string {
 		return "rota"
 	}
 	return h
+}
+
+// ImportRow maps a row of a Bedrock database's jobs table (§2.1) to a job
+// to import (its ParentIndex and BedrockID left to the caller), or says
+// why it cannot be mapped.
+func ImportRow(name, state, nextRun, created, repeat, data, retryAfterText string, priority int64) (store.ImportJob, string) {
+	j := store.ImportJob{ParentIndex: -1}
+	if err := store.CheckType(name); err != nil {
+		return j, fmt.Sprintf("its name cannot be a rota type: %v", err)
+	}
+	if data == "" {
+		data = "{}"
+	}
+	if !isObject(data) {
+		return j, "its data is not a JSON object"
+	}
+	runAt, err := parseTime(nextRun)
+	if err != nil {
+		return j, fmt.Sprintf("its nextRun %q is not a time", nextRun)
+	}
+	j.Type, j.Data, j.Priority, j.RunAt = name, json.RawMessage(data), int(priority), runAt
+	if repeat != "" {
+		sched, err := schedule.ParseRepeat(repeat)
+		if err != nil {
+			return j, fmt.Sprintf("its repeat %q is malformed", repeat)
+		}
+		j.Schedule, j.Missed = sched.String(), rota.MissedAll
+	}
+	if retryAfterText != "" {
+		d, err := retryAfter(retryAfterText)
+		if err != nil {
+			return j, fmt.Sprintf("its retryAfter %q is not one rota takes", retryAfterText)
+		}
+		j.RetryAfter, j.Meta = d, map[string]string{MetaRetryAfter: retryAfterText}
+		if strings.HasPrefix(name, "manual") {
+			j.MaxAttempts = math.MaxInt32
+		}
+	}
+	if t, err := parseTime(created); err == nil {
+		j.CreatedAt = t
+	}
+	switch state {
+	case "QUEUED":
+		j.State = rota.Pending
+	case "RUNNING", "RUNQUEUED":
+		j.State, j.RunAt = rota.Pending, time.Time{} // due at once: its worker was Bedrock's
+	case "PAUSED":
+		j.State = rota.Paused
+	case "FINISHED":
+		j.State = rota.Completed
+	case "FAILED":
+		j.State = rota.Failed
+	case "CANCELLED":
+		j.State = rota.Cancelled
+	default:
+		return j, fmt.Sprintf("its state %q is not one of Bedrock's", state)
+	}
+	return j, ""
 }

@@ -3,12 +3,15 @@ package e2e_test
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	_ "github.com/mattn/go-sqlite3" // to write a Bedrock database
 )
 
 var bedrockRE = regexp.MustCompile(`msg="rota serving Bedrock::Jobs" bedrock=(\S+)`)
@@ -293,4 +298,82 @@ func TestBedrockWorkerLoop(t *testing.T) {
 	close(quit)
 	<-workerStopped
 	t.Logf("through a SIGKILL of the server: %d runs of the recurring job (%d before it), the parent saw %d children", reports, before, childrenSeen)
+}
+
+// bedrockDB writes a Bedrock database (its jobs table, §2.1 of the
+// reference) with the rows given as (jobID, state, name, nextRun, repeat,
+// data, priority, parentJobID, retryAfter).
+func bedrockDB(t *testing.T, rows [][]any) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "bedrock.db")
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE jobs (
+		created TIMESTAMP NOT NULL, jobID INTEGER NOT NULL PRIMARY KEY, state TEXT NOT NULL, name TEXT NOT NULL,
+		nextRun TIMESTAMP NOT NULL, lastRun TIMESTAMP, repeat TEXT NOT NULL, data TEXT NOT NULL,
+		priority INTEGER NOT NULL DEFAULT 500, parentJobID INTEGER NOT NULL DEFAULT 0, retryAfter TEXT NOT NULL DEFAULT "")`); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if _, err := db.Exec(`INSERT INTO jobs (created, jobID, state, name, nextRun, repeat, data, priority, parentJobID, retryAfter)
+			VALUES ('2024-05-06 07:08:09', ?, ?, ?, ?, ?, ?, ?, ?, ?)`, r...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return path
+}
+
+// TestBedrockImport: rota import bedrock moves a Bedrock database's jobs
+// with their ids, states, repeats and families; a database with a row it
+// cannot map changes nothing.
+func TestBedrockImport(t *testing.T) {
+	rows := [][]any{
+		{int64(7001), "QUEUED", "report", "2042-01-01 00:00:00", "SCHEDULED, +1 HOUR", `{"a":1}`, 750, 0, ""},
+		{int64(7002), "QUEUED", "now", "2020-01-01 00:00:00.123", "", `{}`, 500, 0, ""},
+		{int64(7003), "RUNNING", "was.running", "2020-01-01 00:00:00", "", `{}`, 500, 0, "+5 MINUTES"},
+		{int64(7004), "PAUSED", "parent", "2020-01-01 00:00:00", "", `{"p":1}`, 500, 0, ""},
+		{int64(7005), "QUEUED", "child", "2020-01-01 00:00:00", "", `{"c":1}`, 500, 7004, ""},
+		{int64(7006), "FINISHED", "child", "2020-01-01 00:00:00", "", `{"c":2}`, 500, 7004, ""},
+		{int64(7007), "CANCELLED", "child", "2020-01-01 00:00:00", "", `{"c":3}`, 500, 7004, ""},
+		{int64(7008), "FAILED", "broken", "2020-01-01 00:00:00", "", `{}`, 500, 0, ""},
+	}
+	data := t.TempDir()
+	s := &server{}
+	// A row rota cannot take: nothing is imported, and the report says why.
+	bad := bedrockDB(t, append(slices.Clone(rows), []any{int64(7009), "QUEUED", "bad,name", "2020-01-01 00:00:00", "", `{}`, 500, 0, ""}))
+	r := s.run(t, "", "import", "bedrock", bad, "--data", data)
+	if r.code != 2 || !strings.Contains(r.stdout, "job 7009 (bad,name, QUEUED)") || !strings.Contains(r.stdout, "nothing was imported") {
+		t.Fatalf("importing a bad row: %v", r)
+	}
+	good := bedrockDB(t, rows)
+	if r := s.run(t, "", "import", "bedrock", good, "--data", data, "--dry-run"); r.code != 0 || !strings.Contains(r.stdout, "all 8 jobs can be imported") {
+		t.Fatalf("dry run: %v", r)
+	}
+	r = s.run(t, "", "import", "bedrock", good, "--data", data)
+	if r.code != 0 || !strings.Contains(r.stdout, "imported 8 jobs") || !strings.Contains(r.stdout, "1 were running") {
+		t.Fatalf("import: %v", r)
+	}
+	if r := s.run(t, "", "import", "bedrock", good, "--data", data); r.code != 2 || !strings.Contains(r.stdout, "imported before?") {
+		t.Errorf("importing twice: %v", r)
+	}
+
+	srv := serveAt(t, "127.0.0.1:0", data, "--bedrock", "127.0.0.1:0")
+	addr := srv.bedrockAddr(t)
+	for id, want := range map[string]string{"7001": "QUEUED", "7002": "QUEUED", "7003": "QUEUED", "7004": "PAUSED",
+		"7005": "QUEUED", "7006": "FINISHED", "7007": "CANCELLED", "7008": "FAILED"} {
+		st, body := bedrockCall(t, addr, "QueryJob", "jobID", id)
+		if st != "200 OK" || !strings.Contains(body, `"state":"`+want+`"`) {
+			t.Errorf("job %s after the import: %s %s, want %s", id, st, body, want)
+		}
+	}
+	if _, body := bedrockCall(t, addr, "QueryJob", "jobID", "7001"); !strings.Contains(body, `"nextRun":"2042-01-01 00:00:00"`) ||
+		!strings.Contains(body, `"repeat":"SCHEDULED, +1 HOUR"`) || !strings.Contains(body, `"priority":750`) || !strings.Contains(body, `"created":"2024-05-06 07:08:09"`) {
+		t.Errorf("the recurring job after the import: %s", body)
+	}
+	if st, body := bedrockCall(t, addr, "GetJob", "name", "child"); st != "200 OK" || !strings.Contains(body, `"jobID":7005`) || !strings.Contains(body, `"parentJobID":7004`) {
+		t.Errorf("the imported child: %s %s", st, body)
+	}
 }

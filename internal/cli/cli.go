@@ -20,7 +20,7 @@ func Main(args []string) int {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCommand(), migrateCommand(), benchCommand(), demoCommand(), versionCommand(), guardCommand())
+	root.AddCommand(serveCommand(), migrateCommand(), importCommand(), benchCommand(), demoCommand(), versionCommand(), guardCommand())
 	g := &globals{}
 	addGlobalFlags(root, g)
 	root.AddCommand(addCommand(g), getCommand(g), lsCommand(g), cancelCommand(g), retryCommand(g),

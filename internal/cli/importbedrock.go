@@ -69,9 +69,9 @@ and reports without importing.`,
 
 // bedrockRow is one row of Bedrock's jobs table (§2.1).
 type bedrockRow struct {
-	id, parent, priority                       int64
+	id, parent, priority                        int64
 	state, name, nextRun, created, repeat, data string
-	retryAfter                                 string
+	retryAfter                                  string
 }
 
 func importBedrock(ctx context.Context, out io.Writer, file, spec string, dryRun bool) error {

@@ -181,6 +181,17 @@ func bedrockDo(t *testing.T, addr *atomic.Pointer[string], method string, header
 // restart of the server: a recurring job keeps recurring, and a parent
 // adds children, waits for them and sees them all when it runs again.
 func TestBedrockWorkerLoop(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { bedrockWorkerLoop(t) })
+	t.Run("postgres", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("starts a PostgreSQL of its own")
+		}
+		pg := startPostgres(t)
+		bedrockWorkerLoop(t, "--store", pg.dsn())
+	})
+}
+
+func bedrockWorkerLoop(t *testing.T, storeArgs ...string) {
 	data := t.TempDir()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -188,7 +199,7 @@ func TestBedrockWorkerLoop(t *testing.T) {
 	}
 	baddr := l.Addr().String()
 	l.Close()
-	srv := serveAt(t, "127.0.0.1:0", data, "--bedrock", baddr)
+	srv := serveAt(t, "127.0.0.1:0", data, append([]string{"--bedrock", baddr}, storeArgs...)...)
 	var addr atomic.Pointer[string]
 	addr.Store(&baddr)
 
@@ -276,7 +287,7 @@ func TestBedrockWorkerLoop(t *testing.T) {
 	mu.Lock()
 	before := reports
 	mu.Unlock()
-	serveAt(t, "127.0.0.1:0", data, "--bedrock", baddr)
+	serveAt(t, "127.0.0.1:0", data, append([]string{"--bedrock", baddr}, storeArgs...)...)
 
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -376,4 +387,88 @@ func TestBedrockImport(t *testing.T) {
 	if st, body := bedrockCall(t, addr, "GetJob", "name", "child"); st != "200 OK" || !strings.Contains(body, `"jobID":7005`) || !strings.Contains(body, `"parentJobID":7004`) {
 		t.Errorf("the imported child: %s %s", st, body)
 	}
+}
+
+// TestBedrockCommands sends every command once to a real rota serve, on
+// SQLite and on PostgreSQL.
+func TestBedrockCommands(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { bedrockCommands(t) })
+	t.Run("postgres", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("starts a PostgreSQL of its own")
+		}
+		pg := startPostgres(t)
+		bedrockCommands(t, "--store", pg.dsn())
+	})
+}
+
+func bedrockCommands(t *testing.T, storeArgs ...string) {
+	srv := startServer(t, append([]string{"--bedrock", "127.0.0.1:0"}, storeArgs...)...)
+	addr := srv.bedrockAddr(t)
+	id := func(body string) string {
+		var m map[string]json.RawMessage
+		json.Unmarshal([]byte(body), &m)
+		return string(m["jobID"])
+	}
+	want := func(st, status string, what string) {
+		t.Helper()
+		if st != status {
+			t.Errorf("%s: %q, want %q", what, st, status)
+		}
+	}
+	st, body := bedrockCall(t, addr, "CreateJob", "name", "a", "data", `{"x":1}`, "repeat", "FINISHED, +1 HOUR")
+	want(st, "200 OK", "CreateJob")
+	a := id(body)
+	st, body = bedrockCall(t, addr, "CreateJobs", "jobs", `[{"name":"b"},{"name":"c","jobPriority":1000}]`)
+	want(st, "200 OK", "CreateJobs")
+	if !strings.Contains(body, `"jobIDs":[`) {
+		t.Errorf("CreateJobs: %s", body)
+	}
+	st, body = bedrockCall(t, addr, "GetJobs", "name", "b,c", "numResults", "2")
+	want(st, "200 OK", "GetJobs")
+	if strings.Index(body, `"name":"c"`) > strings.Index(body, `"name":"b"`) {
+		t.Errorf("GetJobs did not hand out the higher priority first: %s", body)
+	}
+	var got struct {
+		Jobs []map[string]json.RawMessage `json:"jobs"`
+	}
+	json.Unmarshal([]byte(body), &got)
+	if len(got.Jobs) != 2 {
+		t.Fatalf("GetJobs: %s", body)
+	}
+	b, c := string(got.Jobs[1]["jobID"]), string(got.Jobs[0]["jobID"])
+	want(st, "200 OK", "GetJobs")
+	st, _ = bedrockCall(t, addr, "GetJob", "name", "a")
+	want(st, "200 OK", "GetJob")
+	st, body = bedrockCall(t, addr, "QueryJob", "jobID", a)
+	want(st, "200 OK", "QueryJob")
+	if !strings.Contains(body, `"state":"RUNNING"`) {
+		t.Errorf("QueryJob: %s", body)
+	}
+	st, _ = bedrockCall(t, addr, "UpdateJob", "jobID", a, "data", `{"x":2}`)
+	want(st, "200 OK", "UpdateJob")
+	st, _ = bedrockCall(t, addr, "FinishJob", "jobID", a)
+	want(st, "200 OK", "FinishJob of a repeating job")
+	st, _ = bedrockCall(t, addr, "RetryJob", "jobID", b, "delay", "60")
+	want(st, "200 OK", "RetryJob")
+	st, _ = bedrockCall(t, addr, "FailJob", "jobID", c)
+	want(st, "200 OK", "FailJob")
+	st, _ = bedrockCall(t, addr, "CancelJob", "jobID", c)
+	want(st, "404 Invalid jobID - Cannot cancel a job without a parent", "CancelJob")
+	st, _ = bedrockCall(t, addr, "RequeueJobs", "jobIDs", b+","+c)
+	want(st, "200 OK", "RequeueJobs")
+	st, body = bedrockCall(t, addr, "QueryJob", "jobID", c)
+	if !strings.Contains(body, `"state":"QUEUED"`) {
+		t.Errorf("after RequeueJobs: %s %s", st, body)
+	}
+	st, _ = bedrockCall(t, addr, "DeleteJob", "jobID", b)
+	want(st, "200 OK", "DeleteJob")
+	st, _ = bedrockCall(t, addr, "CrashBedrockJob", "names", "c")
+	want(st, "200 OK", "CrashBedrockJob")
+	st, _ = bedrockCall(t, addr, "GetJob", "name", "c")
+	want(st, "200 OK", "GetJob of a blacklisted job (failed, not handed out)")
+	st, _ = bedrockCall(t, addr, "ClearCrashedBedrockJobs")
+	want(st, "200 OK", "ClearCrashedBedrockJobs")
+	st, _ = bedrockCall(t, addr, "Nope")
+	want(st, "430 Unrecognized command", "an unknown command")
 }

@@ -440,16 +440,20 @@ func (s *Server) getJobs(ctx context.Context, c *call, many bool) *Response {
 // priorities are Bedrock's, highest first.
 var priorities = []int{1000, 850, 750, 500, 250, 0}
 
-// accept takes jobs in Bedrock's order: by priority first, each priority
-// in the engine's fair order, then, for jobs added over rota's API with
-// other priorities, in the engine's order (Bedrock would never hand those
-// out). The engine alone puts due retries ahead of higher priorities; an
-// accept with jobPriority keeps to the one asked for.
+// accept takes jobs in Bedrock's order, priority first. The engine's
+// order is that too, except that due retries come first within a group:
+// so one accept does, unless it hands out a retry, which may have passed
+// a higher priority; then the jobs go back and Bedrock's priorities are
+// taken from the highest down, and last, jobs added over rota's API with
+// other priorities (which Bedrock would never hand out). An accept with
+// jobPriority keeps to the one asked for.
 func (s *Server) accept(ctx context.Context, p rota.AcceptParams) ([]rota.Job, error) {
-	if p.Priority != nil {
-		return s.c.Accept(ctx, p)
+	jobs, err := s.c.Accept(ctx, p)
+	if err != nil || p.Priority != nil || !slices.ContainsFunc(jobs, func(j rota.Job) bool { return j.Attempt > 1 }) {
+		return jobs, err
 	}
-	var jobs []rota.Job
+	s.releaseAll(jobs)
+	jobs = nil
 	for _, prio := range append(priorities, -1) {
 		q := p
 		q.Limit = p.Limit - len(jobs)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -261,7 +262,7 @@ func describe(f filter) string {
 	if len(parts) == 0 {
 		return "no filter (all jobs)"
 	}
-	return fmt.Sprint(parts)
+	return strings.Join(parts, ", ")
 }
 
 func (s *Server) bulkPage(w http.ResponseWriter, r *http.Request) {

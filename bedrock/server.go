@@ -281,12 +281,14 @@ func (s *Server) serveConn(conn net.Conn, st *connState) {
 		if s.deferIfAsked(conn, bw, req, local, received) {
 			return
 		}
-		// A command is cancelled when its client hangs up (a long poll
-		// must not hand a job to nobody); a request already pipelined
-		// behind it means the client is there.
+		// A long poll is cancelled when its client hangs up, so that it
+		// hands no job to nobody; a request already pipelined behind it
+		// means the client is there. Other commands are short and run to
+		// their end, so that a client that closes its side after sending
+		// (nc -N) still gets its answers.
 		ctx, cancel := context.WithCancel(s.ctx)
 		stopWatch := func() {}
-		if br.Buffered() == 0 {
+		if br.Buffered() == 0 && strings.EqualFold(req.Get("connection"), "wait") {
 			var gone <-chan struct{}
 			gone, stopWatch = watchHangup(conn)
 			go func() {

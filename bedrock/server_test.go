@@ -321,3 +321,24 @@ func TestConcurrentConnections(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A client that closes its side after sending (as nc -N does) still gets
+// every answer.
+func TestHalfClose(t *testing.T) {
+	tr := sqliteServer(t, bedrock.Config{})
+	conn, err := net.Dial("tcp", tr.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(conn, "CreateJob\r\nname: a\r\n\r\nCreateJob\r\nname: b\r\n\r\nQueryJob\r\njobID: 1\r\n\r\n")
+	conn.(*net.TCPConn).CloseWrite()
+	br := bufio.NewReader(conn)
+	for _, want := range []string{"200 OK", "200 OK", "404 No job with this jobID"} {
+		r, err := readResponse(br)
+		if err != nil || r.Status != want {
+			t.Fatalf("got %q (%v), want %q", r.Status, err, want)
+		}
+	}
+}

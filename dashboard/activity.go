@@ -36,32 +36,26 @@ type minute struct {
 
 func watchActivity(ctx context.Context, c *rota.Client) (*activity, error) {
 	a := &activity{subs: map[chan struct{}]string{}}
-	sub, err := c.SubscribeTypes(ctx, "*")
-	if err != nil {
-		return nil, err
-	}
-	go func() {
-		for {
-			for ev := range sub.C {
-				a.count(ev)
-			}
-			sub.Close()
-			if ctx.Err() != nil {
-				return
-			}
-			// The feed dropped us (we fell behind): take it up again.
-			time.Sleep(100 * time.Millisecond)
-			if sub, err = c.SubscribeTypes(ctx, "*"); err != nil {
-				return
-			}
+	// The store's own feed, a batch at a time under one lock: it costs the
+	// commit path little, and cannot fall behind as a queued subscriber can.
+	stop := c.Store().Watch(func(evs []rota.Event) {
+		a.mu.Lock()
+		for _, ev := range evs {
+			a.count(ev)
 		}
+		a.wakeAll()
+		a.mu.Unlock()
+	})
+	go func() {
+		<-ctx.Done()
+		stop()
 	}()
 	return a, nil
 }
 
+// count records one change; a.mu is held.
 func (a *activity) count(ev rota.Event) {
 	now := time.Now().Truncate(time.Minute)
-	a.mu.Lock()
 	a.version++
 	m := &a.minutes[now.Minute()]
 	if !m.start.Equal(now) {
@@ -72,7 +66,7 @@ func (a *activity) count(ev rota.Event) {
 	case ev.Removed:
 	case ev.State == rota.Pending:
 		m.queued, i = m.queued+1, 0
-	case ev.State == rota.Running && ev.Progress == 0 && ev.Lease != "":
+	case ev.State == rota.Running && ev.Progress == 0:
 		m.started, i = m.started+1, 1
 	case ev.State == rota.Completed:
 		m.completed, i = m.completed+1, 2
@@ -84,13 +78,16 @@ func (a *activity) count(ev rota.Event) {
 		c[i]++
 		m.byType[ev.Type] = c
 	}
+}
+
+// wakeAll tells the live pages that jobs changed; a.mu is held.
+func (a *activity) wakeAll() {
 	for ch := range a.subs {
 		select {
 		case ch <- struct{}{}:
 		default: // a wake-up is pending already
 		}
 	}
-	a.mu.Unlock()
 }
 
 // point is one minute of the chart.

@@ -378,6 +378,9 @@ func (c *Client) Accept(ctx context.Context, p AcceptParams) ([]Job, error) {
 	defer timer.Stop()
 	for {
 		w.Drain()
+		// Ends during the accept wake the next round, in case it finds
+		// jobs held back by a bound.
+		w.WakeOnEnds(true)
 		res, err := c.st.Accept(ctx, p)
 		if err != nil || len(res.Jobs) > 0 {
 			return res.Jobs, err
@@ -387,6 +390,7 @@ func (c *Client) Accept(ctx context.Context, p AcceptParams) ([]Job, error) {
 			return nil, nil
 		}
 		sleep := min(deadline.Sub(now), c.cfg.PollInterval)
+		held := false
 		if !res.NextRunAt.IsZero() {
 			// With DueBy in the future, a job becomes acceptable before
 			// its run time.
@@ -399,8 +403,11 @@ func (c *Client) Accept(ctx context.Context, p AcceptParams) ([]Job, error) {
 			// the type ends, which wakes the waiter, not at a time.
 			if due.After(now) {
 				sleep = min(sleep, due.Sub(now))
+			} else {
+				held = true
 			}
 		}
+		w.WakeOnEnds(held)
 		if !timer.Stop() {
 			select {
 			case <-timer.C:

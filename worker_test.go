@@ -548,6 +548,59 @@ func TestAcceptWaitsForBoundedGroup(t *testing.T) {
 	}
 }
 
+// TestAcceptSleepsThroughEnds: with nothing held back by a bound, jobs of
+// the type that end do not wake a waiting accept (each would cost a round
+// trip to the store for nothing); a job becoming pending does.
+func TestAcceptSleepsThroughEnds(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "rota.db"), sqlite.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	counted := &countingStore{Store: st}
+	c, err := rota.NewClient(counted, rota.Config{PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	for range 20 {
+		add(t, c, rota.AddParams{Type: "t"})
+	}
+	running, err := c.Accept(ctx, rota.AcceptParams{Types: []string{"t"}, Limit: 20})
+	if err != nil || len(running) != 20 {
+		t.Fatalf("accept: %d jobs, %v", len(running), err)
+	}
+	got := make(chan []rota.Job, 1)
+	go func() {
+		jobs, err := c.Accept(ctx, rota.AcceptParams{Types: []string{"t"}, Wait: 20 * time.Second})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- jobs
+	}()
+	time.Sleep(100 * time.Millisecond) // the accept is waiting
+	before := counted.accepts.Load()
+	for _, j := range running {
+		if err := c.Complete(ctx, j.Lease(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := counted.accepts.Load() - before; n > 0 {
+		t.Errorf("20 jobs ending woke the waiting accept %d times, with nothing held back by a bound", n)
+	}
+	next := add(t, c, rota.AddParams{Type: "t"})
+	select {
+	case jobs := <-got:
+		if len(jobs) != 1 || jobs[0].ID != next.ID {
+			t.Errorf("waiting accept got %v, want job %d", jobs, next.ID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting accept did not wake when a job was added")
+	}
+}
+
 // countingStore counts accepts on a real store.
 type countingStore struct {
 	store.Store

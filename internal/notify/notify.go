@@ -9,6 +9,7 @@ package notify
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/rotajobs/rota/store"
 )
@@ -56,12 +57,14 @@ func (h *Hub) Publish(changes []store.Event) {
 	if len(h.waiters) > 0 {
 		for _, c := range changes {
 			// A job becoming pending may be acceptable; a job leaving
-			// running frees room in its group's bound.
+			// running frees room in its group's bound, which matters
+			// only to waiters that a bound held back (WakeOnEnds).
 			if !c.Removed && c.State == store.Running {
 				continue
 			}
+			pending := c.ID == 0 || (!c.Removed && c.State == store.Pending)
 			for w := range h.waiters {
-				if w.matches(c.Type) {
+				if (pending || w.ends.Load()) && w.matches(c.Type) {
 					w.signal()
 				}
 			}
@@ -114,7 +117,15 @@ type Waiter struct {
 	h    *Hub
 	pats []store.Pattern
 	C    chan struct{} // receives a value (buffered, 1) when woken
+	ends atomic.Bool
 }
+
+// WakeOnEnds says whether the waiter is also woken by jobs of its types
+// leaving running (ending, or going back to pending), not only by jobs
+// becoming pending: an acceptor sets it while due jobs may be held back by
+// a bound on running jobs, which an end makes room under. Otherwise the
+// end of every job would wake every waiting acceptor for nothing.
+func (w *Waiter) WakeOnEnds(on bool) { w.ends.Store(on) }
 
 // Wait registers a waiter for the patterns. Call Stop when done.
 func (h *Hub) Wait(pats []store.Pattern) *Waiter {

@@ -367,7 +367,21 @@ UPDATE rota.jobs j SET state = 1, token = translate(gen_random_uuid()::text, '-'
 	prev_started_at = j.started_at, started_at = now(), cancel_requested = false, updated_at = now()
 FROM lt WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL
 	AND (SELECT set_config('rotajobs.short', ((SELECT count(*) FROM picked) < $2)::text, true)) IS NOT NULL
+	AND (SELECT set_config('rotajobs.vclock', coalesce((SELECT (hd.turn + (x.n - 1) / hd.w)::text
+		FROM hd, (SELECT count(*) AS n FROM picked) x WHERE x.n > 0 AND x.n >= hd.pending), ''), true)) IS NOT NULL
 RETURNING ` + prefixed("j.", jobColumns) + `, 1::bigint, (SELECT hd.pending FROM hd), (SELECT hd.turn FROM hd), (SELECT hd.w FROM hd), (SELECT hd.n FROM hd)`
+
+// vclockIfRanOutSQL moves the type's virtual clock ($1) to the turn that
+// the headSQL before it in the same round trip noted in rotajobs.vclock:
+// the turn at which its group ran out of pending jobs (acceptor.clock),
+// if it did.
+var vclockIfRanOutSQL = `UPDATE rota.types SET vclock = greatest(vclock, current_setting('rotajobs.vclock', true)::float8)
+	WHERE name = $1 AND current_setting('rotajobs.vclock', true) <> ''`
+
+// nextRunIfShortSQL is nextRunSQL when the headSQL before it claimed fewer
+// jobs than asked: an accept that one group served whole then learns when
+// to look again in the same round trip.
+var nextRunIfShortSQL = nextRunSQL + ` WHERE current_setting('rotajobs.short', true) = 'true'`
 
 // pageIfShortSQL is pageSQL when the headSQL before it claimed fewer jobs
 // than asked, and nothing otherwise.
@@ -422,6 +436,16 @@ type acceptor struct {
 	committedJobs, committedChanges int
 	clocks                          map[string]float64      // per type: a turn for the virtual clock, when a group ran out
 	inScope                         func(group string) bool // AcceptParams.Groups
+	// next is the next run of the accept's type as head read it after its
+	// claim, when head left the accept short; nil when it was not read.
+	next *nextRun
+}
+
+// nextRun is what nextRunSQL reads: the earliest run time of the pending
+// jobs of some types, and the size of the types table.
+type nextRun struct {
+	at    time.Time
+	types int
 }
 
 // begin moves the accept into a transaction of its own, for bounds and for
@@ -741,10 +765,16 @@ func (a *acceptor) clock(g *fair.Group, turn float64) {
 // round trip. The page shows the groups after the claim.
 func (a *acceptor) head(q *queue) error {
 	b := &pgx.Batch{}
+	b.Queue(indexOnlySQL)
 	b.Queue(a.s.q(headSQL), append([]any{q.Type, a.p.Limit, optTime(a.p.DueBy)}, a.lease...)...)
+	b.Queue(a.s.q(vclockIfRanOutSQL), q.Type)
 	b.Queue(a.s.q(pageIfShortSQL), q.pageArgs()...)
+	b.Queue(a.s.q(nextRunIfShortSQL), []string{q.Type})
 	br := a.s.pool.SendBatch(a.ctx, b)
 	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return err
+	}
 	r, err := br.Query()
 	if err != nil {
 		return err
@@ -768,6 +798,9 @@ func (a *acceptor) head(q *queue) error {
 	if err := r.Err(); err != nil {
 		return err
 	}
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("virtual clock: %w", err)
+	}
 	pr, err := br.Query()
 	if err != nil {
 		return err
@@ -777,9 +810,15 @@ func (a *acceptor) head(q *queue) error {
 		return err
 	}
 	q.Feed(gs)
+	var next sql.NullTime
+	var types int
+	if err := br.QueryRow().Scan(&next, &types); err != nil {
+		return err
+	}
 	if err := br.Close(); err != nil {
 		return err
 	}
+	a.next = &nextRun{at: nullTime(next), types: types}
 	sortJobs(a.jobs)
 	for i := range a.jobs {
 		a.t.changed(lifecycle.ClaimedEvent(&a.jobs[i]))
@@ -788,9 +827,7 @@ func (a *acceptor) head(q *queue) error {
 	if claimed == 0 {
 		return nil
 	}
-	if claimed >= pending { // it ran out
-		a.clock(&fair.Group{Type: q.Type, Weight: w}, turn+float64(claimed)/w)
-	}
+	// A group that ran out has moved the virtual clock (vclockIfRanOutSQL).
 	g := q.Group(grp)
 	if g == nil { // not read: the accept is complete, or the group ran out
 		return nil
@@ -873,16 +910,17 @@ func (a *acceptor) finish() error {
 	return nil
 }
 
-// claim leases up to p.Limit due jobs of the types (known names).
-func (s *Store) claim(ctx context.Context, p store.AcceptParams, names []string) ([]store.Job, error) {
+// claim leases up to p.Limit due jobs of the types (known names). When it
+// read the types' next run after its claims, it returns that too.
+func (s *Store) claim(ctx context.Context, p store.AcceptParams, names []string) ([]store.Job, *nextRun, error) {
 	if s.closed.Load() {
-		return nil, s.wrap("accept", store.ErrClosed)
+		return nil, nil, s.wrap("accept", store.ErrClosed)
 	}
 	if len(names) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	for attempt := 0; ; attempt++ {
-		jobs, err := s.claimOnce(ctx, p, names)
+		jobs, next, err := s.claimOnce(ctx, p, names)
 		if err != nil && len(jobs) == 0 && attempt == 0 && pgconn.SafeToRetry(err) && ctx.Err() == nil && !s.closed.Load() {
 			continue
 		}
@@ -890,10 +928,15 @@ func (s *Store) claim(ctx context.Context, p store.AcceptParams, names []string)
 			err = nil // they are leased: hand them out rather than leave them to their leases
 		}
 		if err == nil {
-			jobs = s.skipLate(ctx, jobs)
+			n := len(jobs)
+			if jobs = s.skipLate(ctx, jobs); len(jobs) < n {
+				next = nil // jobs went back to pending: read the next run again
+			}
 			s.familyOf(ctx, jobs)
+		} else {
+			next = nil
 		}
-		return jobs, s.wrap("accept", err)
+		return jobs, next, s.wrap("accept", err)
 	}
 }
 
@@ -1038,7 +1081,7 @@ func (s *Store) skipLate(ctx context.Context, jobs []store.Job) []store.Job {
 	return slices.DeleteFunc(jobs, func(j store.Job) bool { return skipped[j.ID] })
 }
 
-func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []string) ([]store.Job, error) {
+func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []string) ([]store.Job, *nextRun, error) {
 	var override *int64
 	if p.LeaseTimeout > 0 {
 		v := us(p.LeaseTimeout)
@@ -1046,7 +1089,7 @@ func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []str
 	}
 	inScope, err := store.GroupScope(p.Groups)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	a := &acceptor{
 		s: s, ctx: ctx, p: p, inScope: inScope,
@@ -1074,6 +1117,12 @@ func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []str
 		} else if err := a.head(queues[0]); err != nil {
 			return err
 		}
+		headJobs := len(a.jobs)
+		defer func() {
+			if len(a.jobs) > headJobs {
+				a.next = nil // read before these claims
+			}
+		}()
 		for need := int64(p.Limit - len(a.jobs)); need > 0; need = int64(p.Limit - len(a.jobs)) {
 			progress, err := a.round(queues, need)
 			if err != nil {
@@ -1106,10 +1155,10 @@ func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []str
 		// What committed by itself stays claimed.
 		a.jobs, a.t.changes = a.jobs[:a.committedJobs], a.t.changes[:a.committedChanges]
 		s.committed(a.t.changes)
-		return a.jobs, err
+		return a.jobs, nil, err
 	}
 	s.committed(a.t.changes)
-	return a.jobs, nil
+	return a.jobs, a.next, nil
 }
 
 // Accept leases due jobs to a worker, fairly across groups (see above).
@@ -1120,17 +1169,21 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 	}
 	var res store.AcceptResult
 	names := s.resolve(pats)
-	if res.Jobs, err = s.claim(ctx, p, names); err != nil {
+	var read *nextRun
+	if res.Jobs, read, err = s.claim(ctx, p, names); err != nil {
 		return res, err
 	}
 	if len(res.Jobs) >= p.Limit {
 		return res, nil
 	}
-	// What follows only tells a waiting acceptor when to look again. Jobs
-	// already leased are returned even if it fails, rather than left to
-	// their leases.
-	next, types, err := s.nextRun(ctx, names)
-	if err != nil {
+	// What follows only tells a waiting acceptor when to look again (the
+	// claim may have read it already). Jobs already leased are returned
+	// even if it fails, rather than left to their leases.
+	var next time.Time
+	var types int
+	if read != nil {
+		next, types = read.at, read.types
+	} else if next, types, err = s.nextRun(ctx, names); err != nil {
 		if len(res.Jobs) > 0 {
 			return res, nil
 		}
@@ -1155,7 +1208,7 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 		if len(added) > 0 {
 			more := p
 			more.Limit = p.Limit - len(res.Jobs)
-			jobs, err := s.claim(ctx, more, added)
+			jobs, _, err := s.claim(ctx, more, added)
 			if err != nil {
 				if len(res.Jobs) > 0 {
 					return res, nil

@@ -56,6 +56,18 @@ func TestWorkloads(t *testing.T) {
 			if fo.Jobs != 1500 || fo.JobsPerSec <= 0 {
 				t.Errorf("fanout: %+v", fo)
 			}
+			rc, err := Recurring(ctx, o, RecurringConfig{Jobs: 50, Interval: time.Second, Duration: 2 * time.Second, Nodes: 1, Concurrency: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Every slot runs once; on a loaded machine a slot may run
+			// late, never twice.
+			if rc.Jobs+rc.MissedSlots != 100 || rc.Duplicates != 0 || rc.Jobs == 0 {
+				t.Errorf("recurring: %+v", rc)
+			}
+			if _, err := Recurring(ctx, o, RecurringConfig{Jobs: 1, Interval: time.Second, Duration: time.Second, Nodes: 2, Concurrency: 1}); err == nil {
+				t.Error("recurring: two nodes on SQLite were accepted")
+			}
 		})
 	}
 	m, err := Memory(ctx, Options{Dir: t.TempDir()}, MemoryConfig{Jobs: 1000, Work: 100})

@@ -24,6 +24,16 @@ type DrainConfig struct {
 	// CPUProfile, when set, is a file to write a CPU profile of the
 	// measured part to (not the set-up).
 	CPUProfile string
+	// Nodes is how many nodes drain the queue together, each a store of
+	// its own on the same PostgreSQL database with its own client and a
+	// worker of Concurrency slots, as separate `rota serve` processes
+	// would be (here in one process, so CPU µs/job covers them all). With
+	// more than one, the baseline is the same drain on one node.
+	Nodes int
+	// Work is how long each job's handler takes (a sleep, not CPU), so
+	// that the workers' slots rather than the store can bound the rate;
+	// zero runs no-op jobs.
+	Work time.Duration
 }
 
 // DefaultDrain sizes the drain to run in a few seconds on 2 cores.
@@ -51,8 +61,10 @@ func Drain(ctx context.Context, o Options, cfg DrainConfig) (Result, error) {
 	done, count, unwatch := countCompleted(e.st, typ, cfg.Jobs, nil)
 	defer unwatch()
 
-	w := rota.NewWorker(e.client, rota.WorkerConfig{Concurrency: cfg.Concurrency, Logger: quietLogger(), PollWait: time.Second})
-	w.Handle(typ, rota.HandlerFunc(func(context.Context, *rota.Job) error { return nil }))
+	clients, err := e.nodes(ctx, cfg.Nodes)
+	if err != nil {
+		return Result{}, err
+	}
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	stopProfile, err := startProfile(cfg.CPUProfile)
@@ -65,14 +77,25 @@ func Drain(ctx context.Context, o Options, cfg DrainConfig) (Result, error) {
 		serverCPU = serverCPUSince(ctx, o.DSN)
 	}
 	begin, cpu0, psi := time.Now(), cpuTime(), pressureSince()
-	ran := make(chan error, 1)
-	go func() { ran <- w.Run(wctx) }()
+	ran := make(chan error, len(clients))
+	for _, c := range clients {
+		w := rota.NewWorker(c, rota.WorkerConfig{Concurrency: cfg.Concurrency, Logger: quietLogger(), PollWait: time.Second})
+		w.Handle(typ, rota.HandlerFunc(func(context.Context, *rota.Job) error {
+			if cfg.Work > 0 {
+				time.Sleep(cfg.Work)
+			}
+			return nil
+		}))
+		go func() { ran <- w.Run(wctx) }()
+	}
 	err = waitDone(ctx, done, count, cfg.Jobs, 5*time.Minute, func(d, t int) { o.progress(cfg.Jobs/4+d, total) })
 	elapsed, cpu, pressure, scpu := time.Since(begin), cpuTime()-cpu0, psi(), serverCPU()
 	stopProfile()
 	stop()
-	if rerr := <-ran; err == nil {
-		err = rerr
+	for range clients {
+		if rerr := <-ran; err == nil {
+			err = rerr
+		}
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("drain: %w", err)
@@ -80,7 +103,7 @@ func Drain(ctx context.Context, o Options, cfg DrainConfig) (Result, error) {
 	if n, err := statsCount(ctx, e.server, typ, store.Completed); err != nil || n != cfg.Jobs {
 		return Result{}, fmt.Errorf("drain: %d of %d jobs completed (%v)", n, cfg.Jobs, err)
 	}
-	r := Result{Workload: "drain", Store: o.storeName(), Via: o.via(), Jobs: cfg.Jobs, Concurrency: cfg.Concurrency,
+	r := Result{Workload: "drain", Store: o.storeName(), Via: o.via(), Jobs: cfg.Jobs, Concurrency: cfg.Concurrency, Nodes: len(clients),
 		Seconds: elapsed.Seconds(), JobsPerSec: float64(cfg.Jobs) / elapsed.Seconds(), StoreInfo: e.info,
 		CPUUsPerJob: float64(cpu.Microseconds()) / float64(cfg.Jobs), CPUPressure: pressure,
 		ServerCPUUsPerJob: float64(scpu.Microseconds()) / float64(cfg.Jobs)}

@@ -166,6 +166,31 @@ func newEnv(ctx context.Context, o Options, name string) (*env, error) {
 	return e, nil
 }
 
+// nodes returns the clients of n nodes: e.client, and for each further
+// node a store of its own on the same PostgreSQL database with a client on
+// it (its own connections, lease monitor and notification listener), as a
+// separate `rota serve` would have. They close with e.
+func (e *env) nodes(ctx context.Context, n int) ([]*rota.Client, error) {
+	if n > 1 && (e.opts.storeName() != "postgres" || e.opts.via() != "inprocess") {
+		return nil, errors.New("more than one node needs --store postgres, in process")
+	}
+	clients := []*rota.Client{e.client}
+	for range n - 1 {
+		st, err := e.opts.OpenPostgres(ctx, e.opts.DSN)
+		if err != nil {
+			return nil, err
+		}
+		e.closes = append(e.closes, func() { st.Close() })
+		c, err := rota.NewClient(st, rota.Config{Logger: quietLogger()})
+		if err != nil {
+			return nil, err
+		}
+		e.closes = append(e.closes, func() { c.Close() })
+		clients = append(clients, c)
+	}
+	return clients, nil
+}
+
 // typ is a job type unique to this run.
 func (e *env) typ(name string) string { return "bench." + name + "." + e.suffix }
 

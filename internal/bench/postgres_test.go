@@ -45,6 +45,21 @@ func TestWorkloadsPostgres(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	o.Via = "inprocess"
+	rs, err := DrainWithBaselines(ctx, o, DrainConfig{Jobs: 2000, Concurrency: 64, Baseline: true, Nodes: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 || rs[0].Nodes != 1 || rs[1].Nodes != 2 || rs[1].Ratio <= 0 {
+		t.Errorf("drain on two nodes: %+v", rs)
+	}
+	rc, err := Recurring(ctx, o, RecurringConfig{Jobs: 50, Interval: time.Second, Duration: 2 * time.Second, Nodes: 2, Concurrency: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.Jobs+rc.MissedSlots != 100 || rc.Duplicates != 0 || rc.Jobs == 0 || rc.Nodes != 2 {
+		t.Errorf("recurring on two nodes: %+v", rc)
+	}
 }
 
 // BenchmarkDrainPostgres is BenchmarkDrain on PostgreSQL.

@@ -25,6 +25,9 @@ type Result struct {
 	JobsPerSec float64 `json:"jobs_per_sec"`
 
 	Concurrency int `json:"concurrency,omitempty"` // the worker's slots
+	// Nodes is how many nodes (stores of their own on one PostgreSQL
+	// database, each with its client and worker) ran the workload.
+	Nodes int `json:"nodes,omitempty"`
 	// CPUUsPerJob is this process's CPU time (user+system, all threads)
 	// per job over the measured part: steadier than jobs/s on a shared
 	// machine. With Via "http" it covers server and worker together.
@@ -46,6 +49,12 @@ type Result struct {
 	AddP50Ms     float64 `json:"add_p50_ms,omitempty"` // how long an Add call took
 	AddP99Ms     float64 `json:"add_p99_ms,omitempty"`
 	TargetRate   float64 `json:"target_rate,omitempty"`
+
+	// Recurring: slots in the measured span that never ran, and runs of a
+	// slot beyond its first. Latency (P50Ms…) is then a run's start after
+	// its slot.
+	MissedSlots int `json:"missed_slots,omitempty"`
+	Duplicates  int `json:"duplicates,omitempty"`
 
 	// Backlog: the queued jobs while accept+finish was measured, its cost
 	// per job, and the cost of one accept call.

@@ -21,6 +21,9 @@ type SteadyConfig struct {
 	Concurrency int
 	// Warmup is run (and not counted) before the measured arrivals.
 	Warmup time.Duration
+	// CPUProfile, when set, is a file to write a CPU profile of the
+	// measured arrivals to.
+	CPUProfile string
 }
 
 // DefaultSteady is the target's load: 500 jobs/s.
@@ -99,6 +102,13 @@ func Steady(ctx context.Context, o Options, cfg SteadyConfig) (Result, error) {
 		measured := i >= warm
 		if i == warm {
 			measuredBegin, psi = time.Now(), pressureSince()
+			stopProfile, err := startProfile(cfg.CPUProfile)
+			if err != nil {
+				stop()
+				<-ran
+				return Result{}, err
+			}
+			defer stopProfile()
 		}
 		adds.Add(1)
 		go func() {

@@ -11,6 +11,9 @@ import (
 // ceiling, against which the in-process figure is a ratio; with Via "http", the in-process drain, against which the HTTP
 // figure is a ratio. It returns the baselines' results first.
 func DrainWithBaselines(ctx context.Context, o Options, cfg DrainConfig) ([]Result, error) {
+	if cfg.Nodes > 1 {
+		return drainNodes(ctx, o, cfg)
+	}
 	var out []Result
 	var raw float64
 	if cfg.Baseline {
@@ -56,6 +59,31 @@ func DrainWithBaselines(ctx context.Context, o Options, cfg DrainConfig) ([]Resu
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// drainNodes runs the drain on cfg.Nodes nodes, after the same drain on
+// one node as the baseline.
+func drainNodes(ctx context.Context, o Options, cfg DrainConfig) ([]Result, error) {
+	var out []Result
+	var one float64
+	if cfg.Baseline {
+		c := cfg
+		c.Nodes, c.CPUProfile = 1, ""
+		r, err := Drain(ctx, o, c)
+		if err != nil {
+			return nil, err
+		}
+		one = r.JobsPerSec
+		out = append(out, r)
+	}
+	r, err := Drain(ctx, o, cfg)
+	if err != nil {
+		return out, err
+	}
+	if one > 0 {
+		r.Baseline, r.BaselineValue, r.Ratio = "the same drain on one node (jobs/s)", one, r.JobsPerSec/one
+	}
+	return append(out, r), nil
 }
 
 // SteadyWithBaseline runs the steady workload; with Via "http" it runs it

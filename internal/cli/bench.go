@@ -61,7 +61,7 @@ loopback port with the remote client, as a separate worker process would.`,
 	p.StringVar(&f.dir, "dir", "", "directory for the benchmark's SQLite files (default: a temporary one)")
 	p.BoolVar(&f.asJSON, "json", false, "one JSON object per workload run, for machines")
 	p.IntVar(&f.runs, "runs", 1, "run each workload this many times (the table shows medians)")
-	cmd.AddCommand(benchDrainCommand(f), benchSteadyCommand(f), benchBacklogCommand(f), benchMemoryCommand(f), benchFairnessCommand(f), benchFanoutCommand(f))
+	cmd.AddCommand(benchDrainCommand(f), benchSteadyCommand(f), benchBacklogCommand(f), benchMemoryCommand(f), benchFairnessCommand(f), benchFanoutCommand(f), benchRecurringCommand(f))
 	return cmd
 }
 
@@ -75,7 +75,8 @@ func benchDrainCommand(f *benchFlags) *cobra.Command {
 --concurrency slots until every job's completion has committed, which on SQLite
 (synchronous=FULL) means it is on disk. Baselines in the same run: on SQLite,
 raw batched SQL claim+complete on the same kind of database file (the ceiling);
-with --via http, the same drain in process.`,
+with --via http, the same drain in process; with --nodes N (PostgreSQL), the
+same drain on one node.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o, err := f.options(cmd, "drain")
@@ -93,6 +94,41 @@ with --via http, the same drain in process.`,
 	fl.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "the worker's slots (jobs running at once)")
 	fl.BoolVar(&noBaseline, "no-baseline", false, "skip the baselines")
 	fl.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured part (the last drain run) to this file")
+	fl.IntVar(&cfg.Nodes, "nodes", 1, "nodes draining together, each with its own store on the --dsn database and a worker (PostgreSQL)")
+	fl.DurationVar(&cfg.Work, "work", 0, "how long each job's handler sleeps (0: no-op jobs)")
+	return cmd
+}
+
+func benchRecurringCommand(f *benchFlags) *cobra.Command {
+	cfg := bench.DefaultRecurring
+	cmd := &cobra.Command{
+		Use:   "recurring",
+		Short: "--jobs recurring jobs due every --interval on --nodes nodes: slots run, missed, twice, and how late",
+		Long: `recurring adds --jobs recurring jobs ("SCHEDULED, +1 SECONDS" for the default
+--interval), all first due at the same whole second, and runs them with no-op
+handlers on --nodes nodes (PostgreSQL: each node a store of its own on the --dsn
+database with its own worker of --concurrency slots) for --duration. It reports
+the runs per second of the slots in that span, the slots that never ran and
+any that ran twice, and how late each run started after its slot (p50, p99,
+p99.9, max).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, err := f.options(cmd, "recurring")
+			if err != nil {
+				return err
+			}
+			return runBench(cmd, f, func(ctx context.Context) ([]bench.Result, error) {
+				r, err := bench.Recurring(ctx, o, cfg)
+				return []bench.Result{r}, err
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&cfg.Jobs, "jobs", cfg.Jobs, "recurring jobs")
+	fl.DurationVar(&cfg.Interval, "interval", cfg.Interval, "each job's interval (whole seconds)")
+	fl.DurationVar(&cfg.Duration, "duration", cfg.Duration, "the measured span")
+	fl.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "nodes running the jobs (more than one: PostgreSQL)")
+	fl.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "each node's worker slots")
 	return cmd
 }
 
@@ -125,6 +161,7 @@ commit of the job's completion (p50, p99, p99.9), and the achieved rate. With
 	fl.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "arrivals before the measured ones, not counted")
 	fl.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "the worker's slots")
 	fl.BoolVar(&noBaseline, "no-baseline", false, "with --via http, skip the in-process run")
+	fl.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured arrivals (the last run) to this file")
 	return cmd
 }
 
@@ -370,6 +407,7 @@ func benchTable(w io.Writer, rs []bench.Result, runs int) error {
 	switch rs[0].Workload {
 	case "drain":
 		cols = []col{
+			{"nodes", func(r bench.Result) float64 { return float64(r.Nodes) }, "%.0f"},
 			{"jobs", func(r bench.Result) float64 { return float64(r.Jobs) }, "%.0f"},
 			{"slots", func(r bench.Result) float64 { return float64(r.Concurrency) }, "%.0f"},
 			{"seconds", func(r bench.Result) float64 { return r.Seconds }, "%.2f"},
@@ -404,6 +442,20 @@ func benchTable(w io.Writer, rs []bench.Result, runs int) error {
 			{"fill jobs/s", func(r bench.Result) float64 { return r.FillJobsPerSec }, "%.0f"},
 			{"CPU pressure", func(r bench.Result) float64 { return r.CPUPressure }, "%.2f"},
 		}
+	case "recurring":
+		cols = []col{
+			{"nodes", func(r bench.Result) float64 { return float64(r.Nodes) }, "%.0f"},
+			{"runs", func(r bench.Result) float64 { return float64(r.Jobs) }, "%.0f"},
+			{"runs/s", func(r bench.Result) float64 { return r.JobsPerSec }, "%.0f"},
+			{"missed", func(r bench.Result) float64 { return float64(r.MissedSlots) }, "%.0f"},
+			{"twice", func(r bench.Result) float64 { return float64(r.Duplicates) }, "%.0f"},
+			{"late p50 ms", func(r bench.Result) float64 { return r.P50Ms }, "%.2f"},
+			{"p99", func(r bench.Result) float64 { return r.P99Ms }, "%.2f"},
+			{"p99.9", func(r bench.Result) float64 { return r.P999Ms }, "%.2f"},
+			{"max", func(r bench.Result) float64 { return r.MaxMs }, "%.2f"},
+			{"CPU µs/run", func(r bench.Result) float64 { return r.CPUUsPerJob }, "%.1f"},
+			{"CPU pressure", func(r bench.Result) float64 { return r.CPUPressure }, "%.2f"},
+		}
 	case "memory":
 		cols = []col{
 			{"queued", func(r bench.Result) float64 { return float64(r.Jobs) }, "%.0f"},
@@ -421,7 +473,8 @@ func benchTable(w io.Writer, rs []bench.Result, runs int) error {
 	row := func(r bench.Result, run string, get func(c col) float64) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t", r.Workload, r.Store, r.Via, run)
 		for _, c := range cols {
-			if v := get(c); v != 0 {
+			// Counts of faults read 0, not "does not apply".
+			if v := get(c); v != 0 || c.name == "missed" || c.name == "twice" {
 				fmt.Fprintf(tw, c.fmt+"\t", v)
 			} else {
 				fmt.Fprint(tw, "–\t")

@@ -65,6 +65,7 @@ func backlogRun(ctx context.Context, o Options, cfg BacklogConfig, size int, pro
 	}
 	fillRate := float64(size) / time.Since(t0).Seconds()
 	checkpoint(ctx, e.st)
+	vacuum(ctx, e.st)
 	c := e.client
 	refill := make([]rota.AddParams, cfg.Batch)
 	for i := range refill {

@@ -454,7 +454,9 @@ func (a *acceptor) begin() error {
 	if a.tx != nil {
 		return nil
 	}
-	tx, err := a.s.pool.Begin(a.ctx)
+	// The same settings as the batches of head and completions, in the
+	// round trip of BEGIN.
+	tx, err := a.s.pool.BeginTx(a.ctx, pgx.TxOptions{BeginQuery: "BEGIN; " + indexOnlySQL})
 	if err != nil {
 		return err
 	}

@@ -442,6 +442,14 @@ func benchTable(w io.Writer, rs []bench.Result, runs int) error {
 			{"fill jobs/s", func(r bench.Result) float64 { return r.FillJobsPerSec }, "%.0f"},
 			{"CPU pressure", func(r bench.Result) float64 { return r.CPUPressure }, "%.2f"},
 		}
+	case "fanout":
+		cols = []col{
+			{"children", func(r bench.Result) float64 { return float64(r.Jobs) }, "%.0f"},
+			{"slots", func(r bench.Result) float64 { return float64(r.Concurrency) }, "%.0f"},
+			{"seconds", func(r bench.Result) float64 { return r.Seconds }, "%.2f"},
+			{"children/s", func(r bench.Result) float64 { return r.JobsPerSec }, "%.0f"},
+			{"CPU µs/child", func(r bench.Result) float64 { return r.CPUUsPerJob }, "%.1f"},
+		}
 	case "recurring":
 		cols = []col{
 			{"nodes", func(r bench.Result) float64 { return float64(r.Nodes) }, "%.0f"},

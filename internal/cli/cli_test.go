@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rotajobs/rota/internal/bench"
 )
 
 func TestRelTime(t *testing.T) {
@@ -130,5 +132,30 @@ func TestUnreachableMessage(t *testing.T) {
 	var ue *unreachableError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "no rota server answered at "+g.server) || !strings.Contains(err.Error(), "rota serve") {
 		t.Errorf("error %q does not say that no server answered and how to start one", err)
+	}
+}
+
+// TestBenchTableColumns: every workload's table has columns of its own
+// (a workload without them printed only its name), and fault counts read 0.
+func TestBenchTableColumns(t *testing.T) {
+	for _, r := range []bench.Result{
+		{Workload: "drain", JobsPerSec: 1000, Jobs: 10},
+		{Workload: "steady", P50Ms: 1},
+		{Workload: "backlog", MicrosPerJob: 2},
+		{Workload: "memory", RSSMB: 3},
+		{Workload: "fanout", JobsPerSec: 4000, Jobs: 10000},
+		{Workload: "recurring", JobsPerSec: 1000, Jobs: 10000, P50Ms: 5},
+	} {
+		var out strings.Builder
+		if err := benchTable(&out, []bench.Result{r}, 1); err != nil {
+			t.Fatal(err)
+		}
+		header := strings.SplitN(out.String(), "\n", 2)[0]
+		if len(strings.Fields(header)) <= 4 {
+			t.Errorf("%s: the table has no columns of its own:\n%s", r.Workload, out.String())
+		}
+		if r.Workload == "recurring" && !strings.Contains(out.String(), " 0 ") {
+			t.Errorf("recurring: no slot missed should read 0:\n%s", out.String())
+		}
 	}
 }

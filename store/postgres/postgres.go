@@ -636,11 +636,21 @@ func (s *Store) autocommit(ctx context.Context, op string, fn func(t *txn) error
 // again, a few times; a failed commit is reported, since its outcome is
 // unknown.
 func (s *Store) inTx(ctx context.Context, op string, fn func(t *txn) error) error {
-	return s.inTxOn(ctx, op, s.pool, fn)
+	return s.inTxOn(ctx, op, jobTxs{s.pool}, fn)
 }
 
 type beginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// jobTxs begins the transactions of job operations, which find jobs by id
+// or from the front of an index, with the settings of indexOnlySQL in
+// BEGIN's round trip. (The sweep leader's transactions, which read whole
+// tables of ended jobs, begin without them.)
+type jobTxs struct{ pool *pgxpool.Pool }
+
+func (p jobTxs) Begin(ctx context.Context) (pgx.Tx, error) {
+	return p.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: "BEGIN; " + indexOnlySQL})
 }
 
 func (s *Store) inTxOn(ctx context.Context, op string, on beginner, fn func(t *txn) error) error {

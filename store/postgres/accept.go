@@ -456,7 +456,7 @@ func (a *acceptor) begin() error {
 	}
 	// The same settings as the batches of head and completions, in the
 	// round trip of BEGIN.
-	tx, err := a.s.pool.BeginTx(a.ctx, pgx.TxOptions{BeginQuery: "BEGIN; " + indexOnlySQL})
+	tx, err := a.s.pool.BeginTx(a.ctx, pgx.TxOptions{BeginQuery: "BEGIN; " + hotPlanSQL})
 	if err != nil {
 		return err
 	}
@@ -767,7 +767,7 @@ func (a *acceptor) clock(g *fair.Group, turn float64) {
 // round trip. The page shows the groups after the claim.
 func (a *acceptor) head(q *queue) error {
 	b := &pgx.Batch{}
-	b.Queue(indexOnlySQL)
+	b.Queue(hotPlanSQL)
 	b.Queue(a.s.q(headSQL), append([]any{q.Type, a.p.Limit, optTime(a.p.DueBy)}, a.lease...)...)
 	b.Queue(a.s.q(vclockIfRanOutSQL), q.Type)
 	b.Queue(a.s.q(pageIfShortSQL), q.pageArgs()...)

@@ -908,10 +908,10 @@ func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, e
 	return errs, nil
 }
 
-// indexOnlySQL starts the round trips of the hot statements, which find
-// jobs by id or from the front of an index, in the implicit transaction
-// that a batch is: it keeps PostgreSQL from planning a sequential scan of
-// rota.jobs for them. The table holds only live jobs, so under a steady
+// hotPlanSQL sets the planner's settings for the hot statements (which
+// find jobs by id or from the front of an index), for the implicit
+// transaction of their batch or for their transaction: it keeps
+// PostgreSQL from planning a sequential scan of rota.jobs for them. The table holds only live jobs, so under a steady
 // flow it is a few rows in pages that held thousands since autovacuum's
 // last pass (once a minute at most); the planner, which prices an index
 // probe by the index's pages per live row, then takes reading every page
@@ -926,7 +926,7 @@ func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, e
 // arguments). And it turns JIT compilation off for them: with 10 million
 // jobs queued the claim's estimated cost passes jit_above_cost, and
 // compiling it took 83 ms of a claim that runs in 4.
-const indexOnlySQL = `SELECT set_config('enable_seqscan', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true),
+const hotPlanSQL = `SELECT set_config('enable_seqscan', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true),
 	set_config('jit', 'off', true)`
 
 // completeFast runs completeSQL and returns the items it did not complete.
@@ -951,7 +951,7 @@ func (s *Store) completeFast(ctx context.Context, ps []store.FinishParams, resul
 	}
 	err := s.autocommit(ctx, "finish", func(t *txn) error {
 		b := &pgx.Batch{}
-		b.Queue(indexOnlySQL)
+		b.Queue(hotPlanSQL)
 		b.Queue(s.q(completeSQL), ids, tokens.json(), res.json())
 		br := s.pool.SendBatch(ctx, b)
 		defer br.Close()

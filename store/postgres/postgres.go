@@ -644,13 +644,13 @@ type beginner interface {
 }
 
 // jobTxs begins the transactions of job operations, which find jobs by id
-// or from the front of an index, with the settings of indexOnlySQL in
+// or from the front of an index, with the settings of hotPlanSQL in
 // BEGIN's round trip. (The sweep leader's transactions, which read whole
 // tables of ended jobs, begin without them.)
 type jobTxs struct{ pool *pgxpool.Pool }
 
 func (p jobTxs) Begin(ctx context.Context) (pgx.Tx, error) {
-	return p.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: "BEGIN; " + indexOnlySQL})
+	return p.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: "BEGIN; " + hotPlanSQL})
 }
 
 func (s *Store) inTxOn(ctx context.Context, op string, on beginner, fn func(t *txn) error) error {

@@ -3,7 +3,6 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -39,172 +38,151 @@ func AppendAccept(buf []byte, jobs []store.Job) []byte {
 // the whole job when a field is out of the ordinary.
 func appendJob(buf []byte, j *store.Job) []byte {
 	start := len(buf)
-	ok := true
-	str := func(s string) {
-		if ok = ok && plainJSON(s); ok {
-			buf = append(buf, '"')
-			buf = append(buf, s...)
-			buf = append(buf, '"')
-		}
-	}
-	tm := func(t time.Time) {
-		if y := t.Year(); y < 0 || y > 9999 {
-			ok = false
-			return
-		}
-		buf = append(buf, '"')
-		buf = t.AppendFormat(buf, time.RFC3339Nano)
-		buf = append(buf, '"')
-	}
-	raw := func(m json.RawMessage) {
-		if len(m) == 0 {
-			buf = append(buf, "null"...)
-			return
-		}
-		// encoding/json compacts a RawMessage and escapes <, >, & and
-		// U+2028/9 in it; what needs none of that is copied as it is.
-		if ok = ok && plainRaw(m); ok {
-			buf = append(buf, m...)
-		}
-	}
-	text := func(v interface{ MarshalText() ([]byte, error) }) {
-		b, err := v.MarshalText()
-		ok = ok && err == nil
-		str(string(b))
-	}
-	sub := func(v any) { // rare fields: encoding/json's own encoding
-		b, err := json.Marshal(v)
-		ok = ok && err == nil
-		buf = append(buf, b...)
-	}
-	buf = append(buf, `{"id":`...)
-	buf = strconv.AppendInt(buf, j.ID, 10)
-	buf = append(buf, `,"type":`...)
-	str(j.Type)
+	o := &jsonOut{buf: buf, ok: true}
+	o.lit(`{"id":`)
+	o.int(j.ID)
+	o.lit(`,"type":`)
+	o.str(j.Type)
 	if j.Key != "" {
-		buf = append(buf, `,"key":`...)
-		str(j.Key)
+		o.lit(`,"key":`)
+		o.str(j.Key)
 	}
-	buf = append(buf, `,"group":`...)
-	str(j.Group)
-	buf = append(buf, `,"priority":`...)
-	buf = strconv.AppendInt(buf, int64(j.Priority), 10)
-	buf = append(buf, `,"state":`...)
-	text(j.State)
-	buf = append(buf, `,"run_at":`...)
-	tm(j.RunAt)
-	buf = append(buf, `,"data":`...)
-	raw(j.Data)
-	buf = append(buf, `,"attempt":`...)
-	buf = strconv.AppendInt(buf, int64(j.Attempt), 10)
-	buf = append(buf, `,"max_attempts":`...)
-	buf = strconv.AppendInt(buf, int64(j.MaxAttempts), 10)
+	o.lit(`,"group":`)
+	o.str(j.Group)
+	o.lit(`,"priority":`)
+	o.int(int64(j.Priority))
+	o.lit(`,"state":`)
+	o.text(j.State)
+	o.lit(`,"run_at":`)
+	o.time(j.RunAt)
+	o.lit(`,"data":`)
+	o.raw(j.Data)
+	o.lit(`,"attempt":`)
+	o.int(int64(j.Attempt))
+	o.lit(`,"max_attempts":`)
+	o.int(int64(j.MaxAttempts))
 	if j.Token != "" {
-		buf = append(buf, `,"token":`...)
-		str(j.Token)
+		o.lit(`,"token":`)
+		o.str(j.Token)
 	}
 	if j.Worker != "" {
-		buf = append(buf, `,"worker":`...)
-		str(j.Worker)
+		o.lit(`,"worker":`)
+		o.str(j.Worker)
 	}
 	if !j.LeaseUntil.IsZero() {
-		buf = append(buf, `,"lease_until":`...)
-		tm(j.LeaseUntil)
+		o.lit(`,"lease_until":`)
+		o.time(j.LeaseUntil)
 	}
 	if j.CancelRequested {
-		buf = append(buf, `,"cancel_requested":true`...)
+		o.lit(`,"cancel_requested":true`)
 	}
 	if j.Resubmit {
-		buf = append(buf, `,"resubmit":true`...)
+		o.lit(`,"resubmit":true`)
 	}
-	buf = append(buf, `,"progress":`...)
-	if f := j.Progress; math.IsInf(f, 0) || math.IsNaN(f) {
-		ok = false
-	} else {
-		buf = appendJSONFloat(buf, f)
-	}
+	o.lit(`,"progress":`)
+	o.float(j.Progress)
 	if j.LastError != "" {
-		buf = append(buf, `,"last_error":`...)
-		str(j.LastError)
+		o.lit(`,"last_error":`)
+		o.str(j.LastError)
 	}
 	if len(j.Errors) > 0 {
-		buf = append(buf, `,"errors":`...)
-		sub(j.Errors)
+		o.lit(`,"errors":`)
+		o.sub(j.Errors)
 	}
 	if len(j.Result) > 0 {
-		buf = append(buf, `,"result":`...)
-		raw(j.Result)
+		o.lit(`,"result":`)
+		o.raw(j.Result)
 	}
 	if len(j.Meta) > 0 {
-		buf = append(buf, `,"meta":`...)
-		sub(j.Meta)
+		o.lit(`,"meta":`)
+		o.sub(j.Meta)
 	}
 	if j.Schedule != "" {
-		buf = append(buf, `,"schedule":`...)
-		str(j.Schedule)
+		o.lit(`,"schedule":`)
+		o.str(j.Schedule)
 	}
 	if j.Missed != 0 {
-		buf = append(buf, `,"missed":`...)
-		text(j.Missed)
+		o.lit(`,"missed":`)
+		o.text(j.Missed)
 	}
 	if !j.Slot.IsZero() {
-		buf = append(buf, `,"slot":`...)
-		tm(j.Slot)
+		o.lit(`,"slot":`)
+		o.time(j.Slot)
 	}
 	if j.RetryAfter != 0 {
-		buf = append(buf, `,"retry_after":`...)
-		buf = strconv.AppendInt(buf, int64(j.RetryAfter), 10)
+		o.lit(`,"retry_after":`)
+		o.int(int64(j.RetryAfter))
 	}
 	if j.Parent != 0 {
-		buf = append(buf, `,"parent":`...)
-		buf = strconv.AppendInt(buf, j.Parent, 10)
+		o.lit(`,"parent":`)
+		o.int(j.Parent)
 	}
 	if j.HasChildren {
-		buf = append(buf, `,"has_children":true`...)
+		o.lit(`,"has_children":true`)
 	}
 	if j.BedrockID != 0 {
-		buf = append(buf, `,"bedrock_id":`...)
-		buf = strconv.AppendInt(buf, j.BedrockID, 10)
+		o.lit(`,"bedrock_id":`)
+		o.int(j.BedrockID)
 	}
 	if len(j.ParentData) > 0 {
-		buf = append(buf, `,"parent_data":`...)
-		raw(j.ParentData)
+		o.lit(`,"parent_data":`)
+		o.raw(j.ParentData)
 	}
 	if len(j.Children) > 0 {
-		buf = append(buf, `,"children":`...)
-		sub(j.Children)
+		o.lit(`,"children":`)
+		o.sub(j.Children)
 	}
-	buf = append(buf, `,"created_at":`...)
-	tm(j.CreatedAt)
+	o.lit(`,"created_at":`)
+	o.time(j.CreatedAt)
 	if !j.StartedAt.IsZero() {
-		buf = append(buf, `,"started_at":`...)
-		tm(j.StartedAt)
+		o.lit(`,"started_at":`)
+		o.time(j.StartedAt)
 	}
 	if !j.PrevStartedAt.IsZero() {
-		buf = append(buf, `,"prev_started_at":`...)
-		tm(j.PrevStartedAt)
+		o.lit(`,"prev_started_at":`)
+		o.time(j.PrevStartedAt)
 	}
 	if !j.FinishedAt.IsZero() {
-		buf = append(buf, `,"finished_at":`...)
-		tm(j.FinishedAt)
+		o.lit(`,"finished_at":`)
+		o.time(j.FinishedAt)
 	}
-	buf = append(buf, `,"updated_at":`...)
-	tm(j.UpdatedAt)
-	buf = append(buf, `,"backoff_base":"`...)
-	buf = append(buf, j.BackoffBase.String()...)
-	buf = append(buf, `","backoff_max":"`...)
-	buf = append(buf, j.BackoffMax.String()...)
-	buf = append(buf, `"}`...)
-	if !ok {
+	o.lit(`,"updated_at":`)
+	o.time(j.UpdatedAt)
+	o.lit(`,"backoff_base":"`)
+	o.lit(j.BackoffBase.String())
+	o.lit(`","backoff_max":"`)
+	o.lit(j.BackoffMax.String())
+	o.lit(`"}`)
+	if !o.ok {
 		b, err := json.Marshal(NewJobWire(*j))
 		if err != nil {
 			// What json.Marshal cannot encode (invalid data) it cannot
 			// encode in the whole answer either; say so in JSON.
 			b = []byte(`null`)
 		}
-		return append(buf[:start], b...)
+		return append(o.buf[:start], b...)
 	}
-	return buf
+	return o.buf
+}
+
+// raw appends a RawMessage field. encoding/json compacts a RawMessage and
+// escapes <, >, & and U+2028/9 in it; what needs none of that is copied
+// as it is.
+func (o *jsonOut) raw(m json.RawMessage) {
+	if len(m) == 0 {
+		o.lit("null")
+		return
+	}
+	if o.ok = o.ok && plainRaw(m); o.ok {
+		o.buf = append(o.buf, m...)
+	}
+}
+
+// sub appends a rare field with encoding/json's own encoding.
+func (o *jsonOut) sub(v any) {
+	b, err := json.Marshal(v)
+	o.ok = o.ok && err == nil
+	o.buf = append(o.buf, b...)
 }
 
 // plainRaw reports whether encoding/json writes the JSON text m as it is:
@@ -354,6 +332,15 @@ func (p *jsonScan) int() (int64, bool) {
 		return 0, false
 	}
 	v, err := strconv.ParseInt(string(n), 10, 64)
+	return v, err == nil
+}
+
+func (p *jsonScan) float() (float64, bool) {
+	n, _, ok := p.number()
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(string(n), 64)
 	return v, err == nil
 }
 
@@ -544,12 +531,7 @@ func (p *jsonScan) field(j *store.Job, key string) bool {
 	case "resubmit":
 		boolean(&j.Resubmit)
 	case "progress":
-		var n []byte
-		if n, _, ok = p.number(); ok {
-			var err error
-			j.Progress, err = strconv.ParseFloat(string(n), 64)
-			ok = err == nil
-		}
+		j.Progress, ok = p.float()
 	case "last_error":
 		str(&j.LastError)
 	case "errors":

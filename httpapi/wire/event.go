@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"math"
@@ -21,59 +20,81 @@ import (
 // AppendEvent appends ev's JSON, as json.Marshal writes it, to buf.
 func AppendEvent(buf []byte, ev Event) []byte {
 	start := len(buf)
-	ok := true
-	str := func(s string) {
-		if ok = ok && plainJSON(s); ok {
-			buf = append(buf, '"')
-			buf = append(buf, s...)
-			buf = append(buf, '"')
-		}
+	o := &jsonOut{buf: buf, ok: true}
+	o.lit(`{"id":`)
+	o.int(ev.ID)
+	o.lit(`,"type":`)
+	o.str(ev.Type)
+	o.lit(`,"group":`)
+	o.str(ev.Group)
+	o.lit(`,"state":`)
+	o.text(ev.State)
+	if ev.Removed {
+		o.lit(`,"removed":true`)
 	}
-	tm := func(t time.Time) {
-		if y := t.Year(); y < 0 || y > 9999 {
-			ok = false
-			return
-		}
-		buf = append(buf, '"')
-		buf = t.AppendFormat(buf, time.RFC3339Nano)
-		buf = append(buf, '"')
+	o.lit(`,"progress":`)
+	o.float(ev.Progress)
+	if ev.Lease != "" {
+		o.lit(`,"lease":`)
+		o.str(ev.Lease)
 	}
-	c := ev
-	buf = append(buf, `{"id":`...)
-	buf = strconv.AppendInt(buf, c.ID, 10)
-	buf = append(buf, `,"type":`...)
-	str(c.Type)
-	buf = append(buf, `,"group":`...)
-	str(c.Group)
-	buf = append(buf, `,"state":`...)
-	name, err := c.State.MarshalText()
-	ok = ok && err == nil
-	str(string(name))
-	if c.Removed {
-		buf = append(buf, `,"removed":true`...)
+	if !ev.RunAt.IsZero() {
+		o.lit(`,"run_at":`)
+		o.time(ev.RunAt)
 	}
-	buf = append(buf, `,"progress":`...)
-	if f := c.Progress; math.IsInf(f, 0) || math.IsNaN(f) {
-		ok = false
-	} else {
-		buf = appendJSONFloat(buf, f)
-	}
-	if c.Lease != "" {
-		buf = append(buf, `,"lease":`...)
-		str(c.Lease)
-	}
-	if !c.RunAt.IsZero() {
-		buf = append(buf, `,"run_at":`...)
-		tm(c.RunAt)
-	}
-	buf = append(buf, `,"at":`...)
-	tm(ev.At)
-	buf = append(buf, '}')
-	if !ok {
+	o.lit(`,"at":`)
+	o.time(ev.At)
+	o.lit(`}`)
+	if !o.ok {
 		b, _ := json.Marshal(ev)
-		return append(buf[:start], b...)
+		return append(o.buf[:start], b...)
 	}
-	return buf
+	return o.buf
+}
+
+// jsonOut appends JSON as encoding/json writes it, for AppendEvent and
+// AppendAccept. ok turns false at the first value it does not write the
+// way encoding/json would (escapes, times outside years 0-9999, NaN); the
+// caller then writes the whole value with encoding/json instead.
+type jsonOut struct {
+	buf []byte
+	ok  bool
+}
+
+func (o *jsonOut) lit(s string) { o.buf = append(o.buf, s...) }
+
+func (o *jsonOut) int(v int64) { o.buf = strconv.AppendInt(o.buf, v, 10) }
+
+func (o *jsonOut) str(s string) {
+	if o.ok = o.ok && plainJSON(s); o.ok {
+		o.buf = append(o.buf, '"')
+		o.buf = append(o.buf, s...)
+		o.buf = append(o.buf, '"')
+	}
+}
+
+func (o *jsonOut) text(v interface{ MarshalText() ([]byte, error) }) {
+	b, err := v.MarshalText()
+	o.ok = o.ok && err == nil
+	o.str(string(b))
+}
+
+func (o *jsonOut) time(t time.Time) {
+	if y := t.Year(); y < 0 || y > 9999 {
+		o.ok = false
+		return
+	}
+	o.buf = append(o.buf, '"')
+	o.buf = t.AppendFormat(o.buf, time.RFC3339Nano)
+	o.buf = append(o.buf, '"')
+}
+
+func (o *jsonOut) float(f float64) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		o.ok = false
+		return
+	}
+	o.buf = appendJSONFloat(o.buf, f)
 }
 
 // plainJSON reports whether s is written as is inside JSON quotes by
@@ -122,126 +143,46 @@ func ParseEvent(data []byte) (Event, error) {
 // in strings; anything else is errShape.
 func parseEventFast(d []byte) (Event, error) {
 	var ev Event
-	p := eventParser{d: d, ok: true}
-	p.lit(`{"id":`)
-	ev.ID = p.int()
-	p.lit(`,"type":`)
-	ev.Type = p.str()
-	p.lit(`,"group":`)
-	ev.Group = p.str()
-	p.lit(`,"state":`)
-	if p.ok && ev.State.UnmarshalText([]byte(p.str())) != nil {
-		p.ok = false
+	p := &jsonScan{d: d}
+	ok := p.lit(`{"id":`)
+	if ok {
+		ev.ID, ok = p.int()
 	}
-	if p.opt(`,"removed":true`) {
+	ok = ok && p.lit(`,"type":`)
+	if ok {
+		ev.Type, ok = p.str()
+	}
+	ok = ok && p.lit(`,"group":`)
+	if ok {
+		ev.Group, ok = p.str()
+	}
+	ok = ok && p.lit(`,"state":`)
+	if ok {
+		var s string
+		s, ok = p.str()
+		ok = ok && ev.State.UnmarshalText([]byte(s)) == nil
+	}
+	if ok && p.lit(`,"removed":true`) {
 		ev.Removed = true
 	}
-	p.lit(`,"progress":`)
-	ev.Progress = p.float()
-	if p.opt(`,"lease":`) {
-		ev.Lease = p.str()
+	ok = ok && p.lit(`,"progress":`)
+	if ok {
+		ev.Progress, ok = p.float()
 	}
-	if p.opt(`,"run_at":`) {
-		ev.RunAt = p.time()
+	if ok && p.lit(`,"lease":`) {
+		ev.Lease, ok = p.str()
 	}
-	p.lit(`,"at":`)
-	ev.At = p.time()
-	p.lit(`}`)
-	if !p.ok || len(p.d) != 0 {
+	if ok && p.lit(`,"run_at":`) {
+		ev.RunAt, ok = p.time()
+	}
+	ok = ok && p.lit(`,"at":`)
+	if ok {
+		ev.At, ok = p.time()
+	}
+	if !ok || !p.lit(`}`) || len(p.d) != 0 {
 		return Event{}, errShape
 	}
 	return ev, nil
-}
-
-type eventParser struct {
-	d  []byte
-	ok bool
-}
-
-func (p *eventParser) lit(s string) {
-	if p.ok && bytes.HasPrefix(p.d, []byte(s)) {
-		p.d = p.d[len(s):]
-		return
-	}
-	p.ok = false
-}
-
-func (p *eventParser) opt(s string) bool {
-	if p.ok && bytes.HasPrefix(p.d, []byte(s)) {
-		p.d = p.d[len(s):]
-		return true
-	}
-	return false
-}
-
-// token returns the bytes up to the first of , } or end.
-func (p *eventParser) token() []byte {
-	i := bytes.IndexAny(p.d, ",}")
-	if i < 0 {
-		i = len(p.d)
-	}
-	t := p.d[:i]
-	p.d = p.d[i:]
-	return t
-}
-
-func (p *eventParser) int() int64 {
-	if !p.ok {
-		return 0
-	}
-	v, err := strconv.ParseInt(string(p.token()), 10, 64)
-	p.ok = err == nil
-	return v
-}
-
-func (p *eventParser) float() float64 {
-	if !p.ok {
-		return 0
-	}
-	t := p.token()
-	for _, c := range t {
-		if (c < '0' || c > '9') && c != '-' && c != '+' && c != '.' && c != 'e' && c != 'E' {
-			p.ok = false // not a JSON number (ParseFloat takes "Inf", hex, ...)
-			return 0
-		}
-	}
-	v, err := strconv.ParseFloat(string(t), 64)
-	p.ok = err == nil
-	return v
-}
-
-func (p *eventParser) str() string {
-	if !p.ok || len(p.d) == 0 || p.d[0] != '"' {
-		p.ok = false
-		return ""
-	}
-	i := bytes.IndexByte(p.d[1:], '"')
-	if i < 0 {
-		p.ok = false
-		return ""
-	}
-	raw := p.d[1 : 1+i]
-	for _, c := range raw {
-		if c < 0x20 || c == '\\' || c >= 0x80 {
-			p.ok = false // escapes, controls and non-ASCII: encoding/json decides
-			return ""
-		}
-	}
-	s := string(raw)
-	p.d = p.d[2+i:]
-	return s
-}
-
-func (p *eventParser) time() time.Time {
-	s := p.str()
-	if !p.ok {
-		return time.Time{}
-	}
-	var t time.Time
-	if err := t.UnmarshalText([]byte(s)); err != nil {
-		p.ok = false
-	}
-	return t
 }
 
 // ParseEventStream reads Server-Sent Events from next (one line per call,

@@ -502,17 +502,7 @@ func TestCompleteInCallersTransaction(t *testing.T) {
 // group's running job ends. The poll fallback is an hour, so only the
 // wake-up on the ending can explain a prompt answer.
 func TestAcceptWaitsForBoundedGroup(t *testing.T) {
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "rota.db"), sqlite.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	counted := &countingStore{Store: st}
-	c, err := rota.NewClient(counted, rota.Config{PollInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, counted := countingClient(t)
 	ctx := context.Background()
 	if err := c.SetGroupConfig(ctx, rota.GroupConfig{Group: "a", Type: "t", MaxRunning: 1}); err != nil {
 		t.Fatal(err)
@@ -552,17 +542,7 @@ func TestAcceptWaitsForBoundedGroup(t *testing.T) {
 // the type that end do not wake a waiting accept (each would cost a round
 // trip to the store for nothing); a job becoming pending does.
 func TestAcceptSleepsThroughEnds(t *testing.T) {
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "rota.db"), sqlite.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	counted := &countingStore{Store: st}
-	c, err := rota.NewClient(counted, rota.Config{PollInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, counted := countingClient(t)
 	ctx := context.Background()
 	for range 20 {
 		add(t, c, rota.AddParams{Type: "t"})
@@ -599,6 +579,25 @@ func TestAcceptSleepsThroughEnds(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the waiting accept did not wake when a job was added")
 	}
+}
+
+// countingClient is a client on a real SQLite store that counts the
+// store's accepts, with a poll fallback of an hour: only wake-ups explain
+// a prompt accept.
+func countingClient(t *testing.T) (*rota.Client, *countingStore) {
+	t.Helper()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "rota.db"), sqlite.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	counted := &countingStore{Store: st}
+	c, err := rota.NewClient(counted, rota.Config{PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, counted
 }
 
 // countingStore counts accepts on a real store.

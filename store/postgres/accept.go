@@ -332,13 +332,14 @@ func servedSQL(src string) string {
 // the turns the first group wins in a row (at most $2), unless the group is
 // bounded or the type has a counting scheme, and counts them. $1 is the
 // type, $3 the due-by time, $4..$6 the lease arguments. It returns the
-// claimed jobs with the group's pending count and turn before the claim,
-// its weight, and the turns it won (the group's row is updated after the
-// jobs, unreferenced, so that the claim holds it only from the end of the
-// statement to its commit); and it notes in the setting rotajobs.short
-// whether it claimed fewer than $2, for pageIfShortSQL, which runs after it
-// in the same round trip. So an accept that one group serves whole is one
-// statement, as before groups.
+// claimed jobs with the turns the group won (the group's row is updated
+// after the jobs, unreferenced, so that the claim holds it only from the
+// end of the statement to its commit); and it notes in settings of its
+// transaction whether it claimed fewer than $2 (rotajobs.short, for
+// pageIfShortSQL and nextRunIfShortSQL) and, when the group ran out, the
+// virtual clock's new turn (rotajobs.vclock, for vclockIfRanOutSQL), which
+// run after it in the same round trip. So an accept that one group serves
+// whole is one round trip.
 var headSQL = `WITH hd AS (SELECT g.grp, g.turn, g.pending, w.w, greatest(1, least($2::bigint, g.pending, CASE
 		WHEN r.grp IS NULL THEN $2::bigint
 		WHEN g.grp < r.grp THEN floor((r.turn - g.turn) * w.w + 1e-9)::bigint + 1
@@ -369,7 +370,7 @@ FROM lt WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND (SELECT set_config('s
 	AND (SELECT set_config('rotajobs.short', ((SELECT count(*) FROM picked) < $2)::text, true)) IS NOT NULL
 	AND (SELECT set_config('rotajobs.vclock', coalesce((SELECT (hd.turn + (x.n - 1) / hd.w)::text
 		FROM hd, (SELECT count(*) AS n FROM picked) x WHERE x.n > 0 AND x.n >= hd.pending), ''), true)) IS NOT NULL
-RETURNING ` + prefixed("j.", jobColumns) + `, 1::bigint, (SELECT hd.pending FROM hd), (SELECT hd.turn FROM hd), (SELECT hd.w FROM hd), (SELECT hd.n FROM hd)`
+RETURNING ` + prefixed("j.", jobColumns) + `, 1::bigint, (SELECT hd.n FROM hd)`
 
 // vclockIfRanOutSQL moves the type's virtual clock ($1) to the turn that
 // the headSQL before it in the same round trip noted in rotajobs.vclock:
@@ -782,10 +783,9 @@ func (a *acceptor) head(q *queue) error {
 		return err
 	}
 	var grp string
-	var claimed, pending, won int64
-	var turn, w float64
+	var claimed, won int64
 	var e int64
-	sc := &extraScanner{r: r, extra: []any{&e, &pending, &turn, &w, &won}}
+	sc := &extraScanner{r: r, extra: []any{&e, &won}}
 	for r.Next() {
 		j, err := scanJob(sc)
 		if err != nil {

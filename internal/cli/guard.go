@@ -2,10 +2,14 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -24,11 +28,31 @@ const guardCommandName = "__work-guard"
 // stdin, each group it starts ("+PGID") and each it has killed and is
 // about to reap ("-PGID"); when that pipe closes, as it does however the
 // worker ends, the guard kills the groups it still knows of, and exits.
+//
+// A program runs from its start until the worker has told the guard of
+// its group, so a worker killed in between would leave what the program
+// started behind. Programs therefore carry the guard's token in their
+// environment (guardEnv), which what they start inherits, and the guard
+// also kills, last, every process that carries it (Linux, from /proc).
 type guard struct {
-	mu   sync.Mutex
-	in   io.WriteCloser
-	cmd  *exec.Cmd
-	fail bool // a write failed: the guard is gone
+	mu    sync.Mutex
+	in    io.WriteCloser
+	cmd   *exec.Cmd
+	token string
+	fail  bool // a write failed: the guard is gone
+}
+
+// guardEnv names the environment variable that marks a worker's programs
+// and what they start with the token of the worker's guard.
+const guardEnv = "ROTA_WORK_GUARD"
+
+// env is the environment entry that marks a program of this guard's
+// worker; empty without a guard.
+func (g *guard) env() string {
+	if g == nil {
+		return ""
+	}
+	return guardEnv + "=" + g.token
 }
 
 // startGuard starts the guard process, the rota binary itself.
@@ -37,7 +61,12 @@ func startGuard() (*guard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start the program guard: %w", err)
 	}
-	cmd := exec.Command(exe, guardCommandName)
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("start the program guard: %w", err)
+	}
+	token := hex.EncodeToString(b[:])
+	cmd := exec.Command(exe, guardCommandName, token)
 	// Its own group, so that neither a terminal's Ctrl-C (meant for the
 	// worker) nor a signal to the worker's group ends it early.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -48,7 +77,7 @@ func startGuard() (*guard, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the program guard: %w", err)
 	}
-	return &guard{in: in, cmd: cmd}, nil
+	return &guard{in: in, cmd: cmd, token: token}, nil
 }
 
 func (g *guard) send(op byte, pgid int) {
@@ -88,19 +117,19 @@ func guardCommand() *cobra.Command {
 		Use:    guardCommandName,
 		Short:  "Kill a worker's program groups when the worker ends (started by rota work)",
 		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			// SIGINT and SIGTERM are caught by Main and end nothing here:
 			// the guard ends when its stdin does.
-			runGuard(cmd.InOrStdin())
+			runGuard(cmd.InOrStdin(), args[0])
 			return nil
 		},
 	}
 }
 
 // runGuard reads "+PGID" and "-PGID" lines until in ends, then kills the
-// groups added and not removed.
-func runGuard(in io.Reader) {
+// groups added and not removed, and then every process marked with token.
+func runGuard(in io.Reader, token string) {
 	groups := map[int]struct{}{}
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
@@ -121,5 +150,40 @@ func runGuard(in io.Reader) {
 	}
 	for pgid := range groups {
 		syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	killMarked(guardEnv + "=" + token)
+}
+
+// killMarked kills every process whose environment holds the entry mark,
+// with its process group, a few times over, so that a process forking as
+// it is killed does not leave a child behind. Without /proc it does
+// nothing.
+func killMarked(mark string) {
+	want := []byte(mark)
+	self := os.Getpid()
+	for range 3 {
+		dirs, err := os.ReadDir("/proc")
+		if err != nil {
+			return
+		}
+		found := false
+		for _, d := range dirs {
+			pid, err := strconv.Atoi(d.Name())
+			if err != nil || pid == self {
+				continue
+			}
+			env, err := os.ReadFile("/proc/" + d.Name() + "/environ")
+			if err != nil || !slices.ContainsFunc(bytes.Split(env, []byte{0}), func(e []byte) bool { return bytes.Equal(e, want) }) {
+				continue
+			}
+			found = true
+			if pgid, err := syscall.Getpgid(pid); err == nil && pgid > 1 && pgid != syscall.Getpgrp() {
+				syscall.Kill(-pgid, syscall.SIGKILL)
+			}
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if !found {
+			return
+		}
 	}
 }

@@ -93,6 +93,9 @@ func (r *runner) Work(ctx context.Context, job *rota.Job) error {
 		"ROTA_JOB_KEY="+job.Key,
 		"ROTA_JOB_GROUP="+job.Group,
 	)
+	if e := r.progs.guard.env(); e != "" {
+		cmd.Env = append(cmd.Env, e)
+	}
 	cmd.SysProcAttr = programAttr()
 	// A program that exits but leaves a child holding stdout or stderr
 	// open does not hold up the job for longer than this.

@@ -307,7 +307,7 @@ func TestGuardKillsGroups(t *testing.T) {
 		close(reaped)
 	}()
 	in := fmt.Sprintf("+%d\n+%d\n-%d\n", doomed.Process.Pid, kept.Process.Pid, kept.Process.Pid)
-	runGuard(strings.NewReader(in))
+	runGuard(strings.NewReader(in), "test-"+strconv.Itoa(os.Getpid()))
 	select {
 	case <-reaped:
 	case <-time.After(30 * time.Second):
@@ -331,5 +331,38 @@ func TestPermanentError(t *testing.T) {
 	}
 	if err.Error() != "exit status 65: bad data" {
 		t.Errorf("error text %q, want the message alone", err.Error())
+	}
+}
+
+// TestGuardKillsMarked: a program the guard was never told of (its worker
+// died between starting it and reporting its group) still dies with what
+// it started, by the token in their environment; a process without the
+// token is left alone.
+func TestGuardKillsMarked(t *testing.T) {
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		t.Skip("no /proc")
+	}
+	dir := t.TempDir()
+	token := "test-marked-" + strconv.Itoa(os.Getpid())
+	start := func(name string, env []string) []int {
+		path := filepath.Join(dir, name)
+		cmd := exec.Command("sh", "-c", `sleep 300 & echo $$ $! > `+path+`.tmp; mv `+path+`.tmp `+path+`; wait`)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Env = append(os.Environ(), env...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go cmd.Wait() // reap it, so that a killed program is not a zombie
+		t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+		return readPidFile(t, path)
+	}
+	marked := start("marked", []string{guardEnv + "=" + token})
+	other := start("other", []string{guardEnv + "=another-worker"})
+	runGuard(strings.NewReader(""), token)
+	waitDead(t, marked)
+	for _, pid := range other {
+		if !alive(pid) {
+			t.Errorf("process %d, marked by another worker's guard, was killed", pid)
+		}
 	}
 }

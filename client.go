@@ -118,6 +118,14 @@ func NewClient(st store.Store, cfg Config) (*Client, error) {
 	return c, nil
 }
 
+// watchStarts asks a store whose feed leaves out job starts
+// (store.StartWatcher) for them: subscribers see every change.
+func (c *Client) watchStarts() {
+	if sw, ok := c.st.(store.StartWatcher); ok {
+		sw.WatchStarts()
+	}
+}
+
 // watch attaches the store's change feed to the hub on first use, so that
 // a client that only adds jobs never opens a feed (for a remote store, an
 // event stream).
@@ -524,6 +532,7 @@ var ErrFellBehind = errors.New("subscriber fell behind: changes were dropped")
 func (c *Client) Subscribe(ctx context.Context, id int64) (*Subscription, error) {
 	// Register before reading, so that a change between the read and the
 	// registration is not lost (couch_jobs' subscription race).
+	c.watchStarts()
 	sub := c.watch().SubscribeJob(id)
 	j, err := c.Get(ctx, id)
 	if err != nil {
@@ -608,6 +617,7 @@ func (c *Client) SubscribeTypes(ctx context.Context, patterns ...string) (*Subsc
 	if err != nil {
 		return nil, err
 	}
+	c.watchStarts()
 	sub := c.watch().SubscribeTypes(pats)
 	out := make(chan Event, 64)
 	ctx, cancel := context.WithCancel(ctx)

@@ -1222,6 +1222,33 @@ func TestEventsTypes(t *testing.T) {
 	expect(all, "all types", "sse.a.one pending", "sse.b.two pending", "sse.c.x pending", "sse.a.three pending", "other pending", "sse.a.one running")
 }
 
+// TestEventsWithoutStarts: running=false leaves out jobs starting to run
+// and their progress, and keeps every other change, including the end of
+// the run.
+func TestEventsWithoutStarts(t *testing.T) {
+	s := newServer(t, httpapi.Config{})
+	ch := openEvents(t, s, "type=sse.s&running=false")
+	j := s.add(t, map[string]any{"type": "sse.s"})
+	run := s.acceptOne(t, "sse.s")
+	if r := s.do(t, "POST", fmt.Sprintf("/v1/jobs/%d/heartbeat", j.ID), map[string]any{"token": run.Token, "progress": 0.5}); r.Status != 200 {
+		t.Fatalf("heartbeat: %s", r)
+	}
+	if r := s.do(t, "POST", fmt.Sprintf("/v1/jobs/%d/finish", j.ID), map[string]any{"token": run.Token}); r.Status != 204 {
+		t.Fatalf("finish: %s", r)
+	}
+	for _, w := range []string{"pending", "completed"} {
+		if ev, name, ok := nextEvent(t, ch); !ok || name != "job" || ev.ID != j.ID || ev.State.String() != w {
+			t.Errorf("got %s %+v, want job %d %s", name, ev, j.ID, w)
+		}
+	}
+	for _, q := range []string{"running=maybe", "running=true&running=false"} {
+		r := s.do(t, "GET", "/v1/events?"+q, nil)
+		if r.Status != 400 || !strings.Contains(r.String(), "running") {
+			t.Errorf("GET /v1/events?%s: %s, want 400 naming running", q, r)
+		}
+	}
+}
+
 // TestEventsGlobAlternatives follows types with a {a,b} pattern, the GLOB
 // syntax accept supports. The comma must not split the pattern.
 func TestEventsGlobAlternatives(t *testing.T) {
@@ -1263,6 +1290,84 @@ func remoteClient(t *testing.T, s *testServer, cfg remote.Config) *rota.Client {
 		rs.Close()
 	})
 	return c
+}
+
+// TestRemoteFeedStarts: a remote store's change feed leaves out job
+// starts (a worker does not need them) until something asks for them, as
+// a subscription does; it then reconnects and carries them, losing
+// nothing between the two connections.
+func TestRemoteFeedStarts(t *testing.T) {
+	s := newServer(t, httpapi.Config{})
+	rs, err := remote.New(s.URL, remote.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rs.Close() })
+	evs := make(chan store.Event, 100)
+	stop := rs.Watch(func(cs []store.Event) {
+		for _, c := range cs {
+			if c.Type == "feed.s" {
+				evs <- c
+			}
+		}
+	})
+	defer stop()
+	next := func(what string) store.Event {
+		t.Helper()
+		select {
+		case ev := <-evs:
+			return ev
+		case <-time.After(15 * time.Second):
+			t.Fatalf("%s: no event within 15s", what)
+			return store.Event{}
+		}
+	}
+	// The stream connects in the background: wait for a first change.
+	deadline := time.Now().Add(15 * time.Second)
+	var first store.Event
+	for first.ID == 0 && time.Now().Before(deadline) {
+		s.add(t, map[string]any{"type": "feed.s"})
+		select {
+		case first = <-evs:
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if first.ID == 0 {
+		t.Fatal("the remote feed delivered nothing in 15s")
+	}
+	for len(s.accept(t, 100, "feed.s")) > 0 { // its starts are not sent
+	}
+	for range len(evs) {
+		if e := next("drain"); e.State != store.Pending {
+			t.Errorf("without starts: got %+v, want only pending jobs", e)
+		}
+	}
+	j := s.add(t, map[string]any{"type": "feed.s"})
+	run := s.acceptOne(t, "feed.s")
+	if r := s.do(t, "POST", fmt.Sprintf("/v1/jobs/%d/finish", j.ID), map[string]any{"token": run.Token}); r.Status != 204 {
+		t.Fatalf("finish: %s", r)
+	}
+	for _, w := range []store.State{store.Pending, store.Completed} {
+		if ev := next("without starts"); ev.ID != j.ID || ev.State != w {
+			t.Errorf("without starts: got %+v, want job %d %s", ev, j.ID, w)
+		}
+	}
+
+	// Asking for starts reconnects; a job added meanwhile is not lost. A
+	// resumed stream may replay a change it sent before.
+	rs.WatchStarts()
+	k := s.add(t, map[string]any{"type": "feed.s"})
+	await := func(st store.State) {
+		t.Helper()
+		for {
+			if ev := next(fmt.Sprintf("job %d %s", k.ID, st)); ev.ID == k.ID && ev.State == st {
+				return
+			}
+		}
+	}
+	await(store.Pending)
+	s.acceptOne(t, "feed.s")
+	await(store.Running)
 }
 
 // streamConnected subscribes to every job on c, a remote client, and

@@ -48,14 +48,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // checked: the body is JSON whatever a client (curl -d) labels it. Its errors say what is
 // wrong and match store.ErrInvalid (or are *http.MaxBytesError).
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	body, err := s.readBody(w, r)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return fmt.Errorf("request body is larger than %d bytes: %w", s.cfg.MaxBodyBytes, err)
-		}
-		return store.Invalidf("reading the body: %v", err)
+		return err
 	}
+	return decodeBody(body, v, optional)
+}
+
+// decodeBody decodes a body that decode read.
+func decodeBody(body []byte, v any, optional bool) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		if optional {
 			return nil
@@ -63,6 +64,19 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, optional 
 		return store.Invalidf("the request body is empty; want a JSON object")
 	}
 	return decodeStrict(body, v)
+}
+
+// readBody reads the request's body, up to the server's limit.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, fmt.Errorf("request body is larger than %d bytes: %w", s.cfg.MaxBodyBytes, err)
+		}
+		return nil, store.Invalidf("reading the body: %v", err)
+	}
+	return body, nil
 }
 
 func decodeStrict(body []byte, v any) error {

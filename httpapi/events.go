@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rotajobs/rota"
@@ -25,7 +26,9 @@ const MaxReplay = 10000
 // one job: its current state first, then each change, and an "end" event
 // after a terminal state or removal. With ?type=PATTERN (repeatable;
 // default all types) it follows every job of matching types until the
-// client disconnects.
+// client disconnects. With ?running=false it leaves out jobs starting to
+// run or reporting progress (state running, not removed): a remote worker
+// acts only on the other changes, and starts are half of a busy stream.
 //
 // Each event's id is the time of the change, in Unix microseconds. A
 // client that reconnects with Last-Event-ID gets, before the live changes,
@@ -38,10 +41,19 @@ const MaxReplay = 10000
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	for name := range q {
-		if name != "job" && name != "type" {
-			s.writeError(w, r, store.Invalidf("unknown query parameter %q (want job or type)", name))
+		if name != "job" && name != "type" && name != "running" {
+			s.writeError(w, r, store.Invalidf("unknown query parameter %q (want job, type or running)", name))
 			return
 		}
+	}
+	running := true
+	if v := q["running"]; len(v) > 0 {
+		b, err := strconv.ParseBool(v[0])
+		if err != nil || len(v) > 1 {
+			s.writeError(w, r, store.Invalidf("running %q is not true or false", strings.Join(v, ",")))
+			return
+		}
+		running = b
 	}
 	flusher, ok := w.(http.Flusher)
 	if !ok {
@@ -96,6 +108,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	write := func(ev store.Event) {
 		if !a.reaches(ev.Type, ev.Group) {
 			return // another tenant's change
+		}
+		if !running && ev.State == store.Running && !ev.Removed {
+			return
 		}
 		buf = append(buf[:0], "id: "...)
 		buf = strconv.AppendInt(buf, ev.At.UnixMicro(), 10)

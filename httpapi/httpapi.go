@@ -856,10 +856,21 @@ func (s *Server) releaseOne(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) finishBatch(w http.ResponseWriter, r *http.Request) {
-	var req wire.FinishBatchRequest
-	if err := s.decode(w, r, &req, false); err != nil {
+	body, err := s.readBody(w, r)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	// A worker's batch comes as json.Marshal writes it: read it without
+	// reflection (wire/finish.go), or else strictly, with errors that
+	// name what is wrong.
+	req, ok := wire.ParseFinishBatch(body)
+	if !ok {
+		req = wire.FinishBatchRequest{}
+		if err := decodeBody(body, &req, false); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 	}
 	ps := make([]store.FinishParams, len(req.Items))
 	ids := make([]int64, len(req.Items))
@@ -884,7 +895,6 @@ func (s *Server) finishBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	start := time.Now()
 	var done []error
-	var err error
 	if len(run) > 0 {
 		done, err = s.c.FinishMany(r.Context(), run)
 	}
@@ -901,6 +911,12 @@ func (s *Server) finishBatch(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.metrics.finishLatency.Observe(time.Since(start).Seconds())
+	if !slices.ContainsFunc(errs, func(e error) bool { return e != nil }) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		w.Write(append(wire.AppendFinishResults(nil, len(errs)), '\n')) // as writeJSON
+		return
+	}
 	out := wire.FinishBatchResponse{Results: make([]wire.ItemResult, len(errs))}
 	for i, e := range errs {
 		out.Results[i] = wire.ItemResult{Error: wire.ErrorOf(e)}

@@ -1054,7 +1054,7 @@ func TestOpenAPIOperations(t *testing.T) {
 		case "GET /v1/jobs":
 			wantQuery = slices.Clone(listParams)
 		case "GET /v1/events":
-			wantQuery = []string{"job", "type"}
+			wantQuery = []string{"job", "type", "running"}
 		}
 		sort.Strings(gotQuery)
 		sort.Strings(wantQuery)

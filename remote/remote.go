@@ -70,11 +70,14 @@ type Store struct {
 	watchSeq int
 	streamOn bool
 	stopFeed context.CancelFunc
+	starts   bool               // the stream includes job starts (store.StartWatcher)
+	stopConn context.CancelFunc // ends the stream's current connection
 }
 
 var (
-	_ store.Store       = (*Store)(nil)
-	_ rota.WaitAccepter = (*Store)(nil)
+	_ store.Store        = (*Store)(nil)
+	_ rota.WaitAccepter  = (*Store)(nil)
+	_ store.StartWatcher = (*Store)(nil)
 )
 
 // New returns a store for the server at baseURL (for example
@@ -572,7 +575,7 @@ func (s *Store) finishBatch(ctx context.Context, ps []store.FinishParams) ([]err
 	for i, p := range ps {
 		req.Items[i] = wire.NewFinishItem(p)
 	}
-	var resp wire.FinishBatchResponse
+	var resp finishAnswer
 	if err := s.do(ctx, "POST", "/v1/finish", nil, req, &resp); err != nil {
 		return nil, err
 	}
@@ -584,6 +587,18 @@ func (s *Store) finishBatch(ctx context.Context, ps []store.FinishParams) ([]err
 		out[i] = wire.AsError(r.Error)
 	}
 	return out, nil
+}
+
+// finishAnswer reads a batch finish's answer, without reflection when
+// every item succeeded.
+type finishAnswer struct{ wire.FinishBatchResponse }
+
+func (a *finishAnswer) readAnswer(body []byte) error {
+	if n, ok := wire.ParseFinishResults(body); ok {
+		a.Results = make([]wire.ItemResult, n)
+		return nil
+	}
+	return json.Unmarshal(body, &a.FinishBatchResponse)
 }
 
 // ExpireLeases does nothing: the server runs the lease monitor.
@@ -617,10 +632,28 @@ func (s *Store) Watch(fn func([]store.Event)) func() {
 	}
 }
 
+// WatchStarts makes the event stream include jobs starting to run and
+// their progress, which it leaves out until then (store.StartWatcher): the
+// stream reconnects, resuming after its last event.
+func (s *Store) WatchStarts() {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	if s.starts {
+		return
+	}
+	s.starts = true
+	if s.stopConn != nil {
+		s.stopConn()
+	}
+}
+
 func (s *Store) feed(ctx context.Context) {
 	var last string // the last event's id: a reconnection resumes after it
 	for backoff := 100 * time.Millisecond; ctx.Err() == nil; {
-		connected := s.stream(ctx, &last)
+		connected, again := s.stream(ctx, &last)
+		if again {
+			continue
+		}
 		if connected {
 			backoff = 100 * time.Millisecond
 		}
@@ -635,13 +668,29 @@ func (s *Store) feed(ctx context.Context) {
 
 // stream reads one connection of the event stream until it breaks (or the
 // server ends it because this client fell behind: the next connection
-// resumes after *last, the server replaying what changed meanwhile).
-func (s *Store) stream(ctx context.Context, last *string) bool {
+// resumes after *last, the server replaying what changed meanwhile). again
+// says that it ended to reconnect at once, with job starts (WatchStarts).
+func (s *Store) stream(ctx context.Context, last *string) (connected, again bool) {
+	conn, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.watchMu.Lock()
+	s.stopConn = cancel
+	starts := s.starts
+	s.watchMu.Unlock()
+	defer func() {
+		s.watchMu.Lock()
+		s.stopConn = nil
+		again = s.starts != starts && ctx.Err() == nil
+		s.watchMu.Unlock()
+	}()
 	u := *s.base
 	u.Path += "/v1/events"
-	req, err := http.NewRequestWithContext(ctx, "GET", u.String(), nil)
+	if !starts {
+		u.RawQuery = "running=false"
+	}
+	req, err := http.NewRequestWithContext(conn, "GET", u.String(), nil)
 	if err != nil {
-		return false
+		return false, false
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	if *last != "" {
@@ -652,11 +701,19 @@ func (s *Store) stream(ctx context.Context, last *string) bool {
 	}
 	resp, err := s.http.Do(req)
 	if err != nil {
-		return false
+		return false, false
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return false
+		return false, false
+	}
+	if *last == "" {
+		// Before the first event, a reconnection resumes from when this
+		// connection began, by the server's clock (event ids are its
+		// change times): a second early, so that nothing between is lost.
+		if d, err := http.ParseTime(resp.Header.Get("Date")); err == nil {
+			*last = strconv.FormatInt(d.Add(-time.Second).UnixMicro(), 10)
+		}
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -681,7 +738,7 @@ func (s *Store) stream(ctx context.Context, last *string) bool {
 		s.watchMu.Unlock()
 		return true
 	})
-	return true
+	return true, false
 }
 
 // ---- named tokens (the admin token's) ----

@@ -666,6 +666,17 @@ type BedrockIDs interface {
 	ByBedrockID(ctx context.Context, bids []int64) (map[int64]int64, error)
 }
 
+// StartWatcher is a store whose change feed leaves out, until asked,
+// jobs starting to run or reporting progress (events with State Running
+// that are not removals): a remote server's event stream, where every
+// change costs the server and the client, and where a worker and a waiting
+// accept act only on the other changes (starts are half of a busy feed).
+// The client asks for them when something subscribes to changes.
+type StartWatcher interface {
+	// WatchStarts makes the feed include starts from now on.
+	WatchStarts()
+}
+
 // NewBedrockID returns a random positive 63-bit integer.
 func NewBedrockID() int64 {
 	for {

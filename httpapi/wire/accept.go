@@ -249,7 +249,10 @@ func parseAcceptFast(d []byte) ([]store.Job, error) {
 }
 
 // jsonScan reads JSON as encoding/json writes it, a token at a time.
-type jsonScan struct{ d []byte }
+type jsonScan struct {
+	d    []byte
+	seen map[string]string // common's values
+}
 
 func (p *jsonScan) lit(s string) bool {
 	if bytes.HasPrefix(p.d, []byte(s)) {
@@ -262,23 +265,50 @@ func (p *jsonScan) lit(s string) bool {
 // str reads a string of valid UTF-8 without escapes or control
 // characters (encoding/json would replace invalid UTF-8).
 func (p *jsonScan) str() (string, bool) {
+	b, ok := p.strBytes()
+	return string(b), ok
+}
+
+// strBytes reads a string as str does and returns its bytes, in place.
+func (p *jsonScan) strBytes() ([]byte, bool) {
 	if len(p.d) == 0 || p.d[0] != '"' {
-		return "", false
+		return nil, false
 	}
 	for i := 1; i < len(p.d); i++ {
 		switch c := p.d[i]; {
 		case c == '"':
-			if !utf8.Valid(p.d[1:i]) {
-				return "", false
+			b := p.d[1:i]
+			if !utf8.Valid(b) {
+				return nil, false
 			}
-			s := string(p.d[1:i])
 			p.d = p.d[i+1:]
-			return s, true
+			return b, true
 		case c == '\\' || c < 0x20:
-			return "", false
+			return nil, false
 		}
 	}
-	return "", false
+	return nil, false
+}
+
+// common reads a string as str does, for fields whose values repeat from
+// job to job (type, group, state, worker): it allocates each value once
+// per answer.
+func (p *jsonScan) common() (string, bool) {
+	b, ok := p.strBytes()
+	if !ok {
+		return "", false
+	}
+	if s, ok := p.seen[string(b)]; ok {
+		return s, true
+	}
+	s := string(b)
+	if len(p.seen) < 64 {
+		if p.seen == nil {
+			p.seen = make(map[string]string)
+		}
+		p.seen[s] = s
+	}
+	return s, true
 }
 
 // number reads a number as JSON's grammar has it:
@@ -345,13 +375,14 @@ func (p *jsonScan) float() (float64, bool) {
 }
 
 func (p *jsonScan) time() (time.Time, bool) {
-	s, ok := p.str()
+	quoted := p.d
+	b, ok := p.strBytes()
 	if !ok {
 		return time.Time{}, false
 	}
 	var t time.Time
 	// encoding/json's Time.UnmarshalJSON: strict RFC 3339.
-	err := t.UnmarshalJSON([]byte(`"` + s + `"`))
+	err := t.UnmarshalJSON(quoted[:len(b)+2])
 	return t, err == nil
 }
 
@@ -418,16 +449,16 @@ func (p *jsonScan) job(j *store.Job) error {
 	}
 	var seen uint64
 	for {
-		key, ok := p.str()
+		name, ok := p.strBytes()
 		if !ok || !p.lit(":") || bytes.HasPrefix(p.d, []byte("null")) {
 			return errShape
 		}
-		bit, known := jobKeys[key]
-		if !known || seen&bit != 0 {
+		key, known := jobKeys[string(name)]
+		if !known || seen&key.bit != 0 {
 			return errShape // encoding/json matches keys without case; a repeat overwrites
 		}
-		seen |= bit
-		if !p.field(j, key) {
+		seen |= key.bit
+		if !p.field(j, key.name) {
 			return errShape
 		}
 		if p.lit(",") {
@@ -441,17 +472,22 @@ func (p *jsonScan) job(j *store.Job) error {
 }
 
 // jobKeys are JobWire's JSON keys, each with a bit of its own.
-var jobKeys = func() map[string]uint64 {
+var jobKeys = func() map[string]jobKey {
 	keys := []string{"id", "type", "key", "group", "priority", "state", "run_at", "data", "attempt", "max_attempts",
 		"token", "worker", "lease_until", "cancel_requested", "resubmit", "progress", "last_error", "errors", "result",
 		"meta", "schedule", "missed", "slot", "retry_after", "parent", "has_children", "bedrock_id", "parent_data",
 		"children", "created_at", "started_at", "prev_started_at", "finished_at", "updated_at", "backoff_base", "backoff_max"}
-	m := make(map[string]uint64, len(keys))
+	m := make(map[string]jobKey, len(keys))
 	for i, k := range keys {
-		m[k] = 1 << i
+		m[k] = jobKey{name: k, bit: 1 << i}
 	}
 	return m
 }()
+
+type jobKey struct {
+	name string
+	bit  uint64
+}
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
@@ -490,7 +526,7 @@ func (p *jsonScan) field(j *store.Job, key string) bool {
 	}
 	dur := func(dst *time.Duration) {
 		var s string
-		if s, ok = p.str(); ok && s != "" {
+		if s, ok = p.common(); ok && s != "" {
 			var err error
 			*dst, err = time.ParseDuration(s)
 			ok = err == nil
@@ -500,17 +536,17 @@ func (p *jsonScan) field(j *store.Job, key string) bool {
 	case "id":
 		j.ID, ok = p.int()
 	case "type":
-		str(&j.Type)
+		j.Type, ok = p.common()
 	case "key":
 		str(&j.Key)
 	case "group":
-		str(&j.Group)
+		j.Group, ok = p.common()
 	case "priority":
 		integer(&j.Priority)
 	case "state":
-		var s string
-		if s, ok = p.str(); ok {
-			ok = j.State.UnmarshalText([]byte(s)) == nil
+		var s []byte
+		if s, ok = p.strBytes(); ok {
+			ok = j.State.UnmarshalText(s) == nil
 		}
 	case "run_at":
 		tm(&j.RunAt)
@@ -523,7 +559,7 @@ func (p *jsonScan) field(j *store.Job, key string) bool {
 	case "token":
 		str(&j.Token)
 	case "worker":
-		str(&j.Worker)
+		j.Worker, ok = p.common()
 	case "lease_until":
 		tm(&j.LeaseUntil)
 	case "cancel_requested":

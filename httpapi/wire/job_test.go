@@ -97,4 +97,15 @@ func BenchmarkAcceptAnswer(b *testing.B) {
 			}
 		}
 	})
+	// What the server and a remote worker run: AppendAccept, ParseAccept.
+	b.Run("AppendAccept+ParseAccept", func(b *testing.B) {
+		var buf []byte
+		for i := 0; i < b.N; i += len(jobs) {
+			buf = wire.AppendAccept(buf[:0], jobs)
+			back, err := wire.ParseAccept(buf)
+			if err != nil || len(back) != len(jobs) {
+				b.Fatal(len(back), err)
+			}
+		}
+	})
 }

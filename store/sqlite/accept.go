@@ -206,6 +206,7 @@ func (w *writeTx) claim(dst []store.Job, g *fair.Group, cands []fair.Candidate, 
 	dst = slices.Grow(dst, len(cands))[:base+len(cands)]
 	seg := dst[base:]
 	n := 0
+	c := newColumns(claimedColumns...)
 	for rows.Next() {
 		if n == len(seg) {
 			return dst[:base], fmt.Errorf("sqlite: accept: claimed more jobs than the %d asked for", len(cands))
@@ -213,7 +214,10 @@ func (w *writeTx) claim(dst []store.Job, g *fair.Group, cands []fair.Candidate, 
 		j := &seg[n]
 		*j = store.Job{Type: g.Type, Group: g.Name, State: store.Running, Worker: worker,
 			LeaseUntil: fromMicros(now + leaseMicros), StartedAt: fromMicros(now), UpdatedAt: fromMicros(now)}
-		if err := scanClaimed(rows, j); err != nil {
+		if err := c.scan(rows); err != nil {
+			return dst[:base], fmt.Errorf("sqlite: accept: claim: %w", err)
+		}
+		if err := scanClaimed(c, j); err != nil {
 			return dst[:base], fmt.Errorf("sqlite: accept: claim: %w", err)
 		}
 		if j.RetryAfter > 0 {
@@ -259,19 +263,36 @@ const claimColumns = `id, key, priority, run_at, data, attempt, max_attempts, ba
 	resubmit, progress, last_error, errors, result, created_at, finished_at, meta, coalesce(repeat, ''), missed, slot,
 	coalesce(retry_after, 0), coalesce(parent_id, 0), has_children, coalesce(bedrock_id, 0), prev_started_at`
 
-// scanClaimed reads claimColumns into j, as scanJob does for all columns.
-func scanClaimed(sc scanner, j *store.Job) error {
-	var (
-		key, token, lastErr, errs  sql.NullString
-		finished, slot, prev       sql.NullInt64
-		retryAfter                 int64
-		runAt, created, base, maxB int64
-		data, result, meta         []byte
-	)
-	if err := sc.Scan(&j.ID, &key, &j.Priority, &runAt, &data, &j.Attempt, &j.MaxAttempts, &base, &maxB, &token,
-		&j.Resubmit, &j.Progress, &lastErr, &errs, &result, &created, &finished, &meta,
-		&j.Schedule, &j.Missed, &slot, &retryAfter, &j.Parent, &j.HasChildren, &j.BedrockID, &prev); err != nil {
-		return err
+// scanClaimed reads claimColumns (read by c) into j, as scanJob does for
+// all columns.
+func scanClaimed(c *columns, j *store.Job) error {
+	j.ID = c.int64(0)
+	j.Key = c.str(1)
+	j.Priority = c.int(2)
+	j.RunAt = c.micros(3)
+	j.Data = c.bytes(4)
+	j.Attempt, j.MaxAttempts = c.int(5), c.int(6)
+	j.BackoffBase, j.BackoffMax = time.Duration(c.int64(7))*time.Microsecond, time.Duration(c.int64(8))*time.Microsecond
+	j.Token = c.str(9)
+	j.Resubmit = c.bool(10)
+	j.Progress = c.float(11)
+	j.LastError = c.str(12)
+	errs := c.bytes(13)
+	if result := c.bytes(14); len(result) > 0 {
+		j.Result = result
+	}
+	j.CreatedAt, j.FinishedAt = c.micros(15), c.micros(16)
+	meta := c.bytes(17)
+	j.Schedule = c.str(18)
+	j.Missed = store.Missed(c.int64(19))
+	j.Slot = c.micros(20)
+	j.RetryAfter = time.Duration(c.int64(21)) * time.Microsecond
+	j.Parent = c.int64(22)
+	j.HasChildren = c.bool(23)
+	j.BedrockID = c.int64(24)
+	j.PrevStartedAt = c.micros(25)
+	if c.err != nil {
+		return c.err
 	}
 	if len(meta) > 0 {
 		var err error
@@ -279,24 +300,18 @@ func scanClaimed(sc scanner, j *store.Job) error {
 			return fmt.Errorf("job %d: %w", j.ID, err)
 		}
 	}
-	j.Key, j.Token, j.LastError = key.String, token.String, lastErr.String
-	j.RunAt = fromMicros(runAt)
-	j.Data = data
-	j.BackoffBase, j.BackoffMax = time.Duration(base)*time.Microsecond, time.Duration(maxB)*time.Microsecond
-	if len(result) > 0 {
-		j.Result = result
-	}
-	if errs.Valid && errs.String != "" {
-		if err := json.Unmarshal([]byte(errs.String), &j.Errors); err != nil {
+	if len(errs) > 0 {
+		if err := json.Unmarshal(errs, &j.Errors); err != nil {
 			return fmt.Errorf("job %d: decode errors: %w", j.ID, err)
 		}
 	}
-	j.CreatedAt = fromMicros(created)
-	j.FinishedAt = fromNullMicros(finished)
-	j.Slot, j.PrevStartedAt = fromNullMicros(slot), fromNullMicros(prev)
-	j.RetryAfter = time.Duration(retryAfter) * time.Microsecond
 	return nil
 }
+
+// claimedColumns names claimColumns, for columns' errors.
+var claimedColumns = []string{"id", "key", "priority", "run_at", "data", "attempt", "max_attempts", "backoff_base", "backoff_max", "token",
+	"resubmit", "progress", "last_error", "errors", "result", "created_at", "finished_at", "meta", "repeat", "missed", "slot",
+	"retry_after", "parent_id", "has_children", "bedrock_id", "prev_started_at"}
 
 func (w *writeTx) accept(p store.AcceptParams, types []string) (res store.AcceptResult, err error) {
 	if len(p.Groups) > 0 {

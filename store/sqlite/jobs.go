@@ -769,11 +769,14 @@ func (w *writeTx) completeMany(ps []store.FinishParams, results [][]byte) ([]boo
 	defer rows.Close()
 	done := make([]bool, len(ps))
 	ended := map[groupKey]int{}
+	c := newColumns("id", "type", "grp", "run_at")
 	for rows.Next() {
-		var id, runAt int64
-		var typ, grp string
-		if err := rows.Scan(&id, &typ, &grp, &runAt); err != nil {
+		if err := c.scan(rows); err != nil {
 			return nil, fmt.Errorf("sqlite: finish: %w", err)
+		}
+		id, typ, grp, runAt := c.int64(0), c.str(1), c.str(2), c.int64(3)
+		if c.err != nil {
+			return nil, fmt.Errorf("sqlite: finish: %w", c.err)
 		}
 		i := idx[id]
 		done[i] = true

@@ -190,14 +190,7 @@ func (w *writeTx) claim(dst []store.Job, g *fair.Group, cands []fair.Candidate, 
 	if worker != "" {
 		workerArg = worker
 	}
-	// The statement flips bulk, so it counts the jobs itself (0003).
-	// A job with a retry-after has a lease of that length instead.
-	rows, err := w.query(`UPDATE rota_jobs SET state = 1, token = lower(hex(randomblob(16))), worker = ?,
-		lease_until = ? + coalesce(retry_after, ?), lease_timeout = coalesce(retry_after, ?), attempt = attempt + 1,
-		prev_started_at = started_at, started_at = ?, cancel_requested = 0, updated_at = ?,
-		bulk = NOT bulk
-		WHERE id IN (SELECT value FROM json_each(?)) AND state = 0 RETURNING `+claimColumns,
-		workerArg, now, leaseMicros, leaseMicros, now, now, string(buf))
+	rows, err := w.query(claimSQL, workerArg, now, leaseMicros, leaseMicros, now, now, string(buf))
 	if err != nil {
 		return dst, fmt.Errorf("sqlite: accept: claim: %w", err)
 	}
@@ -257,6 +250,15 @@ func (w *writeTx) claim(dst []store.Job, g *fair.Group, cands []fair.Candidate, 
 	}
 	return dst, nil
 }
+
+// claimSQL leases the jobs whose ids are a JSON array to a worker. It
+// flips bulk, so it counts the jobs itself (0003). A job with a
+// retry-after has a lease of that length instead.
+const claimSQL = `UPDATE rota_jobs SET state = 1, token = lower(hex(randomblob(16))), worker = ?,
+	lease_until = ? + coalesce(retry_after, ?), lease_timeout = coalesce(retry_after, ?), attempt = attempt + 1,
+	prev_started_at = started_at, started_at = ?, cancel_requested = 0, updated_at = ?,
+	bulk = NOT bulk
+	WHERE id IN (SELECT value FROM json_each(?)) AND state = 0 RETURNING ` + claimColumns
 
 // claimColumns are what a claim does not set itself.
 const claimColumns = `id, key, priority, run_at, data, attempt, max_attempts, backoff_base, backoff_max, token,

@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -1241,7 +1242,7 @@ func TestEventsWithoutStarts(t *testing.T) {
 			t.Errorf("got %s %+v, want job %d %s", name, ev, j.ID, w)
 		}
 	}
-	for _, q := range []string{"running=maybe", "running=true&running=false"} {
+	for _, q := range []string{"running=maybe", "running=true&running=false", "job=1&running=false"} {
 		r := s.do(t, "GET", "/v1/events?"+q, nil)
 		if r.Status != 400 || !strings.Contains(r.String(), "running") {
 			t.Errorf("GET /v1/events?%s: %s, want 400 naming running", q, r)
@@ -1292,27 +1293,35 @@ func remoteClient(t *testing.T, s *testServer, cfg remote.Config) *rota.Client {
 	return c
 }
 
-// TestRemoteFeedStarts: a remote store's change feed leaves out job
-// starts (a worker does not need them) until something asks for them, as
-// a subscription does; it then reconnects and carries them, losing
-// nothing between the two connections.
-func TestRemoteFeedStarts(t *testing.T) {
-	s := newServer(t, httpapi.Config{})
-	rs, err := remote.New(s.URL, remote.Config{})
-	if err != nil {
-		t.Fatal(err)
+// delayedStreams delays every event stream request after the first, so
+// that a test can act while a reconnection is under way.
+type delayedStreams struct {
+	n     atomic.Int32
+	delay time.Duration
+}
+
+func (d *delayedStreams) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Path == "/v1/events" && d.n.Add(1) > 1 {
+		time.Sleep(d.delay)
 	}
-	t.Cleanup(func() { rs.Close() })
-	evs := make(chan store.Event, 100)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// feedEvents watches rs's change feed for jobs of typ, and returns once the
+// feed (which connects in the background) delivers: it adds jobs until one
+// arrives.
+func feedEvents(t *testing.T, s *testServer, rs *remote.Store, typ string) (next func(what string) store.Event) {
+	t.Helper()
+	evs := make(chan store.Event, 1000)
 	stop := rs.Watch(func(cs []store.Event) {
 		for _, c := range cs {
-			if c.Type == "feed.s" {
+			if c.Type == typ {
 				evs <- c
 			}
 		}
 	})
-	defer stop()
-	next := func(what string) store.Event {
+	t.Cleanup(stop)
+	next = func(what string) store.Event {
 		t.Helper()
 		select {
 		case ev := <-evs:
@@ -1322,52 +1331,104 @@ func TestRemoteFeedStarts(t *testing.T) {
 			return store.Event{}
 		}
 	}
-	// The stream connects in the background: wait for a first change.
 	deadline := time.Now().Add(15 * time.Second)
-	var first store.Event
-	for first.ID == 0 && time.Now().Before(deadline) {
-		s.add(t, map[string]any{"type": "feed.s"})
+	for time.Now().Before(deadline) {
+		s.add(t, map[string]any{"type": typ})
 		select {
-		case first = <-evs:
+		case <-evs:
+			for len(evs) > 0 {
+				<-evs
+			}
+			return next
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	if first.ID == 0 {
-		t.Fatal("the remote feed delivered nothing in 15s")
+	t.Fatal("the remote feed delivered nothing in 15s")
+	return nil
+}
+
+// TestRemoteFeedStarts: a remote store's change feed leaves out job
+// starts (a worker does not need them) until something asks for them, as
+// a subscription does; it then replaces its connection with one that has
+// them, opened before the old one closes, so that nothing is lost between
+// the two, not even a removal (which a resumed stream cannot replay).
+func TestRemoteFeedStarts(t *testing.T) {
+	s := newServer(t, httpapi.Config{})
+	rs, err := remote.New(s.URL, remote.Config{HTTPClient: &http.Client{Transport: &delayedStreams{delay: 500 * time.Millisecond}}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for len(s.accept(t, 100, "feed.s")) > 0 { // its starts are not sent
-	}
-	for range len(evs) {
-		if e := next("drain"); e.State != store.Pending {
-			t.Errorf("without starts: got %+v, want only pending jobs", e)
-		}
+	t.Cleanup(func() { rs.Close() })
+	next := feedEvents(t, s, rs, "feed.s")
+	for len(s.accept(t, 100, "feed.s")) > 0 { // their starts are not sent
 	}
 	j := s.add(t, map[string]any{"type": "feed.s"})
 	run := s.acceptOne(t, "feed.s")
 	if r := s.do(t, "POST", fmt.Sprintf("/v1/jobs/%d/finish", j.ID), map[string]any{"token": run.Token}); r.Status != 204 {
 		t.Fatalf("finish: %s", r)
 	}
-	for _, w := range []store.State{store.Pending, store.Completed} {
-		if ev := next("without starts"); ev.ID != j.ID || ev.State != w {
-			t.Errorf("without starts: got %+v, want job %d %s", ev, j.ID, w)
+	gone := s.add(t, map[string]any{"type": "feed.s"})
+	for _, w := range []struct {
+		id    int64
+		state store.State
+	}{{j.ID, store.Pending}, {j.ID, store.Completed}, {gone.ID, store.Pending}} {
+		if ev := next("without starts"); ev.ID != w.id || ev.State != w.state || ev.Removed {
+			t.Errorf("without starts: got %+v, want job %d %s", ev, w.id, w.state)
 		}
 	}
 
-	// Asking for starts reconnects; a job added meanwhile is not lost. A
-	// resumed stream may replay a change it sent before.
+	// Asking for starts opens a new connection (delayed here); a job
+	// removed meanwhile is not lost. A replacement may repeat a change.
 	rs.WatchStarts()
-	k := s.add(t, map[string]any{"type": "feed.s"})
-	await := func(st store.State) {
+	if r := s.do(t, "DELETE", fmt.Sprintf("/v1/jobs/%d", gone.ID), nil); r.Status != 204 {
+		t.Fatalf("remove: %s", r)
+	}
+	await := func(id int64, match func(store.Event) bool, what string) {
 		t.Helper()
 		for {
-			if ev := next(fmt.Sprintf("job %d %s", k.ID, st)); ev.ID == k.ID && ev.State == st {
+			if ev := next(what); ev.ID == id && match(ev) {
 				return
 			}
 		}
 	}
-	await(store.Pending)
-	s.acceptOne(t, "feed.s")
-	await(store.Running)
+	await(gone.ID, func(ev store.Event) bool { return ev.Removed }, "the removal")
+	s.add(t, map[string]any{"type": "feed.s"})
+	k := s.acceptOne(t, "feed.s")
+	await(k.ID, func(ev store.Event) bool { return ev.State == store.Running && !ev.Removed }, "a start")
+}
+
+// TestRemoteFeedOlderServer: a server that does not know ?running=false
+// (it refuses unknown parameters) still gets a remote store its events,
+// starts included.
+func TestRemoteFeedOlderServer(t *testing.T) {
+	s := newServer(t, httpapi.Config{})
+	target, _ := url.Parse(s.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	older := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/events" && r.URL.Query().Has("running") {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(400)
+			fmt.Fprint(w, `{"error":{"code":"invalid_input","message":"unknown query parameter \"running\" (want job or type)"}}`)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		older.CloseClientConnections()
+		older.Close()
+	})
+	rs, err := remote.New(older.URL, remote.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rs.Close() })
+	next := feedEvents(t, s, rs, "feed.old")
+	run := s.acceptOne(t, "feed.old")
+	for {
+		if ev := next("a start through the older server"); ev.ID == run.ID && ev.State == store.Running {
+			return
+		}
+	}
 }
 
 // streamConnected subscribes to every job on c, a remote client, and

@@ -26,9 +26,10 @@ const MaxReplay = 10000
 // one job: its current state first, then each change, and an "end" event
 // after a terminal state or removal. With ?type=PATTERN (repeatable;
 // default all types) it follows every job of matching types until the
-// client disconnects. With ?running=false it leaves out jobs starting to
-// run or reporting progress (state running, not removed): a remote worker
-// acts only on the other changes, and starts are half of a busy stream.
+// client disconnects. With ?running=false (types only) it leaves out jobs
+// starting to run or reporting progress (state running, not removed): a
+// remote worker acts only on the other changes, and starts are half of a
+// busy stream.
 //
 // Each event's id is the time of the change, in Unix microseconds. A
 // client that reconnects with Last-Event-ID gets, before the live changes,
@@ -50,7 +51,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if v := q["running"]; len(v) > 0 {
 		b, err := strconv.ParseBool(v[0])
 		if err != nil || len(v) > 1 {
-			s.writeError(w, r, store.Invalidf("running %q is not true or false", strings.Join(v, ",")))
+			s.writeError(w, r, store.Invalidf("running %q is not one boolean (true or false)", strings.Join(v, ",")))
+			return
+		}
+		if !b && q.Has("job") {
+			s.writeError(w, r, store.Invalidf("running=false is for streams of types, not of one job (whose first event is its state, running or not)"))
 			return
 		}
 		running = b

@@ -69,10 +69,32 @@ type Store struct {
 	watchers map[int]func([]store.Event)
 	watchSeq int
 	streamOn bool
+	feedCtx  context.Context // the feed's, until Close
 	stopFeed context.CancelFunc
-	starts   bool               // the stream includes job starts (store.StartWatcher)
-	stopConn context.CancelFunc // ends the stream's current connection
+	starts   bool         // the stream includes job starts (store.StartWatcher)
+	last     string       // the last event's id: a new connection resumes after it
+	reading  *feedConn    // the connection being read, if any
+	swap     *replacement // a connection with starts opening to replace it
 }
+
+// feedConn is one connection of the event stream.
+type feedConn struct {
+	resp   *http.Response
+	cancel context.CancelFunc
+}
+
+// replacement is a connection with job starts that WatchStarts opens while
+// the stream without them goes on, so that the two overlap: a change
+// between them may come twice, never be lost (a resumed stream cannot
+// replay removals). c is nil when it could not be opened.
+type replacement struct {
+	done chan struct{}
+	c    *feedConn
+}
+
+// errNoStartFilter: the server does not know ?running=false (it predates
+// it), so the stream carries job starts.
+var errNoStartFilter = errors.New("remote: the server's event stream has no running filter")
 
 var (
 	_ store.Store        = (*Store)(nil)
@@ -612,7 +634,8 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 // ---- change feed ----
 
 // Watch registers fn for changes from the server's event stream, which is
-// opened with the first watcher and reconnects by itself.
+// opened with the first watcher and reconnects by itself. The stream leaves
+// out jobs starting to run and their progress until WatchStarts.
 func (s *Store) Watch(fn func([]store.Event)) func() {
 	s.watchMu.Lock()
 	defer s.watchMu.Unlock()
@@ -621,9 +644,8 @@ func (s *Store) Watch(fn func([]store.Event)) func() {
 	s.watchers[id] = fn
 	if !s.streamOn && !s.isClosed() {
 		s.streamOn = true
-		ctx, cancel := context.WithCancel(context.Background())
-		s.stopFeed = cancel
-		go s.feed(ctx)
+		s.feedCtx, s.stopFeed = context.WithCancel(context.Background())
+		go s.feed(s.feedCtx)
 	}
 	return func() {
 		s.watchMu.Lock()
@@ -633,8 +655,9 @@ func (s *Store) Watch(fn func([]store.Event)) func() {
 }
 
 // WatchStarts makes the event stream include jobs starting to run and
-// their progress, which it leaves out until then (store.StartWatcher): the
-// stream reconnects, resuming after its last event.
+// their progress, which it leaves out until then (store.StartWatcher), for
+// the rest of the store's life. A stream already open is replaced by one
+// with starts, opened before the old one closes.
 func (s *Store) WatchStarts() {
 	s.watchMu.Lock()
 	defer s.watchMu.Unlock()
@@ -642,80 +665,125 @@ func (s *Store) WatchStarts() {
 		return
 	}
 	s.starts = true
-	if s.stopConn != nil {
-		s.stopConn()
+	if s.reading != nil && s.swap == nil {
+		r := &replacement{done: make(chan struct{})}
+		s.swap = r
+		go s.replace(s.feedCtx, r, s.reading, s.last)
 	}
+}
+
+// replace opens r's connection, resuming after last, then ends old.
+func (s *Store) replace(ctx context.Context, r *replacement, old *feedConn, last string) {
+	c, err := s.open(ctx, true, last)
+	if err == nil {
+		r.c = c
+	}
+	close(r.done)
+	old.cancel()
 }
 
 func (s *Store) feed(ctx context.Context) {
-	var last string // the last event's id: a reconnection resumes after it
+	var next *feedConn // a connection that replaced the last one
 	for backoff := 100 * time.Millisecond; ctx.Err() == nil; {
-		connected, again := s.stream(ctx, &last)
-		if again {
-			continue
+		c := next
+		if c == nil {
+			s.watchMu.Lock()
+			starts, last := s.starts, s.last
+			s.watchMu.Unlock()
+			var err error
+			if c, err = s.open(ctx, starts, last); err != nil {
+				if errors.Is(err, errNoStartFilter) {
+					s.watchMu.Lock()
+					s.starts = true
+					s.watchMu.Unlock()
+					continue
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(backoff):
+				}
+				backoff = min(backoff*2, 5*time.Second)
+				continue
+			}
 		}
-		if connected {
-			backoff = 100 * time.Millisecond
+		backoff = 100 * time.Millisecond
+		if next = s.read(c); next == nil && ctx.Err() == nil {
+			// The connection broke, or the server ended it because this
+			// client fell behind: the next one resumes after s.last, the
+			// server replaying what changed meanwhile.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
+	}
+	if next != nil {
+		next.resp.Body.Close()
+		next.cancel()
 	}
 }
 
-// stream reads one connection of the event stream until it breaks (or the
-// server ends it because this client fell behind: the next connection
-// resumes after *last, the server replaying what changed meanwhile). again
-// says that it ended to reconnect at once, with job starts (WatchStarts).
-func (s *Store) stream(ctx context.Context, last *string) (connected, again bool) {
-	conn, cancel := context.WithCancel(ctx)
-	defer cancel()
-	s.watchMu.Lock()
-	s.stopConn = cancel
-	starts := s.starts
-	s.watchMu.Unlock()
-	defer func() {
-		s.watchMu.Lock()
-		s.stopConn = nil
-		again = s.starts != starts && ctx.Err() == nil
-		s.watchMu.Unlock()
-	}()
+// open opens a connection of the event stream, with job starts or
+// without, resuming after the event id last (none when empty).
+func (s *Store) open(ctx context.Context, starts bool, last string) (*feedConn, error) {
 	u := *s.base
 	u.Path += "/v1/events"
 	if !starts {
 		u.RawQuery = "running=false"
 	}
+	conn, cancel := context.WithCancel(ctx)
 	req, err := http.NewRequestWithContext(conn, "GET", u.String(), nil)
 	if err != nil {
-		return false, false
+		cancel()
+		return nil, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	if *last != "" {
-		req.Header.Set("Last-Event-ID", *last)
+	if last != "" {
+		req.Header.Set("Last-Event-ID", last)
 	}
 	if s.cfg.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+s.cfg.Token)
 	}
 	resp, err := s.http.Do(req)
 	if err != nil {
-		return false, false
+		cancel()
+		return nil, err
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return false, false
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		resp.Body.Close()
+		cancel()
+		if resp.StatusCode == http.StatusBadRequest && !starts && bytes.Contains(body, []byte("running")) {
+			return nil, errNoStartFilter
+		}
+		return nil, fmt.Errorf("remote: event stream: %s: %s", resp.Status, bytes.TrimSpace(body))
 	}
-	if *last == "" {
+	if last == "" {
 		// Before the first event, a reconnection resumes from when this
 		// connection began, by the server's clock (event ids are its
 		// change times): a second early, so that nothing between is lost.
 		if d, err := http.ParseTime(resp.Header.Get("Date")); err == nil {
-			*last = strconv.FormatInt(d.Add(-time.Second).UnixMicro(), 10)
+			s.watchMu.Lock()
+			if s.last == "" {
+				s.last = strconv.FormatInt(d.Add(-time.Second).UnixMicro(), 10)
+			}
+			s.watchMu.Unlock()
 		}
 	}
-	sc := bufio.NewScanner(resp.Body)
+	return &feedConn{resp: resp, cancel: cancel}, nil
+}
+
+// read delivers c's events until c ends, and returns the connection that
+// replaced it (WatchStarts), if any.
+func (s *Store) read(c *feedConn) *feedConn {
+	s.watchMu.Lock()
+	s.reading = c
+	s.watchMu.Unlock()
+	defer c.cancel()
+	defer c.resp.Body.Close()
+	sc := bufio.NewScanner(c.resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	wire.ParseEventStreamIDs(func() (string, bool) {
 		if !sc.Scan() {
@@ -726,19 +794,27 @@ func (s *Store) stream(ctx context.Context, last *string) (connected, again bool
 		if event != "job" {
 			return event != "resume" // the server ends the stream; reconnect
 		}
-		*last = id
 		ev, err := wire.ParseEvent(data)
-		if err != nil {
-			return true
-		}
 		s.watchMu.Lock()
-		for _, fn := range s.watchers {
-			fn([]store.Event{ev})
+		s.last = id
+		if err == nil {
+			for _, fn := range s.watchers {
+				fn([]store.Event{ev})
+			}
 		}
 		s.watchMu.Unlock()
 		return true
 	})
-	return true, false
+	s.watchMu.Lock()
+	s.reading = nil
+	r := s.swap
+	s.swap = nil
+	s.watchMu.Unlock()
+	if r == nil {
+		return nil
+	}
+	<-r.done
+	return r.c
 }
 
 // ---- named tokens (the admin token's) ----

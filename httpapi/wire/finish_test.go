@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -11,7 +12,7 @@ import (
 )
 
 // strictFinish decodes a batch finish as the server does without the fast
-// path: unknown fields refused, one value.
+// path (decodeStrict): unknown fields refused, one value.
 func strictFinish(body []byte) (FinishBatchRequest, error) {
 	var req FinishBatchRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -19,7 +20,7 @@ func strictFinish(body []byte) (FinishBatchRequest, error) {
 	if err := dec.Decode(&req); err != nil {
 		return req, err
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF { // as the server: anything after the value
 		return req, fmt.Errorf("more than one value")
 	}
 	return req, nil

@@ -269,30 +269,30 @@ const claimColumns = `id, key, priority, run_at, data, attempt, max_attempts, ba
 // all columns.
 func scanClaimed(c *columns, j *store.Job) error {
 	j.ID = c.int64(0)
-	j.Key = c.str(1)
+	j.Key = c.nullStr(1)
 	j.Priority = c.int(2)
-	j.RunAt = c.micros(3)
+	j.RunAt = c.time(3)
 	j.Data = c.bytes(4)
 	j.Attempt, j.MaxAttempts = c.int(5), c.int(6)
 	j.BackoffBase, j.BackoffMax = time.Duration(c.int64(7))*time.Microsecond, time.Duration(c.int64(8))*time.Microsecond
 	j.Token = c.str(9)
 	j.Resubmit = c.bool(10)
 	j.Progress = c.float(11)
-	j.LastError = c.str(12)
+	j.LastError = c.nullStr(12)
 	errs := c.bytes(13)
 	if result := c.bytes(14); len(result) > 0 {
 		j.Result = result
 	}
-	j.CreatedAt, j.FinishedAt = c.micros(15), c.micros(16)
+	j.CreatedAt, j.FinishedAt = c.time(15), c.nullTime(16)
 	meta := c.bytes(17)
 	j.Schedule = c.str(18)
-	j.Missed = store.Missed(c.int64(19))
-	j.Slot = c.micros(20)
+	j.Missed = store.Missed(c.uint8(19))
+	j.Slot = c.nullTime(20)
 	j.RetryAfter = time.Duration(c.int64(21)) * time.Microsecond
 	j.Parent = c.int64(22)
 	j.HasChildren = c.bool(23)
 	j.BedrockID = c.int64(24)
-	j.PrevStartedAt = c.micros(25)
+	j.PrevStartedAt = c.nullTime(25)
 	if c.err != nil {
 		return c.err
 	}

@@ -53,18 +53,46 @@ func (c *columns) int64(i int) int64 {
 
 func (c *columns) int(i int) int { return int(c.int64(i)) }
 
-func (c *columns) bool(i int) bool { return c.int64(i) != 0 }
+// uint8 reads a small code (such as store.Missed).
+func (c *columns) uint8(i int) uint8 {
+	v := c.int64(i)
+	if v < 0 || v > 255 {
+		c.fail(i, "a code from 0 to 255")
+	}
+	return uint8(v)
+}
 
-// micros reads a time in Unix microseconds; NULL is the zero time.
-func (c *columns) micros(i int) time.Time {
+// bool reads 0 or 1, as database/sql does into a bool.
+func (c *columns) bool(i int) bool {
+	v := c.int64(i)
+	if v != 0 && v != 1 {
+		c.fail(i, "0 or 1")
+	}
+	return v == 1
+}
+
+// time reads a time in Unix microseconds that is never NULL.
+func (c *columns) time(i int) time.Time { return fromMicros(c.int64(i)) }
+
+// nullTime reads a time in Unix microseconds; NULL is the zero time.
+func (c *columns) nullTime(i int) time.Time {
 	if c.v[i] == nil {
 		return time.Time{}
 	}
-	return fromMicros(c.int64(i))
+	return c.time(i)
 }
 
-// str reads a TEXT column; NULL is "".
+// str reads a TEXT column that is never NULL.
 func (c *columns) str(i int) string {
+	if c.v[i] == nil {
+		c.fail(i, "text")
+		return ""
+	}
+	return c.nullStr(i)
+}
+
+// nullStr reads a TEXT column; NULL is "".
+func (c *columns) nullStr(i int) string {
 	switch v := c.v[i].(type) {
 	case nil:
 		return ""

@@ -530,9 +530,9 @@ var ErrFellBehind = errors.New("subscriber fell behind: changes were dropped")
 // terminal state or the job's removal, or when ctx ends. A job that does
 // not exist gives ErrNotFound.
 func (c *Client) Subscribe(ctx context.Context, id int64) (*Subscription, error) {
+	c.watchStarts()
 	// Register before reading, so that a change between the read and the
 	// registration is not lost (couch_jobs' subscription race).
-	c.watchStarts()
 	sub := c.watch().SubscribeJob(id)
 	j, err := c.Get(ctx, id)
 	if err != nil {

@@ -1298,10 +1298,11 @@ func remoteClient(t *testing.T, s *testServer, cfg remote.Config) *rota.Client {
 type delayedStreams struct {
 	n     atomic.Int32
 	delay time.Duration
+	first bool // delay the first too
 }
 
 func (d *delayedStreams) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.URL.Path == "/v1/events" && d.n.Add(1) > 1 {
+	if r.URL.Path == "/v1/events" && (d.n.Add(1) > 1 || d.first) {
 		time.Sleep(d.delay)
 	}
 	return http.DefaultTransport.RoundTrip(r)
@@ -1395,6 +1396,39 @@ func TestRemoteFeedStarts(t *testing.T) {
 	s.add(t, map[string]any{"type": "feed.s"})
 	k := s.acceptOne(t, "feed.s")
 	await(k.ID, func(ev store.Event) bool { return ev.State == store.Running && !ev.Removed }, "a start")
+}
+
+// TestRemoteFeedStartsWhileOpening: starts asked for while the stream
+// without them is still connecting are not forgotten once it connects.
+func TestRemoteFeedStartsWhileOpening(t *testing.T) {
+	s := newServer(t, httpapi.Config{})
+	rs, err := remote.New(s.URL, remote.Config{HTTPClient: &http.Client{Transport: &delayedStreams{delay: 300 * time.Millisecond, first: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rs.Close() })
+	starts := make(chan int64, 100)
+	stop := rs.Watch(func(cs []store.Event) {
+		for _, c := range cs {
+			if c.Type == "feed.open" && c.State == store.Running && !c.Removed {
+				starts <- c.ID
+			}
+		}
+	})
+	defer stop()
+	time.Sleep(100 * time.Millisecond) // the feed is opening its stream, without starts
+	rs.WatchStarts()
+	time.Sleep(time.Second)
+	s.add(t, map[string]any{"type": "feed.open"})
+	run := s.acceptOne(t, "feed.open")
+	select {
+	case id := <-starts:
+		if id != run.ID {
+			t.Errorf("a start of job %d, want %d", id, run.ID)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no start within 15s: the stream opened before WatchStarts was not replaced")
+	}
 }
 
 // TestRemoteFeedOlderServer: a server that does not know ?running=false

@@ -81,6 +81,7 @@ type Store struct {
 type feedConn struct {
 	resp   *http.Response
 	cancel context.CancelFunc
+	starts bool // it carries job starts
 }
 
 // replacement is a connection with job starts that WatchStarts opens while
@@ -665,7 +666,13 @@ func (s *Store) WatchStarts() {
 		return
 	}
 	s.starts = true
-	if s.reading != nil && s.swap == nil {
+	s.replaceStale()
+}
+
+// replaceStale starts replacing the connection being read when it lacks
+// starts that are now wanted. The caller holds watchMu.
+func (s *Store) replaceStale() {
+	if s.starts && s.reading != nil && !s.reading.starts && s.swap == nil {
 		r := &replacement{done: make(chan struct{})}
 		s.swap = r
 		go s.replace(s.feedCtx, r, s.reading, s.last)
@@ -772,7 +779,7 @@ func (s *Store) open(ctx context.Context, starts bool, last string) (*feedConn, 
 			s.watchMu.Unlock()
 		}
 	}
-	return &feedConn{resp: resp, cancel: cancel}, nil
+	return &feedConn{resp: resp, cancel: cancel, starts: starts}, nil
 }
 
 // read delivers c's events until c ends, and returns the connection that
@@ -780,6 +787,7 @@ func (s *Store) open(ctx context.Context, starts bool, last string) (*feedConn, 
 func (s *Store) read(c *feedConn) *feedConn {
 	s.watchMu.Lock()
 	s.reading = c
+	s.replaceStale() // WatchStarts came while c was opening
 	s.watchMu.Unlock()
 	defer c.cancel()
 	defer c.resp.Body.Close()

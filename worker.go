@@ -145,9 +145,14 @@ type Worker struct {
 }
 
 type runningJob struct {
-	job    Job
-	view   Job    // the handler's copy, so that it cannot change job
-	tag    string // store.LeaseTag of the job's token
+	// lease and typ are the worker's own, which a handler cannot change;
+	// view is the handler's whole job. One copy of a job per run, not two:
+	// a drain starts tens of thousands a second.
+	lease  store.Lease
+	typ    string
+	view   Job
+	tag    string     // store.LeaseTag of the job's token
+	jc     jobContext // what the handler's context carries
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
@@ -402,8 +407,9 @@ func (w *Worker) start(base context.Context, job Job, took time.Time) *runningJo
 		skew = took.Sub(job.StartedAt) // the lease starts as the job does
 	}
 	leaseUntil := job.LeaseUntil.Add(skew)
-	r := &runningJob{job: job, tag: store.LeaseTag(job.Token), cancel: cancel, skew: skew, leaseUntil: leaseUntil, leaseLen: leaseUntil.Sub(took)}
-	r.ctx = context.WithValue(ctx, runningKey{}, &jobContext{w: w, r: r})
+	r := &runningJob{lease: job.Lease(), typ: job.Type, view: job, tag: store.LeaseTag(job.Token), cancel: cancel, skew: skew, leaseUntil: leaseUntil, leaseLen: leaseUntil.Sub(took)}
+	r.jc = jobContext{w: w, r: r}
+	r.ctx = context.WithValue(ctx, runningKey{}, &r.jc)
 	w.unsettled.Add(1)
 	w.mu.Lock()
 	if old := w.running[job.ID]; old != nil {
@@ -422,8 +428,8 @@ func (w *Worker) start(base context.Context, job Job, took time.Time) *runningJo
 
 func (w *Worker) forget(r *runningJob) {
 	w.mu.Lock()
-	if w.running[r.job.ID] == r { // not a later run of the same job
-		delete(w.running, r.job.ID)
+	if w.running[r.lease.ID] == r { // not a later run of the same job
+		delete(w.running, r.lease.ID)
 	}
 	w.mu.Unlock()
 	r.cancel(context.Canceled)
@@ -455,10 +461,10 @@ func (w *Worker) execute(r *runningJob, handlerDone func()) {
 	}
 	if errors.Is(cause, ErrCanceled) || errors.Is(cause, ErrLeaseLost) {
 		// The job is no longer ours; any finish would be refused.
-		w.log.Info("job abandoned", "id", r.job.ID, "type", r.job.Type, "reason", cause)
+		w.log.Info("job abandoned", "id", r.lease.ID, "type", r.typ, "reason", cause)
 		return
 	}
-	p := FinishParams{Lease: r.job.Lease()}
+	p := FinishParams{Lease: r.lease}
 	var snooze *SnoozeError
 	var perm *PermanentError
 	var cancelErr *CancelError
@@ -517,7 +523,7 @@ func (w *Worker) finish(r *runningJob, p FinishParams) error {
 	ctx := context.Background()
 	// The logger is made only when there is something to say: With
 	// formats its attributes at once, and finishes are the hot path.
-	log := func() *slog.Logger { return w.log.With("id", r.job.ID, "type", r.job.Type, "ending", p.As) }
+	log := func() *slog.Logger { return w.log.With("id", r.lease.ID, "type", r.typ, "ending", p.As) }
 	wait := retryFirst
 	for {
 		errs, err := w.finisher.Do(ctx, p)
@@ -559,8 +565,7 @@ func (w *Worker) call(r *runningJob) (err error) {
 			err = fmt.Errorf("panic: %v\n%s", v, debug.Stack())
 		}
 	}()
-	h := w.handlers[r.job.Type] // wrapped in the middleware by Run
-	r.view = r.job
+	h := w.handlers[r.typ] // wrapped in the middleware by Run
 	return h.Work(r.ctx, &r.view)
 }
 
@@ -588,7 +593,7 @@ func (w *Worker) releaseAll() {
 		r.mu.Lock()
 		if !r.ended {
 			r.ended = true
-			ps = append(ps, FinishParams{Lease: r.job.Lease(), As: Release})
+			ps = append(ps, FinishParams{Lease: r.lease, As: Release})
 			rs = append(rs, r)
 		}
 		r.mu.Unlock()
@@ -654,7 +659,7 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 		w.mu.Unlock()
 		for _, r := range lost {
 			if r.ctx.Err() == nil {
-				w.log.Error("lease lost: it ran out before a heartbeat extended it; stopping the job", "id", r.job.ID, "type", r.job.Type)
+				w.log.Error("lease lost: it ran out before a heartbeat extended it; stopping the job", "id", r.lease.ID, "type", r.typ)
 				r.cancel(ErrLeaseLost)
 			}
 		}
@@ -707,7 +712,7 @@ func (w *Worker) beatDue(ctx context.Context, rs []*runningJob) bool {
 	ok := true
 	for i, hr := range res {
 		if hr.Err != nil && retryable(hr.Err) {
-			w.log.Warn("heartbeat failed; trying again while the lease holds", "id", rs[i].job.ID, "type", rs[i].job.Type, "err", hr.Err)
+			w.log.Warn("heartbeat failed; trying again while the lease holds", "id", rs[i].lease.ID, "type", rs[i].typ, "err", hr.Err)
 			ok = false
 		}
 	}
@@ -720,7 +725,7 @@ func (w *Worker) beatDue(ctx context.Context, rs []*runningJob) bool {
 func (w *Worker) beat(ctx context.Context, rs []*runningJob, progress *float64) ([]HeartbeatResult, error) {
 	ps := make([]HeartbeatParams, len(rs))
 	for i, r := range rs {
-		ps[i] = HeartbeatParams{Lease: r.job.Lease(), Progress: progress}
+		ps[i] = HeartbeatParams{Lease: r.lease, Progress: progress}
 	}
 	res, err := w.c.HeartbeatMany(ctx, ps)
 	if err != nil {

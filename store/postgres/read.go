@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/rotajobs/rota/store"
 )
 
@@ -34,6 +36,14 @@ type scanner interface{ Scan(dest ...any) error }
 
 func utc(t time.Time) time.Time { return t.UTC() }
 
+// pgTime is nullTime for pgx's type.
+func pgTime(t pgtype.Timestamptz) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
+}
+
 func nullTime(t sql.NullTime) time.Time {
 	if !t.Valid {
 		return time.Time{}
@@ -42,13 +52,16 @@ func nullTime(t sql.NullTime) time.Time {
 }
 
 func scanJob(sc scanner) (store.Job, error) {
+	// Nullable columns scan into pgx's own types: database/sql's go through
+	// its Scanner interface, a conversion per column that a drain pays for
+	// every job it claims.
 	var (
 		j                                 store.Job
-		key, token, worker, lastErr, errs sql.NullString
-		meta, repeat                      sql.NullString
-		leaseUntil, started, finished     sql.NullTime
-		slot, prev                        sql.NullTime
-		retryAfter, parent, bedrockID     sql.NullInt64
+		key, token, worker, lastErr, errs pgtype.Text
+		meta, repeat                      pgtype.Text
+		leaseUntil, started, finished     pgtype.Timestamptz
+		slot, prev                        pgtype.Timestamptz
+		retryAfter, parent, bedrockID     pgtype.Int8
 		runAt, created, updated           time.Time
 		base, maxB, prio, attempt, maxAtt int64
 		state, missed                     int16
@@ -61,10 +74,10 @@ func scanJob(sc scanner) (store.Job, error) {
 	if err != nil {
 		return j, err
 	}
-	j.Schedule, j.Missed, j.Slot = repeat.String, store.Missed(missed), nullTime(slot)
+	j.Schedule, j.Missed, j.Slot = repeat.String, store.Missed(missed), pgTime(slot)
 	j.RetryAfter = time.Duration(retryAfter.Int64) * time.Microsecond
 	j.Parent, j.BedrockID = parent.Int64, bedrockID.Int64
-	j.PrevStartedAt = nullTime(prev)
+	j.PrevStartedAt = pgTime(prev)
 	if meta.Valid {
 		if j.Meta, err = store.ParseMetaJSON([]byte(meta.String)); err != nil {
 			return j, fmt.Errorf("job %d: %w", j.ID, err)
@@ -76,7 +89,7 @@ func scanJob(sc scanner) (store.Job, error) {
 	j.RunAt = utc(runAt)
 	j.Data = data
 	j.BackoffBase, j.BackoffMax = time.Duration(base)*time.Microsecond, time.Duration(maxB)*time.Microsecond
-	j.LeaseUntil = nullTime(leaseUntil)
+	j.LeaseUntil = pgTime(leaseUntil)
 	if len(result) > 0 {
 		j.Result = result
 	}
@@ -86,7 +99,7 @@ func scanJob(sc scanner) (store.Job, error) {
 		}
 	}
 	j.CreatedAt, j.UpdatedAt = utc(created), utc(updated)
-	j.StartedAt, j.FinishedAt = nullTime(started), nullTime(finished)
+	j.StartedAt, j.FinishedAt = pgTime(started), pgTime(finished)
 	return j, nil
 }
 

@@ -735,23 +735,11 @@ type pick struct {
 // scanClaimed reads a claimed job and its plan entry.
 func scanClaimed(r rows) (*store.Job, int64, error) {
 	var e int64
-	j, err := scanJob(&extraScanner{r: r, extra: []any{&e}})
-	if err != nil {
+	var j store.Job
+	if err := newJobScan(&e).scan(r, &j); err != nil {
 		return nil, 0, err
 	}
 	return &j, e, nil
-}
-
-// extraScanner scans a job's columns followed by more.
-type extraScanner struct {
-	r     rows
-	extra []any
-	buf   []any
-}
-
-func (s *extraScanner) Scan(dest ...any) error {
-	s.buf = append(append(s.buf[:0], dest...), s.extra...)
-	return s.r.Scan(s.buf...)
 }
 
 // clock notes that g ran out of pending jobs at turn (after it was
@@ -785,14 +773,15 @@ func (a *acceptor) head(q *queue) error {
 	var grp string
 	var claimed, won int64
 	var e int64
-	sc := &extraScanner{r: r, extra: []any{&e, &won}}
+	js := newJobScan(&e, &won)
 	for r.Next() {
-		j, err := scanJob(sc)
-		if err != nil {
+		a.jobs = append(a.jobs, store.Job{})
+		j := &a.jobs[len(a.jobs)-1]
+		if err := js.scan(r, j); err != nil {
+			a.jobs = a.jobs[:len(a.jobs)-1]
 			r.Close()
 			return err
 		}
-		a.jobs = append(a.jobs, j)
 		grp = j.Group
 		claimed++
 	}

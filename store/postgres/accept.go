@@ -811,6 +811,7 @@ func (a *acceptor) head(q *queue) error {
 	}
 	a.next = &nextRun{at: nullTime(next), types: types}
 	sortJobs(a.jobs)
+	a.t.changes = slices.Grow(a.t.changes, len(a.jobs))
 	for i := range a.jobs {
 		a.t.changed(lifecycle.ClaimedEvent(&a.jobs[i]))
 	}

@@ -963,10 +963,11 @@ func (s *Store) completeFast(ctx context.Context, ps []store.FinishParams, resul
 			return err
 		}
 		defer r.Close()
+		t.changes = slices.Grow(t.changes, len(ids))
+		var id int64
+		var typ, grp string
+		var runAt time.Time
 		for r.Next() {
-			var id int64
-			var typ, grp string
-			var runAt time.Time
 			if err := r.Scan(&id, &typ, &grp, &runAt); err != nil {
 				return err
 			}

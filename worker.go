@@ -465,9 +465,6 @@ func (w *Worker) execute(r *runningJob, handlerDone func()) {
 		return
 	}
 	p := FinishParams{Lease: r.lease}
-	var snooze *SnoozeError
-	var perm *PermanentError
-	var cancelErr *CancelError
 	switch {
 	case err != nil && errors.Is(cause, ErrShutdown):
 		// Stopped by the shutdown, not failed: hand the job back without
@@ -477,6 +474,24 @@ func (w *Worker) execute(r *runningJob, handlerDone func()) {
 		r.mu.Lock()
 		p.As, p.Result = Complete, r.result
 		r.mu.Unlock()
+	default:
+		endWith(err, &p)
+	}
+	ctx := context.Background()
+	ferr := w.finish(r, p)
+	for _, h := range w.c.hooks.finish {
+		h.AfterFinish(ctx, &r.view, p, took, ferr)
+	}
+}
+
+// endWith sets how a handler's error ends its job. It is apart from
+// execute so that its errors.As targets, which escape to the heap, cost
+// only jobs that fail.
+func endWith(err error, p *FinishParams) {
+	var snooze *SnoozeError
+	var perm *PermanentError
+	var cancelErr *CancelError
+	switch {
 	case errors.As(err, &snooze):
 		p.As, p.RunAt = Snooze, time.Now().Add(snooze.Delay)
 	case errors.As(err, &cancelErr):
@@ -485,11 +500,6 @@ func (w *Worker) execute(r *runningJob, handlerDone func()) {
 		p.As, p.Error, p.Permanent = Fail, err.Error(), true
 	default:
 		p.As, p.Error = Fail, err.Error()
-	}
-	ctx := context.Background()
-	ferr := w.finish(r, p)
-	for _, h := range w.c.hooks.finish {
-		h.AfterFinish(ctx, &r.view, p, took, ferr)
 	}
 }
 

@@ -221,31 +221,16 @@ func ParseAccept(data []byte) ([]store.Job, error) {
 // writes it: none), each job an object whose keys are JobWire's, each at
 // most once, in any order; anything else is errShape.
 func parseAcceptFast(d []byte) ([]store.Job, error) {
-	d = bytes.TrimRight(d, "\n")
-	p := &jsonScan{d: d}
-	if !p.lit(`{"jobs":[`) {
+	p := &jsonScan{d: bytes.TrimRight(d, "\n")}
+	jobs := []store.Job{}
+	ok := p.lit(`{"jobs":`) && p.array(func() bool {
+		jobs = append(jobs, store.Job{})
+		return p.job(&jobs[len(jobs)-1])
+	}) && p.lit("}") && len(p.d) == 0
+	if !ok {
 		return nil, errShape
 	}
-	var jobs []store.Job
-	if p.lit("]") {
-		if !p.lit("}") || len(p.d) != 0 {
-			return nil, errShape
-		}
-		return []store.Job{}, nil
-	}
-	for {
-		jobs = append(jobs, store.Job{})
-		if err := p.job(&jobs[len(jobs)-1]); err != nil {
-			return nil, err
-		}
-		if p.lit(",") {
-			continue
-		}
-		if !p.lit("]}") || len(p.d) != 0 {
-			return nil, errShape
-		}
-		return jobs, nil
-	}
+	return jobs, nil
 }
 
 // jsonScan reads JSON as encoding/json writes it, a token at a time.
@@ -260,6 +245,55 @@ func (p *jsonScan) lit(s string) bool {
 		return true
 	}
 	return false
+}
+
+// array reads [elem,…], elem reading one element.
+func (p *jsonScan) array(elem func() bool) bool {
+	if !p.lit("[") {
+		return false
+	}
+	if p.lit("]") {
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		if !p.lit(",") {
+			return p.lit("]")
+		}
+	}
+}
+
+// object reads {"key":value,…}, value(key) reading each value; a null
+// value is refused (encoding/json leaves the field as it was, which the
+// fast readers do not copy).
+func (p *jsonScan) object(value func(key []byte) bool) bool {
+	if !p.lit("{") {
+		return false
+	}
+	if p.lit("}") {
+		return true
+	}
+	for {
+		key, ok := p.strBytes()
+		if !ok || !p.lit(":") || bytes.HasPrefix(p.d, []byte("null")) || !value(key) {
+			return false
+		}
+		if !p.lit(",") {
+			return p.lit("}")
+		}
+	}
+}
+
+func (p *jsonScan) bool() (v, ok bool) {
+	switch {
+	case p.lit("true"):
+		return true, true
+	case p.lit("false"):
+		return false, true
+	}
+	return false, false
 }
 
 // str reads a string of valid UTF-8 without escapes or control
@@ -439,36 +473,18 @@ end:
 	return v, true
 }
 
-// job reads one JobWire object into j.
-func (p *jsonScan) job(j *store.Job) error {
-	if !p.lit("{") {
-		return errShape
-	}
-	if p.lit("}") {
-		return nil
-	}
+// job reads one JobWire object into j. encoding/json matches keys
+// without case, and a repeated key overwrites: both are refused here.
+func (p *jsonScan) job(j *store.Job) bool {
 	var seen uint64
-	for {
-		name, ok := p.strBytes()
-		if !ok || !p.lit(":") || bytes.HasPrefix(p.d, []byte("null")) {
-			return errShape
-		}
+	return p.object(func(name []byte) bool {
 		key, known := jobKeys[string(name)]
 		if !known || seen&key.bit != 0 {
-			return errShape // encoding/json matches keys without case; a repeat overwrites
+			return false
 		}
 		seen |= key.bit
-		if !p.field(j, key.name) {
-			return errShape
-		}
-		if p.lit(",") {
-			continue
-		}
-		if p.lit("}") {
-			return nil
-		}
-		return errShape
-	}
+		return p.field(j, key.name)
+	})
 }
 
 // jobKeys are JobWire's JSON keys, each with a bit of its own.
@@ -504,14 +520,7 @@ func (p *jsonScan) field(j *store.Job, key string) bool {
 		*dst = int(v)
 	}
 	tm := func(dst *time.Time) { *dst, ok = p.time() }
-	boolean := func(dst *bool) {
-		switch {
-		case p.lit("true"):
-			*dst, ok = true, true
-		case p.lit("false"):
-			*dst, ok = false, true
-		}
-	}
+	boolean := func(dst *bool) { *dst, ok = p.bool() }
 	raw := func(dst *json.RawMessage) {
 		var v []byte
 		if v, ok = p.value(); ok {

@@ -158,9 +158,9 @@ func parseEventFast(d []byte) (Event, error) {
 	}
 	ok = ok && p.lit(`,"state":`)
 	if ok {
-		var s string
-		s, ok = p.str()
-		ok = ok && ev.State.UnmarshalText([]byte(s)) == nil
+		var s []byte
+		s, ok = p.strBytes()
+		ok = ok && ev.State.UnmarshalText(s) == nil
 	}
 	if ok && p.lit(`,"removed":true`) {
 		ev.Removed = true

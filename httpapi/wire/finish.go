@@ -21,40 +21,20 @@ import (
 // anything else, which the caller decodes with encoding/json.
 func ParseFinishBatch(body []byte) (req FinishBatchRequest, ok bool) {
 	p := &jsonScan{d: bytes.TrimRight(body, "\n")}
-	if !p.lit(`{"items":[`) {
-		return req, false
-	}
 	req.Items = []FinishItem{}
-	if p.lit("]}") {
-		return req, len(p.d) == 0
-	}
-	for {
+	ok = p.lit(`{"items":`) && p.array(func() bool {
 		req.Items = append(req.Items, FinishItem{})
-		if !p.finishItem(&req.Items[len(req.Items)-1]) {
-			return req, false
-		}
-		if p.lit(",") {
-			continue
-		}
-		return req, p.lit("]}") && len(p.d) == 0
-	}
+		return p.finishItem(&req.Items[len(req.Items)-1])
+	}) && p.lit("}") && len(p.d) == 0
+	return req, ok
 }
 
-// finishItem reads one FinishItem object into f.
+// finishItem reads one FinishItem object into f, refusing what job does.
 func (p *jsonScan) finishItem(f *FinishItem) bool {
-	if !p.lit("{") {
-		return false
-	}
-	if p.lit("}") {
-		return true
-	}
 	var seen uint8
-	for {
-		name, ok := p.strBytes()
-		if !ok || !p.lit(":") || bytes.HasPrefix(p.d, []byte("null")) {
-			return false
-		}
+	return p.object(func(name []byte) bool {
 		var bit uint8
+		var ok bool
 		switch string(name) {
 		case "id":
 			bit = 1
@@ -76,14 +56,7 @@ func (p *jsonScan) finishItem(f *FinishItem) bool {
 			f.Error, ok = p.str()
 		case "permanent":
 			bit = 32
-			switch {
-			case p.lit("true"):
-				f.Permanent = true
-			case p.lit("false"):
-				f.Permanent = false
-			default:
-				ok = false
-			}
+			f.Permanent, ok = p.bool()
 		case "run_at":
 			bit = 64
 			var t time.Time
@@ -93,18 +66,13 @@ func (p *jsonScan) finishItem(f *FinishItem) bool {
 		case "rename":
 			bit = 128
 			f.Rename, ok = p.str()
-		default:
-			return false // encoding/json matches keys without case
 		}
 		if !ok || seen&bit != 0 {
-			return false // a repeat overwrites in encoding/json
+			return false
 		}
 		seen |= bit
-		if p.lit(",") {
-			continue
-		}
-		return p.lit("}")
-	}
+		return true
+	})
 }
 
 // AppendFinishResults appends the answer to a batch finish of n items
@@ -125,20 +93,9 @@ func AppendFinishResults(buf []byte, n int) []byte {
 // it answers; ok is false for anything else.
 func ParseFinishResults(body []byte) (n int, ok bool) {
 	p := &jsonScan{d: bytes.TrimRight(body, "\n")}
-	if !p.lit(`{"results":[`) {
-		return 0, false
-	}
-	if p.lit("]}") {
-		return 0, len(p.d) == 0
-	}
-	for {
-		if !p.lit("{}") {
-			return 0, false
-		}
+	ok = p.lit(`{"results":`) && p.array(func() bool {
 		n++
-		if p.lit(",") {
-			continue
-		}
-		return n, p.lit("]}") && len(p.d) == 0
-	}
+		return p.lit("{}")
+	}) && p.lit("}") && len(p.d) == 0
+	return n, ok
 }

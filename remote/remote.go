@@ -68,8 +68,7 @@ type Store struct {
 	watchMu  sync.Mutex
 	watchers map[int]func([]store.Event)
 	watchSeq int
-	streamOn bool
-	feedCtx  context.Context // the feed's, until Close
+	feedCtx  context.Context // the feed's, once the first watcher opened it
 	stopFeed context.CancelFunc
 	starts   bool         // the stream includes job starts (store.StartWatcher)
 	last     string       // the last event's id: a new connection resumes after it
@@ -189,12 +188,8 @@ func (s *Store) do(ctx context.Context, method, path string, query url.Values, i
 		if unavailable.retryAfter > 0 {
 			wait = min(unavailable.retryAfter, readRetryMax)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if sleep(ctx, wait); ctx.Err() != nil {
 			return ctx.Err()
-		case <-t.C:
 		}
 		wait = min(2*wait, readRetryMax)
 	}
@@ -643,8 +638,7 @@ func (s *Store) Watch(fn func([]store.Event)) func() {
 	s.watchSeq++
 	id := s.watchSeq
 	s.watchers[id] = fn
-	if !s.streamOn && !s.isClosed() {
-		s.streamOn = true
+	if s.feedCtx == nil && !s.isClosed() {
 		s.feedCtx, s.stopFeed = context.WithCancel(context.Background())
 		go s.feed(s.feedCtx)
 	}
@@ -705,30 +699,32 @@ func (s *Store) feed(ctx context.Context) {
 					s.watchMu.Unlock()
 					continue
 				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(backoff):
-				}
+				sleep(ctx, backoff)
 				backoff = min(backoff*2, 5*time.Second)
 				continue
 			}
 		}
 		backoff = 100 * time.Millisecond
-		if next = s.read(c); next == nil && ctx.Err() == nil {
+		if next = s.read(c); next == nil {
 			// The connection broke, or the server ended it because this
 			// client fell behind: the next one resumes after s.last, the
 			// server replaying what changed meanwhile.
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(backoff):
-			}
+			sleep(ctx, backoff)
 		}
 	}
 	if next != nil {
 		next.resp.Body.Close()
 		next.cancel()
+	}
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 

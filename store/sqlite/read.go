@@ -34,47 +34,49 @@ func fromNullMicros(v sql.NullInt64) time.Time {
 
 func micros(t time.Time) int64 { return t.UnixMicro() }
 
+// jobColumnNames names jobColumns, for columns' errors.
+var jobColumnNames = []string{"id", "type", "key", "grp", "priority", "state", "run_at", "data", "attempt", "max_attempts",
+	"backoff_base", "backoff_max", "token", "worker", "lease_until", "cancel_requested", "resubmit",
+	"progress", "last_error", "errors", "result", "created_at", "started_at", "finished_at", "updated_at", "meta",
+	"repeat", "missed", "slot", "retry_after", "parent_id", "has_children", "bedrock_id", "prev_started_at"}
+
+// scanJob reads a row of jobColumns, through columns as the claim does.
 func scanJob(sc scanner) (store.Job, error) {
-	var (
-		j                                   store.Job
-		key, token, worker, lastErr, errs   sql.NullString
-		leaseUntil, started, finished, slot sql.NullInt64
-		prev                                sql.NullInt64
-		retryAfter                          int64
-		runAt, created, updated, base, maxB int64
-		state                               int
-		cancelReq, resubmit                 bool
-		data, result, meta                  []byte
-	)
-	err := sc.Scan(&j.ID, &j.Type, &key, &j.Group, &j.Priority, &state, &runAt, &data, &j.Attempt, &j.MaxAttempts,
-		&base, &maxB, &token, &worker, &leaseUntil, &cancelReq, &resubmit,
-		&j.Progress, &lastErr, &errs, &result, &created, &started, &finished, &updated, &meta,
-		&j.Schedule, &j.Missed, &slot, &retryAfter, &j.Parent, &j.HasChildren, &j.BedrockID, &prev)
-	if err != nil {
+	var j store.Job
+	c := newColumns(jobColumnNames...)
+	if err := c.scan(sc); err != nil {
 		return j, err
 	}
+	j.ID, j.Type, j.Key, j.Group = c.int64(0), c.str(1), c.nullStr(2), c.str(3)
+	j.Priority, j.State, j.RunAt = c.int(4), store.State(c.int(5)), c.time(6)
+	j.Data = c.bytes(7)
+	j.Attempt, j.MaxAttempts = c.int(8), c.int(9)
+	j.BackoffBase, j.BackoffMax = time.Duration(c.int64(10))*time.Microsecond, time.Duration(c.int64(11))*time.Microsecond
+	j.Token, j.Worker, j.LeaseUntil = c.nullStr(12), c.nullStr(13), c.nullTime(14)
+	j.CancelRequested, j.Resubmit = c.bool(15), c.bool(16)
+	j.Progress, j.LastError = c.float(17), c.nullStr(18)
+	errs := c.bytes(19)
+	if result := c.bytes(20); len(result) > 0 {
+		j.Result = result
+	}
+	j.CreatedAt, j.StartedAt, j.FinishedAt, j.UpdatedAt = c.time(21), c.nullTime(22), c.nullTime(23), c.time(24)
+	meta := c.bytes(25)
+	j.Schedule, j.Missed, j.Slot = c.str(26), store.Missed(c.uint8(27)), c.nullTime(28)
+	j.RetryAfter = time.Duration(c.int64(29)) * time.Microsecond
+	j.Parent, j.HasChildren, j.BedrockID = c.int64(30), c.bool(31), c.int64(32)
+	j.PrevStartedAt = c.nullTime(33)
+	if c.err != nil {
+		return j, c.err
+	}
+	var err error
 	if j.Meta, err = store.ParseMetaJSON(meta); err != nil {
 		return j, fmt.Errorf("job %d: %w", j.ID, err)
 	}
-	j.Key, j.Token, j.Worker, j.LastError = key.String, token.String, worker.String, lastErr.String
-	j.State = store.State(state)
-	j.RunAt = fromMicros(runAt)
-	j.Data = data
-	j.BackoffBase, j.BackoffMax = time.Duration(base)*time.Microsecond, time.Duration(maxB)*time.Microsecond
-	j.LeaseUntil = fromNullMicros(leaseUntil)
-	j.CancelRequested, j.Resubmit = cancelReq, resubmit
-	if len(result) > 0 {
-		j.Result = result
-	}
-	if errs.Valid && errs.String != "" {
-		if err := json.Unmarshal([]byte(errs.String), &j.Errors); err != nil {
+	if len(errs) > 0 {
+		if err := json.Unmarshal(errs, &j.Errors); err != nil {
 			return j, fmt.Errorf("job %d: decode errors: %w", j.ID, err)
 		}
 	}
-	j.CreatedAt, j.UpdatedAt = fromMicros(created), fromMicros(updated)
-	j.StartedAt, j.FinishedAt = fromNullMicros(started), fromNullMicros(finished)
-	j.Slot, j.PrevStartedAt = fromNullMicros(slot), fromNullMicros(prev)
-	j.RetryAfter = time.Duration(retryAfter) * time.Microsecond
 	return j, nil
 }
 

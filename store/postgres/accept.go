@@ -540,8 +540,9 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 		}
 		err = func() error {
 			defer r.Close()
+			cs := newClaimScan()
 			for r.Next() {
-				j, e, err := scanClaimed(r)
+				j, e, err := cs.next(r)
 				if err != nil {
 					return err
 				}
@@ -666,8 +667,9 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 			err = func() error {
 				defer r.Close()
 				got := 0
+				cs := newClaimScan()
 				for r.Next() {
-					j, e, err := scanClaimed(r)
+					j, e, err := cs.next(r)
 					if err != nil {
 						return err
 					}
@@ -732,14 +734,26 @@ type pick struct {
 	c candidate
 }
 
-// scanClaimed reads a claimed job and its plan entry.
-func scanClaimed(r rows) (*store.Job, int64, error) {
-	var e int64
-	var j store.Job
-	if err := newJobScan(&e).scan(r, &j); err != nil {
+// claimScan reads claimed jobs, each with its plan entry, reusing one
+// jobScan for the rows of a query.
+type claimScan struct {
+	js *jobScan
+	e  int64
+}
+
+func newClaimScan() *claimScan {
+	c := &claimScan{}
+	c.js = newJobScan(&c.e)
+	return c
+}
+
+// next reads r's current row.
+func (c *claimScan) next(r rows) (*store.Job, int64, error) {
+	j := new(store.Job)
+	if err := c.js.scan(r, j); err != nil {
 		return nil, 0, err
 	}
-	return &j, e, nil
+	return j, c.e, nil
 }
 
 // clock notes that g ran out of pending jobs at turn (after it was

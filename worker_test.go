@@ -610,3 +610,127 @@ func (s *countingStore) Accept(ctx context.Context, p store.AcceptParams) (store
 	s.accepts.Add(1)
 	return s.Store.Accept(ctx, p)
 }
+
+// TestPrefetch runs short jobs until the worker leases jobs ahead of its
+// one slot, then checks what happens to a job leased ahead: it is running
+// in the store but its handler waits for the slot; cancelled, it never
+// runs; at shutdown it goes back to pending at once, with its attempt
+// given back, without running, while the running handler is let finish.
+// No more handlers than Concurrency ever run at once.
+func TestPrefetch(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	var running, most atomic.Int32
+	enter := func() {
+		n := running.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+	}
+	w := rota.NewWorker(c, rota.WorkerConfig{Concurrency: 1, Prefetch: 1, ShutdownTimeout: 20 * time.Second})
+	w.Handle("quick", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		enter()
+		defer running.Add(-1)
+		return nil
+	}))
+	ran := make(chan int64, 10)
+	release := make(chan struct{})
+	w.Handle("slow", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		enter()
+		defer running.Add(-1)
+		ran <- job.ID
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}))
+	// Short jobs, so that the worker learns that its slot frees far more
+	// often than an accept takes, and leases ahead.
+	var quick []rota.AddParams
+	for range 50 {
+		quick = append(quick, rota.AddParams{Type: "quick"})
+	}
+	res, err := c.AddMany(ctx, quick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runWorker(t, w)
+	for _, r := range res {
+		waitJob(t, c, r.Job.ID)
+	}
+
+	slow, err := c.AddMany(ctx, []rota.AddParams{{Type: "slow"}, {Type: "slow"}, {Type: "slow"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := <-ran
+	// One of the others is leased ahead: running in the store, its
+	// handler not called.
+	var ahead rota.Job
+	for deadline := time.Now().Add(10 * time.Second); ahead.ID == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no job was leased ahead of the busy slot")
+		}
+		for _, r := range slow {
+			if j, err := c.Get(ctx, r.Job.ID); err == nil && j.ID != first && j.State == rota.Running {
+				ahead = j
+			}
+		}
+	}
+	// Cancelled before it starts, it never runs.
+	if err := c.Cancel(ctx, ahead.ID); err != nil {
+		t.Fatal(err)
+	}
+	// The third is leased ahead in its place; at shutdown it goes back
+	// without running, as the first does after its handler stops.
+	var third int64
+	for _, r := range slow {
+		if r.Job.ID != first && r.Job.ID != ahead.ID {
+			third = r.Job.ID
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if j, _ := c.Get(ctx, third); j.State == rota.Running {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the third job was not leased ahead after the second was cancelled")
+		}
+	}
+	stopped := make(chan struct{})
+	go func() {
+		stop()
+		close(stopped)
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if j, _ := c.Get(ctx, third); j.State == rota.Pending {
+			if j.Attempt != 0 {
+				t.Errorf("the job leased ahead went back at attempt %d, want its attempt given back", j.Attempt)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("at shutdown the job leased ahead was not handed back while the running one finished")
+		}
+	}
+	if j, _ := c.Get(ctx, first); j.State != rota.Running {
+		t.Errorf("the running job is %s before its handler returned, want running", j.State)
+	}
+	close(release)
+	<-stopped
+	select {
+	case id := <-ran:
+		t.Errorf("job %d ran, want only job %d to run", id, first)
+	default:
+	}
+	if got, _ := c.Get(ctx, ahead.ID); got.State != rota.Cancelled {
+		t.Errorf("the cancelled job leased ahead is %s, want cancelled", got.State)
+	}
+	if got, _ := c.Get(ctx, first); got.State != rota.Completed {
+		t.Errorf("after shutdown the running job is %s, want completed", got.State)
+	}
+	if m := most.Load(); m != 1 {
+		t.Errorf("%d handlers ran at once, want at most Concurrency (1)", m)
+	}
+}

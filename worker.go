@@ -103,8 +103,8 @@ type WorkerConfig struct {
 	Concurrency int
 	// Prefetch bounds how many jobs the worker leases ahead of its free
 	// slots, so that a slot that frees starts its next job at once rather
-	// than after an accept's round trip; zero means Concurrency, negative
-	// means none. The worker leases ahead only as many as its slots are
+	// than after an accept's round trip; zero means Concurrency, at most
+	// 64, and negative means none. The worker leases ahead only as many as its slots are
 	// expected to free during one accept, from the recent durations of
 	// handlers and accepts: with short jobs up to Prefetch, with jobs that
 	// run much longer than an accept none, so that leased jobs do not wait
@@ -199,7 +199,7 @@ func NewWorker(c *Client, cfg WorkerConfig) *Worker {
 	}
 	switch {
 	case cfg.Prefetch == 0:
-		cfg.Prefetch = cfg.Concurrency
+		cfg.Prefetch = min(cfg.Concurrency, maxDefaultPrefetch)
 	case cfg.Prefetch < 0:
 		cfg.Prefetch = 0
 	}
@@ -478,6 +478,12 @@ func (w *Worker) ahead() int {
 }
 
 const aheadTrips = 4
+
+// maxDefaultPrefetch bounds the default Prefetch: a worker with many slots
+// already accepts in large batches, and leasing hundreds ahead made its
+// drain of no-op jobs slower (more jobs and goroutines held at once; see
+// docs/benchmarks.md).
+const maxDefaultPrefetch = 64
 
 // pace keeps moving averages of how long handlers run and how long an
 // accept that does not wait for work takes, for ahead. Zero: not seen yet.

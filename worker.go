@@ -467,7 +467,7 @@ func (w *Worker) ahead() int {
 	if w.cfg.Prefetch == 0 || run == 0 || accept == 0 {
 		return 0
 	}
-	n := (aheadTrips*int64(w.cfg.Concurrency)*accept + run/2) / run
+	n := aheadTrips * int64(w.cfg.Concurrency) * accept / run
 	if n < 2 {
 		// One job leased ahead hides little of an accept (measured: a few
 		// per cent more jobs a second with 10 ms jobs on 8 slots) and

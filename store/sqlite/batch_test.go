@@ -285,3 +285,75 @@ func TestAcceptedJobsMatchStored(t *testing.T) {
 		t.Fatalf("second accept: %d jobs", n)
 	}
 }
+
+// Adds count their jobs per group themselves (migration 0013): the counts
+// stay right through adds of many groups in one call, re-adds by key,
+// unique adds that find their job, children paused under a running parent,
+// adds in a caller's transaction, and an add that fails part-way and
+// leaves nothing behind.
+func TestGroupCountsAfterAdds(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	var ps []store.AddParams
+	for i := range 300 {
+		ps = append(ps, store.AddParams{Type: fmt.Sprintf("adds.t%d", i%3), Group: fmt.Sprintf("g%d", i%11), Data: raw(`{}`)})
+	}
+	ps = append(ps,
+		store.AddParams{Type: "adds.t0", Key: "k", Group: "g1", Data: raw(`{}`)},
+		store.AddParams{Type: "adds.t0", Key: "k", Group: "g2", Data: raw(`{"again":true}`)},
+		store.AddParams{Type: "adds.t1", Unique: true, Data: raw(`{"u":1}`)},
+		store.AddParams{Type: "adds.t1", Unique: true, Data: raw(`{"u":1}`)},
+	)
+	if _, err := s.Add(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	checkGroupCounts(t, s)
+
+	// A parent running: its children are added paused, and not counted as
+	// pending.
+	res, err := s.Add(ctx, []store.AddParams{{Type: "adds.parent", Data: raw(`{}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acc, err := s.Accept(ctx, store.AcceptParams{Types: []string{"adds.parent"}, Limit: 1}); err != nil || len(acc.Jobs) != 1 {
+		t.Fatalf("accept the parent: %v, %d jobs", err, len(acc.Jobs))
+	}
+	if _, err := s.Add(ctx, []store.AddParams{{Type: "adds.child", Parent: res[0].Job.ID, Data: raw(`{}`)},
+		{Type: "adds.child", Group: "g1", Parent: res[0].Job.ID, Data: raw(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	checkGroupCounts(t, s)
+
+	// In a caller's transaction, committed and rolled back.
+	db, err := s.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, commit := range []bool{true, false} {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AddTx(ctx, tx, []store.AddParams{{Type: "adds.tx", Group: "g3", Data: raw(`{}`)}, {Type: "adds.t2", Group: "g3", Data: raw(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			err = tx.Commit()
+		} else {
+			err = tx.Rollback()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkGroupCounts(t, s)
+	}
+
+	// An add whose last job cannot be added (a child of a job that does
+	// not exist) leaves nothing behind, counts included.
+	_, err = s.Add(ctx, []store.AddParams{{Type: "adds.t0", Group: "g5", Data: raw(`{}`)}, {Type: "adds.t0", Group: "new", Data: raw(`{}`)},
+		{Type: "adds.child", Parent: 1 << 40, Data: raw(`{}`)}})
+	if err == nil {
+		t.Fatal("adding a child of a job that does not exist succeeded")
+	}
+	checkGroupCounts(t, s)
+}

@@ -52,6 +52,9 @@ func (w *writeTx) load(id int64) (*lifecycle.Row, time.Duration, error) {
 }
 
 // insertSQL adds one job.
+// insertSQL adds a job. It is the only insert into rota_jobs, and no
+// trigger counts it: add counts the jobs it inserts (addCounts, migration
+// 0013).
 const insertSQL = `INSERT INTO rota_jobs (type, key, grp, priority, state, run_at, data, max_attempts,
 	backoff_base, backoff_max, created_at, updated_at, meta, repeat, missed, slot, retry_after, parent_id)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -365,11 +368,20 @@ func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) ([]store.AddResult
 	out := make([]store.AddResult, len(jobs))
 	now := micros(w.now)
 	seen := map[string]bool{}
+	var counts addCounts
 	for i := range jobs {
 		p := &jobs[i]
 		if !seen[p.Type] {
 			seen[p.Type] = true
 			if err := w.registerType(p.Type); err != nil {
+				return nil, err
+			}
+		}
+		if p.Unique || p.Parent != 0 || p.Key != "" {
+			// What follows may update jobs this add inserted, and the
+			// update trigger counts such a change against the job's
+			// group row: the row must hold their counts first.
+			if err := counts.save(w); err != nil {
 				return nil, err
 			}
 		}
@@ -439,8 +451,62 @@ func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) ([]store.AddResult
 		}
 		out[i] = store.AddResult{Job: j, Outcome: store.Inserted}
 		w.changes = append(w.changes, store.Event{ID: id, Type: p.Type, Group: p.Group, State: state, RunAt: j.RunAt})
+		if state == store.Pending {
+			counts.add(p.Type, p.Group)
+		}
+	}
+	if err := counts.save(w); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// addCounts counts the pending jobs an add inserted, by type and group,
+// in the order the groups first came, for rota_groups (no trigger counts
+// inserts: migration 0013).
+type addCounts struct {
+	index  map[[2]string]int // type and group → groups[i]
+	groups []groupCount
+}
+
+type groupCount struct {
+	typ, grp string
+	n        int
+}
+
+func (c *addCounts) add(typ, grp string) {
+	k := [2]string{typ, grp}
+	i, ok := c.index[k]
+	if !ok {
+		if c.index == nil {
+			c.index = map[[2]string]int{}
+		}
+		i = len(c.groups)
+		c.index[k] = i
+		c.groups = append(c.groups, groupCount{typ: typ, grp: grp})
+	}
+	c.groups[i].n++
+}
+
+// save adds the counts to rota_groups as the insert trigger of 0002 did,
+// job by job (a group that had no pending jobs takes its turn no earlier
+// than its type's virtual clock, so that it cannot have banked turns while
+// idle), and starts counting again from none.
+func (c *addCounts) save(w *writeTx) error {
+	defer func() {
+		clear(c.index)
+		c.groups = c.groups[:0]
+	}()
+	for _, g := range c.groups {
+		if _, err := w.exec(`INSERT INTO rota_groups (type, grp, pending, running, turn)
+			VALUES (?, ?, ?, 0, coalesce((SELECT vclock FROM rota_types WHERE name = ?), 0))
+			ON CONFLICT (type, grp) DO UPDATE SET
+				turn = CASE WHEN pending = 0 THEN max(turn, excluded.turn) ELSE turn END,
+				pending = pending + excluded.pending`, g.typ, g.grp, g.n, g.typ); err != nil {
+			return fmt.Errorf("sqlite: add: count jobs of group %q: %w", g.grp, err)
+		}
+	}
+	return nil
 }
 
 // addChild decides the state of a child of job parent (lifecycle.AddChild)

@@ -104,13 +104,18 @@ type WorkerConfig struct {
 	// Prefetch bounds how many jobs the worker leases ahead of its free
 	// slots, so that a slot that frees starts its next job at once rather
 	// than after an accept's round trip; zero means Concurrency, at most
-	// 64, and negative means none. The worker leases ahead only as many as its slots are
-	// expected to free during one accept, from the recent durations of
-	// handlers and accepts: with short jobs up to Prefetch, with jobs that
-	// run much longer than an accept none, so that leased jobs do not wait
-	// here while another worker could run them. A job leased ahead keeps
-	// its lease by heartbeats like a running one and is handed back
-	// without using up an attempt if the worker shuts down first.
+	// 64, and negative means none. The worker leases ahead only as many
+	// as its slots are expected to free during four accepts' round trips,
+	// from the recent durations of handlers and of accepts that did not
+	// wait for work: with short jobs up to Prefetch, with jobs that run
+	// much longer than an accept none, so that leased jobs wait here only
+	// milliseconds. A job leased ahead keeps its lease by heartbeats like
+	// a running one, does not run if it is cancelled meanwhile (as far as
+	// the worker has learned: at once in process and over the event
+	// stream, else at its next heartbeat), and is handed back without
+	// using up an attempt if the worker shuts down first. Like a running
+	// job, it counts toward its group's running bound, and a worker killed
+	// outright loses its attempt when its lease expires.
 	Prefetch int
 	// LeaseTimeout overrides the types' lease timeouts when positive.
 	LeaseTimeout time.Duration
@@ -337,6 +342,9 @@ func (w *Worker) Run(ctx context.Context) error {
 			case <-r.ctx.Done():
 				handling = false
 			}
+			if ctx.Err() != nil {
+				w.holdBack(r) // the shutdown began while r waited
+			}
 			w.execute(r, func() {
 				finishing <- struct{}{}
 				if handling {
@@ -351,6 +359,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			<-finishing
 		}
 	}
+	backlog := false // the last accept filled every slot it asked for
 	for ctx.Err() == nil {
 		// Wait until enough lease slots are free, then take every free one
 		// the estimate allows. With jobs leased ahead, enough is half of
@@ -371,16 +380,24 @@ func (w *Worker) Run(ctx context.Context) error {
 			leases <- struct{}{}
 			n++
 		}
+		// After an accept that filled every slot there is likely more work:
+		// the next one does not wait for any, so that its time is the
+		// store's round trip, which ahead needs; an accept that waits
+		// could take any time. One that finds nothing is followed by one
+		// that waits.
+		wait := w.cfg.PollWait
+		if backlog {
+			wait = 0
+		}
 		sent := time.Now()
-		jobs, err := w.c.Accept(ctx, AcceptParams{Types: types, Limit: n, Wait: w.cfg.PollWait, Worker: w.cfg.Name, LeaseTimeout: w.cfg.LeaseTimeout})
+		jobs, err := w.c.Accept(ctx, AcceptParams{Types: types, Limit: n, Wait: wait, Worker: w.cfg.Name, LeaseTimeout: w.cfg.LeaseTimeout})
 		// The leases started at the store at most now (an accept may wait
 		// long before it takes jobs, so not when it was sent).
 		took := time.Now()
-		if len(jobs) == n {
-			// An accept that filled every slot did not wait for work: its
-			// time is the store's round trip.
+		if wait == 0 && len(jobs) > 0 {
 			w.pace.accepted(took.Sub(sent))
 		}
+		backlog = err == nil && len(jobs) == n
 		for i := len(jobs); i < n; i++ {
 			<-leases
 		}
@@ -598,6 +615,9 @@ func (w *Worker) execute(r *runningJob, handlerDone func()) {
 	}
 	ctx := context.Background()
 	ferr := w.finish(r, p)
+	if !run {
+		return // handed back without running: no run to report
+	}
 	for _, h := range w.c.hooks.finish {
 		h.AfterFinish(ctx, &r.view, p, took, ferr)
 	}
@@ -719,12 +739,17 @@ func (w *Worker) releaseWaiting() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, r := range w.running {
-		r.mu.Lock()
-		if !r.started {
-			r.started = true
-			r.cancel(ErrShutdown)
-		}
-		r.mu.Unlock()
+		w.holdBack(r)
+	}
+}
+
+// holdBack cancels r with cause ErrShutdown unless its handler started.
+func (w *Worker) holdBack(r *runningJob) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.started {
+		r.started = true
+		r.cancel(ErrShutdown)
 	}
 }
 

@@ -734,3 +734,63 @@ func TestPrefetch(t *testing.T) {
 		t.Errorf("%d handlers ran at once, want at most Concurrency (1)", m)
 	}
 }
+
+// TestPrefetchNotForLongJobs: jobs that run far longer than an accept are
+// not leased ahead, even after the worker waited a while for work (a wait
+// is not an accept's round trip).
+func TestPrefetchNotForLongJobs(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	entered := map[int64]bool{}
+	w := rota.NewWorker(c, rota.WorkerConfig{Concurrency: 2, Prefetch: 8})
+	w.Handle("long", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		mu.Lock()
+		entered[job.ID] = true
+		mu.Unlock()
+		time.Sleep(200 * time.Millisecond)
+		return nil
+	}))
+	runWorker(t, w)
+	first := add(t, c, rota.AddParams{Type: "long"})
+	waitJob(t, c, first.ID)
+	time.Sleep(300 * time.Millisecond) // the worker waits for work
+	var ps []rota.AddParams
+	for range 6 {
+		ps = append(ps, rota.AddParams{Type: "long"})
+	}
+	res, err := c.AddMany(ctx, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int64, len(res))
+	for i, r := range res {
+		ids[i] = r.Job.ID
+	}
+	for {
+		jobs, err := c.GetMany(ctx, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Leased but not started: leased ahead, or on its way from the
+		// accept to a free slot (one at a time here).
+		waiting, done := 0, 0
+		mu.Lock()
+		for _, j := range jobs {
+			switch {
+			case j.State == rota.Running && !entered[j.ID]:
+				waiting++
+			case j.State == rota.Completed:
+				done++
+			}
+		}
+		mu.Unlock()
+		if waiting > 1 {
+			t.Fatalf("%d jobs leased and waiting to start in a worker with 2 slots and 200 ms jobs, want none leased ahead", waiting)
+		}
+		if done == len(ids) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

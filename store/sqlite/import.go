@@ -9,8 +9,8 @@ import (
 
 // Import adds jobs in the states they had in another system, in one
 // transaction: each is added pending, then set to its state, parent,
-// Bedrock id and creation time (the group counts follow the state, by the
-// schema's triggers).
+// Bedrock id and creation time (the group counts follow the state: add
+// counts the jobs it inserts, and the update trigger the change of state).
 func (s *Store) Import(ctx context.Context, jobs []store.ImportJob) ([]int64, error) {
 	ps, datas, err := store.CheckImports(jobs)
 	if err != nil {

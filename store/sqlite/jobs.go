@@ -51,7 +51,6 @@ func (w *writeTx) load(id int64) (*lifecycle.Row, time.Duration, error) {
 	return &r, time.Duration(lease) * time.Microsecond, nil
 }
 
-// insertSQL adds one job.
 // insertSQL adds a job. It is the only insert into rota_jobs, and no
 // trigger counts it: add counts the jobs it inserts (addCounts, migration
 // 0013).
@@ -364,11 +363,19 @@ func (s *Store) AddTx(ctx context.Context, tx *sql.Tx, jobs []store.AddParams) (
 	return w.add(jobs, datas)
 }
 
-func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) ([]store.AddResult, error) {
+func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) (_ []store.AddResult, err error) {
 	out := make([]store.AddResult, len(jobs))
 	now := micros(w.now)
 	seen := map[string]bool{}
 	var counts addCounts
+	defer func() {
+		if err != nil {
+			// Count what was inserted even so: a caller of AddTx that
+			// commits after an error keeps the jobs, and the counts must
+			// hold them (the store's own adds roll the request back).
+			counts.save(w)
+		}
+	}()
 	for i := range jobs {
 		p := &jobs[i]
 		if !seen[p.Type] {

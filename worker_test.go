@@ -794,3 +794,50 @@ func TestPrefetchNotForLongJobs(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestPrefetchUnderLoad: with several slots and many short jobs, leasing
+// ahead never runs more handlers than Concurrency at once, and every job
+// runs once.
+func TestPrefetchUnderLoad(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	var running, most atomic.Int32
+	var mu sync.Mutex
+	runs := map[int64]int{}
+	w := rota.NewWorker(c, rota.WorkerConfig{Concurrency: 4, Prefetch: 4})
+	w.Handle("short", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		mu.Lock()
+		runs[job.ID]++
+		mu.Unlock()
+		time.Sleep(200 * time.Microsecond)
+		return nil
+	}))
+	var ps []rota.AddParams
+	for range 400 {
+		ps = append(ps, rota.AddParams{Type: "short"})
+	}
+	res, err := c.AddMany(ctx, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runWorker(t, w)
+	for _, r := range res {
+		if j := waitJob(t, c, r.Job.ID); j.State != rota.Completed {
+			t.Fatalf("job %d ended %s", r.Job.ID, j.State)
+		}
+	}
+	if m := most.Load(); m > 4 {
+		t.Errorf("%d handlers ran at once, want at most Concurrency (4)", m)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, r := range res {
+		if n := runs[r.Job.ID]; n != 1 {
+			t.Errorf("job %d ran %d times, want once", r.Job.ID, n)
+		}
+	}
+}

@@ -184,7 +184,7 @@ type runningJob struct {
 	leaseUntil time.Time // when the lease ends, on this machine's clock
 	leaseLen   time.Duration
 	ended      bool            // the goroutine is finishing, or shutdown released it
-	started    bool            // execute has begun: the handler runs, or the job was cancelled before it could
+	started    bool            // the handler runs or ran, or the job was cancelled or held back before it could
 	result     json.RawMessage // set by SetResult
 
 	settleOnce sync.Once
@@ -474,8 +474,8 @@ func (w *Worker) Run(ctx context.Context) error {
 
 // ahead is how many jobs to lease beyond the handler slots: as many as
 // the slots are expected to free during aheadTrips accepts' round trips,
-// at most Prefetch; none until a handler and a full accept have been
-// timed. Run refills the jobs leased ahead when half are gone, so that
+// at most Prefetch; none until a handler and an accept that did not wait
+// for work have been timed. Run refills the jobs leased ahead when half are gone, so that
 // none waits for an accept and accepts stay large; a job leased ahead
 // waits here about aheadTrips round trips at most, so that jobs much
 // longer than an accept are not leased ahead at all.

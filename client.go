@@ -118,11 +118,11 @@ func NewClient(st store.Store, cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// watchStarts asks a store whose feed leaves out job starts
-// (store.StartWatcher) for them: subscribers see every change.
-func (c *Client) watchStarts() {
-	if sw, ok := c.st.(store.StartWatcher); ok {
-		sw.WatchStarts()
+// watchAll asks a store whose feed carries only what a worker acts on
+// (store.FullWatcher) for every change: subscribers see them all.
+func (c *Client) watchAll() {
+	if fw, ok := c.st.(store.FullWatcher); ok {
+		fw.WatchAll()
 	}
 }
 
@@ -530,7 +530,7 @@ var ErrFellBehind = errors.New("subscriber fell behind: changes were dropped")
 // terminal state or the job's removal, or when ctx ends. A job that does
 // not exist gives ErrNotFound.
 func (c *Client) Subscribe(ctx context.Context, id int64) (*Subscription, error) {
-	c.watchStarts()
+	c.watchAll()
 	// Register before reading, so that a change between the read and the
 	// registration is not lost (couch_jobs' subscription race).
 	sub := c.watch().SubscribeJob(id)
@@ -617,7 +617,7 @@ func (c *Client) SubscribeTypes(ctx context.Context, patterns ...string) (*Subsc
 	if err != nil {
 		return nil, err
 	}
-	c.watchStarts()
+	c.watchAll()
 	sub := c.watch().SubscribeTypes(pats)
 	out := make(chan Event, 64)
 	ctx, cancel := context.WithCancel(ctx)

@@ -1250,6 +1250,47 @@ func TestEventsWithoutStarts(t *testing.T) {
 	}
 }
 
+// TestEventsWithoutCompletions: running=false&completed=false, the remote
+// worker's stream, leaves out starts, progress and completions, and keeps
+// what a worker acts on: jobs pending again, cancelled, failed, and
+// removals, a completed job's too.
+func TestEventsWithoutCompletions(t *testing.T) {
+	s := newServer(t, httpapi.Config{})
+	ch := openEvents(t, s, "type=sse.q&running=false&completed=false")
+	j := s.add(t, map[string]any{"type": "sse.q"})
+	run := s.acceptOne(t, "sse.q")
+	if r := s.do(t, "POST", fmt.Sprintf("/v1/jobs/%d/finish", j.ID), map[string]any{"token": run.Token}); r.Status != 204 {
+		t.Fatalf("finish: %s", r)
+	}
+	if r := s.do(t, "DELETE", fmt.Sprintf("/v1/jobs/%d", j.ID), nil); r.Status != 204 {
+		t.Fatalf("remove: %s", r)
+	}
+	k := s.add(t, map[string]any{"type": "sse.q"})
+	run = s.acceptOne(t, "sse.q")
+	if r := s.do(t, "POST", fmt.Sprintf("/v1/jobs/%d/fail", k.ID), map[string]any{"token": run.Token, "error": "again"}); r.Status != 204 {
+		t.Fatalf("fail: %s", r)
+	}
+	if r := s.do(t, "POST", fmt.Sprintf("/v1/jobs/%d/cancel", k.ID), nil); r.Status != 200 {
+		t.Fatalf("cancel: %s", r)
+	}
+	want := []struct {
+		id      int64
+		state   string
+		removed bool
+	}{{j.ID, "pending", false}, {j.ID, "completed", true}, {k.ID, "pending", false}, {k.ID, "pending", false}, {k.ID, "cancelled", false}}
+	for _, w := range want {
+		if ev, name, ok := nextEvent(t, ch); !ok || name != "job" || ev.ID != w.id || ev.State.String() != w.state || ev.Removed != w.removed {
+			t.Errorf("got %s %+v, want job %d %s (removed %v)", name, ev, w.id, w.state, w.removed)
+		}
+	}
+	for _, q := range []string{"completed=maybe", "completed=false&completed=true", "job=1&completed=false"} {
+		r := s.do(t, "GET", "/v1/events?"+q, nil)
+		if r.Status != 400 || !strings.Contains(r.String(), "completed") {
+			t.Errorf("GET /v1/events?%s: %s, want 400 naming completed", q, r)
+		}
+	}
+}
+
 // TestEventsGlobAlternatives follows types with a {a,b} pattern, the GLOB
 // syntax accept supports. The comma must not split the pattern.
 func TestEventsGlobAlternatives(t *testing.T) {
@@ -1348,12 +1389,13 @@ func feedEvents(t *testing.T, s *testServer, rs *remote.Store, typ string) (next
 	return nil
 }
 
-// TestRemoteFeedStarts: a remote store's change feed leaves out job
-// starts (a worker does not need them) until something asks for them, as
-// a subscription does; it then replaces its connection with one that has
-// them, opened before the old one closes, so that nothing is lost between
-// the two, not even a removal (which a resumed stream cannot replay).
-func TestRemoteFeedStarts(t *testing.T) {
+// TestRemoteFeedAll: a remote store's change feed leaves out job starts
+// and completions (a worker does not act on them) until something asks for
+// every change, as a subscription does; it then replaces its connection
+// with one that has them, opened before the old one closes, so that
+// nothing is lost between the two, not even a removal (which a resumed
+// stream cannot replay).
+func TestRemoteFeedAll(t *testing.T) {
 	s := newServer(t, httpapi.Config{})
 	rs, err := remote.New(s.URL, remote.Config{HTTPClient: &http.Client{Transport: &delayedStreams{delay: 500 * time.Millisecond}}})
 	if err != nil {
@@ -1361,26 +1403,31 @@ func TestRemoteFeedStarts(t *testing.T) {
 	}
 	t.Cleanup(func() { rs.Close() })
 	next := feedEvents(t, s, rs, "feed.s")
-	for len(s.accept(t, 100, "feed.s")) > 0 { // their starts are not sent
+	for probes := s.accept(t, 100, "feed.s"); len(probes) > 0; probes = s.accept(t, 100, "feed.s") {
+		for _, p := range probes { // their starts and completions are not sent
+			if r := s.do(t, "POST", fmt.Sprintf("/v1/jobs/%d/finish", p.ID), map[string]any{"token": p.Token}); r.Status != 204 {
+				t.Fatalf("finish: %s", r)
+			}
+		}
 	}
 	j := s.add(t, map[string]any{"type": "feed.s"})
 	run := s.acceptOne(t, "feed.s")
-	if r := s.do(t, "POST", fmt.Sprintf("/v1/jobs/%d/finish", j.ID), map[string]any{"token": run.Token}); r.Status != 204 {
-		t.Fatalf("finish: %s", r)
+	if r := s.do(t, "POST", fmt.Sprintf("/v1/jobs/%d/fail", j.ID), map[string]any{"token": run.Token, "error": "again"}); r.Status != 204 {
+		t.Fatalf("fail: %s", r)
 	}
 	gone := s.add(t, map[string]any{"type": "feed.s"})
 	for _, w := range []struct {
 		id    int64
 		state store.State
-	}{{j.ID, store.Pending}, {j.ID, store.Completed}, {gone.ID, store.Pending}} {
-		if ev := next("without starts"); ev.ID != w.id || ev.State != w.state || ev.Removed {
-			t.Errorf("without starts: got %+v, want job %d %s", ev, w.id, w.state)
+	}{{j.ID, store.Pending}, {j.ID, store.Pending}, {gone.ID, store.Pending}} {
+		if ev := next("a worker's changes"); ev.ID != w.id || ev.State != w.state || ev.Removed {
+			t.Errorf("a worker's changes: got %+v, want job %d %s", ev, w.id, w.state)
 		}
 	}
 
-	// Asking for starts opens a new connection (delayed here); a job
+	// Asking for every change opens a new connection (delayed here); a job
 	// removed meanwhile is not lost. A replacement may repeat a change.
-	rs.WatchStarts()
+	rs.WatchAll()
 	if r := s.do(t, "DELETE", fmt.Sprintf("/v1/jobs/%d", gone.ID), nil); r.Status != 204 {
 		t.Fatalf("remove: %s", r)
 	}
@@ -1396,11 +1443,15 @@ func TestRemoteFeedStarts(t *testing.T) {
 	s.add(t, map[string]any{"type": "feed.s"})
 	k := s.acceptOne(t, "feed.s")
 	await(k.ID, func(ev store.Event) bool { return ev.State == store.Running && !ev.Removed }, "a start")
+	if r := s.do(t, "POST", fmt.Sprintf("/v1/jobs/%d/finish", k.ID), map[string]any{"token": k.Token}); r.Status != 204 {
+		t.Fatalf("finish: %s", r)
+	}
+	await(k.ID, func(ev store.Event) bool { return ev.State == store.Completed && !ev.Removed }, "a completion")
 }
 
-// TestRemoteFeedStartsWhileOpening: starts asked for while the stream
-// without them is still connecting are not forgotten once it connects.
-func TestRemoteFeedStartsWhileOpening(t *testing.T) {
+// TestRemoteFeedAllWhileOpening: every change asked for while a worker's
+// stream is still connecting is not forgotten once it connects.
+func TestRemoteFeedAllWhileOpening(t *testing.T) {
 	s := newServer(t, httpapi.Config{})
 	rs, err := remote.New(s.URL, remote.Config{HTTPClient: &http.Client{Transport: &delayedStreams{delay: 300 * time.Millisecond, first: true}}})
 	if err != nil {
@@ -1416,8 +1467,8 @@ func TestRemoteFeedStartsWhileOpening(t *testing.T) {
 		}
 	})
 	defer stop()
-	time.Sleep(100 * time.Millisecond) // the feed is opening its stream, without starts
-	rs.WatchStarts()
+	time.Sleep(100 * time.Millisecond) // the feed is opening a worker's stream
+	rs.WatchAll()
 	time.Sleep(time.Second)
 	s.add(t, map[string]any{"type": "feed.open"})
 	run := s.acceptOne(t, "feed.open")
@@ -1427,41 +1478,48 @@ func TestRemoteFeedStartsWhileOpening(t *testing.T) {
 			t.Errorf("a start of job %d, want %d", id, run.ID)
 		}
 	case <-time.After(15 * time.Second):
-		t.Fatal("no start within 15s: the stream opened before WatchStarts was not replaced")
+		t.Fatal("no start within 15s: the stream opened before WatchAll was not replaced")
 	}
 }
 
 // TestRemoteFeedOlderServer: a server that does not know ?running=false
-// (it refuses unknown parameters) still gets a remote store its events,
-// starts included.
+// or ?completed=false (it refuses unknown parameters) still gets a remote
+// store its events, starts included.
 func TestRemoteFeedOlderServer(t *testing.T) {
-	s := newServer(t, httpapi.Config{})
-	target, _ := url.Parse(s.URL)
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	older := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/events" && r.URL.Query().Has("running") {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(400)
-			fmt.Fprint(w, `{"error":{"code":"invalid_input","message":"unknown query parameter \"running\" (want job or type)"}}`)
-			return
-		}
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() {
-		older.CloseClientConnections()
-		older.Close()
-	})
-	rs, err := remote.New(older.URL, remote.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rs.Close() })
-	next := feedEvents(t, s, rs, "feed.old")
-	run := s.acceptOne(t, "feed.old")
-	for {
-		if ev := next("a start through the older server"); ev.ID == run.ID && ev.State == store.Running {
-			return
-		}
+	for _, refused := range []struct{ param, want string }{
+		{"running", "job or type"},            // before either
+		{"completed", "job, type or running"}, // before completed=false
+	} {
+		t.Run("without "+refused.param, func(t *testing.T) {
+			s := newServer(t, httpapi.Config{})
+			target, _ := url.Parse(s.URL)
+			proxy := httputil.NewSingleHostReverseProxy(target)
+			older := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/v1/events" && r.URL.Query().Has(refused.param) {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(400)
+					fmt.Fprintf(w, `{"error":{"code":"invalid_input","message":"unknown query parameter \"%s\" (want %s)"}}`, refused.param, refused.want)
+					return
+				}
+				proxy.ServeHTTP(w, r)
+			}))
+			t.Cleanup(func() {
+				older.CloseClientConnections()
+				older.Close()
+			})
+			rs, err := remote.New(older.URL, remote.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { rs.Close() })
+			next := feedEvents(t, s, rs, "feed.old")
+			run := s.acceptOne(t, "feed.old")
+			for {
+				if ev := next("a start through the older server"); ev.ID == run.ID && ev.State == store.Running {
+					return
+				}
+			}
+		})
 	}
 }
 

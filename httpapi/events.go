@@ -27,9 +27,10 @@ const MaxReplay = 10000
 // after a terminal state or removal. With ?type=PATTERN (repeatable;
 // default all types) it follows every job of matching types until the
 // client disconnects. With ?running=false (types only) it leaves out jobs
-// starting to run or reporting progress (state running, not removed): a
-// remote worker acts only on the other changes, and starts are half of a
-// busy stream.
+// starting to run or reporting progress (state running, not removed), and
+// with ?completed=false jobs completing (state completed, not removed): a
+// remote worker acts only on the other changes, and starts and
+// completions are nearly all of a busy stream, sent to every worker.
 //
 // Each event's id is the time of the change, in Unix microseconds. A
 // client that reconnects with Last-Event-ID gets, before the live changes,
@@ -42,23 +43,32 @@ const MaxReplay = 10000
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	for name := range q {
-		if name != "job" && name != "type" && name != "running" {
-			s.writeError(w, r, store.Invalidf("unknown query parameter %q (want job, type or running)", name))
+		if name != "job" && name != "type" && name != "running" && name != "completed" {
+			s.writeError(w, r, store.Invalidf("unknown query parameter %q (want job, type, running or completed)", name))
 			return
 		}
 	}
-	running := true
-	if v := q["running"]; len(v) > 0 {
+	// leave[state] says the stream leaves out changes to that state
+	// (not removals).
+	var leave [store.Cancelled + 1]bool
+	for _, f := range []struct {
+		name  string
+		state store.State
+	}{{"running", store.Running}, {"completed", store.Completed}} {
+		v := q[f.name]
+		if len(v) == 0 {
+			continue
+		}
 		b, err := strconv.ParseBool(v[0])
 		if err != nil || len(v) > 1 {
-			s.writeError(w, r, store.Invalidf("running %q is not one boolean (true or false)", strings.Join(v, ",")))
+			s.writeError(w, r, store.Invalidf("%s %q is not one boolean (true or false)", f.name, strings.Join(v, ",")))
 			return
 		}
 		if !b && q.Has("job") {
-			s.writeError(w, r, store.Invalidf("running=false is for streams of types, not of one job (whose first event is its state, running or not)"))
+			s.writeError(w, r, store.Invalidf("%s=false is for streams of types, not of one job (whose first event is its state, whatever it is)", f.name))
 			return
 		}
-		running = b
+		leave[f.state] = !b
 	}
 	flusher, ok := w.(http.Flusher)
 	if !ok {
@@ -114,7 +124,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		if !a.reaches(ev.Type, ev.Group) {
 			return // another tenant's change
 		}
-		if !running && ev.State == store.Running && !ev.Removed {
+		if !ev.Removed && int(ev.State) < len(leave) && leave[ev.State] {
 			return
 		}
 		buf = append(buf[:0], "id: "...)

@@ -1054,7 +1054,7 @@ func TestOpenAPIOperations(t *testing.T) {
 		case "GET /v1/jobs":
 			wantQuery = slices.Clone(listParams)
 		case "GET /v1/events":
-			wantQuery = []string{"job", "type", "running"}
+			wantQuery = []string{"job", "type", "running", "completed"}
 		}
 		sort.Strings(gotQuery)
 		sort.Strings(wantQuery)

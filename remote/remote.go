@@ -70,21 +70,21 @@ type Store struct {
 	watchSeq int
 	feedCtx  context.Context // the feed's, once the first watcher opened it
 	stopFeed context.CancelFunc
-	starts   bool         // the stream includes job starts (store.StartWatcher)
+	all      bool         // the stream includes every change (store.FullWatcher)
 	last     string       // the last event's id: a new connection resumes after it
 	reading  *feedConn    // the connection being read, if any
-	swap     *replacement // a connection with starts opening to replace it
+	swap     *replacement // a connection with every change opening to replace it
 }
 
 // feedConn is one connection of the event stream.
 type feedConn struct {
 	resp   *http.Response
 	cancel context.CancelFunc
-	starts bool // it carries job starts
+	all    bool // it carries every change, starts and completions included
 }
 
-// replacement is a connection with job starts that WatchStarts opens while
-// the stream without them goes on, so that the two overlap: a change
+// replacement is a connection with every change that WatchAll opens while
+// the worker's stream goes on, so that the two overlap: a change
 // between them may come twice, never be lost (a resumed stream cannot
 // replay removals). c is nil when it could not be opened.
 type replacement struct {
@@ -92,14 +92,14 @@ type replacement struct {
 	c    *feedConn
 }
 
-// errNoStartFilter: the server does not know ?running=false (it predates
-// it), so the stream carries job starts.
-var errNoStartFilter = errors.New("remote: the server's event stream has no running filter")
+// errNoFilter: the server does not know ?running=false or
+// ?completed=false (it predates them), so the stream carries every change.
+var errNoFilter = errors.New("remote: the server's event stream has no running or completed filter")
 
 var (
-	_ store.Store        = (*Store)(nil)
-	_ rota.WaitAccepter  = (*Store)(nil)
-	_ store.StartWatcher = (*Store)(nil)
+	_ store.Store       = (*Store)(nil)
+	_ rota.WaitAccepter = (*Store)(nil)
+	_ store.FullWatcher = (*Store)(nil)
 )
 
 // New returns a store for the server at baseURL (for example
@@ -630,8 +630,9 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 // ---- change feed ----
 
 // Watch registers fn for changes from the server's event stream, which is
-// opened with the first watcher and reconnects by itself. The stream leaves
-// out jobs starting to run and their progress until WatchStarts.
+// opened with the first watcher and reconnects by itself. Until WatchAll,
+// the stream carries only what a worker acts on: it leaves out jobs
+// starting to run, their progress and jobs completing.
 func (s *Store) Watch(fn func([]store.Event)) func() {
 	s.watchMu.Lock()
 	defer s.watchMu.Unlock()
@@ -649,24 +650,25 @@ func (s *Store) Watch(fn func([]store.Event)) func() {
 	}
 }
 
-// WatchStarts makes the event stream include jobs starting to run and
-// their progress, which it leaves out until then (store.StartWatcher), for
-// the rest of the store's life. A stream already open is replaced by one
-// with starts, opened before the old one closes.
-func (s *Store) WatchStarts() {
+// WatchAll makes the event stream include every change, which until then
+// leaves out jobs starting to run, their progress and jobs completing
+// (store.FullWatcher), for the rest of the store's life. A stream already
+// open is replaced by one with every change, opened before the old one
+// closes.
+func (s *Store) WatchAll() {
 	s.watchMu.Lock()
 	defer s.watchMu.Unlock()
-	if s.starts {
+	if s.all {
 		return
 	}
-	s.starts = true
+	s.all = true
 	s.replaceStale()
 }
 
 // replaceStale starts replacing the connection being read when it lacks
-// starts that are now wanted. The caller holds watchMu.
+// changes that are now wanted. The caller holds watchMu.
 func (s *Store) replaceStale() {
-	if s.starts && s.reading != nil && !s.reading.starts && s.swap == nil {
+	if s.all && s.reading != nil && !s.reading.all && s.swap == nil {
 		r := &replacement{done: make(chan struct{})}
 		s.swap = r
 		go s.replace(s.feedCtx, r, s.reading, s.last)
@@ -689,13 +691,13 @@ func (s *Store) feed(ctx context.Context) {
 		c := next
 		if c == nil {
 			s.watchMu.Lock()
-			starts, last := s.starts, s.last
+			all, last := s.all, s.last
 			s.watchMu.Unlock()
 			var err error
-			if c, err = s.open(ctx, starts, last); err != nil {
-				if errors.Is(err, errNoStartFilter) {
+			if c, err = s.open(ctx, all, last); err != nil {
+				if errors.Is(err, errNoFilter) {
 					s.watchMu.Lock()
-					s.starts = true
+					s.all = true
 					s.watchMu.Unlock()
 					continue
 				}
@@ -728,13 +730,13 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// open opens a connection of the event stream, with job starts or
-// without, resuming after the event id last (none when empty).
-func (s *Store) open(ctx context.Context, starts bool, last string) (*feedConn, error) {
+// open opens a connection of the event stream, with every change or a
+// worker's, resuming after the event id last (none when empty).
+func (s *Store) open(ctx context.Context, all bool, last string) (*feedConn, error) {
 	u := *s.base
 	u.Path += "/v1/events"
-	if !starts {
-		u.RawQuery = "running=false"
+	if !all {
+		u.RawQuery = "running=false&completed=false"
 	}
 	conn, cancel := context.WithCancel(ctx)
 	req, err := http.NewRequestWithContext(conn, "GET", u.String(), nil)
@@ -758,8 +760,9 @@ func (s *Store) open(ctx context.Context, starts bool, last string) (*feedConn, 
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		resp.Body.Close()
 		cancel()
-		if resp.StatusCode == http.StatusBadRequest && !starts && bytes.Contains(body, []byte("running")) {
-			return nil, errNoStartFilter
+		if resp.StatusCode == http.StatusBadRequest && !all &&
+			(bytes.Contains(body, []byte("running")) || bytes.Contains(body, []byte("completed"))) {
+			return nil, errNoFilter
 		}
 		return nil, fmt.Errorf("remote: event stream: %s: %s", resp.Status, bytes.TrimSpace(body))
 	}
@@ -775,15 +778,15 @@ func (s *Store) open(ctx context.Context, starts bool, last string) (*feedConn, 
 			s.watchMu.Unlock()
 		}
 	}
-	return &feedConn{resp: resp, cancel: cancel, starts: starts}, nil
+	return &feedConn{resp: resp, cancel: cancel, all: all}, nil
 }
 
 // read delivers c's events until c ends, and returns the connection that
-// replaced it (WatchStarts), if any.
+// replaced it (WatchAll), if any.
 func (s *Store) read(c *feedConn) *feedConn {
 	s.watchMu.Lock()
 	s.reading = c
-	s.replaceStale() // WatchStarts came while c was opening
+	s.replaceStale() // WatchAll came while c was opening
 	s.watchMu.Unlock()
 	defer c.cancel()
 	defer c.resp.Body.Close()

@@ -666,15 +666,17 @@ type BedrockIDs interface {
 	ByBedrockID(ctx context.Context, bids []int64) (map[int64]int64, error)
 }
 
-// StartWatcher is a store whose change feed leaves out, until asked,
-// jobs starting to run or reporting progress (events with State Running
-// that are not removals): a remote server's event stream, where every
-// change costs the server and the client, and where a worker and a waiting
-// accept act only on the other changes (starts are half of a busy feed).
-// The client asks for them when something subscribes to changes.
-type StartWatcher interface {
-	// WatchStarts makes the feed include starts from now on.
-	WatchStarts()
+// FullWatcher is a store whose change feed carries, until asked, only
+// what a worker acts on: it leaves out jobs starting to run or reporting
+// progress and jobs completing (events with State Running or Completed
+// that are not removals). A remote server's event stream is one: every
+// change costs the server and each client, starts and completions are
+// nearly all of a busy feed, and a worker completed its own jobs (one
+// completed by another party is learnt at its next heartbeat). The client
+// asks for every change when something subscribes to changes.
+type FullWatcher interface {
+	// WatchAll makes the feed include every change from now on.
+	WatchAll()
 }
 
 // NewBedrockID returns a random positive 63-bit integer.

@@ -1103,8 +1103,11 @@ func openEventsFrom(t *testing.T, s *testServer, query, lastID string) (_ <-chan
 // nextEvent returns the stream's next event; ok is false when it ended.
 func nextEvent(t *testing.T, ch <-chan sseEvent) (wire.Event, string, bool) {
 	t.Helper()
-	select {
-	case e, ok := <-ch:
+	for {
+		e, ok := nextMessage(t, ch)
+		if ok && e.name == "" && e.data == nil {
+			continue // an id alone (see TestEventsMarkLeftOut)
+		}
 		if !ok {
 			return wire.Event{}, "", false
 		}
@@ -1118,9 +1121,18 @@ func nextEvent(t *testing.T, ch <-chan sseEvent) (wire.Event, string, bool) {
 			}
 		}
 		return ev, e.name, true
+	}
+}
+
+// nextMessage returns the next message of the stream, ids alone included.
+func nextMessage(t *testing.T, ch <-chan sseEvent) (sseEvent, bool) {
+	t.Helper()
+	select {
+	case e, ok := <-ch:
+		return e, ok
 	case <-time.After(15 * time.Second):
 		t.Fatal("no event within 15s")
-		return wire.Event{}, "", false
+		return sseEvent{}, false
 	}
 }
 
@@ -1289,6 +1301,50 @@ func TestEventsWithoutCompletions(t *testing.T) {
 			t.Errorf("GET /v1/events?%s: %s, want 400 naming completed", q, r)
 		}
 	}
+}
+
+// TestEventsMarkLeftOut: a stream that leaves changes out still sends, at
+// most once a second, the id of one it left out, alone, so that a client
+// reconnecting resumes from about there rather than from its last event.
+func TestEventsMarkLeftOut(t *testing.T) {
+	s := newServer(t, httpapi.Config{})
+	ch := openEvents(t, s, "type=sse.m&running=false&completed=false")
+	j := s.add(t, map[string]any{"type": "sse.m"})
+	e, _ := nextMessage(t, ch)
+	if e.name != "job" {
+		t.Fatalf("got %q, want the job's add", e.name)
+	}
+	added := e.id
+	time.Sleep(1100 * time.Millisecond)
+	// Its start, left out more than a second after the last id sent: its
+	// id alone.
+	run := s.acceptOne(t, "sse.m")
+	e, _ = nextMessage(t, ch)
+	if a, b := micros(t, added), micros(t, e.id); e.name != "" || e.data != nil || b <= a {
+		t.Errorf("got %q %q id %q, want an id alone, after %s", e.name, e.data, e.id, added)
+	}
+	// Its completion, left out less than a second later: nothing.
+	if r := s.do(t, "POST", fmt.Sprintf("/v1/jobs/%d/finish", j.ID), map[string]any{"token": run.Token}); r.Status != 204 {
+		t.Fatalf("finish: %s", r)
+	}
+	if r := s.do(t, "POST", fmt.Sprintf("/v1/jobs/%d/cancel", s.add(t, map[string]any{"type": "sse.m"}).ID), nil); r.Status != 200 {
+		t.Fatalf("cancel: %s", r)
+	}
+	for _, want := range []string{"pending", "cancelled"} {
+		if e, _ = nextMessage(t, ch); e.name != "job" || !strings.Contains(string(e.data), `"state":"`+want+`"`) {
+			t.Errorf("got %q %s, want a job %s", e.name, e.data, want)
+		}
+	}
+}
+
+// micros reads an event id (Unix microseconds).
+func micros(t *testing.T, id string) int64 {
+	t.Helper()
+	v, err := strconv.ParseInt(id, 10, 64)
+	if err != nil {
+		t.Fatalf("event id %q: %v", id, err)
+	}
+	return v
 }
 
 // TestEventsGlobAlternatives follows types with a {a,b} pattern, the GLOB

@@ -30,7 +30,10 @@ const MaxReplay = 10000
 // starting to run or reporting progress (state running, not removed), and
 // with ?completed=false jobs completing (state completed, not removed): a
 // remote worker acts only on the other changes, and starts and
-// completions are nearly all of a busy stream, sent to every worker.
+// completions are nearly all of a busy stream, sent to every worker. Such
+// a stream still sends, at most once a second, the id of a change it left
+// out, alone (an SSE message with only an id), so that a reconnection
+// resumes from there.
 //
 // Each event's id is the time of the change, in Unix microseconds. A
 // client that reconnects with Last-Event-ID gets, before the live changes,
@@ -120,13 +123,26 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, ": rota event stream\n\n")
 	var buf []byte
 	a := accessOf(r)
+	var marked time.Time // the time of the last id the client was sent
 	write := func(ev store.Event) {
 		if !a.reaches(ev.Type, ev.Group) {
 			return // another tenant's change
 		}
 		if !ev.Removed && int(ev.State) < len(leave) && leave[ev.State] {
+			// Left out; but once a second the client is sent the id alone,
+			// so that a reconnection resumes from about here, not from
+			// its last event, which may be long ago on a stream that
+			// leaves out nearly everything (and replay too much to send).
+			if ev.At.Sub(marked) >= time.Second {
+				marked = ev.At
+				buf = append(buf[:0], "id: "...)
+				buf = strconv.AppendInt(buf, ev.At.UnixMicro(), 10)
+				buf = append(buf, "\n\n"...)
+				w.Write(buf)
+			}
 			return
 		}
+		marked = ev.At
 		buf = append(buf[:0], "id: "...)
 		buf = strconv.AppendInt(buf, ev.At.UnixMicro(), 10)
 		buf = append(buf, "\nevent: job\ndata: "...)

@@ -798,6 +798,13 @@ func (s *Store) read(c *feedConn) *feedConn {
 		}
 		return sc.Text(), true
 	}, func(event, id string, data []byte) bool {
+		if event == "" && data == nil {
+			// An id alone: how far a stream that leaves changes out got.
+			s.watchMu.Lock()
+			s.last = id
+			s.watchMu.Unlock()
+			return true
+		}
 		if event != "job" {
 			return event != "resume" // the server ends the stream; reconnect
 		}

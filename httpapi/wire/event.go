@@ -189,7 +189,12 @@ func parseEventFast(d []byte) (Event, error) {
 // without its line ending) and calls fn with each event's name and data,
 // until next or fn returns false. Comments are skipped.
 func ParseEventStream(next func() (string, bool), fn func(event string, data []byte) bool) {
-	ParseEventStreamIDs(next, func(event, _ string, data []byte) bool { return fn(event, data) })
+	ParseEventStreamIDs(next, func(event, _ string, data []byte) bool {
+		if event == "" && data == nil {
+			return true // an id alone
+		}
+		return fn(event, data)
+	})
 }
 
 // ParseEventStreamIDs is ParseEventStream that also gives each event's
@@ -198,6 +203,7 @@ func ParseEventStream(next func() (string, bool), fn func(event string, data []b
 func ParseEventStreamIDs(next func() (string, bool), fn func(event, id string, data []byte) bool) {
 	var name, id string
 	var data []string
+	idOnly := false // the message has an id field (and, if nothing else, is only that)
 	for {
 		line, ok := next()
 		if !ok {
@@ -205,12 +211,20 @@ func ParseEventStreamIDs(next func() (string, bool), fn func(event, id string, d
 		}
 		switch {
 		case line == "":
-			if len(data) > 0 || name != "" {
+			switch {
+			case len(data) > 0 || name != "":
 				if !fn(name, id, []byte(strings.Join(data, "\n"))) {
 					return
 				}
+			case idOnly:
+				// A message with only an id moves the id on without an
+				// event (a stream that leaves changes out says how far it
+				// has got): fn gets no name and nil data.
+				if !fn("", id, nil) {
+					return
+				}
 			}
-			name, data = "", data[:0]
+			name, data, idOnly = "", data[:0], false
 		case strings.HasPrefix(line, ":"):
 		case strings.HasPrefix(line, "event:"):
 			name = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
@@ -218,6 +232,7 @@ func ParseEventStreamIDs(next func() (string, bool), fn func(event, id string, d
 			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
 		case strings.HasPrefix(line, "id:"):
 			id = strings.TrimPrefix(strings.TrimPrefix(line, "id:"), " ")
+			idOnly = true
 		}
 	}
 }

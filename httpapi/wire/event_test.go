@@ -2,6 +2,7 @@ package wire_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -66,5 +67,42 @@ func TestEventCodecMatchesEncodingJSON(t *testing.T) {
 		if (err != nil) != (refErr != nil) || !reflect.DeepEqual(got, ref) {
 			t.Errorf("%s: ParseEvent reads %+v, %v; json.Unmarshal %+v, %v", in, got, err, ref, refErr)
 		}
+	}
+}
+
+// TestParseEventStreamIDs: events carry the last id seen; a message with
+// only an id gives no name and nil data (ParseEventStream skips it);
+// comments and blank lines alone give nothing.
+func TestParseEventStreamIDs(t *testing.T) {
+	lines := []string{": hello", "", "id: 1", "event: job", "data: {}", "", "id: 2", "", "", ": keep-alive", "", "event: end", "data: x", ""}
+	type msg struct {
+		event, id string
+		data      []byte
+	}
+	var got []msg
+	i := 0
+	next := func() (string, bool) {
+		if i == len(lines) {
+			return "", false
+		}
+		i++
+		return lines[i-1], true
+	}
+	wire.ParseEventStreamIDs(next, func(event, id string, data []byte) bool {
+		got = append(got, msg{event, id, data})
+		return true
+	})
+	want := []msg{{"job", "1", []byte("{}")}, {"", "2", nil}, {"end", "2", []byte("x")}}
+	if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) || got[1].data != nil {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	i = 0
+	var names []string
+	wire.ParseEventStream(next, func(event string, data []byte) bool {
+		names = append(names, event)
+		return true
+	})
+	if fmt.Sprint(names) != "[job end]" {
+		t.Errorf("ParseEventStream gave %v, want [job end]", names)
 	}
 }

@@ -1303,9 +1303,11 @@ func TestEventsWithoutCompletions(t *testing.T) {
 	}
 }
 
-// TestEventsMarkLeftOut: a stream that leaves changes out still sends, at
-// most once a second, the id of one it left out, alone, so that a client
-// reconnecting resumes from about there rather than from its last event.
+// TestEventsMarkLeftOut: a stream that leaves changes out still sends,
+// with each batch it flushes, the id of the last change it left out,
+// alone, so that a client reconnecting resumes from there rather than from
+// its last event (which may be long ago, with more changes since than a
+// replay sends).
 func TestEventsMarkLeftOut(t *testing.T) {
 	s := newServer(t, httpapi.Config{})
 	ch := openEvents(t, s, "type=sse.m&running=false&completed=false")
@@ -1314,26 +1316,35 @@ func TestEventsMarkLeftOut(t *testing.T) {
 	if e.name != "job" {
 		t.Fatalf("got %q, want the job's add", e.name)
 	}
-	added := e.id
-	time.Sleep(1100 * time.Millisecond)
-	// Its start, left out more than a second after the last id sent: its
-	// id alone.
+	last := micros(t, e.id)
 	run := s.acceptOne(t, "sse.m")
-	e, _ = nextMessage(t, ch)
-	if a, b := micros(t, added), micros(t, e.id); e.name != "" || e.data != nil || b <= a {
-		t.Errorf("got %q %q id %q, want an id alone, after %s", e.name, e.data, e.id, added)
-	}
-	// Its completion, left out less than a second later: nothing.
 	if r := s.do(t, "POST", fmt.Sprintf("/v1/jobs/%d/finish", j.ID), map[string]any{"token": run.Token}); r.Status != 204 {
 		t.Fatalf("finish: %s", r)
 	}
-	if r := s.do(t, "POST", fmt.Sprintf("/v1/jobs/%d/cancel", s.add(t, map[string]any{"type": "sse.m"}).ID), nil); r.Status != 200 {
-		t.Fatalf("cancel: %s", r)
-	}
-	for _, want := range []string{"pending", "cancelled"} {
-		if e, _ = nextMessage(t, ch); e.name != "job" || !strings.Contains(string(e.data), `"state":"`+want+`"`) {
-			t.Errorf("got %q %s, want a job %s", e.name, e.data, want)
+	k := s.add(t, map[string]any{"type": "sse.m"})
+	// The start and the completion, left out, come as ids alone, in
+	// order, before the next job's add.
+	marks := 0
+	for {
+		e, _ = nextMessage(t, ch)
+		id := micros(t, e.id)
+		if id < last {
+			t.Errorf("id %d after %d", id, last)
 		}
+		last = id
+		if e.name == "job" {
+			if !strings.Contains(string(e.data), fmt.Sprintf(`"id":%d,`, k.ID)) {
+				t.Errorf("got %s, want job %d's add", e.data, k.ID)
+			}
+			break
+		}
+		if e.name != "" || e.data != nil {
+			t.Fatalf("got %q %q, want an id alone", e.name, e.data)
+		}
+		marks++
+	}
+	if marks == 0 {
+		t.Error("no id alone for the changes left out")
 	}
 }
 
@@ -1505,6 +1516,84 @@ func TestRemoteFeedAll(t *testing.T) {
 	await(k.ID, func(ev store.Event) bool { return ev.State == store.Completed && !ev.Removed }, "a completion")
 }
 
+// TestRemoteFeedAllAfterManyLeftOut: a completion during the switch to
+// every change is not lost after the worker's stream has left out more
+// changes than a replay sends (a review's reproduction: the stream's ids
+// alone keep the point it resumes from current).
+func TestRemoteFeedAllAfterManyLeftOut(t *testing.T) {
+	s := newServer(t, httpapi.Config{})
+	ctx := context.Background()
+	rs, err := remote.New(s.URL, remote.Config{HTTPClient: &http.Client{Transport: &delayedStreams{delay: 700 * time.Millisecond}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rs.Close() })
+	var seen atomic.Int64
+	stop := rs.Watch(func(cs []store.Event) { seen.Add(int64(len(cs))) })
+	defer stop()
+	// Wait for the stream.
+	for seen.Load() == 0 {
+		s.add(t, map[string]any{"type": "warm"})
+		time.Sleep(100 * time.Millisecond)
+	}
+	x := s.add(t, map[string]any{"type": "x"})
+	const n = httpapi.MaxReplay + 5
+	var ps []rota.AddParams
+	for i := 0; i < n; i++ {
+		ps = append(ps, rota.AddParams{Type: "bulk"})
+	}
+	before := seen.Load()
+	for i := 0; i < n; i += 5000 {
+		if _, err := s.c.AddMany(ctx, ps[i:min(i+5000, n)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for seen.Load() < before+n {
+		time.Sleep(50 * time.Millisecond)
+	}
+	run := s.acceptOne(t, "x")
+	for {
+		js, err := s.c.Accept(ctx, rota.AcceptParams{Types: []string{"bulk"}, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(js) == 0 {
+			break
+		}
+		var fs []rota.FinishParams
+		for _, j := range js {
+			fs = append(fs, rota.FinishParams{Lease: j.Lease(), As: rota.Complete})
+		}
+		if _, err := s.c.FinishMany(ctx, fs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	c, err := rota.NewClient(rs, rota.Config{NoMaintenance: true, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := c.SubscribeTypes(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if err := s.c.Complete(ctx, run.Lease(), nil); err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case ev := <-sub.C:
+			if ev.ID == x.ID && ev.State == store.Completed {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("SubscribeTypes never saw job %d complete", x.ID)
+		}
+	}
+}
+
 // TestRemoteFeedAllWhileOpening: every change asked for while a worker's
 // stream is still connecting is not forgotten once it connects.
 func TestRemoteFeedAllWhileOpening(t *testing.T) {
@@ -1540,40 +1629,63 @@ func TestRemoteFeedAllWhileOpening(t *testing.T) {
 
 // TestRemoteFeedOlderServer: a server that does not know ?running=false
 // or ?completed=false (it refuses unknown parameters) still gets a remote
-// store its events, starts included.
+// store its events: a server before both, every change; a server that
+// knows running=false only, the stream with starts left out, as before
+// completed=false.
 func TestRemoteFeedOlderServer(t *testing.T) {
-	for _, refused := range []struct{ param, want string }{
-		{"running", "job or type"},            // before either
-		{"completed", "job, type or running"}, // before completed=false
+	for _, older := range []struct {
+		refuses, want, query string
+	}{
+		{"running", "job or type", ""},
+		{"completed", "job, type or running", "running=false"},
 	} {
-		t.Run("without "+refused.param, func(t *testing.T) {
+		t.Run("without "+older.refuses, func(t *testing.T) {
 			s := newServer(t, httpapi.Config{})
 			target, _ := url.Parse(s.URL)
 			proxy := httputil.NewSingleHostReverseProxy(target)
-			older := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.URL.Path == "/v1/events" && r.URL.Query().Has(refused.param) {
-					w.Header().Set("Content-Type", "application/json")
-					w.WriteHeader(400)
-					fmt.Fprintf(w, `{"error":{"code":"invalid_input","message":"unknown query parameter \"%s\" (want %s)"}}`, refused.param, refused.want)
-					return
+			var mu sync.Mutex
+			var streamed []string // the queries of the streams it served
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/v1/events" {
+					if r.URL.Query().Has(older.refuses) {
+						w.Header().Set("Content-Type", "application/json")
+						w.WriteHeader(400)
+						fmt.Fprintf(w, `{"error":{"code":"invalid_input","message":"unknown query parameter \"%s\" (want %s)"}}`, older.refuses, older.want)
+						return
+					}
+					mu.Lock()
+					streamed = append(streamed, r.URL.RawQuery)
+					mu.Unlock()
 				}
 				proxy.ServeHTTP(w, r)
 			}))
 			t.Cleanup(func() {
-				older.CloseClientConnections()
-				older.Close()
+				srv.CloseClientConnections()
+				srv.Close()
 			})
-			rs, err := remote.New(older.URL, remote.Config{})
+			rs, err := remote.New(srv.URL, remote.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { rs.Close() })
 			next := feedEvents(t, s, rs, "feed.old")
 			run := s.acceptOne(t, "feed.old")
+			if r := s.do(t, "POST", fmt.Sprintf("/v1/jobs/%d/finish", run.ID), map[string]any{"token": run.Token}); r.Status != 204 {
+				t.Fatalf("finish: %s", r)
+			}
 			for {
-				if ev := next("a start through the older server"); ev.ID == run.ID && ev.State == store.Running {
-					return
+				ev := next("the completion through the older server")
+				if ev.ID == run.ID && ev.State == store.Running && older.query != "" {
+					t.Errorf("a start through a server that knows running=false")
 				}
+				if ev.ID == run.ID && ev.State == store.Completed {
+					break
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(streamed) == 0 || streamed[0] != older.query {
+				t.Errorf("streams served with %q, want %q", streamed, older.query)
 			}
 		})
 	}

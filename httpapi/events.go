@@ -31,9 +31,9 @@ const MaxReplay = 10000
 // with ?completed=false jobs completing (state completed, not removed): a
 // remote worker acts only on the other changes, and starts and
 // completions are nearly all of a busy stream, sent to every worker. Such
-// a stream still sends, at most once a second, the id of a change it left
-// out, alone (an SSE message with only an id), so that a reconnection
-// resumes from there.
+// a stream still sends, with each batch of events it flushes, the id of
+// the last change it left out, alone (an SSE message with only an id), so
+// that a reconnection resumes from there.
 //
 // Each event's id is the time of the change, in Unix microseconds. A
 // client that reconnects with Last-Event-ID gets, before the live changes,
@@ -123,32 +123,38 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, ": rota event stream\n\n")
 	var buf []byte
 	a := accessOf(r)
-	var marked time.Time // the time of the last id the client was sent
+	// mark is the id of a change left out since the last id sent (0: none).
+	// Before each flush the client is sent it alone, so that a
+	// reconnection (or a client's switch to a stream without filters)
+	// resumes from here, not from its last event, which may be long ago on
+	// a stream that leaves out nearly everything: the replay between would
+	// be too much to send.
+	var mark int64
 	write := func(ev store.Event) {
 		if !a.reaches(ev.Type, ev.Group) {
 			return // another tenant's change
 		}
 		if !ev.Removed && int(ev.State) < len(leave) && leave[ev.State] {
-			// Left out; but once a second the client is sent the id alone,
-			// so that a reconnection resumes from about here, not from
-			// its last event, which may be long ago on a stream that
-			// leaves out nearly everything (and replay too much to send).
-			if ev.At.Sub(marked) >= time.Second {
-				marked = ev.At
-				buf = append(buf[:0], "id: "...)
-				buf = strconv.AppendInt(buf, ev.At.UnixMicro(), 10)
-				buf = append(buf, "\n\n"...)
-				w.Write(buf)
-			}
+			mark = ev.At.UnixMicro()
 			return
 		}
-		marked = ev.At
+		mark = 0
 		buf = append(buf[:0], "id: "...)
 		buf = strconv.AppendInt(buf, ev.At.UnixMicro(), 10)
 		buf = append(buf, "\nevent: job\ndata: "...)
 		buf = wire.AppendEvent(buf, ev)
 		buf = append(buf, "\n\n"...)
 		w.Write(buf)
+	}
+	flush := func() {
+		if mark != 0 {
+			buf = append(buf[:0], "id: "...)
+			buf = strconv.AppendInt(buf, mark, 10)
+			buf = append(buf, "\n\n"...)
+			w.Write(buf)
+			mark = 0
+		}
+		flusher.Flush()
 	}
 	if !since.IsZero() {
 		// The subscription is registered already, so that nothing changes
@@ -162,7 +168,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	flusher.Flush()
+	flush()
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
 	end := func() {
@@ -200,7 +206,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				select {
 				case ev, more = <-sub.C:
 					if !more {
-						flusher.Flush()
+						flush()
 						end()
 						return
 					}
@@ -208,7 +214,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 					more = false
 				}
 			}
-			flusher.Flush()
+			flush()
 		}
 	}
 }

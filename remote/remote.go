@@ -71,6 +71,7 @@ type Store struct {
 	feedCtx  context.Context // the feed's, once the first watcher opened it
 	stopFeed context.CancelFunc
 	all      bool         // the stream includes every change (store.FullWatcher)
+	oldSSE   bool         // the server knows ?running=false but not ?completed=false
 	last     string       // the last event's id: a new connection resumes after it
 	reading  *feedConn    // the connection being read, if any
 	swap     *replacement // a connection with every change opening to replace it
@@ -92,9 +93,13 @@ type replacement struct {
 	c    *feedConn
 }
 
-// errNoFilter: the server does not know ?running=false or
-// ?completed=false (it predates them), so the stream carries every change.
-var errNoFilter = errors.New("remote: the server's event stream has no running or completed filter")
+// errNoFilter: the server does not know ?running=false (it predates it),
+// so the stream carries every change; errNoCompletedFilter: it knows that
+// one but not ?completed=false, so the worker's stream carries completions.
+var (
+	errNoFilter          = errors.New("remote: the server's event stream has no running filter")
+	errNoCompletedFilter = errors.New("remote: the server's event stream has no completed filter")
+)
 
 var (
 	_ store.Store       = (*Store)(nil)
@@ -695,9 +700,13 @@ func (s *Store) feed(ctx context.Context) {
 			s.watchMu.Unlock()
 			var err error
 			if c, err = s.open(ctx, all, last); err != nil {
-				if errors.Is(err, errNoFilter) {
+				if errors.Is(err, errNoFilter) || errors.Is(err, errNoCompletedFilter) {
 					s.watchMu.Lock()
-					s.all = true
+					if errors.Is(err, errNoFilter) {
+						s.all = true
+					} else {
+						s.oldSSE = true
+					}
 					s.watchMu.Unlock()
 					continue
 				}
@@ -735,8 +744,14 @@ func sleep(ctx context.Context, d time.Duration) {
 func (s *Store) open(ctx context.Context, all bool, last string) (*feedConn, error) {
 	u := *s.base
 	u.Path += "/v1/events"
+	s.watchMu.Lock()
+	completed := !s.oldSSE
+	s.watchMu.Unlock()
 	if !all {
-		u.RawQuery = "running=false&completed=false"
+		u.RawQuery = "running=false"
+		if completed {
+			u.RawQuery += "&completed=false"
+		}
 	}
 	conn, cancel := context.WithCancel(ctx)
 	req, err := http.NewRequestWithContext(conn, "GET", u.String(), nil)
@@ -760,9 +775,15 @@ func (s *Store) open(ctx context.Context, all bool, last string) (*feedConn, err
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		resp.Body.Close()
 		cancel()
-		if resp.StatusCode == http.StatusBadRequest && !all &&
-			(bytes.Contains(body, []byte("running")) || bytes.Contains(body, []byte("completed"))) {
-			return nil, errNoFilter
+		if resp.StatusCode == http.StatusBadRequest && !all {
+			// A server refuses what it does not know, naming it (and,
+			// knowing running=false, naming it among what it wants).
+			switch {
+			case completed && bytes.Contains(body, []byte(`"completed`)):
+				return nil, errNoCompletedFilter
+			case bytes.Contains(body, []byte(`"running`)):
+				return nil, errNoFilter
+			}
 		}
 		return nil, fmt.Errorf("remote: event stream: %s: %s", resp.Status, bytes.TrimSpace(body))
 	}

@@ -1959,6 +1959,44 @@ func TestRemoteWorkerStaleEvent(t *testing.T) {
 	}
 }
 
+// TestRemoteWorkerJobCompletedElsewhere: a remote worker's stream leaves
+// completions out, so a job completed under its lease by another party
+// (here the server's own client; Bedrock's FinishJob does so) is learnt at
+// the worker's next heartbeat, which finds the lease gone and cancels the
+// handler with ErrLeaseLost.
+func TestRemoteWorkerJobCompletedElsewhere(t *testing.T) {
+	s := newServer(t, httpapi.Config{})
+	c := remoteClient(t, s, remote.Config{})
+	leases := make(chan rota.Lease, 1)
+	causes := make(chan error, 1)
+	w := rota.NewWorker(c, rota.WorkerConfig{Concurrency: 1, LeaseTimeout: 900 * time.Millisecond, Logger: quiet()})
+	w.Handle("remote.elsewhere", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		leases <- job.Lease()
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return ctx.Err()
+	}))
+	runWorker(t, w)
+	s.add(t, map[string]any{"type": "remote.elsewhere"})
+	var l rota.Lease
+	select {
+	case l = <-leases:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the handler did not run")
+	}
+	if err := s.c.Complete(t.Context(), l, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case cause := <-causes:
+		if !errors.Is(cause, rota.ErrLeaseLost) {
+			t.Errorf("handler cancelled with %v, want ErrLeaseLost", cause)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the handler of a job completed elsewhere was not cancelled")
+	}
+}
+
 // TestRemoteAdd adds, re-adds and resubmits through the remote client,
 // which decodes the server's AddResponse.
 func TestRemoteAdd(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/store"
 )
 
 // activity counts the changes of the last hour, minute by minute, as they
@@ -38,6 +39,11 @@ func watchActivity(ctx context.Context, c *rota.Client) (*activity, error) {
 	a := &activity{subs: map[chan struct{}]string{}}
 	// The store's own feed, a batch at a time under one lock: it costs the
 	// commit path little, and cannot fall behind as a queued subscriber can.
+	// The charts count starts and completions, which a remote store's feed
+	// leaves out until asked.
+	if fw, ok := c.Store().(store.FullWatcher); ok {
+		fw.WatchAll()
+	}
 	stop := c.Store().Watch(func(evs []rota.Event) {
 		a.mu.Lock()
 		for _, ev := range evs {

@@ -620,23 +620,16 @@ func (s *countingStore) Accept(ctx context.Context, p store.AcceptParams) (store
 func TestPrefetch(t *testing.T) {
 	c := newClient(t)
 	ctx := context.Background()
-	var running, most atomic.Int32
-	enter := func() {
-		n := running.Add(1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-		}
-	}
+	var handlers atOnce
 	w := rota.NewWorker(c, rota.WorkerConfig{Concurrency: 1, Prefetch: 1, ShutdownTimeout: 20 * time.Second})
 	w.Handle("quick", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
-		enter()
-		defer running.Add(-1)
+		defer handlers.enter()()
 		return nil
 	}))
 	ran := make(chan int64, 10)
 	release := make(chan struct{})
 	w.Handle("slow", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
-		enter()
-		defer running.Add(-1)
+		defer handlers.enter()()
 		ran <- job.ID
 		select {
 		case <-release:
@@ -647,14 +640,7 @@ func TestPrefetch(t *testing.T) {
 	}))
 	// Short jobs, so that the worker learns that its slot frees far more
 	// often than an accept takes, and leases ahead.
-	var quick []rota.AddParams
-	for range 50 {
-		quick = append(quick, rota.AddParams{Type: "quick"})
-	}
-	res, err := c.AddMany(ctx, quick)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := addMany(t, c, "quick", 50)
 	stop := runWorker(t, w)
 	for _, r := range res {
 		waitJob(t, c, r.Job.ID)
@@ -730,7 +716,7 @@ func TestPrefetch(t *testing.T) {
 	if got, _ := c.Get(ctx, first); got.State != rota.Completed {
 		t.Errorf("after shutdown the running job is %s, want completed", got.State)
 	}
-	if m := most.Load(); m != 1 {
+	if m := handlers.most.Load(); m != 1 {
 		t.Errorf("%d handlers ran at once, want at most Concurrency (1)", m)
 	}
 }
@@ -755,14 +741,7 @@ func TestPrefetchNotForLongJobs(t *testing.T) {
 	first := add(t, c, rota.AddParams{Type: "long"})
 	waitJob(t, c, first.ID)
 	time.Sleep(300 * time.Millisecond) // the worker waits for work
-	var ps []rota.AddParams
-	for range 6 {
-		ps = append(ps, rota.AddParams{Type: "long"})
-	}
-	res, err := c.AddMany(ctx, ps)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := addMany(t, c, "long", 6)
 	ids := make([]int64, len(res))
 	for i, r := range res {
 		ids[i] = r.Job.ID
@@ -800,37 +779,26 @@ func TestPrefetchNotForLongJobs(t *testing.T) {
 // runs once.
 func TestPrefetchUnderLoad(t *testing.T) {
 	c := newClient(t)
-	ctx := context.Background()
-	var running, most atomic.Int32
+	var handlers atOnce
 	var mu sync.Mutex
 	runs := map[int64]int{}
 	w := rota.NewWorker(c, rota.WorkerConfig{Concurrency: 4, Prefetch: 4})
 	w.Handle("short", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
-		n := running.Add(1)
-		defer running.Add(-1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-		}
+		defer handlers.enter()()
 		mu.Lock()
 		runs[job.ID]++
 		mu.Unlock()
 		time.Sleep(200 * time.Microsecond)
 		return nil
 	}))
-	var ps []rota.AddParams
-	for range 400 {
-		ps = append(ps, rota.AddParams{Type: "short"})
-	}
-	res, err := c.AddMany(ctx, ps)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := addMany(t, c, "short", 400)
 	runWorker(t, w)
 	for _, r := range res {
 		if j := waitJob(t, c, r.Job.ID); j.State != rota.Completed {
 			t.Fatalf("job %d ended %s", r.Job.ID, j.State)
 		}
 	}
-	if m := most.Load(); m > 4 {
+	if m := handlers.most.Load(); m > 4 {
 		t.Errorf("%d handlers ran at once, want at most Concurrency (4)", m)
 	}
 	mu.Lock()
@@ -840,4 +808,29 @@ func TestPrefetchUnderLoad(t *testing.T) {
 			t.Errorf("job %d ran %d times, want once", r.Job.ID, n)
 		}
 	}
+}
+
+// addMany adds n jobs of type typ in one call.
+func addMany(t *testing.T, c *rota.Client, typ string, n int) []rota.AddResult {
+	t.Helper()
+	ps := make([]rota.AddParams, n)
+	for i := range ps {
+		ps[i] = rota.AddParams{Type: typ}
+	}
+	res, err := c.AddMany(context.Background(), ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// atOnce counts handlers running at once and the most seen.
+type atOnce struct{ running, most atomic.Int32 }
+
+// enter counts a handler in; the returned function counts it out.
+func (a *atOnce) enter() func() {
+	n := a.running.Add(1)
+	for m := a.most.Load(); n > m && !a.most.CompareAndSwap(m, n); m = a.most.Load() {
+	}
+	return func() { a.running.Add(-1) }
 }

@@ -1,7 +1,10 @@
 package sqlite
 
 import (
+	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -171,19 +174,38 @@ func (w *writeTx) offerFrom(g *fair.Group, dueBy int64, n int, band string) ([]f
 }
 
 // claim leases g's candidates to the worker in one statement and appends
-// them to dst in the candidates' order. The statement returns only what it
-// does not set itself (claimColumns); the rest comes from its arguments.
-// Jobs are read straight into dst, which accept sizes for the whole batch,
-// since a job is a large struct and a drain claims tens of thousands a
-// second.
+// them to dst in the candidates' order. The statement returns only what
+// the writer needs to decide about the jobs in the same transaction
+// (claimColumns): the rest of each job, its data above all, is read after
+// the commit by readClaimed, on a reader connection, so that the single
+// writer does not spend its time on it. The tokens are made here, so that
+// the writer knows them without reading them back. Jobs are read straight
+// into dst, which accept sizes for the whole batch, since a job is a large
+// struct and a drain claims tens of thousands a second.
 func (w *writeTx) claim(dst []store.Job, g *fair.Group, cands []fair.Candidate, worker string, leaseMicros, now int64) ([]store.Job, error) {
-	buf := make([]byte, 0, 12*len(cands)+2)
+	tokens, err := newTokens(len(cands))
+	if err != nil {
+		return dst, fmt.Errorf("sqlite: accept: claim: %w", err)
+	}
+	base := len(dst)
+	dst = slices.Grow(dst, len(cands))[:base+len(cands)]
+	seg := dst[base:]
+	rank := make(map[int64]int, len(cands))
+	buf := make([]byte, 0, 48*len(cands)+2)
 	buf = append(buf, '[')
 	for i, c := range cands {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
+		buf = append(buf, '[')
 		buf = strconv.AppendInt(buf, c.ID, 10)
+		buf = append(buf, ',', '"')
+		buf = append(buf, tokens[i]...)
+		buf = append(buf, '"', ']')
+		rank[c.ID] = i
+		seg[i] = store.Job{ID: c.ID, Type: g.Type, Group: g.Name, Priority: int(c.Priority), RunAt: c.RunAt,
+			State: store.Running, Token: tokens[i], Worker: worker,
+			LeaseUntil: fromMicros(now + leaseMicros), StartedAt: fromMicros(now), UpdatedAt: fromMicros(now)}
 	}
 	buf = append(buf, ']')
 	var workerArg any
@@ -192,26 +214,30 @@ func (w *writeTx) claim(dst []store.Job, g *fair.Group, cands []fair.Candidate, 
 	}
 	rows, err := w.query(claimSQL, workerArg, now, leaseMicros, leaseMicros, now, now, string(buf))
 	if err != nil {
-		return dst, fmt.Errorf("sqlite: accept: claim: %w", err)
+		return dst[:base], fmt.Errorf("sqlite: accept: claim: %w", err)
 	}
 	defer rows.Close()
-	base := len(dst)
-	dst = slices.Grow(dst, len(cands))[:base+len(cands)]
-	seg := dst[base:]
 	n := 0
 	c := newColumns(claimedColumns...)
 	for rows.Next() {
-		if n == len(seg) {
-			return dst[:base], fmt.Errorf("sqlite: accept: claimed more jobs than the %d asked for", len(cands))
-		}
-		j := &seg[n]
-		*j = store.Job{Type: g.Type, Group: g.Name, State: store.Running, Worker: worker,
-			LeaseUntil: fromMicros(now + leaseMicros), StartedAt: fromMicros(now), UpdatedAt: fromMicros(now)}
 		if err := c.scan(rows); err != nil {
 			return dst[:base], fmt.Errorf("sqlite: accept: claim: %w", err)
 		}
-		if err := scanClaimed(c, j); err != nil {
-			return dst[:base], fmt.Errorf("sqlite: accept: claim: %w", err)
+		r, ok := rank[c.int64(0)]
+		if !ok {
+			return dst[:base], fmt.Errorf("sqlite: accept: job %d was not a candidate", c.int64(0))
+		}
+		j := &seg[r]
+		j.Attempt = c.int(1)
+		j.RetryAfter = time.Duration(c.int64(2)) * time.Microsecond
+		if j.Schedule = c.nullStr(3); j.Schedule != "" {
+			j.Missed = store.MissedSkip // what lifecycle.Late needs; readClaimed reads the rest
+		}
+		j.Slot = c.nullTime(4)
+		j.Parent = c.int64(5)
+		j.HasChildren = c.bool(6)
+		if c.err != nil {
+			return dst[:base], fmt.Errorf("sqlite: accept: claim: %w", c.err)
 		}
 		if j.RetryAfter > 0 {
 			j.LeaseUntil = fromMicros(now + j.RetryAfter.Microseconds())
@@ -228,92 +254,133 @@ func (w *writeTx) claim(dst []store.Job, g *fair.Group, cands []fair.Candidate, 
 	if err := w.countBulk(g.Type, g.Name, -n, n); err != nil {
 		return dst[:base], err
 	}
-	// Put the jobs in the candidates' order, in place: each swap moves one
-	// job to its final place.
-	if n > 1 {
-		rank := make(map[int64]int, n)
-		for i, c := range cands {
-			rank[c.ID] = i
-		}
-		for i := range seg {
-			for {
-				r, ok := rank[seg[i].ID]
-				if !ok {
-					return dst[:base], fmt.Errorf("sqlite: accept: job %d was not a candidate", seg[i].ID)
-				}
-				if r == i {
-					break
-				}
-				seg[i], seg[r] = seg[r], seg[i]
-			}
-		}
-	}
 	return dst, nil
 }
 
-// claimSQL leases the jobs whose ids are a JSON array to a worker. It
-// flips bulk, so it counts the jobs itself (0003). A job with a
-// retry-after has a lease of that length instead.
-const claimSQL = `UPDATE rota_jobs SET state = 1, token = lower(hex(randomblob(16))), worker = ?,
+// newTokens makes n fencing tokens: 16 random bytes each, in hex.
+func newTokens(n int) ([]string, error) {
+	raw := make([]byte, 16*n)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, fmt.Errorf("make lease tokens: %w", err)
+	}
+	all := hex.EncodeToString(raw) // one allocation for every token
+	out := make([]string, n)
+	for i := range out {
+		out[i] = all[32*i : 32*i+32]
+	}
+	return out, nil
+}
+
+// claimSQL leases the jobs of a JSON array of [id, "token"] pairs to a
+// worker. "+state" keeps SQLite from driving the join from an index on
+// state; each item is a rowid lookup. It flips bulk, so it counts the jobs
+// itself (0003). A job with a retry-after has a lease of that length
+// instead. It returns claimColumns.
+const claimSQL = `UPDATE rota_jobs SET state = 1, token = j.value->>1, worker = ?,
 	lease_until = ? + coalesce(retry_after, ?), lease_timeout = coalesce(retry_after, ?), attempt = attempt + 1,
 	prev_started_at = started_at, started_at = ?, cancel_requested = 0, updated_at = ?,
 	bulk = NOT bulk
-	WHERE id IN (SELECT value FROM json_each(?)) AND state = 0 RETURNING ` + claimColumns
+	FROM json_each(?) AS j WHERE rota_jobs.id = j.value->>0 AND +rota_jobs.state = 0
+	RETURNING ` + claimColumns
 
-// claimColumns are what a claim does not set itself.
-const claimColumns = `id, key, priority, run_at, data, attempt, max_attempts, backoff_base, backoff_max, token,
-	resubmit, progress, last_error, errors, result, created_at, finished_at, meta, coalesce(repeat, ''), missed, slot,
-	coalesce(retry_after, 0), coalesce(parent_id, 0), has_children, coalesce(bedrock_id, 0), prev_started_at`
-
-// scanClaimed reads claimColumns (read by c) into j, as scanJob does for
-// all columns.
-func scanClaimed(c *columns, j *store.Job) error {
-	j.ID = c.int64(0)
-	j.Key = c.nullStr(1)
-	j.Priority = c.int(2)
-	j.RunAt = c.time(3)
-	j.Data = c.bytes(4)
-	j.Attempt, j.MaxAttempts = c.int(5), c.int(6)
-	j.BackoffBase, j.BackoffMax = time.Duration(c.int64(7))*time.Microsecond, time.Duration(c.int64(8))*time.Microsecond
-	j.Token = c.str(9)
-	j.Resubmit = c.bool(10)
-	j.Progress = c.float(11)
-	j.LastError = c.nullStr(12)
-	errs := c.bytes(13)
-	if result := c.bytes(14); len(result) > 0 {
-		j.Result = result
-	}
-	j.CreatedAt, j.FinishedAt = c.time(15), c.nullTime(16)
-	meta := c.bytes(17)
-	j.Schedule = c.str(18)
-	j.Missed = store.Missed(c.uint8(19))
-	j.Slot = c.nullTime(20)
-	j.RetryAfter = time.Duration(c.int64(21)) * time.Microsecond
-	j.Parent = c.int64(22)
-	j.HasChildren = c.bool(23)
-	j.BedrockID = c.int64(24)
-	j.PrevStartedAt = c.nullTime(25)
-	if c.err != nil {
-		return c.err
-	}
-	if len(meta) > 0 {
-		var err error
-		if j.Meta, err = store.ParseMetaJSON(meta); err != nil {
-			return fmt.Errorf("job %d: %w", j.ID, err)
-		}
-	}
-	if len(errs) > 0 {
-		if err := json.Unmarshal(errs, &j.Errors); err != nil {
-			return fmt.Errorf("job %d: decode errors: %w", j.ID, err)
-		}
-	}
-	return nil
-}
+// claimColumns are what the writer needs of a job it claims: the lease's
+// length (retry_after), whether lifecycle.Late applies (a schedule under
+// MissedSkip, and its slot) and whether the family rules do.
+const claimColumns = `rota_jobs.id, attempt, coalesce(retry_after, 0), CASE WHEN missed = 1 THEN repeat END, slot,
+	coalesce(parent_id, 0), has_children`
 
 // claimedColumns names claimColumns, for columns' errors.
-var claimedColumns = []string{"id", "key", "priority", "run_at", "data", "attempt", "max_attempts", "backoff_base", "backoff_max", "token",
-	"resubmit", "progress", "last_error", "errors", "result", "created_at", "finished_at", "meta", "repeat", "missed", "slot",
-	"retry_after", "parent_id", "has_children", "bedrock_id", "prev_started_at"}
+var claimedColumns = []string{"id", "attempt", "retry_after", "repeat", "slot", "parent_id", "has_children"}
+
+// readClaimedSQL reads the rest of claimed jobs, by a JSON array of ids,
+// with their state and token, which readClaimed checks.
+const readClaimedSQL = `SELECT id, state, token, key, data, max_attempts, backoff_base, backoff_max, resubmit, progress,
+	last_error, errors, result, created_at, finished_at, meta, coalesce(repeat, ''), missed, coalesce(bedrock_id, 0),
+	prev_started_at FROM rota_jobs WHERE id IN (SELECT value FROM json_each(?))`
+
+var readClaimedColumns = []string{"id", "state", "token", "key", "data", "max_attempts", "backoff_base", "backoff_max", "resubmit", "progress",
+	"last_error", "errors", "result", "created_at", "finished_at", "meta", "repeat", "missed", "bedrock_id", "prev_started_at"}
+
+// readClaimed fills in the jobs an accept claimed, after its commit, from
+// a reader connection (see claim). A job is read only while its lease is
+// the one the accept made (running, under the claim's token): one removed
+// or no longer under that lease by the time of the read (another party
+// finished it by id, say) is left out of the answer, as if it had been
+// taken away just after it.
+func (s *Store) readClaimed(ctx context.Context, jobs []store.Job) ([]store.Job, error) {
+	if len(jobs) == 0 {
+		return jobs, nil
+	}
+	at := make(map[int64]int, len(jobs))
+	buf := make([]byte, 0, 12*len(jobs)+2)
+	buf = append(buf, '[')
+	for i := range jobs {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = strconv.AppendInt(buf, jobs[i].ID, 10)
+		at[jobs[i].ID] = i
+	}
+	buf = append(buf, ']')
+	rows, err := s.readClaimedStmt.QueryContext(ctx, string(buf))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: accept: read claimed jobs: %w", err)
+	}
+	defer rows.Close()
+	read := make([]bool, len(jobs))
+	c := newColumns(readClaimedColumns...)
+	for rows.Next() {
+		if err := c.scan(rows); err != nil {
+			return nil, fmt.Errorf("sqlite: accept: read claimed jobs: %w", err)
+		}
+		i, ok := at[c.int64(0)]
+		if !ok || store.State(c.int(1)) != store.Running || c.nullStr(2) != jobs[i].Token {
+			continue
+		}
+		j := &jobs[i]
+		j.Key = c.nullStr(3)
+		j.Data = c.bytes(4)
+		j.MaxAttempts = c.int(5)
+		j.BackoffBase, j.BackoffMax = time.Duration(c.int64(6))*time.Microsecond, time.Duration(c.int64(7))*time.Microsecond
+		j.Resubmit = c.bool(8)
+		j.Progress = c.float(9)
+		j.LastError = c.nullStr(10)
+		errs := c.bytes(11)
+		if result := c.bytes(12); len(result) > 0 {
+			j.Result = result
+		}
+		j.CreatedAt, j.FinishedAt = c.time(13), c.nullTime(14)
+		meta := c.bytes(15)
+		j.Schedule = c.str(16)
+		j.Missed = store.Missed(c.uint8(17))
+		j.BedrockID = c.int64(18)
+		j.PrevStartedAt = c.nullTime(19)
+		if c.err != nil {
+			return nil, fmt.Errorf("sqlite: accept: read claimed jobs: %w", c.err)
+		}
+		if len(meta) > 0 {
+			if j.Meta, err = store.ParseMetaJSON(meta); err != nil {
+				return nil, fmt.Errorf("sqlite: accept: job %d: %w", j.ID, err)
+			}
+		}
+		if len(errs) > 0 {
+			if err := json.Unmarshal(errs, &j.Errors); err != nil {
+				return nil, fmt.Errorf("sqlite: accept: job %d: decode errors: %w", j.ID, err)
+			}
+		}
+		read[i] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: accept: read claimed jobs: %w", err)
+	}
+	kept := jobs[:0]
+	for i := range jobs {
+		if read[i] {
+			kept = append(kept, jobs[i])
+		}
+	}
+	return kept, nil
+}
 
 func (w *writeTx) accept(p store.AcceptParams, types []string) (res store.AcceptResult, err error) {
 	if len(p.Groups) > 0 {

@@ -180,7 +180,7 @@ func (s *Store) runBatch(light, heavy []*request) {
 		if r.err = r.ctx.Err(); r.err != nil {
 			return
 		}
-		mark := len(w.changes)
+		mark, marked := len(w.changes), len(w.committed)
 		if single {
 			r.err = r.fn(w)
 			return
@@ -190,7 +190,7 @@ func (s *Store) runBatch(light, heavy []*request) {
 			return
 		}
 		if r.err = r.fn(w); r.err != nil {
-			w.changes = w.changes[:mark]
+			w.changes, w.committed = w.changes[:mark], w.committed[:marked]
 			if _, err := c.ExecContext(bg, "ROLLBACK TO req"); err != nil {
 				r.err = errors.Join(r.err, err)
 			}
@@ -218,6 +218,9 @@ func (s *Store) runBatch(light, heavy []*request) {
 		c.ExecContext(bg, "ROLLBACK")
 		answer(fmt.Errorf("sqlite: commit: %w", err))
 		return
+	}
+	for _, fn := range w.committed {
+		go fn()
 	}
 	if len(light) > 0 {
 		s.commits <- committed{reqs: light, changes: w.changes[:split:split]}

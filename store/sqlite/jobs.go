@@ -695,13 +695,46 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 	if err != nil {
 		return store.AcceptResult{}, err
 	}
+	// The claimed jobs are read off the writer (readClaimed) as soon as
+	// their claim has committed, while the answer waits for earlier
+	// fsyncs.
 	var res store.AcceptResult
+	var read struct {
+		done chan struct{}
+		jobs []store.Job
+		err  error
+	}
 	err = s.write(ctx, false, func(w *writeTx) error {
 		var err error
-		res, err = w.accept(p, s.resolve(pats))
-		return err
+		if res, err = w.accept(p, s.resolve(pats)); err != nil || len(res.Jobs) == 0 {
+			return err
+		}
+		jobs, done := res.Jobs, make(chan struct{})
+		read.done = done
+		if !w.afterCommit(func() {
+			defer close(done)
+			read.jobs, read.err = s.readClaimed(bg, jobs)
+		}) {
+			return errors.New("sqlite: accept outside the writer's transaction")
+		}
+		return nil
 	})
-	return res, err
+	if err != nil || read.done == nil {
+		return res, err
+	}
+	<-read.done
+	if read.err != nil {
+		// The jobs are leased: give them back rather than leave them to
+		// expire.
+		back := make([]store.FinishParams, len(res.Jobs))
+		for i, j := range res.Jobs {
+			back[i] = store.FinishParams{Lease: store.Lease{ID: j.ID, Token: j.Token}, As: store.Release}
+		}
+		_, ferr := s.Finish(context.WithoutCancel(ctx), back)
+		return store.AcceptResult{}, errors.Join(read.err, ferr)
+	}
+	res.Jobs = read.jobs
+	return res, nil
 }
 
 // Heartbeat extends leases and optionally updates data and progress.

@@ -59,8 +59,10 @@ type Store struct {
 	writer *sql.DB   // a pool of one connection
 	conn   *sql.Conn // that connection, pinned by the writer goroutine
 	reader *sql.DB   // read pool
-	userDB *sql.DB   // for callers' own transactions; opened on demand
-	userMu sync.Mutex
+	// readClaimedStmt reads claimed jobs on the read pool (readClaimed).
+	readClaimedStmt *sql.Stmt
+	userDB          *sql.DB // for callers' own transactions; opened on demand
+	userMu          sync.Mutex
 
 	reqs    chan *request
 	commits chan committed // from the writer to the syncer
@@ -158,6 +160,11 @@ func Open(path string, cfg Config) (*Store, error) {
 		w.Close()
 		r.Close()
 		return nil, err
+	}
+	if s.readClaimedStmt, err = r.Prepare(readClaimedSQL); err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	if s.conn, err = w.Conn(bg); err != nil {
 		w.Close()
@@ -306,7 +313,7 @@ func (s *Store) Close() error {
 	s.closeMu.Do(func() {
 		close(s.closing)
 		<-s.stopped
-		err = errors.Join(s.writer.Close(), s.reader.Close(), s.wal.Close())
+		err = errors.Join(s.writer.Close(), s.readClaimedStmt.Close(), s.reader.Close(), s.wal.Close())
 		s.userMu.Lock()
 		if s.userDB != nil {
 			err = errors.Join(err, s.userDB.Close())
@@ -334,7 +341,11 @@ type writeTx struct {
 	db      execer
 	now     time.Time
 	changes []store.Event
-	own     bool // db is the writer's connection, whose prepared statements apply
+	// committed run once the transaction has committed, each in a
+	// goroutine of its own, while the writer goes on (the writer's own
+	// transactions only; see afterCommit).
+	committed []func()
+	own       bool // db is the writer's connection, whose prepared statements apply
 	// prioSQL restricts an accept's offers to one priority
 	// (AcceptParams.Priority): " AND priority = N", or "".
 	prioSQL string
@@ -344,6 +355,19 @@ type writeTx struct {
 }
 
 var bg = context.Background()
+
+// afterCommit runs fn once the writer's transaction has committed, if the
+// request that calls it succeeds, off the writer and before the request is
+// answered (durable requests' answers wait for the fsync, and light ones
+// for earlier fsyncs, so fn's work overlaps that wait). It reports whether
+// fn will run: false in a caller's own transaction (AddTx, FinishTx).
+func (w *writeTx) afterCommit(fn func()) bool {
+	if !w.own {
+		return false
+	}
+	w.committed = append(w.committed, fn)
+	return true
+}
 
 func (w *writeTx) stmt(query string) *sql.Stmt {
 	if !w.own {

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -386,5 +387,79 @@ func TestSyncFailureStopsWrites(t *testing.T) {
 	res, err := s.List(ctx, store.ListParams{Types: []string{"t"}})
 	if err != nil || len(res.Jobs) == 0 {
 		t.Fatalf("List after the failure: %d jobs, %v", len(res.Jobs), err)
+	}
+}
+
+// TestAcceptReadsClaimedJobs: an accept's jobs are read off the writer
+// after their claim commits (readClaimed); each is what Get reads of it,
+// and a job no longer under the accept's lease by then is left out.
+func TestAcceptReadsClaimedJobs(t *testing.T) {
+	s := open(t)
+	ctx := t.Context()
+	added, err := s.Add(ctx, []store.AddParams{
+		{Type: "mail", Key: "k1", Priority: 3, Data: raw(`{"to":"a"}`), Meta: map[string]string{"trace": "t1"}, MaxAttempts: 7,
+			BackoffBase: time.Second, BackoffMax: time.Minute},
+		{Type: "mail", Data: raw(`{"to":"b"}`), Group: "g"},
+		{Type: "mail", Data: raw(`{"to":"c"}`), RetryAfter: time.Hour},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Accept(ctx, store.AcceptParams{Types: []string{"mail"}, Limit: 10, Worker: "w1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Jobs) != len(added) {
+		t.Fatalf("accepted %d jobs, want %d", len(res.Jobs), len(added))
+	}
+	ids := make([]int64, len(res.Jobs))
+	for i, j := range res.Jobs {
+		ids[i] = j.ID
+	}
+	got, err := s.Get(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range res.Jobs {
+		g := got[i]
+		// What Get reads and an accepted job carries, field by field.
+		if a.ID != g.ID || a.Type != g.Type || a.Key != g.Key || a.Group != g.Group || a.Priority != g.Priority ||
+			a.State != store.Running || g.State != store.Running || !a.RunAt.Equal(g.RunAt) ||
+			string(a.Data) != string(g.Data) || a.Attempt != g.Attempt || a.MaxAttempts != g.MaxAttempts ||
+			a.BackoffBase != g.BackoffBase || a.BackoffMax != g.BackoffMax || a.Token != g.Token || a.Worker != g.Worker ||
+			!a.LeaseUntil.Equal(g.LeaseUntil) || !a.CreatedAt.Equal(g.CreatedAt) || !a.StartedAt.Equal(g.StartedAt) ||
+			a.RetryAfter != g.RetryAfter || a.Meta["trace"] != g.Meta["trace"] || len(a.Meta) != len(g.Meta) {
+			t.Errorf("accepted job %d:\n%+v\nGet reads\n%+v", a.ID, a, g)
+		}
+	}
+	if res.Jobs[0].Meta["trace"] != "t1" || string(res.Jobs[0].Data) != `{"to":"a"}` || res.Jobs[0].Key != "k1" {
+		t.Errorf("first job = %+v, want the first added", res.Jobs[0])
+	}
+	if d := res.Jobs[2].LeaseUntil.Sub(res.Jobs[2].StartedAt); d != time.Hour {
+		t.Errorf("lease of a job with a retry-after: %v, want its retry-after (1h)", d)
+	}
+
+	// Between a claim's commit and its read, another party ends one job
+	// and hands another back: only the third is still the accept's.
+	claimed := slices.Clone(res.Jobs)
+	errs, err := s.Finish(ctx, []store.FinishParams{
+		{Lease: store.Lease{ID: claimed[0].ID, Token: claimed[0].Token}, As: store.Complete},
+		{Lease: store.Lease{ID: claimed[1].ID, Token: claimed[1].Token}, As: store.Release},
+	})
+	if err != nil || errors.Join(errs...) != nil {
+		t.Fatalf("Finish: %v %v", err, errs)
+	}
+	kept, err := sqlite.ReadClaimed(s, ctx, claimed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != 1 || kept[0].ID != claimed[2].ID {
+		t.Errorf("read after the others ended: %d jobs (%+v), want job %d alone", len(kept), kept, claimed[2].ID)
+	}
+	// A lease the accept did not make (another token) is not its either.
+	other := slices.Clone(kept)
+	other[0].Token = "0123456789abcdef0123456789abcdef"
+	if kept, err := sqlite.ReadClaimed(s, ctx, other); err != nil || len(kept) != 0 {
+		t.Errorf("read under another token: %d jobs, %v; want none", len(kept), err)
 	}
 }

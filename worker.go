@@ -325,10 +325,14 @@ func (w *Worker) Run(ctx context.Context) error {
 	// A job holds its slots while its handler runs, not while its finish
 	// reaches the store: they are free for the next job as soon as the
 	// handler returns, and finishing (a fsync away) is bounded separately,
-	// by as many finishes in flight as there are handler slots. A runner
-	// waits for its job's handler slot and then for its finish, so there
-	// are at most one runner per lease slot and one per finish.
-	finishing := make(chan struct{}, w.cfg.Concurrency)
+	// by twice as many finishes in flight as there are handler slots:
+	// short jobs end faster than a finish's round trip through the store
+	// (its queue, its batch, the fsync), and with only as many finishes as
+	// slots, a drain of short jobs found the bound full, its handlers'
+	// slots held by finishes waiting for room. A runner waits for its
+	// job's handler slot and then for its finish, so there are at most
+	// one runner per lease slot and one per finish.
+	finishing := make(chan struct{}, 2*w.cfg.Concurrency)
 	runq := make(chan *runningJob)
 	runners, maxRunners := 0, cap(leases)+cap(finishing)
 	runner := func(r *runningJob) {

@@ -104,7 +104,7 @@ type WorkerConfig struct {
 	// Prefetch bounds how many jobs the worker leases ahead of its free
 	// slots, so that a slot that frees starts its next job at once rather
 	// than after an accept's round trip; zero means Concurrency, at most
-	// 64, and negative means none. The worker leases ahead only as many
+	// 256, and negative means none. The worker leases ahead only as many
 	// as its slots are expected to free during four accepts' round trips,
 	// from the recent durations of handlers and of accepts that did not
 	// wait for work: with short jobs up to Prefetch, with jobs that run
@@ -501,10 +501,11 @@ func (w *Worker) ahead() int {
 const aheadTrips = 4
 
 // maxDefaultPrefetch bounds the default Prefetch: a worker with many slots
-// already accepts in large batches, and leasing hundreds ahead made its
-// drain of no-op jobs slower (more jobs and goroutines held at once; see
-// docs/benchmarks.md).
-const maxDefaultPrefetch = 64
+// already accepts in large batches. Leasing up to 256 ahead made a
+// 512-slot drain of no-op jobs about a tenth faster (larger accepts) once
+// finishes in flight were no longer bounded by the slots; 512 was no
+// faster than 256 (docs/benchmarks.md, "Round 3, fourth session").
+const maxDefaultPrefetch = 256
 
 // pace keeps moving averages of how long handlers run and how long an
 // accept that does not wait for work takes, for ahead. Zero: not seen yet.

@@ -302,12 +302,14 @@ var readClaimedColumns = []string{"id", "state", "token", "key", "data", "max_at
 	"last_error", "errors", "result", "created_at", "finished_at", "meta", "repeat", "missed", "bedrock_id", "prev_started_at"}
 
 // readClaimed fills in the jobs an accept claimed, after its commit, from
-// a reader connection (see claim). A job is read only while its lease is
-// the one the accept made (running, under the claim's token): one removed
-// or no longer under that lease by the time of the read (another party
-// finished it by id, say) is left out of the answer, as if it had been
-// taken away just after it.
-func (s *Store) readClaimed(ctx context.Context, jobs []store.Job) ([]store.Job, error) {
+// a connection of its own (see claim), calling snapshot once its read has
+// begun, so that it reads the claim's commit and nothing later (the
+// writer's next commit waits for that: writeTx.readAfter). A job is read
+// only while its lease is the one the accept made (running, under the
+// claim's token): one that is not (its claim was rolled back) is left out
+// of the answer.
+func (s *Store) readClaimed(ctx context.Context, jobs []store.Job, snapshot func()) ([]store.Job, error) {
+	defer snapshot()
 	if len(jobs) == 0 {
 		return jobs, nil
 	}
@@ -329,7 +331,14 @@ func (s *Store) readClaimed(ctx context.Context, jobs []store.Job) ([]store.Job,
 	defer rows.Close()
 	read := make([]bool, len(jobs))
 	c := newColumns(readClaimedColumns...)
-	for rows.Next() {
+	// The statement's read transaction, and so its snapshot, begins at its
+	// first step.
+	more := rows.Next()
+	snapshot()
+	if s.cfg.claimReadHook != nil {
+		s.cfg.claimReadHook()
+	}
+	for ; more; more = rows.Next() {
 		if err := c.scan(rows); err != nil {
 			return nil, fmt.Errorf("sqlite: accept: read claimed jobs: %w", err)
 		}

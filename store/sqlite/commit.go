@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"syscall"
 
 	"github.com/mattn/go-sqlite3"
@@ -180,7 +181,7 @@ func (s *Store) runBatch(light, heavy []*request) {
 		if r.err = r.ctx.Err(); r.err != nil {
 			return
 		}
-		mark, marked := len(w.changes), len(w.committed)
+		mark := len(w.changes)
 		if single {
 			r.err = r.fn(w)
 			return
@@ -190,7 +191,7 @@ func (s *Store) runBatch(light, heavy []*request) {
 			return
 		}
 		if r.err = r.fn(w); r.err != nil {
-			w.changes, w.committed = w.changes[:mark], w.committed[:marked]
+			w.changes = w.changes[:mark]
 			if _, err := c.ExecContext(bg, "ROLLBACK TO req"); err != nil {
 				r.err = errors.Join(r.err, err)
 			}
@@ -210,23 +211,47 @@ func (s *Store) runBatch(light, heavy []*request) {
 		r := append(light, heavy...)[0]
 		if r.err != nil {
 			c.ExecContext(bg, "ROLLBACK")
+			s.startReads(w)
 			r.done <- r.err
 			return
 		}
 	}
+	// Reads after the last commit see it and nothing later (readAfter).
+	for _, taken := range s.snapshots {
+		<-taken
+	}
+	s.snapshots = s.snapshots[:0]
 	if _, err := c.ExecContext(bg, "COMMIT"); err != nil {
 		c.ExecContext(bg, "ROLLBACK")
+		s.startReads(w)
 		answer(fmt.Errorf("sqlite: commit: %w", err))
 		return
 	}
-	for _, fn := range w.committed {
-		go fn()
-	}
+	s.startReads(w)
 	if len(light) > 0 {
 		s.commits <- committed{reqs: light, changes: w.changes[:split:split]}
 	}
 	if len(heavy) > 0 {
 		s.commits <- committed{reqs: heavy, changes: w.changes[split:], durable: true}
+	}
+}
+
+// startReads starts the reads of w's requests (readAfter) once w's
+// transaction has ended. They run whether or not it committed, so that
+// whoever waits for one is answered: a read of what a rolled-back
+// request wrote finds it undone.
+func (s *Store) startReads(w *writeTx) {
+	for _, read := range w.reads {
+		taken := make(chan struct{})
+		s.snapshots = append(s.snapshots, taken)
+		s.reading.Add(1)
+		go func() {
+			defer s.reading.Done()
+			var once sync.Once
+			snapshot := func() { once.Do(func() { close(taken) }) }
+			defer snapshot()
+			read(snapshot)
+		}()
 	}
 }
 

@@ -1,8 +1,16 @@
 package sqlite
 
+import (
+	"context"
+
+	"github.com/rotajobs/rota/store"
+)
+
 // BreakWAL closes the descriptor the syncer fsyncs the write-ahead log
 // through, so that the next sync fails as a failing disk would.
 func BreakWAL(s *Store) { s.wal.Close() }
 
 // ReadClaimed is readClaimed, which Accept runs after each claim.
-var ReadClaimed = (*Store).readClaimed
+func ReadClaimed(s *Store, ctx context.Context, jobs []store.Job) ([]store.Job, error) {
+	return s.readClaimed(ctx, jobs, func() {})
+}

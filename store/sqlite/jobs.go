@@ -711,17 +711,22 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 		}
 		jobs, done := res.Jobs, make(chan struct{})
 		read.done = done
-		if !w.afterCommit(func() {
+		if !w.readAfter(func(snapshot func()) {
 			defer close(done)
-			read.jobs, read.err = s.readClaimed(bg, jobs)
+			read.jobs, read.err = s.readClaimed(bg, jobs, snapshot)
 		}) {
 			return errors.New("sqlite: accept outside the writer's transaction")
 		}
 		return nil
 	})
-	if err != nil || read.done == nil {
+	if read.done == nil {
 		return res, err
 	}
+	// The read runs whenever the claim ran (readAfter). It finds the
+	// jobs leased if the claim committed, which the error of a later step
+	// (an earlier batch's failed fsync) does not undo: then the jobs come
+	// with that error, whole, as they always have; it finds none of them
+	// if the claim was rolled back.
 	<-read.done
 	if read.err != nil {
 		// The jobs are leased: give them back rather than leave them to
@@ -731,10 +736,10 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 			back[i] = store.FinishParams{Lease: store.Lease{ID: j.ID, Token: j.Token}, As: store.Release}
 		}
 		_, ferr := s.Finish(context.WithoutCancel(ctx), back)
-		return store.AcceptResult{}, errors.Join(read.err, ferr)
+		return store.AcceptResult{}, errors.Join(err, read.err, ferr)
 	}
 	res.Jobs = read.jobs
-	return res, nil
+	return res, err
 }
 
 // Heartbeat extends leases and optionally updates data and progress.

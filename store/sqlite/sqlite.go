@@ -50,6 +50,10 @@ type Config struct {
 	BusyTimeout time.Duration
 	// Clock returns the current time; nil means time.Now. Tests use it.
 	Clock func() time.Time
+
+	// claimReadHook, set by this package's tests, runs in readClaimed once
+	// its snapshot is taken.
+	claimReadHook func()
 }
 
 // Store is the SQLite store. It implements store.Store.
@@ -59,10 +63,19 @@ type Store struct {
 	writer *sql.DB   // a pool of one connection
 	conn   *sql.Conn // that connection, pinned by the writer goroutine
 	reader *sql.DB   // read pool
-	// readClaimedStmt reads claimed jobs on the read pool (readClaimed).
+	// claimReader has connections of its own for readClaimed, so that
+	// listings on the read pool cannot hold up accepts (nor, through the
+	// snapshots they wait for, the writer); readClaimedStmt is its
+	// statement.
+	claimReader     *sql.DB
 	readClaimedStmt *sql.Stmt
-	userDB          *sql.DB // for callers' own transactions; opened on demand
-	userMu          sync.Mutex
+	// reading counts the readClaimed goroutines under way (Close waits
+	// for them); snapshots, the writer's own, are those of its last
+	// commit that have yet to take their snapshot (see readAfter).
+	reading   sync.WaitGroup
+	snapshots []chan struct{}
+	userDB    *sql.DB // for callers' own transactions; opened on demand
+	userMu    sync.Mutex
 
 	reqs    chan *request
 	commits chan committed // from the writer to the syncer
@@ -161,9 +174,17 @@ func Open(path string, cfg Config) (*Store, error) {
 		r.Close()
 		return nil, err
 	}
-	if s.readClaimedStmt, err = r.Prepare(readClaimedSQL); err != nil {
+	if s.claimReader, err = sql.Open(driverName, dsn(path, url.Values{"_query_only": {"1"}}, cfg.BusyTimeout)); err != nil {
 		w.Close()
 		r.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	s.claimReader.SetMaxOpenConns(claimReadConns)
+	s.claimReader.SetMaxIdleConns(2)
+	if s.readClaimedStmt, err = s.claimReader.Prepare(readClaimedSQL); err != nil {
+		w.Close()
+		r.Close()
+		s.claimReader.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	if s.conn, err = w.Conn(bg); err != nil {
@@ -313,7 +334,8 @@ func (s *Store) Close() error {
 	s.closeMu.Do(func() {
 		close(s.closing)
 		<-s.stopped
-		err = errors.Join(s.writer.Close(), s.readClaimedStmt.Close(), s.reader.Close(), s.wal.Close())
+		s.reading.Wait() // accepts that committed are answered with their jobs
+		err = errors.Join(s.writer.Close(), s.readClaimedStmt.Close(), s.claimReader.Close(), s.reader.Close(), s.wal.Close())
 		s.userMu.Lock()
 		if s.userDB != nil {
 			err = errors.Join(err, s.userDB.Close())
@@ -341,11 +363,10 @@ type writeTx struct {
 	db      execer
 	now     time.Time
 	changes []store.Event
-	// committed run once the transaction has committed, each in a
-	// goroutine of its own, while the writer goes on (the writer's own
-	// transactions only; see afterCommit).
-	committed []func()
-	own       bool // db is the writer's connection, whose prepared statements apply
+	// reads run once the transaction has ended, each in a goroutine of
+	// its own, while the writer goes on (see readAfter).
+	reads []func(snapshot func())
+	own   bool // db is the writer's connection, whose prepared statements apply
 	// prioSQL restricts an accept's offers to one priority
 	// (AcceptParams.Priority): " AND priority = N", or "".
 	prioSQL string
@@ -356,18 +377,27 @@ type writeTx struct {
 
 var bg = context.Background()
 
-// afterCommit runs fn once the writer's transaction has committed, if the
-// request that calls it succeeds, off the writer and before the request is
-// answered (durable requests' answers wait for the fsync, and light ones
-// for earlier fsyncs, so fn's work overlaps that wait). It reports whether
-// fn will run: false in a caller's own transaction (AddTx, FinishTx).
-func (w *writeTx) afterCommit(fn func()) bool {
+// readAfter runs read once the writer's transaction has ended, in a
+// goroutine of its own, before the request is answered (durable requests'
+// answers wait for the fsync, and light ones for earlier fsyncs, so the
+// read overlaps that wait). read runs whether or not the transaction (or
+// the request's savepoint) committed: it must check what it reads, and a
+// rolled-back request's writes are simply not there. read must call
+// snapshot once its read transaction has begun (or it gives up): the
+// writer's next commit waits for that, so the read sees the state of this
+// commit and nothing later, not even a commit whose fsync could still
+// fail. It reports whether read will run: false in a caller's own
+// transaction (AddTx, FinishTx).
+func (w *writeTx) readAfter(read func(snapshot func())) bool {
 	if !w.own {
 		return false
 	}
-	w.committed = append(w.committed, fn)
+	w.reads = append(w.reads, read)
 	return true
 }
+
+// claimReadConns bounds claimReader's connections.
+const claimReadConns = 8
 
 func (w *writeTx) stmt(query string) *sql.Stmt {
 	if !w.own {

@@ -1,0 +1,144 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rotajobs/rota/store"
+)
+
+// TestClaimReadSeesItsCommit: an accept's jobs are read after the claim
+// commits (readClaimed), but as of that commit: not with a later update,
+// and not with one whose fsync then fails and whose caller is told so.
+func TestClaimReadSeesItsCommit(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		name := "later update"
+		if broken {
+			name = "later update whose fsync fails"
+		}
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			held, release := make(chan struct{}), make(chan struct{})
+			s, err := Open(filepath.Join(t.TempDir(), "rota.db"), Config{claimReadHook: func() {
+				close(held)
+				<-release
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			added, err := s.Add(ctx, []store.AddParams{{Type: "t", Data: []byte(`{"v":"old"}`)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := added[0].Job.ID
+			type answer struct {
+				res store.AcceptResult
+				err error
+			}
+			got := make(chan answer, 1)
+			go func() {
+				res, err := s.Accept(ctx, store.AcceptParams{Types: []string{"t"}, Limit: 1, Worker: "w"})
+				got <- answer{res, err}
+			}()
+			<-held // the read has its snapshot and waits
+			if broken {
+				BreakWAL(s)
+			}
+			prio := 9
+			_, errs, err := s.Update(ctx, []store.UpdateParams{{ID: id, Data: []byte(`{"v":"new"}`), Priority: &prio}})
+			if broken != (err != nil) || err == nil && errs[0] != nil {
+				t.Fatalf("Update: %v %v", err, errs)
+			}
+			close(release)
+			a := <-got
+			if a.err != nil || len(a.res.Jobs) != 1 {
+				t.Fatalf("Accept: %d jobs, %v", len(a.res.Jobs), a.err)
+			}
+			if j := a.res.Jobs[0]; string(j.Data) != `{"v":"old"}` || j.Priority != 0 {
+				t.Errorf("accepted job: data %s, priority %d; want it as claimed: {\"v\":\"old\"}, 0", j.Data, j.Priority)
+			}
+		})
+	}
+}
+
+// TestAcceptErrorComesWithWholeJobs: an accept whose claim committed but
+// which is answered with an error (the fsync of a durable batch committed
+// before it fails) returns its jobs whole with the error, as callers that
+// use them expect (Bedrock's GetJobs), and not while they are being read.
+func TestAcceptErrorComesWithWholeJobs(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "rota.db")
+	s, err := Open(path, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Add(ctx, []store.AddParams{{Type: "t", Key: "k", Data: []byte(`{"v":1}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	// A watcher that stalls the syncer while it delivers the marker's add.
+	stall, stalled := make(chan struct{}), make(chan struct{})
+	s.Watch(func(evs []store.Event) {
+		for _, e := range evs {
+			if e.Type == "marker" {
+				close(stalled)
+				<-stall
+			}
+		}
+	})
+	go s.Add(ctx, []store.AddParams{{Type: "marker", Data: []byte(`{}`)}})
+	<-stalled
+	spy, err := sql.Open(driverName, "file:"+path+"?_query_only=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spy.Close()
+	waitFor := func(q string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			var n int
+			if err := spy.QueryRow(q).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n > 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", q)
+			}
+		}
+	}
+	// A durable batch whose sync will fail, then the accept after it.
+	BreakWAL(s)
+	go s.Add(ctx, []store.AddParams{{Type: "other", Data: []byte(`{}`)}})
+	waitFor(`SELECT count(*) FROM rota_jobs WHERE type = 'other'`)
+	type answer struct {
+		res store.AcceptResult
+		err error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		res, err := s.Accept(ctx, store.AcceptParams{Types: []string{"t"}, Limit: 1, Worker: "w"})
+		got <- answer{res, err}
+	}()
+	waitFor(`SELECT count(*) FROM rota_jobs WHERE type = 't' AND state = 1`)
+	close(stall) // the sync fails; both are answered with its error
+	a := <-got
+	if a.err == nil {
+		t.Fatalf("Accept: no error after a failed fsync ahead of it")
+	}
+	for _, j := range a.res.Jobs {
+		if j.Key != "k" || string(j.Data) != `{"v":1}` || j.CreatedAt.IsZero() {
+			t.Errorf("Accept answered %v with a job not read whole: key %q, data %s, created %v", a.err, j.Key, j.Data, j.CreatedAt)
+		}
+	}
+	// Nothing writes the jobs after the answer (the race detector).
+	time.Sleep(50 * time.Millisecond)
+	for _, j := range a.res.Jobs {
+		_ = j.Key
+	}
+}

@@ -262,9 +262,14 @@ func (s *Store) doOnce(ctx context.Context, method, path string, query url.Value
 		return nil
 	}
 	if ar, ok := out.(answerReader); ok {
-		body, err := io.ReadAll(resp.Body)
+		buf := answerBufs.Get().(*bytes.Buffer)
+		buf.Reset()
+		_, err := buf.ReadFrom(resp.Body)
 		if err == nil {
-			err = ar.readAnswer(body)
+			err = ar.readAnswer(buf.Bytes())
+		}
+		if buf.Cap() <= maxPooledAnswer {
+			answerBufs.Put(buf)
 		}
 		if err != nil {
 			return fmt.Errorf("remote: %s %s: decode answer: %w", method, path, err)
@@ -555,8 +560,17 @@ func (a *acceptAnswer) readAnswer(body []byte) (err error) {
 }
 
 // answerReader is an answer that reads its body itself, not through
-// encoding/json.
+// encoding/json. body is valid only during the call (it is reused): what
+// the answer keeps, it copies.
 type answerReader interface{ readAnswer(body []byte) error }
+
+// answerBufs are buffers for answers that answerReaders read: an accept's
+// answer of hundreds of jobs was read into a buffer grown from nothing
+// each time (the largest allocation of a remote worker but one). Buffers
+// that grew past maxPooledAnswer are left to the collector.
+var answerBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledAnswer = 4 << 20
 
 // Heartbeat extends leases; concurrent calls share requests.
 func (s *Store) Heartbeat(ctx context.Context, ps []store.HeartbeatParams) ([]store.HeartbeatResult, error) {

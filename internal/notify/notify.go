@@ -283,8 +283,14 @@ func (s *Subscription) forward() {
 				return
 			}
 		}
-		clear(q) // holds no strings of events sent
-		spare = q
+		// Keep the queue for the next turn (holding no strings of events
+		// sent) while turns fill a good part of it: a subscription that
+		// has gone quiet lets a burst's queue go.
+		spare = nil
+		if len(q) >= cap(q)/4 {
+			clear(q)
+			spare = q
+		}
 		select {
 		case <-s.wake:
 		case <-s.done:

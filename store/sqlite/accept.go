@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -367,15 +366,8 @@ func (s *Store) readClaimed(ctx context.Context, jobs []store.Job, snapshot func
 		if c.err != nil {
 			return nil, fmt.Errorf("sqlite: accept: read claimed jobs: %w", c.err)
 		}
-		if len(meta) > 0 {
-			if j.Meta, err = store.ParseMetaJSON(meta); err != nil {
-				return nil, fmt.Errorf("sqlite: accept: job %d: %w", j.ID, err)
-			}
-		}
-		if len(errs) > 0 {
-			if err := json.Unmarshal(errs, &j.Errors); err != nil {
-				return nil, fmt.Errorf("sqlite: accept: job %d: decode errors: %w", j.ID, err)
-			}
+		if err := decodeJSONColumns(j, meta, errs); err != nil {
+			return nil, fmt.Errorf("sqlite: accept: %w", err)
 		}
 		read[i] = true
 	}

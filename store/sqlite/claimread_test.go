@@ -35,15 +35,7 @@ func TestClaimReadSeesItsCommit(t *testing.T) {
 				t.Fatal(err)
 			}
 			id := added[0].Job.ID
-			type answer struct {
-				res store.AcceptResult
-				err error
-			}
-			got := make(chan answer, 1)
-			go func() {
-				res, err := s.Accept(ctx, store.AcceptParams{Types: []string{"t"}, Limit: 1, Worker: "w"})
-				got <- answer{res, err}
-			}()
+			got := acceptAsync(s, "t")
 			<-held // the read has its snapshot and waits
 			if broken {
 				BreakWAL(s)
@@ -63,6 +55,22 @@ func TestClaimReadSeesItsCommit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// acceptAnswer is what acceptAsync's accept answered.
+type acceptAnswer struct {
+	res store.AcceptResult
+	err error
+}
+
+// acceptAsync accepts one job of typ in a goroutine of its own.
+func acceptAsync(s *Store, typ string) <-chan acceptAnswer {
+	got := make(chan acceptAnswer, 1)
+	go func() {
+		res, err := s.Accept(context.Background(), store.AcceptParams{Types: []string{typ}, Limit: 1, Worker: "w"})
+		got <- acceptAnswer{res, err}
+	}()
+	return got
 }
 
 // TestAcceptErrorComesWithWholeJobs: an accept whose claim committed but
@@ -116,15 +124,7 @@ func TestAcceptErrorComesWithWholeJobs(t *testing.T) {
 	BreakWAL(s)
 	go s.Add(ctx, []store.AddParams{{Type: "other", Data: []byte(`{}`)}})
 	waitFor(`SELECT count(*) FROM rota_jobs WHERE type = 'other'`)
-	type answer struct {
-		res store.AcceptResult
-		err error
-	}
-	got := make(chan answer, 1)
-	go func() {
-		res, err := s.Accept(ctx, store.AcceptParams{Types: []string{"t"}, Limit: 1, Worker: "w"})
-		got <- answer{res, err}
-	}()
+	got := acceptAsync(s, "t")
 	waitFor(`SELECT count(*) FROM rota_jobs WHERE type = 't' AND state = 1`)
 	close(stall) // the sync fails; both are answered with its error
 	a := <-got

@@ -2,9 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"path/filepath"
 	"slices"
@@ -160,23 +158,25 @@ const claimEveryColumnSQL = `UPDATE rota_jobs SET state = 1, token = lower(hex(r
 	finished_at, meta, coalesce(repeat, ''), missed, slot, coalesce(retry_after, 0), coalesce(parent_id, 0),
 	has_children, coalesce(bedrock_id, 0), prev_started_at`
 
-// goTokens appends to items a random token for each id of the JSON array
-// ids, as [id, "token"] pairs, and returns how many.
+// goTokens appends to items a token (newTokens) for each id of the JSON
+// array ids, as [id, "token"] pairs, and returns how many.
 func goTokens(b *testing.B, items, ids []byte) ([]byte, int) {
 	var list []int64
 	if err := json.Unmarshal(ids, &list); err != nil {
 		b.Fatal(err)
 	}
-	tok := make([]byte, 16)
+	tokens, err := newTokens(len(list))
+	if err != nil {
+		b.Fatal(err)
+	}
 	for i, id := range list {
 		if i > 0 {
 			items = append(items, ',')
 		}
-		rand.Read(tok)
 		items = append(items, '[')
 		items = strconv.AppendInt(items, id, 10)
 		items = append(items, ',', '"')
-		items = hex.AppendEncode(items, tok)
+		items = append(items, tokens[i]...)
 		items = append(items, '"', ']')
 	}
 	return append(items, ']'), len(list)

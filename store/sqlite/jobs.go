@@ -733,7 +733,7 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 		// expire.
 		back := make([]store.FinishParams, len(res.Jobs))
 		for i, j := range res.Jobs {
-			back[i] = store.FinishParams{Lease: store.Lease{ID: j.ID, Token: j.Token}, As: store.Release}
+			back[i] = store.FinishParams{Lease: j.Lease(), As: store.Release}
 		}
 		_, ferr := s.Finish(context.WithoutCancel(ctx), back)
 		return store.AcceptResult{}, errors.Join(err, read.err, ferr)

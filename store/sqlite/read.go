@@ -68,16 +68,21 @@ func scanJob(sc scanner) (store.Job, error) {
 	if c.err != nil {
 		return j, c.err
 	}
+	return j, decodeJSONColumns(&j, meta, errs)
+}
+
+// decodeJSONColumns reads a job's JSON columns, meta and errors, into j.
+func decodeJSONColumns(j *store.Job, meta, errs []byte) error {
 	var err error
 	if j.Meta, err = store.ParseMetaJSON(meta); err != nil {
-		return j, fmt.Errorf("job %d: %w", j.ID, err)
+		return fmt.Errorf("job %d: %w", j.ID, err)
 	}
 	if len(errs) > 0 {
 		if err := json.Unmarshal(errs, &j.Errors); err != nil {
-			return j, fmt.Errorf("job %d: decode errors: %w", j.ID, err)
+			return fmt.Errorf("job %d: decode errors: %w", j.ID, err)
 		}
 	}
-	return j, nil
+	return nil
 }
 
 // Get returns jobs by id, in order; missing ids give zero Jobs.

@@ -974,7 +974,11 @@ func (s *Store) completeFast(ctx context.Context, ps []store.FinishParams, resul
 			done[id] = true
 			t.changed(lifecycle.CompletedEvent(id, typ, grp, runAt.UTC(), byID[id]))
 		}
-		return r.Err()
+		if err := r.Err(); err != nil {
+			return err
+		}
+		// The batch's commit comes after its rows: done only once it has.
+		return br.Close()
 	})
 	if err != nil {
 		return nil, err

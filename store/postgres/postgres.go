@@ -605,8 +605,15 @@ func (s *Store) begin(ctx context.Context) (*txn, error) {
 }
 
 // autocommit runs fn, whose statements each commit by themselves, and
-// publishes its changes. A failure before anything was sent is retried
-// once, on another connection.
+// publishes its changes if it succeeds. A failure before anything was
+// sent is retried once, on another connection.
+//
+// fn's changes come from one statement, and fn succeeds only once that
+// statement's round trip has ended (rows read to the end, a batch
+// closed): its rows arrive before its commit, which can still fail, or
+// never be known (a crash, a lost connection), and a change published,
+// or a success answered, for a commit that failed is a job completed or
+// added that is not.
 func (s *Store) autocommit(ctx context.Context, op string, fn func(t *txn) error) error {
 	for attempt := 0; ; attempt++ {
 		t, err := s.begin(ctx)
@@ -622,7 +629,6 @@ func (s *Store) autocommit(ctx context.Context, op string, fn func(t *txn) error
 			t.committed()
 			return nil
 		}
-		s.committed(t.changes) // the statements before the failing one committed
 		if attempt == 0 && pgconn.SafeToRetry(err) && ctx.Err() == nil && !s.closed.Load() {
 			continue
 		}

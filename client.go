@@ -362,8 +362,33 @@ func (c *Client) CompleteTx(ctx context.Context, tx *sql.Tx, lease Lease, result
 
 // Accept leases due jobs. With Wait, it sleeps until a job of the types is
 // added or becomes due (no polling), ctx ends, or Wait passes; it returns
-// no jobs and no error when none came.
+// no jobs and no error when none came. With an error it returns no jobs:
+// those a store leased before it failed are handed back.
 func (c *Client) Accept(ctx context.Context, p AcceptParams) ([]Job, error) {
+	jobs, err := c.accept(ctx, p)
+	if err != nil && len(jobs) > 0 {
+		c.handBack(ctx, jobs)
+		return nil, err
+	}
+	return jobs, err
+}
+
+// handBack releases jobs leased by an accept that failed after it took
+// them (a PostgreSQL accept keeps the rounds that committed before its
+// error), so that they run now rather than when their leases end.
+func (c *Client) handBack(ctx context.Context, jobs []Job) {
+	ps := make([]FinishParams, len(jobs))
+	for i, j := range jobs {
+		ps[i] = FinishParams{Lease: j.Lease(), As: Release}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := c.st.Finish(ctx, ps); err != nil {
+		c.log.Warn("rota: could not hand back the jobs of a failed accept; they run again when their leases end", "jobs", len(jobs), "err", err)
+	}
+}
+
+func (c *Client) accept(ctx context.Context, p AcceptParams) ([]Job, error) {
 	if p.Wait < 0 {
 		return nil, store.Invalidf("wait %v must not be negative", p.Wait)
 	}

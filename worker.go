@@ -402,13 +402,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.pace.accepted(took.Sub(sent))
 		}
 		backlog = err == nil && len(jobs) == n
-		if err != nil {
-			// Jobs that come with an error (a store that failed after
-			// leasing them) are not run: they go back when their leases
-			// expire, and their slots are free now.
-			jobs = nil
-		}
-		for i := len(jobs); i < n; i++ {
+		for i := len(jobs); i < n; i++ { // an error comes with no jobs
 			<-leases
 		}
 		if err != nil {

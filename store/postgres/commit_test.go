@@ -105,3 +105,43 @@ func TestFailedCommitIsNotAcknowledged(t *testing.T) {
 		t.Fatalf("Finish once commits succeed again: %v %v", err, errs)
 	}
 }
+
+// TestAcceptKeepsTheRoundsThatCommitted: an accept whose later round's
+// claim fails at its commit answers the jobs of the rounds that committed
+// before it (they are leased), without the error, and not the failed
+// round's: that job stays pending.
+func TestAcceptKeepsTheRoundsThatCommitted(t *testing.T) {
+	schema := newSchema(t)
+	s := openIn(t, schema, postgres.Config{NoNotify: true})
+	ctx := t.Context()
+	if _, err := s.Add(ctx, []store.AddParams{{Type: "t", Group: "a"}, {Type: "t", Group: "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, testDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	q := pgx.Identifier{schema}.Sanitize()
+	for _, stmt := range []string{
+		`CREATE FUNCTION ` + q + `.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'claim of group b refused by the test'; END $$`,
+		`CREATE CONSTRAINT TRIGGER refuse AFTER UPDATE ON ` + q + `.jobs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.grp = 'b') EXECUTE FUNCTION ` + q + `.refuse()`,
+	} {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	res, err := s.Accept(ctx, store.AcceptParams{Types: []string{"t"}, Limit: 2})
+	if err != nil || len(res.Jobs) != 1 || res.Jobs[0].Group != "a" {
+		t.Fatalf("Accept: %v, %d jobs (want group a's job from the round that committed, without an error)", err, len(res.Jobs))
+	}
+	all, err := s.List(ctx, store.ListParams{Types: []string{"t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range all.Jobs {
+		if want := map[string]store.State{"a": store.Running, "b": store.Pending}[j.Group]; j.State != want {
+			t.Errorf("job %d of group %s: %v, want %v", j.ID, j.Group, j.State, want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -75,9 +76,55 @@ func acceptAsync(s *Store, typ string) <-chan acceptAnswer {
 
 // TestAcceptErrorComesWithWholeJobs: an accept whose claim committed but
 // which is answered with an error (the fsync of a durable batch committed
-// before it fails) returns its jobs whole with the error, as callers that
-// use them expect (Bedrock's GetJobs), and not while they are being read.
+// before it fails) returns its jobs whole with the error, for the client
+// to hand back, and not while they are being read.
 func TestAcceptErrorComesWithWholeJobs(t *testing.T) {
+	a := acceptAfterFailedSync(t, func(s *Store) acceptAnswer {
+		return <-acceptAsync(s, "t")
+	})
+	if a.err == nil {
+		t.Fatalf("Accept: no error after a failed fsync ahead of it")
+	}
+	for _, j := range a.res.Jobs {
+		if j.Key != "k" || string(j.Data) != `{"v":1}` || j.CreatedAt.IsZero() {
+			t.Errorf("Accept answered %v with a job not read whole: key %q, data %s, created %v", a.err, j.Key, j.Data, j.CreatedAt)
+		}
+	}
+	// Nothing writes the jobs after the answer (the race detector).
+	time.Sleep(50 * time.Millisecond)
+	for _, j := range a.res.Jobs {
+		_ = j.Key
+	}
+}
+
+// TestClientAcceptErrorComesAlone: through rota.Client, the same accept
+// answers its error and no jobs: a job whose add was not durable was
+// handed out (Bedrock's GetJobs answered it beside the error).
+func TestClientAcceptErrorComesAlone(t *testing.T) {
+	a := acceptAfterFailedSync(t, func(s *Store) acceptAnswer {
+		c, err := rota.NewClient(s, rota.Config{NoMaintenance: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		got := make(chan acceptAnswer, 1)
+		go func() {
+			jobs, err := c.Accept(context.Background(), rota.AcceptParams{Types: []string{"t"}, Limit: 1})
+			got <- acceptAnswer{store.AcceptResult{Jobs: jobs}, err}
+		}()
+		return <-got
+	})
+	if a.err == nil || len(a.res.Jobs) > 0 {
+		t.Fatalf("Client.Accept after a failed fsync ahead of it: %v, %d jobs (want the error alone)", a.err, len(a.res.Jobs))
+	}
+}
+
+// acceptAfterFailedSync runs accept (of a job of type "t", key "k")
+// while a durable batch ahead of it waits for an fsync that will fail,
+// and returns what it answered: the claim commits, and the answer is
+// that fsync's error.
+func acceptAfterFailedSync(t *testing.T, accept func(s *Store) acceptAnswer) acceptAnswer {
+	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "rota.db")
 	s, err := Open(path, Config{})
@@ -124,21 +171,60 @@ func TestAcceptErrorComesWithWholeJobs(t *testing.T) {
 	BreakWAL(s)
 	go s.Add(ctx, []store.AddParams{{Type: "other", Data: []byte(`{}`)}})
 	waitFor(`SELECT count(*) FROM rota_jobs WHERE type = 'other'`)
-	got := acceptAsync(s, "t")
+	got := make(chan acceptAnswer, 1)
+	go func() { got <- accept(s) }()
 	waitFor(`SELECT count(*) FROM rota_jobs WHERE type = 't' AND state = 1`)
 	close(stall) // the sync fails; both are answered with its error
-	a := <-got
-	if a.err == nil {
-		t.Fatalf("Accept: no error after a failed fsync ahead of it")
+	return <-got
+}
+
+// TestAcceptRolledBackLeasesNothing: an accept that fails after its claim
+// (here saving the groups' turns) rolls the claim back, and answers its
+// error with no jobs: it answered with the jobs it had claimed, leases
+// that never existed, which a server could hand out while the jobs were
+// pending again.
+func TestAcceptRolledBackLeasesNothing(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "rota.db")
+	s, err := Open(path, Config{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, j := range a.res.Jobs {
-		if j.Key != "k" || string(j.Data) != `{"v":1}` || j.CreatedAt.IsZero() {
-			t.Errorf("Accept answered %v with a job not read whole: key %q, data %s, created %v", a.err, j.Key, j.Data, j.CreatedAt)
+	defer s.Close()
+	added, err := s.Add(ctx, []store.AddParams{{Type: "t", Group: "a"}, {Type: "t", Group: "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open(driverName, "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	trigger := func(stmt string) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
-	// Nothing writes the jobs after the answer (the race detector).
-	time.Sleep(50 * time.Millisecond)
-	for _, j := range a.res.Jobs {
-		_ = j.Key
+	trigger(`CREATE TRIGGER refuse BEFORE UPDATE OF turn ON rota_groups BEGIN SELECT RAISE(ABORT, 'turns refused by the test'); END`)
+	res, err := s.Accept(ctx, store.AcceptParams{Types: []string{"t"}, Limit: 2})
+	if err == nil {
+		t.Fatal("Accept succeeded though saving the turns failed")
+	}
+	if len(res.Jobs) > 0 {
+		t.Errorf("Accept failed (%v) and answered %d jobs whose claim rolled back", err, len(res.Jobs))
+	}
+	trigger(`DROP TRIGGER refuse`)
+	js, err := s.Get(ctx, []int64{added[0].Job.ID, added[1].Job.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range js {
+		if j.State != store.Pending || j.Token != "" {
+			t.Errorf("job %d after the failed accept: state %v, token %q (want pending)", j.ID, j.State, j.Token)
+		}
+	}
+	if res, err := s.Accept(ctx, store.AcceptParams{Types: []string{"t"}, Limit: 2}); err != nil || len(res.Jobs) != 2 {
+		t.Errorf("Accept after: %v, %d jobs (want 2)", err, len(res.Jobs))
 	}
 }

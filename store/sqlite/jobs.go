@@ -720,7 +720,12 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 		return nil
 	})
 	if read.done == nil {
-		return res, err
+		if err != nil {
+			// The claim failed part-way and its savepoint rolled back:
+			// the jobs it took are pending again, not leased.
+			return store.AcceptResult{}, err
+		}
+		return res, nil
 	}
 	// The read runs whenever the claim ran (readAfter). It finds the
 	// jobs leased if the claim committed, which the error of a later step

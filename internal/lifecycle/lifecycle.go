@@ -555,6 +555,33 @@ func After(r *Row, p *Plan) {
 	}
 }
 
+// Place is where a job is counted: stores keep counts of jobs per type,
+// group and state for the fair scheduler.
+type Place struct {
+	Type, Group string
+	State       store.State
+}
+
+// Moves says how p moves job r (as it is before p) between the places
+// stores count: it leaves from and enters to; to is nil when p removes
+// the job, and both are nil when p leaves the job where it was.
+func Moves(r *Row, p *Plan) (from, to *Place) {
+	switch p.Kind {
+	case Keep, Extend, Edit, MarkResubmit:
+		return nil, nil
+	}
+	from = &Place{r.Type, r.Group, r.State}
+	if p.Kind == Remove {
+		return from, nil
+	}
+	after := *r
+	After(&after, p)
+	if to = (&Place{after.Type, after.Group, after.State}); *to == *from {
+		return nil, nil
+	}
+	return from, to
+}
+
 // ClaimedEvent is the event of a job an accept claimed: pending → running
 // under a new lease, the attempt counted. Stores claim in set-based
 // statements (their condition: pending and due; their change: state

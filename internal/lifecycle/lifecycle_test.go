@@ -389,3 +389,59 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 }
+
+// TestMoves checks the places a plan moves a job between, which the
+// stores' per-group counts follow.
+func TestMoves(t *testing.T) {
+	lease := store.Lease{ID: 7, Token: tok}
+	finish := func(p store.FinishParams) func(r *Row) (Plan, error) {
+		return func(r *Row) (Plan, error) {
+			p.Lease = lease
+			return Finish(r, &p, nil, now)
+		}
+	}
+	g2 := "g2"
+	tests := []struct {
+		name     string
+		state    store.State
+		plan     func(r *Row) (Plan, error)
+		from, to *Place
+	}{
+		{"complete", store.Running, finish(store.FinishParams{As: store.Complete}),
+			&Place{"t", "g", store.Running}, &Place{"t", "g", store.Completed}},
+		{"retry", store.Running, finish(store.FinishParams{As: store.Fail}),
+			&Place{"t", "g", store.Running}, &Place{"t", "g", store.Pending}},
+		{"snooze renamed", store.Running, finish(store.FinishParams{As: store.Snooze, Rename: "u"}),
+			&Place{"t", "g", store.Running}, &Place{"u", "g", store.Pending}},
+		{"remove", store.Pending, func(r *Row) (Plan, error) { return RemoveJob(7, r) },
+			&Place{"t", "g", store.Pending}, nil},
+		{"re-add to another group", store.Pending, func(r *Row) (Plan, error) {
+			return ReaddTo(r, Readd{Group: &g2}, now), nil
+		}, &Place{"t", "g", store.Pending}, &Place{"t", "g2", store.Pending}},
+		{"edit", store.Pending, func(r *Row) (Plan, error) {
+			return UpdateJob(7, r, &store.UpdateParams{ID: 7, RunAt: later}, nil)
+		}, nil, nil},
+		{"heartbeat", store.Running, func(r *Row) (Plan, error) {
+			return Plan{Kind: Extend, LeaseUntil: later}, nil
+		}, nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := row(tc.state)
+			p, err := tc.plan(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := *r
+			from, to := Moves(r, &p)
+			if *r != before {
+				t.Errorf("Moves changed the row: %+v, was %+v", *r, before)
+			}
+			if !samePlace(from, tc.from) || !samePlace(to, tc.to) {
+				t.Errorf("%s: Moves = %v → %v, want %v → %v", p.Kind, from, to, tc.from, tc.to)
+			}
+		})
+	}
+}
+
+func samePlace(a, b *Place) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }

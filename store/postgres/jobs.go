@@ -1308,18 +1308,15 @@ func (t *txn) applyOne(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
 	if err != nil {
 		return store.Job{}, fmt.Errorf("%s job %d: %w", p.Kind, r.ID, err)
 	}
-	// The job leaves its old state's count and enters its new one's, in
-	// its group as the plan leaves it.
-	typ, grp, from := r.Type, r.Group, r.State
-	lifecycle.After(r, p)
-	switch p.Kind {
-	case lifecycle.Keep, lifecycle.MarkResubmit, lifecycle.Edit:
-	case lifecycle.Remove:
-		t.countState(typ, grp, from, -1)
-	default:
-		t.countState(typ, grp, from, -1)
-		t.countState(r.Type, r.Group, p.State, 1)
+	// The job leaves its old state's count and enters its new one's.
+	from, to := lifecycle.Moves(r, p)
+	if from != nil {
+		t.countState(from.Type, from.Group, from.State, -1)
 	}
+	if to != nil {
+		t.countState(to.Type, to.Group, to.State, 1)
+	}
+	lifecycle.After(r, p)
 	if p.Event.ID != 0 {
 		t.changed(p.Event)
 	}

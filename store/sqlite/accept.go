@@ -250,7 +250,7 @@ func (w *writeTx) claim(dst []store.Job, g *fair.Group, cands []fair.Candidate, 
 	if n != len(cands) {
 		return dst[:base], fmt.Errorf("sqlite: accept: claimed %d of %d jobs", n, len(cands))
 	}
-	if err := w.countBulk(g.Type, g.Name, -n, n); err != nil {
+	if err := w.count(g.Type, g.Name, -n, n); err != nil {
 		return dst[:base], err
 	}
 	return dst, nil
@@ -272,13 +272,12 @@ func newTokens(n int) ([]string, error) {
 
 // claimSQL leases the jobs of a JSON array of [id, "token"] pairs to a
 // worker. "+state" keeps SQLite from driving the join from an index on
-// state; each item is a rowid lookup. It flips bulk, so it counts the jobs
-// itself (0003). A job with a retry-after has a lease of that length
-// instead. It returns claimColumns.
+// state; each item is a rowid lookup. The caller counts the jobs. A job
+// with a retry-after has a lease of that length instead. It returns
+// claimColumns.
 const claimSQL = `UPDATE rota_jobs SET state = 1, token = j.value->>1, worker = ?,
 	lease_until = ? + coalesce(retry_after, ?), lease_timeout = coalesce(retry_after, ?), attempt = attempt + 1,
-	prev_started_at = started_at, started_at = ?, cancel_requested = 0, updated_at = ?,
-	bulk = NOT bulk
+	prev_started_at = started_at, started_at = ?, cancel_requested = 0, updated_at = ?
 	FROM json_each(?) AS j WHERE rota_jobs.id = j.value->>0 AND +rota_jobs.state = 0
 	RETURNING ` + claimColumns
 

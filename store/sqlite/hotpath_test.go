@@ -40,7 +40,9 @@ func BenchmarkHotStatements(b *testing.B) {
 		// claim returned every column of the job that the worker needs.
 		{name: "returning-every-column", claim: claimEveryColumnSQL, sqliteTokens: true},
 		{name: "returning-nothing", claim: claimSQL[:strings.Index(claimSQL, "RETURNING")]},
-		{name: "no-group-trigger", drop: []string{"TRIGGER rota_jobs_groups_update"}},
+		// The update trigger that counted jobs until migration 0014,
+		// present as it was for these statements: not firing.
+		{name: "with-group-trigger", add: []string{groupTrigger}},
 		{name: "no-next-index", drop: []string{"INDEX rota_jobs_next"}},
 		{name: "no-state-index", drop: []string{"INDEX rota_jobs_state"}},
 		// Narrower forms of the next-run and listing indexes, which a
@@ -49,9 +51,8 @@ func BenchmarkHotStatements(b *testing.B) {
 		// index), listings only of paused and ended jobs.
 		{name: "next-future", drop: []string{"INDEX rota_jobs_next"}, add: []string{nextFuture}},
 		{name: "state-ended", drop: []string{"INDEX rota_jobs_state"}, add: []string{stateEnded}},
-		{name: "narrower-three", drop: []string{"TRIGGER rota_jobs_groups_update", "INDEX rota_jobs_next", "INDEX rota_jobs_state"},
-			add: []string{nextFuture, stateEnded}},
-		{name: "all-three", drop: []string{"TRIGGER rota_jobs_groups_update", "INDEX rota_jobs_next", "INDEX rota_jobs_state"}},
+		{name: "narrower-two", drop: []string{"INDEX rota_jobs_next", "INDEX rota_jobs_state"}, add: []string{nextFuture, stateEnded}},
+		{name: "no-next-no-state", drop: []string{"INDEX rota_jobs_next", "INDEX rota_jobs_state"}},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -185,6 +186,23 @@ func goTokens(b *testing.B, items, ids []byte) ([]byte, int) {
 const (
 	nextFuture = "INDEX rota_jobs_next ON rota_jobs (type, run_at) WHERE state = 0 AND run_at > created_at"
 	stateEnded = "INDEX rota_jobs_state ON rota_jobs (state, id) WHERE state > 1"
+	// groupTrigger is 0003's, with a condition as false for the claim and
+	// completion as theirs was when they flipped bulk.
+	groupTrigger = `TRIGGER rota_jobs_groups_update AFTER UPDATE OF state, grp ON rota_jobs
+WHEN (OLD.state != NEW.state OR OLD.grp != NEW.grp) AND (OLD.state IN (0, 1) OR NEW.state IN (0, 1))
+    AND OLD.bulk = NEW.bulk + 1
+BEGIN
+    UPDATE rota_groups SET pending = pending - (OLD.state = 0), running = running - (OLD.state = 1)
+    WHERE OLD.state IN (0, 1) AND type = OLD.type AND grp = OLD.grp;
+    INSERT INTO rota_groups (type, grp, pending, running, turn)
+    SELECT NEW.type, NEW.grp, NEW.state = 0, NEW.state = 1,
+           coalesce((SELECT vclock FROM rota_types WHERE name = NEW.type), 0)
+    WHERE NEW.state IN (0, 1)
+    ON CONFLICT (type, grp) DO UPDATE SET
+        turn = CASE WHEN pending = 0 AND excluded.pending = 1 THEN max(turn, excluded.turn) ELSE turn END,
+        pending = pending + excluded.pending,
+        running = running + excluded.running;
+END`
 )
 
 // hotSchema makes a database with rota's schema, less drop, plus add, and

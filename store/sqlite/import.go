@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/rotajobs/rota/internal/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
 
 // Import adds jobs in the states they had in another system, in one
 // transaction: each is added pending, then set to its state, parent,
 // Bedrock id and creation time (the group counts follow the state: add
-// counts the jobs it inserts, and the update trigger the change of state).
+// counts the jobs it inserts pending, and move their change of state).
 func (s *Store) Import(ctx context.Context, jobs []store.ImportJob) ([]int64, error) {
 	ps, datas, err := store.CheckImports(jobs)
 	if err != nil {
@@ -50,6 +51,12 @@ func (s *Store) Import(ctx context.Context, jobs []store.ImportJob) ([]int64, er
 			if _, err := w.exec(`UPDATE rota_jobs SET state = ?, parent_id = ?, bedrock_id = ?, created_at = ?, finished_at = ?,
 				last_error = coalesce(?, last_error) WHERE id = ?`,
 				int(j.State), parent, bid, created, finished, lastErr, ids[i]); err != nil {
+				return fmt.Errorf("import %d: %w", i, err)
+			}
+			from := lifecycle.Place{Type: ps[i].Type, Group: ps[i].Group, State: store.Pending}
+			to := from
+			to.State = j.State
+			if err := w.move(&from, &to); err != nil {
 				return fmt.Errorf("import %d: %w", i, err)
 			}
 		}

@@ -18,8 +18,10 @@ import (
 // each operation loads the rows it concerns, asks lifecycle what to do, and
 // applies the plan with the statement for its kind. Each runs inside a
 // writeTx: the writer's group-commit transaction, or a caller's own
-// transaction (AddTx, FinishTx). Group counts follow by trigger (migration
-// 0002), except where a statement flips the bulk column (0003).
+// transaction (AddTx, FinishTx). Every statement that moves jobs into or
+// out of a group's pending or running count counts them in rota_groups in
+// the same transaction (count, enter, move); no trigger does (migration
+// 0014).
 
 const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max,
 	resubmit, resubmit_at, run_at, coalesce(lease_timeout, 0), coalesce(repeat, ''), missed, slot, started_at,
@@ -202,6 +204,9 @@ func (w *writeTx) apply(r *lifecycle.Row, p *lifecycle.Plan, data []byte, progre
 	}
 	if err != nil {
 		return fmt.Errorf("sqlite: %s job %d: %w", p.Kind, r.ID, err)
+	}
+	if err := w.move(lifecycle.Moves(r, p)); err != nil {
+		return err
 	}
 	if p.Event.ID != 0 {
 		w.changes = append(w.changes, p.Event)
@@ -495,22 +500,16 @@ func (c *addCounts) add(typ, grp string) {
 	c.groups[i].n++
 }
 
-// save adds the counts to rota_groups as the insert trigger of 0002 did,
-// job by job (a group that had no pending jobs takes its turn no earlier
-// than its type's virtual clock, so that it cannot have banked turns while
-// idle), and starts counting again from none.
+// save adds the counts to rota_groups (enter) and starts counting again
+// from none.
 func (c *addCounts) save(w *writeTx) error {
 	defer func() {
 		clear(c.index)
 		c.groups = c.groups[:0]
 	}()
 	for _, g := range c.groups {
-		if _, err := w.exec(`INSERT INTO rota_groups (type, grp, pending, running, turn)
-			VALUES (?, ?, ?, 0, coalesce((SELECT vclock FROM rota_types WHERE name = ?), 0))
-			ON CONFLICT (type, grp) DO UPDATE SET
-				turn = CASE WHEN pending = 0 THEN max(turn, excluded.turn) ELSE turn END,
-				pending = pending + excluded.pending`, g.typ, g.grp, g.n, g.typ); err != nil {
-			return fmt.Errorf("sqlite: add: count jobs of group %q: %w", g.grp, err)
+		if err := w.enter(g.typ, g.grp, g.n, 0); err != nil {
+			return fmt.Errorf("sqlite: add: %w", err)
 		}
 	}
 	return nil
@@ -903,18 +902,18 @@ func (w *writeTx) completeMany(ps []store.FinishParams, results [][]byte) ([]boo
 		return nil, fmt.Errorf("sqlite: finish: %w", err)
 	}
 	rows.Close()
-	// The statement flipped bulk, so the trigger did not count (0003).
 	for k, n := range ended {
-		if err := w.countBulk(k.typ, k.grp, 0, -n); err != nil {
+		if err := w.count(k.typ, k.grp, 0, -n); err != nil {
 			return nil, err
 		}
 	}
 	return done, nil
 }
 
-// countBulk adds to a group's counts for jobs moved by a statement that
-// flipped their bulk column, which the update trigger does not count.
-func (w *writeTx) countBulk(typ, grp string, pending, running int) error {
+// count adds to the counts of a group that has jobs in them already (so
+// its row exists): jobs that leave a count, or move between pending and
+// running.
+func (w *writeTx) count(typ, grp string, pending, running int) error {
 	if _, err := w.exec(`UPDATE rota_groups SET pending = pending + ?, running = running + ? WHERE type = ? AND grp = ?`,
 		pending, running, typ, grp); err != nil {
 		return fmt.Errorf("sqlite: count jobs of group %q: %w", grp, err)
@@ -922,12 +921,49 @@ func (w *writeTx) countBulk(typ, grp string, pending, running int) error {
 	return nil
 }
 
+// enter counts jobs that enter a group's pending or running count, making
+// its row if it has none. A group that had no pending jobs takes its turn
+// no earlier than its type's virtual clock, so that it cannot have banked
+// turns while idle.
+func (w *writeTx) enter(typ, grp string, pending, running int) error {
+	if _, err := w.exec(`INSERT INTO rota_groups (type, grp, pending, running, turn)
+		VALUES (?, ?, ?, ?, coalesce((SELECT vclock FROM rota_types WHERE name = ?), 0))
+		ON CONFLICT (type, grp) DO UPDATE SET
+			turn = CASE WHEN pending = 0 AND excluded.pending > 0 THEN max(turn, excluded.turn) ELSE turn END,
+			pending = pending + excluded.pending,
+			running = running + excluded.running`, typ, grp, pending, running, typ); err != nil {
+		return fmt.Errorf("sqlite: count jobs of group %q: %w", grp, err)
+	}
+	return nil
+}
+
+// move counts a job that left place from (nil: none) and entered place to
+// (nil: none, as when it was removed).
+func (w *writeTx) move(from, to *lifecycle.Place) error {
+	if from != nil && (from.State == store.Pending || from.State == store.Running) {
+		if err := w.count(from.Type, from.Group, -b2i(from.State == store.Pending), -b2i(from.State == store.Running)); err != nil {
+			return err
+		}
+	}
+	if to != nil && (to.State == store.Pending || to.State == store.Running) {
+		return w.enter(to.Type, to.Group, b2i(to.State == store.Pending), b2i(to.State == store.Running))
+	}
+	return nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // completeManyQuery completes in one statement. "+state" keeps SQLite from
 // driving the join from the state index (which scans every running job
-// for each item); each item is a rowid lookup. It flips bulk, so the
-// caller counts the jobs (migration 0003).
+// for each item); each item is a rowid lookup. The caller counts the
+// jobs.
 const completeManyQuery = `UPDATE rota_jobs SET state = 3, result = unhex(j.value->>2), lease_until = NULL,
-	finished_at = ?, updated_at = ?, bulk = NOT bulk
+	finished_at = ?, updated_at = ?
 	FROM json_each(?) AS j
 	WHERE rota_jobs.id = j.value->>0 AND rota_jobs.token = j.value->>1 AND +rota_jobs.state = 1 AND rota_jobs.resubmit = 0
 		AND rota_jobs.repeat IS NULL AND rota_jobs.parent_id IS NULL AND rota_jobs.has_children = 0

@@ -33,8 +33,14 @@ func open(t *testing.T) *sqlite.Store {
 	return openAt(t, filepath.Join(t.TempDir(), "rota.db"))
 }
 
+// TestConformance runs the conformance suite, and checks after each of
+// its tests that the group counts accept relies on match the jobs.
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store { return open(t) })
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s := open(t)
+		t.Cleanup(func() { checkGroupCounts(t, s) })
+		return s
+	})
 }
 
 func TestSchemaVersion(t *testing.T) {

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -226,5 +227,75 @@ func TestAcceptRolledBackLeasesNothing(t *testing.T) {
 	}
 	if res, err := s.Accept(ctx, store.AcceptParams{Types: []string{"t"}, Limit: 2}); err != nil || len(res.Jobs) != 2 {
 		t.Errorf("Accept after: %v, %d jobs (want 2)", err, len(res.Jobs))
+	}
+}
+
+// TestClaimReadWaitsForItsBatchesWrites: an accept and a durable update
+// of the job it claims can run in one group-commit transaction (the
+// accept first); the claim's read, after the commit, then sees the
+// update, so the accept is answered once the update is durable, not
+// before: a worker given the new data of an update whose fsync failed
+// (and whose caller was told so) ran on a write that never happened.
+func TestClaimReadWaitsForItsBatchesWrites(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "rota.db")
+	s, err := Open(path, Config{BusyTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	added, err := s.Add(ctx, []store.AddParams{{Type: "t", Data: []byte(`{"v":"old"}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := added[0].Job.ID
+
+	// Another connection holds the write lock, so the writer waits at the
+	// start of a batch while the accept and the update queue behind it.
+	db, err := sql.Open(driverName, "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	lock, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if _, err := lock.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	waiting := acceptAsync(s, "nothing") // a batch that needs no fsync
+	// The writer takes it and waits for the lock. (Were it still queued,
+	// the accept below would run in its batch, before the update's, and
+	// the test would pass without showing anything.)
+	time.Sleep(100 * time.Millisecond)
+	got := acceptAsync(s, "t")
+	for len(s.reqs) < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	updated := make(chan error, 1)
+	go func() {
+		_, errs, err := s.Update(context.Background(), []store.UpdateParams{{ID: id, Data: []byte(`{"v":"new"}`)}})
+		updated <- errors.Join(err, errors.Join(errs...))
+	}()
+	for len(s.reqs) < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	BreakWAL(s) // the update's fsync will fail
+	if _, err := lock.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if a := <-waiting; a.err != nil {
+		t.Fatalf("the first accept: %v", a.err)
+	}
+	if err := <-updated; err == nil {
+		t.Fatal("Update succeeded though its fsync failed")
+	}
+	a := <-got
+	for _, j := range a.res.Jobs {
+		if a.err == nil && string(j.Data) != `{"v":"old"}` {
+			t.Errorf("Accept answered job %d with data %s, from an update whose fsync failed", j.ID, j.Data)
+		}
 	}
 }

@@ -228,12 +228,39 @@ func (s *Store) runBatch(light, heavy []*request) {
 		return
 	}
 	s.startReads(w)
+	if len(light) > 0 && len(heavy) > 0 && touched(w.changes[:split], w.changes[split:]) {
+		// The heavy part changed jobs the light part claimed, and the
+		// claims' reads, which began after the commit, see those changes:
+		// the accepts are answered once they are durable.
+		s.commits <- committed{reqs: append(light, heavy...), changes: w.changes, durable: true}
+		return
+	}
 	if len(light) > 0 {
 		s.commits <- committed{reqs: light, changes: w.changes[:split:split]}
 	}
 	if len(heavy) > 0 {
 		s.commits <- committed{reqs: heavy, changes: w.changes[split:], durable: true}
 	}
+}
+
+// touched reports whether later changes a job that the claims among
+// earlier (their running events) took.
+func touched(earlier, later []store.Event) bool {
+	var claimed map[int64]bool
+	for _, e := range earlier {
+		if e.State == store.Running && !e.Removed {
+			if claimed == nil {
+				claimed = make(map[int64]bool, len(earlier))
+			}
+			claimed[e.ID] = true
+		}
+	}
+	for _, e := range later {
+		if claimed[e.ID] {
+			return true
+		}
+	}
+	return false
 }
 
 // startReads starts the reads of w's requests (readAfter) once w's

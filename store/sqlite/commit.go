@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -177,8 +178,18 @@ func (s *Store) runBatch(light, heavy []*request) {
 	}
 	w := &writeTx{s: s, db: c, now: s.cfg.Clock().UTC(), own: true}
 	single := len(light)+len(heavy) == 1
+	// ended is set when the transaction ended under a request: SQLite
+	// rolls the whole transaction back on some errors (a full disk, an I/O
+	// error), and then the requests after it must not run, since each
+	// savepoint would begin and commit a transaction of its own, for
+	// requests answered with the batch's error.
+	var ended error
 	run := func(r *request) {
 		if r.err = r.ctx.Err(); r.err != nil {
+			return
+		}
+		if ended != nil {
+			r.err = ended
 			return
 		}
 		mark := len(w.changes)
@@ -193,7 +204,9 @@ func (s *Store) runBatch(light, heavy []*request) {
 		if r.err = r.fn(w); r.err != nil {
 			w.changes = w.changes[:mark]
 			if _, err := c.ExecContext(bg, "ROLLBACK TO req"); err != nil {
+				ended = fmt.Errorf("sqlite: the transaction was rolled back: %w", r.err)
 				r.err = errors.Join(r.err, err)
+				return
 			}
 		}
 		if _, err := c.ExecContext(bg, "RELEASE req"); err != nil && r.err == nil {
@@ -206,6 +219,16 @@ func (s *Store) runBatch(light, heavy []*request) {
 	split := len(w.changes)
 	for _, r := range heavy {
 		run(r)
+	}
+	if ended != nil {
+		c.ExecContext(bg, "ROLLBACK")
+		s.startReads(w)
+		for _, part := range [][]*request{light, heavy} {
+			for _, r := range part {
+				r.done <- cmp.Or(r.err, ended)
+			}
+		}
+		return
 	}
 	if single {
 		r := append(light, heavy...)[0]

@@ -209,8 +209,10 @@ func (s *Store) runBatch(light, heavy []*request) {
 				return
 			}
 		}
-		if _, err := c.ExecContext(bg, "RELEASE req"); err != nil && r.err == nil {
-			r.err = err
+		if _, err := c.ExecContext(bg, "RELEASE req"); err != nil {
+			// The savepoint is gone, so is the transaction.
+			ended = fmt.Errorf("sqlite: the transaction ended under a request: %w", err)
+			r.err = cmp.Or(r.err, err)
 		}
 	}
 	for _, r := range light {

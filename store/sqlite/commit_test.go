@@ -19,6 +19,18 @@ import (
 // transaction begins one), which committed though they were answered
 // with the batch's error.
 func TestBatchEndedByARequest(t *testing.T) {
+	for _, quiet := range []bool{false, true} {
+		name := "the request fails"
+		if quiet {
+			name = "the request succeeds"
+		}
+		t.Run(name, func(t *testing.T) { testBatchEndedByARequest(t, quiet) })
+	}
+}
+
+// testBatchEndedByARequest runs three requests in one batch, the second
+// of which ends the transaction and fails, or, quiet, succeeds anyway.
+func testBatchEndedByARequest(t *testing.T, quiet bool) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "rota.db")
 	s, err := Open(path, Config{BusyTimeout: 30 * time.Second})
@@ -50,7 +62,7 @@ func TestBatchEndedByARequest(t *testing.T) {
 		go func() {
 			if i == 1 {
 				answers[i] <- s.write(context.Background(), true, func(w *writeTx) error {
-					if _, err := w.exec("ROLLBACK"); err != nil {
+					if _, err := w.exec("ROLLBACK"); err != nil || quiet {
 						return err
 					}
 					return errors.New("the transaction was rolled back under this request")

@@ -148,32 +148,19 @@ func BenchmarkAccept100(b *testing.B) {
 // BenchmarkComplete100 measures completing accepted jobs in batches of
 // 100 (the set-based path); one op is one job.
 func BenchmarkComplete100(b *testing.B) {
-	st := openBench(b)
-	addN(b, st, b.N, 1000)
-	ctx := context.Background()
-	var leases []store.FinishParams
-	for len(leases) < b.N {
-		res, err := st.Accept(ctx, store.AcceptParams{Types: []string{"bench"}, Limit: 1000})
-		if err != nil || len(res.Jobs) == 0 {
-			b.Fatalf("accept: %d jobs, %v", len(res.Jobs), err)
-		}
-		for _, j := range res.Jobs {
-			leases = append(leases, store.FinishParams{Lease: j.Lease(), As: store.Complete})
-		}
-	}
-	b.ResetTimer()
-	for i := 0; i < len(leases); i += 100 {
-		errs, err := st.Finish(ctx, leases[i:min(i+100, len(leases))])
-		if err != nil || errs[0] != nil {
-			b.Fatalf("finish: %v %v", err, errs[0])
-		}
-	}
+	finish100(b, store.FinishParams{As: store.Complete})
 }
 
 // BenchmarkRetry100 measures failing accepted jobs into retries in
 // batches of 100: the general finish path, which applies each job's plan
 // and counts its move between groups' counts; one op is one job.
 func BenchmarkRetry100(b *testing.B) {
+	finish100(b, store.FinishParams{As: store.Fail, Error: "again"})
+}
+
+// finish100 accepts b.N jobs, then times finishing them as p says, 100 at
+// a time.
+func finish100(b *testing.B, p store.FinishParams) {
 	st := openBench(b)
 	addN(b, st, b.N, 1000)
 	ctx := context.Background()
@@ -184,7 +171,8 @@ func BenchmarkRetry100(b *testing.B) {
 			b.Fatalf("accept: %d jobs, %v", len(res.Jobs), err)
 		}
 		for _, j := range res.Jobs {
-			leases = append(leases, store.FinishParams{Lease: j.Lease(), As: store.Fail, Error: "again"})
+			p.Lease = j.Lease()
+			leases = append(leases, p)
 		}
 	}
 	b.ResetTimer()

@@ -250,45 +250,17 @@ func TestClaimReadWaitsForItsBatchesWrites(t *testing.T) {
 	}
 	id := added[0].Job.ID
 
-	// Another connection holds the write lock, so the writer waits at the
-	// start of a batch while the accept and the update queue behind it.
-	db, err := sql.Open(driverName, "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	lock, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if _, err := lock.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	waiting := acceptAsync(s, "nothing") // a batch that needs no fsync
-	// The writer takes it and waits for the lock. (Were it still queued,
-	// the accept below would run in its batch, before the update's, and
-	// the test would pass without showing anything.)
-	time.Sleep(100 * time.Millisecond)
+	release := holdWriter(t, s, path)
 	got := acceptAsync(s, "t")
-	for len(s.reqs) < 1 {
-		time.Sleep(time.Millisecond)
-	}
+	queued(s, 1)
 	updated := make(chan error, 1)
 	go func() {
 		_, errs, err := s.Update(context.Background(), []store.UpdateParams{{ID: id, Data: []byte(`{"v":"new"}`)}})
 		updated <- errors.Join(err, errors.Join(errs...))
 	}()
-	for len(s.reqs) < 2 {
-		time.Sleep(time.Millisecond)
-	}
+	queued(s, 2)
 	BreakWAL(s) // the update's fsync will fail
-	if _, err := lock.ExecContext(ctx, "ROLLBACK"); err != nil {
-		t.Fatal(err)
-	}
-	if a := <-waiting; a.err != nil {
-		t.Fatalf("the first accept: %v", a.err)
-	}
+	release()
 	if err := <-updated; err == nil {
 		t.Fatal("Update succeeded though its fsync failed")
 	}

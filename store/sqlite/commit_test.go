@@ -39,23 +39,7 @@ func testBatchEndedByARequest(t *testing.T, quiet bool) {
 	}
 	t.Cleanup(func() { s.Close() })
 
-	// Another connection holds the write lock, so the writer waits at the
-	// start of a batch while the three requests queue behind it.
-	db, err := sql.Open(driverName, "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	lock, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if _, err := lock.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	first := acceptAsync(s, "nothing") // the batch the writer waits with
-	time.Sleep(100 * time.Millisecond)
+	release := holdWriter(t, s, path)
 	answers := make([]chan error, 3)
 	for i := range answers {
 		answers[i] = make(chan error, 1)
@@ -72,23 +56,16 @@ func testBatchEndedByARequest(t *testing.T, quiet bool) {
 			_, err := s.Add(context.Background(), []store.AddParams{{Type: "t", Key: []string{"before", "", "after"}[i]}})
 			answers[i] <- err
 		}()
-		for len(s.reqs) < i+1 {
-			time.Sleep(time.Millisecond)
-		}
+		queued(s, i+1)
 	}
-	if _, err := lock.ExecContext(ctx, "ROLLBACK"); err != nil {
-		t.Fatal(err)
-	}
-	if a := <-first; a.err != nil {
-		t.Fatal(a.err)
-	}
+	release()
 	for i, ch := range answers {
 		if err := <-ch; err == nil {
 			t.Errorf("request %d of the batch succeeded, though its transaction was rolled back", i)
 		}
 	}
 	var n int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM rota_jobs`).Scan(&n); err != nil {
+	if err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM rota_jobs`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	if n != 0 {
@@ -97,5 +74,47 @@ func testBatchEndedByARequest(t *testing.T, quiet bool) {
 	// The store goes on.
 	if _, err := s.Add(ctx, []store.AddParams{{Type: "t"}}); err != nil {
 		t.Fatalf("Add after: %v", err)
+	}
+}
+
+// holdWriter makes s's writer wait at the start of a batch (another
+// connection holds the file's write lock), so that the requests sent
+// until release runs queue and then run in one batch, after the one it
+// waits with (an accept of nothing, which needs no fsync).
+func holdWriter(t *testing.T, s *Store, path string) (release func()) {
+	t.Helper()
+	db, err := sql.Open(driverName, "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock, err := db.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	first := acceptAsync(s, "nothing")
+	// The writer takes it and waits for the lock. (Were it still queued,
+	// the requests after it would run in its batch, and a test would pass
+	// without showing anything.)
+	time.Sleep(100 * time.Millisecond)
+	return func() {
+		t.Helper()
+		if _, err := lock.ExecContext(t.Context(), "ROLLBACK"); err != nil {
+			t.Fatal(err)
+		}
+		lock.Close()
+		db.Close()
+		if a := <-first; a.err != nil {
+			t.Fatal(a.err)
+		}
+	}
+}
+
+// queued waits until n requests are queued for s's writer.
+func queued(s *Store, n int) {
+	for len(s.reqs) < n {
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -390,9 +390,9 @@ func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) (_ []store.AddResu
 			}
 		}
 		if p.Unique || p.Parent != 0 || p.Key != "" {
-			// What follows may update jobs this add inserted, and the
-			// update trigger counts such a change against the job's
-			// group row: the row must hold their counts first.
+			// What follows may update jobs this add inserted, and apply
+			// counts such a change against the job's group row (move):
+			// the row must hold their counts first.
 			if err := counts.save(w); err != nil {
 				return nil, err
 			}

@@ -464,10 +464,15 @@ func (s *Server) accept(ctx context.Context, p rota.AcceptParams) ([]rota.Job, e
 			q.Priority = &prio
 		}
 		got, err := s.c.Accept(ctx, q)
-		jobs = append(jobs, got...)
 		if err != nil {
-			return jobs, err
+			if len(jobs) > 0 {
+				// The earlier rounds' jobs are leased: hand them out
+				// rather than leave them to their leases.
+				return jobs, nil
+			}
+			return nil, err
 		}
+		jobs = append(jobs, got...)
 	}
 	return jobs, nil
 }

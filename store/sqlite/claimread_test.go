@@ -237,37 +237,52 @@ func TestAcceptRolledBackLeasesNothing(t *testing.T) {
 // before: a worker given the new data of an update whose fsync failed
 // (and whose caller was told so) ran on a write that never happened.
 func TestClaimReadWaitsForItsBatchesWrites(t *testing.T) {
-	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "rota.db")
-	s, err := Open(path, Config{BusyTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
+	writes := []struct {
+		name  string
+		write func(s *Store, id int64) error
+		// seen says whether a job as accepted shows the write.
+		seen func(j store.Job) bool
+	}{
+		{"update", func(s *Store, id int64) error {
+			_, errs, err := s.Update(context.Background(), []store.UpdateParams{{ID: id, Data: []byte(`{"v":"new"}`)}})
+			return errors.Join(err, errors.Join(errs...))
+		}, func(j store.Job) bool { return string(j.Data) != `{"v":"old"}` }},
+		// A resubmit of a running job is marked on it, with no event.
+		{"resubmit", func(s *Store, id int64) error {
+			_, errs, err := s.Resubmit(context.Background(), []store.ResubmitParams{{ID: id}})
+			return errors.Join(err, errors.Join(errs...))
+		}, func(j store.Job) bool { return j.Resubmit }},
 	}
-	t.Cleanup(func() { s.Close() })
-	added, err := s.Add(ctx, []store.AddParams{{Type: "t", Data: []byte(`{"v":"old"}`)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := added[0].Job.ID
-
-	release := holdWriter(t, s, path)
-	got := acceptAsync(s, "t")
-	queued(s, 1)
-	updated := make(chan error, 1)
-	go func() {
-		_, errs, err := s.Update(context.Background(), []store.UpdateParams{{ID: id, Data: []byte(`{"v":"new"}`)}})
-		updated <- errors.Join(err, errors.Join(errs...))
-	}()
-	queued(s, 2)
-	BreakWAL(s) // the update's fsync will fail
-	release()
-	if err := <-updated; err == nil {
-		t.Fatal("Update succeeded though its fsync failed")
-	}
-	a := <-got
-	for _, j := range a.res.Jobs {
-		if a.err == nil && string(j.Data) != `{"v":"old"}` {
-			t.Errorf("Accept answered job %d with data %s, from an update whose fsync failed", j.ID, j.Data)
-		}
+	for _, tc := range writes {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			path := filepath.Join(t.TempDir(), "rota.db")
+			s, err := Open(path, Config{BusyTimeout: 30 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			added, err := s.Add(ctx, []store.AddParams{{Type: "t", Data: []byte(`{"v":"old"}`)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			release := holdWriter(t, s, path)
+			got := acceptAsync(s, "t")
+			queued(s, 1)
+			written := make(chan error, 1)
+			go func() { written <- tc.write(s, added[0].Job.ID) }()
+			queued(s, 2)
+			BreakWAL(s) // the write's fsync will fail
+			release()
+			if err := <-written; err == nil {
+				t.Fatalf("the %s succeeded though its fsync failed", tc.name)
+			}
+			a := <-got
+			for _, j := range a.res.Jobs {
+				if a.err == nil && tc.seen(j) {
+					t.Errorf("Accept answered job %d with the %s whose fsync failed: %+v", j.ID, tc.name, j)
+				}
+			}
+		})
 	}
 }

@@ -218,7 +218,7 @@ func (s *Store) runBatch(light, heavy []*request) {
 	for _, r := range light {
 		run(r)
 	}
-	split := len(w.changes)
+	split, splitApplied := len(w.changes), len(w.applied)
 	for _, r := range heavy {
 		run(r)
 	}
@@ -253,7 +253,7 @@ func (s *Store) runBatch(light, heavy []*request) {
 		return
 	}
 	s.startReads(w)
-	if len(light) > 0 && len(heavy) > 0 && touched(w.changes[:split], w.changes[split:]) {
+	if len(light) > 0 && len(heavy) > 0 && touched(w.changes[:split], w.changes[split:], w.applied[splitApplied:]) {
 		// The heavy part changed jobs the light part claimed, and the
 		// claims' reads, which began after the commit, see those changes:
 		// the accepts are answered once they are durable.
@@ -268,9 +268,10 @@ func (s *Store) runBatch(light, heavy []*request) {
 	}
 }
 
-// touched reports whether later changes a job that the claims among
-// earlier (their running events) took.
-func touched(earlier, later []store.Event) bool {
+// touched reports whether the later changes, or the later plans applied
+// to jobs (some of which have no event), touch a job that the claims
+// among earlier (their running events) took.
+func touched(earlier, later []store.Event, applied []int64) bool {
 	var claimed map[int64]bool
 	for _, e := range earlier {
 		if e.State == store.Running && !e.Removed {
@@ -282,6 +283,11 @@ func touched(earlier, later []store.Event) bool {
 	}
 	for _, e := range later {
 		if claimed[e.ID] {
+			return true
+		}
+	}
+	for _, id := range applied {
+		if claimed[id] {
 			return true
 		}
 	}

@@ -208,6 +208,9 @@ func (w *writeTx) apply(r *lifecycle.Row, p *lifecycle.Plan, data []byte, progre
 	if err := w.move(lifecycle.Moves(r, p)); err != nil {
 		return err
 	}
+	if p.Kind != lifecycle.Keep {
+		w.applied = append(w.applied, r.ID)
+	}
 	if p.Event.ID != 0 {
 		w.changes = append(w.changes, p.Event)
 	}
@@ -374,10 +377,12 @@ func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) (_ []store.AddResu
 	seen := map[string]bool{}
 	var counts addCounts
 	defer func() {
-		if err != nil {
+		if err != nil && !w.own {
 			// Count what was inserted even so: a caller of AddTx that
 			// commits after an error keeps the jobs, and the counts must
-			// hold them (the store's own adds roll the request back).
+			// hold them. (The store's own adds roll the request back, and
+			// after an error that ended the transaction, a count would
+			// commit by itself.)
 			counts.save(w)
 		}
 	}()
@@ -940,6 +945,9 @@ func (w *writeTx) enter(typ, grp string, pending, running int) error {
 // move counts a job that left place from (nil: none) and entered place to
 // (nil: none, as when it was removed).
 func (w *writeTx) move(from, to *lifecycle.Place) error {
+	if from != nil && to != nil && *from == *to {
+		return nil
+	}
 	if from != nil && (from.State == store.Pending || from.State == store.Running) {
 		if err := w.count(from.Type, from.Group, -b2i(from.State == store.Pending), -b2i(from.State == store.Running)); err != nil {
 			return err

@@ -363,6 +363,9 @@ type writeTx struct {
 	db      execer
 	now     time.Time
 	changes []store.Event
+	// applied are the jobs apply changed, events or not (a resubmit
+	// marked on a running job has none), in order.
+	applied []int64
 	// reads run once the transaction has ended, each in a goroutine of
 	// its own, while the writer goes on (see readAfter).
 	reads []func(snapshot func())

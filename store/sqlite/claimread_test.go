@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -24,14 +23,10 @@ func TestClaimReadSeesItsCommit(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
 			held, release := make(chan struct{}), make(chan struct{})
-			s, err := Open(filepath.Join(t.TempDir(), "rota.db"), Config{claimReadHook: func() {
+			s, _ := openTemp(t, Config{claimReadHook: func() {
 				close(held)
 				<-release
 			}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
 			added, err := s.Add(ctx, []store.AddParams{{Type: "t", Data: []byte(`{"v":"old"}`)}})
 			if err != nil {
 				t.Fatal(err)
@@ -127,12 +122,7 @@ func TestClientAcceptErrorComesAlone(t *testing.T) {
 func acceptAfterFailedSync(t *testing.T, accept func(s *Store) acceptAnswer) acceptAnswer {
 	t.Helper()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "rota.db")
-	s, err := Open(path, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, path := openTemp(t, Config{})
 	if _, err := s.Add(ctx, []store.AddParams{{Type: "t", Key: "k", Data: []byte(`{"v":1}`)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -186,12 +176,7 @@ func acceptAfterFailedSync(t *testing.T, accept func(s *Store) acceptAnswer) acc
 // pending again.
 func TestAcceptRolledBackLeasesNothing(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "rota.db")
-	s, err := Open(path, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, path := openTemp(t, Config{})
 	added, err := s.Add(ctx, []store.AddParams{{Type: "t", Group: "a"}, {Type: "t", Group: "b"}})
 	if err != nil {
 		t.Fatal(err)
@@ -256,12 +241,7 @@ func TestClaimReadWaitsForItsBatchesWrites(t *testing.T) {
 	for _, tc := range writes {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
-			path := filepath.Join(t.TempDir(), "rota.db")
-			s, err := Open(path, Config{BusyTimeout: 30 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
+			s, path := openTemp(t, Config{BusyTimeout: 30 * time.Second})
 			added, err := s.Add(ctx, []store.AddParams{{Type: "t", Data: []byte(`{"v":"old"}`)}})
 			if err != nil {
 				t.Fatal(err)

@@ -32,12 +32,7 @@ func TestBatchEndedByARequest(t *testing.T) {
 // of which ends the transaction and fails, or, quiet, succeeds anyway.
 func testBatchEndedByARequest(t *testing.T, quiet bool) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "rota.db")
-	s, err := Open(path, Config{BusyTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, path := openTemp(t, Config{BusyTimeout: 30 * time.Second})
 
 	release := holdWriter(t, s, path)
 	answers := make([]chan error, 3)
@@ -117,4 +112,17 @@ func queued(s *Store, n int) {
 	for len(s.reqs) < n {
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// openTemp opens a store on a new file in a temporary directory, closed
+// when the test ends, and returns it with the file's path.
+func openTemp(t *testing.T, cfg Config) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "rota.db")
+	s, err := Open(path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
 }

@@ -221,9 +221,9 @@ func (c *Client) GetMany(ctx context.Context, ids []int64) ([]Job, error) {
 	return read(ctx, c, func() ([]Job, error) { return c.st.Get(ctx, ids) })
 }
 
-// GetByKey returns the job with this type and key.
-func (c *Client) GetByKey(ctx context.Context, typ, key string) (Job, error) {
-	return read(ctx, c, func() (Job, error) { return c.st.GetByKey(ctx, typ, key) })
+// GetByKey returns the job with this type, group and key.
+func (c *Client) GetByKey(ctx context.Context, typ, group, key string) (Job, error) {
+	return read(ctx, c, func() (Job, error) { return c.st.GetByKey(ctx, typ, group, key) })
 }
 
 // List returns a page of jobs.

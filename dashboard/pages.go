@@ -389,12 +389,14 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if typ, key, ok := strings.Cut(f.Q, ":"); ok {
-			j, err := s.c.GetByKey(r.Context(), typ, key)
+			// A key is unique within a type and a group: the filter's
+			// group (the default group when none).
+			j, err := s.c.GetByKey(r.Context(), typ, f.Group, key)
 			if err == nil && u.Access.Reaches(j.Type, j.Group) {
 				http.Redirect(w, r, fmt.Sprintf("/jobs/%d", j.ID), http.StatusSeeOther)
 				return
 			}
-			d.Note = fmt.Sprintf("No job of type %q has the key %q.", typ, key)
+			d.Note = fmt.Sprintf("No job of type %q in group %q has the key %q.", typ, f.Group, key)
 		} else {
 			d.Note = fmt.Sprintf("Search takes a job id (1234) or a type and key (email.send:welcome-42); %q is neither. To search job data, filter by type and open the jobs.", f.Q)
 		}

@@ -2074,7 +2074,7 @@ func TestRemoteErrors(t *testing.T) {
 	if _, err := c.Get(ctx, 999999); !errors.Is(err, rota.ErrNotFound) {
 		t.Errorf("Get of a missing job: %v, want ErrNotFound", err)
 	}
-	if _, err := c.GetByKey(ctx, "remote.err", "nope"); !errors.Is(err, rota.ErrNotFound) {
+	if _, err := c.GetByKey(ctx, "remote.err", "", "nope"); !errors.Is(err, rota.ErrNotFound) {
 		t.Errorf("GetByKey of a missing job: %v, want ErrNotFound", err)
 	}
 	if _, err := c.Add(ctx, rota.AddParams{Type: "bad*"}); !errors.Is(err, rota.ErrInvalid) {

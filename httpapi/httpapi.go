@@ -357,11 +357,13 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	}
 	p := store.ListParams{Types: queryList(r, "type"), Groups: r.URL.Query()["group"]} // group names may contain commas
 	if key := q.Get("key"); key != "" {
-		if len(p.Types) != 1 {
-			s.writeError(w, r, store.Invalidf("key needs exactly one type"))
+		// A key is unique within a type and a group: the group is the
+		// default one ("") unless given.
+		if len(p.Types) != 1 || len(p.Groups) > 1 {
+			s.writeError(w, r, store.Invalidf("key needs exactly one type, and at most one group (the default group when none)"))
 			return
 		}
-		j, err := s.c.GetByKey(r.Context(), p.Types[0], key)
+		j, err := s.c.GetByKey(r.Context(), p.Types[0], q.Get("group"), key)
 		if errors.Is(err, store.ErrNotFound) || err == nil && !accessOf(r).reaches(j.Type, j.Group) {
 			writeJSON(w, http.StatusOK, wire.ListResponse{Jobs: []store.Job{}})
 			return

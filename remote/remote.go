@@ -325,17 +325,17 @@ func (s *Store) Get(ctx context.Context, ids []int64) ([]store.Job, error) {
 	return out, nil
 }
 
-// GetByKey returns the job with this type and key.
-func (s *Store) GetByKey(ctx context.Context, typ, key string) (store.Job, error) {
+// GetByKey returns the job with this type, group and key.
+func (s *Store) GetByKey(ctx context.Context, typ, group, key string) (store.Job, error) {
 	if typ == "" || key == "" {
 		return store.Job{}, store.Invalidf("type and key are both required")
 	}
 	var resp wire.ListResponse
-	if err := s.do(ctx, "GET", "/v1/jobs", url.Values{"type": {typ}, "key": {key}}, nil, &resp); err != nil {
+	if err := s.do(ctx, "GET", "/v1/jobs", url.Values{"type": {typ}, "group": {group}, "key": {key}}, nil, &resp); err != nil {
 		return store.Job{}, err
 	}
 	if len(resp.Jobs) == 0 {
-		return store.Job{}, fmt.Errorf("type %q key %q: %w", typ, key, store.ErrNotFound)
+		return store.Job{}, fmt.Errorf("type %q group %q key %q: %w", typ, group, key, store.ErrNotFound)
 	}
 	return resp.Jobs[0], nil
 }

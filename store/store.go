@@ -30,7 +30,8 @@ import (
 // Errors returned by stores. They are matched with errors.Is; stores wrap
 // them with the detail of what failed.
 var (
-	// ErrNotFound: no job has that id, or no job has that type and key.
+	// ErrNotFound: no job has that id, or no job has that type, group
+	// and key.
 	ErrNotFound = errors.New("job not found")
 	// ErrWorkerConflict: the token is stale, or the job is not running.
 	// The caller lost its lease; nothing was changed.
@@ -282,8 +283,10 @@ const (
 // AddParams describes a job to add.
 type AddParams struct {
 	Type string // required; no GLOB metacharacters
-	// Key, when set, is unique within Type: adding a job whose type and
-	// key exist re-adds the existing job (see Outcome).
+	// Key, when set, is unique within Type and Group: adding a job whose
+	// type, group and key exist re-adds the existing job (see Outcome).
+	// The same key in another group is another job: a re-add never moves
+	// a job to another group, and never finds a job of another group.
 	Key      string
 	Group    string
 	Priority int
@@ -321,8 +324,8 @@ type AddParams struct {
 	// it fails. For work that may hang or die without a trace, where
 	// running it again is the cure.
 	RetryAfter time.Duration
-	// Unique makes the add return the existing job of this type, if there
-	// is one that has not completed (pending, running, paused, failed or
+	// Unique makes the add return the existing job of this type in this
+	// group, if there is one that has not completed (pending, running, paused, failed or
 	// cancelled; the lowest id when there are several), instead of adding
 	// another: Bedrock's unique by name. The outcome is Unchanged, unless
 	// Overwrite applies. Unique and Key do not go together.
@@ -808,13 +811,14 @@ type Event struct {
 
 // Store is a durable job store. Implementations are safe for concurrent use.
 type Store interface {
-	// Add adds jobs, or re-adds existing ones by (type, key).
+	// Add adds jobs, or re-adds existing ones by (type, group, key).
 	Add(ctx context.Context, jobs []AddParams) ([]AddResult, error)
 	// Get returns the jobs with these ids, in the same order; an id that
 	// does not exist yields a Job with ID 0 in its place.
 	Get(ctx context.Context, ids []int64) ([]Job, error)
-	// GetByKey returns the job with this type and key, or ErrNotFound.
-	GetByKey(ctx context.Context, typ, key string) (Job, error)
+	// GetByKey returns the job with this type, group and key (a key is
+	// unique within a type and a group), or ErrNotFound.
+	GetByKey(ctx context.Context, typ, group, key string) (Job, error)
 	// List returns a page of jobs.
 	List(ctx context.Context, p ListParams) (ListResult, error)
 	// Stats counts jobs by type, group and state, ordered by those; combinations

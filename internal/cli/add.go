@@ -68,9 +68,10 @@ func addCommand(g *globals) *cobra.Command {
 		Long: `add adds a job of TYPE with DATA-JSON as its data (a JSON object; {} when
 left out). "-" reads the data from standard input, as does --data-file -.
 
-With --key, the job is unique within its type: adding a job whose type and
-key exist re-adds that job instead (a pending job is updated, a running one
-runs again after its attempt, an ended one is queued again).
+With --key, the job is unique within its type and group: adding a job whose
+type, group and key exist re-adds that job instead (a pending job is updated,
+a running one runs again after its attempt, an ended one is queued again).
+The same key in another group is another job.
 
 With --schedule, the job is recurring: each time a run completes (or fails
 for good), it is pending again at its next slot. A schedule is a Bedrock
@@ -155,7 +156,7 @@ resubmitted or requeued. With --json it prints the API's answer,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&p.Key, "key", "", "unique key within the type (re-adding updates the job)")
+	f.StringVar(&p.Key, "key", "", "unique key within the type and group (re-adding updates the job)")
 	f.StringVar(&p.Group, "group", "", "fairness group, such as a tenant")
 	f.IntVar(&p.Priority, "priority", 0, "higher runs first")
 	sched.register(cmd, "run")
@@ -166,7 +167,7 @@ resubmitted or requeued. With --json it prints the API's answer,
 	f.StringVar(&p.Schedule, "schedule", "", `make the job recurring: a repeat ("SCHEDULED, +1 HOUR") or cron expression ("*/5 * * * *")`)
 	f.DurationVar(&p.RetryAfter, "retry-after", 0, "give each run a fixed lease this long that heartbeats do not extend; a run not finished by then runs again (at most --max-attempts runs, default 10)")
 	f.Int64Var(&p.Parent, "parent", 0, "add the job as a child of this running (or waiting) job")
-	f.BoolVar(&p.Unique, "unique", false, "return the existing job of this type that has not completed, if any, instead of adding one")
+	f.BoolVar(&p.Unique, "unique", false, "return the existing job of this type in this group that has not completed, if any, instead of adding one")
 	f.BoolVar(&p.Overwrite, "overwrite", false, "with --unique: merge this data into the existing job's (JSON merge patch) and set its priority and schedule")
 	f.StringVar(&missed, "missed", "", "what a recurring job does about missed slots: once, skip or all (default once)")
 	f.StringToStringVar(&meta, "meta", nil, "metadata carried with the job, KEY=VALUE (repeat, or comma-separate)")

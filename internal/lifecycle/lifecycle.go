@@ -333,8 +333,8 @@ func runAgain(r *Row, now time.Time, drop bool) Plan {
 		Event: event(r, store.Pending, runAt)}
 }
 
-// Readd is what a re-add by key (an add of a job whose type and key
-// exist) or a resubmit by id asks of the job. Nil pointers and zero values
+// Readd is what a re-add by key (an add of a job whose type, group and
+// key exist) or a resubmit by id asks of the job. Nil pointers and zero values
 // keep what the job has.
 type Readd struct {
 	// RunAt is when the job should run; zero means now, except that a
@@ -344,7 +344,6 @@ type Readd struct {
 	// Data replaces the job's data (for a running job: its next run's).
 	Data        []byte
 	Priority    *int
-	Group       *string
 	MaxAttempts int
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
@@ -356,10 +355,12 @@ type Readd struct {
 	Missed   *store.Missed
 }
 
-// ReaddOf is the re-add that an add of p, whose type and key exist, asks
-// for; data is p's normalized data.
+// ReaddOf is the re-add that an add of p, whose type, group and key
+// exist, asks for; data is p's normalized data. It never moves the job to
+// another group: a key is the job's within its type and group, and the
+// same key in another group is another job.
 func ReaddOf(p *store.AddParams, data []byte) Readd {
-	return Readd{RunAt: p.RunAt, Data: data, Priority: &p.Priority, Group: &p.Group,
+	return Readd{RunAt: p.RunAt, Data: data, Priority: &p.Priority,
 		MaxAttempts: p.MaxAttempts, BackoffBase: p.BackoffBase, BackoffMax: p.BackoffMax, Meta: p.Meta,
 		Schedule: &p.Schedule, Missed: &p.Missed}
 }
@@ -369,10 +370,6 @@ func ReaddOf(p *store.AddParams, data []byte) Readd {
 // to run again when its run ends; an ended one is pending again, as a new
 // cycle. The plan's Set has its RunAt filled in.
 func ReaddTo(r *Row, a Readd, now time.Time) Plan {
-	group := r.Group
-	if a.Group != nil {
-		group = *a.Group
-	}
 	sched := r.Schedule
 	if a.Schedule != nil {
 		sched = *a.Schedule
@@ -390,7 +387,6 @@ func ReaddTo(r *Row, a Readd, now time.Time) Plan {
 		}
 		a.RunAt = runAt
 		ev := event(r, r.State, runAt)
-		ev.Group = group
 		return Plan{Kind: Update, State: r.State, RunAt: runAt, Slot: slotOf(sched, r, runAt, keep), Attempt: r.Attempt, Set: a,
 			Outcome: store.Updated, Event: ev}
 	case r.State == store.Running:
@@ -405,7 +401,6 @@ func ReaddTo(r *Row, a Readd, now time.Time) Plan {
 	}
 	a.RunAt = runAt
 	ev := event(r, store.Pending, runAt)
-	ev.Group = group
 	return Plan{Kind: Revive, State: store.Pending, RunAt: runAt, Slot: slotOf(sched, r, runAt, false), Attempt: 0, Set: a,
 		Outcome: store.Requeued, Event: ev}
 }
@@ -522,9 +517,6 @@ func After(r *Row, p *Plan) {
 		}
 		return
 	case Update, Revive:
-		if p.Set.Group != nil {
-			r.Group = *p.Set.Group
-		}
 		if p.Set.MaxAttempts != 0 {
 			r.MaxAttempts = p.Set.MaxAttempts
 		}

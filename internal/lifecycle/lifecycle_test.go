@@ -326,8 +326,7 @@ func TestProducerCallsEveryState(t *testing.T) {
 			t.Errorf("remove of %v job: %+v %v", st, p, err)
 		}
 
-		grp := "other"
-		p = ReaddTo(row(st), Readd{Group: &grp, Data: []byte(`{}`)}, now)
+		p = ReaddTo(row(st), Readd{Data: []byte(`{}`)}, now)
 		w := readd[st]
 		if p.Kind != w.kind || p.Outcome != w.outcome || p.State != w.state {
 			t.Errorf("re-add of %v job: %s %v %v", st, p.Kind, p.Outcome, p.State)
@@ -337,7 +336,7 @@ func TestProducerCallsEveryState(t *testing.T) {
 			if p.Event.ID != 0 || !p.Set.RunAt.Equal(now) {
 				t.Errorf("re-add of a running job: %+v", p)
 			}
-		case p.Event.Group != "other" || !p.RunAt.Equal(now) || p.Event.State != w.state:
+		case p.Event.Group != "g" || !p.RunAt.Equal(now) || p.Event.State != w.state:
 			t.Errorf("re-add of %v job: %+v", st, p)
 		}
 	}
@@ -354,9 +353,10 @@ func TestReaddRunTimes(t *testing.T) {
 	if !p.RunAt.Equal(early) {
 		t.Errorf("resubmit of pending: run at %v", p.RunAt)
 	}
-	// An add by key without a time makes it due now.
+	// An add by key without a time makes it due now, in the job's group:
+	// a key is the job's within its type and group.
 	p = ReaddTo(row(store.Pending), ReaddOf(&store.AddParams{Type: "t", Key: "k", Group: "g"}, nil), now)
-	if !p.RunAt.Equal(now) || *p.Set.Group != "g" {
+	if !p.RunAt.Equal(now) || p.Event.Group != "g" {
 		t.Errorf("add by key: %+v", p)
 	}
 	// An explicit time wins for every state.
@@ -400,7 +400,6 @@ func TestMoves(t *testing.T) {
 			return Finish(r, &p, nil, now)
 		}
 	}
-	g2 := "g2"
 	tests := []struct {
 		name     string
 		state    store.State
@@ -415,9 +414,9 @@ func TestMoves(t *testing.T) {
 			&Place{"t", "g", store.Running}, &Place{"u", "g", store.Pending}},
 		{"remove", store.Pending, func(r *Row) (Plan, error) { return RemoveJob(7, r) },
 			&Place{"t", "g", store.Pending}, nil},
-		{"re-add to another group", store.Pending, func(r *Row) (Plan, error) {
-			return ReaddTo(r, Readd{Group: &g2}, now), nil
-		}, &Place{"t", "g", store.Pending}, &Place{"t", "g2", store.Pending}},
+		{"revive", store.Failed, func(r *Row) (Plan, error) {
+			return ReaddTo(r, ReaddOf(&store.AddParams{Type: "t", Key: "k", Group: "g"}, nil), now), nil
+		}, &Place{"t", "g", store.Failed}, &Place{"t", "g", store.Pending}},
 		{"edit", store.Pending, func(r *Row) (Plan, error) {
 			return UpdateJob(7, r, &store.UpdateParams{ID: 7, RunAt: later}, nil)
 		}, nil, nil},

@@ -185,7 +185,8 @@ func (s *Store) addIn(ctx context.Context, d db, jobs []store.AddParams) ([]stor
 	return out, nil
 }
 
-type typeKey struct{ typ, key string }
+// typeKey is what a key is unique within: a type and a group.
+type typeKey struct{ typ, grp, key string }
 
 func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]store.AddResult, error) {
 	if slices.ContainsFunc(jobs, func(p store.AddParams) bool { return p.Unique || p.Parent != 0 }) {
@@ -223,7 +224,7 @@ func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]
 	var ins []int
 	for i, p := range jobs {
 		if p.Key != "" {
-			k := typeKey{p.Type, p.Key}
+			k := typeKey{p.Type, p.Group, p.Key}
 			if id, ok := existing[k]; ok {
 				target[i] = id
 				continue
@@ -337,24 +338,25 @@ func (t *txn) addChild(parent int64) (store.State, error) {
 	return state, nil
 }
 
-// uniqueSQL finds a job that a unique add of a type finds
-// (lifecycle.Matches), through an index for each state.
-const uniqueSQL = `(SELECT id FROM rota.jobs WHERE type = $1 AND state = 0 AND attempt = 0 LIMIT 1)
-	UNION ALL (SELECT id FROM rota.jobs WHERE type = $1 AND state = 0 AND attempt > 0 LIMIT 1)
-	UNION ALL (SELECT id FROM rota.jobs WHERE type = $1 AND state = 1 LIMIT 1)
-	UNION ALL (SELECT id FROM rota.jobs WHERE type = $1 AND state = 2 LIMIT 1)
-	UNION ALL (SELECT id FROM rota.jobs_ended WHERE type = $1 AND state IN (4, 5) LIMIT 1) LIMIT 1`
+// uniqueSQL finds a job that a unique add of a type and group finds
+// (lifecycle.Matches), through an index for each state. A job of another
+// group is never found: the add is then a new job in its own group.
+const uniqueSQL = `(SELECT id FROM rota.jobs WHERE type = $1 AND grp = $2 AND state = 0 AND attempt = 0 LIMIT 1)
+	UNION ALL (SELECT id FROM rota.jobs WHERE type = $1 AND grp = $2 AND state = 0 AND attempt > 0 LIMIT 1)
+	UNION ALL (SELECT id FROM rota.jobs WHERE type = $1 AND grp = $2 AND state = 1 LIMIT 1)
+	UNION ALL (SELECT id FROM rota.jobs WHERE type = $1 AND grp = $2 AND state = 2 LIMIT 1)
+	UNION ALL (SELECT id FROM rota.jobs_ended WHERE type = $1 AND grp = $2 AND state IN (4, 5) LIMIT 1) LIMIT 1`
 
 // addUnique looks for the job a unique add finds and, when there is one,
 // applies the add to it (lifecycle.UniqueAdd). A transaction-level lock
-// per type serialises unique adds of a type across nodes, so that two
-// cannot both find none and insert.
+// per type and group serialises unique adds of a type in a group across
+// nodes, so that two cannot both find none and insert.
 func (t *txn) addUnique(p *store.AddParams, data []byte) (store.AddResult, bool, error) {
-	if _, err := t.exec(`SELECT pg_advisory_xact_lock($1)`, hash64("unique", t.s.cfg.Schema, p.Type)); err != nil {
-		return store.AddResult{}, false, fmt.Errorf("lock unique type %q: %w", p.Type, err)
+	if _, err := t.exec(`SELECT pg_advisory_xact_lock($1)`, hash64("unique", t.s.cfg.Schema, p.Type, p.Group)); err != nil {
+		return store.AddResult{}, false, fmt.Errorf("lock unique type %q in group %q: %w", p.Type, p.Group, err)
 	}
 	var id int64
-	found, err := t.queryRow(uniqueSQL, []any{p.Type}, &id)
+	found, err := t.queryRow(uniqueSQL, []any{p.Type, p.Group}, &id)
 	if err != nil || !found {
 		return store.AddResult{}, false, err
 	}
@@ -384,18 +386,18 @@ func (t *txn) addUnique(p *store.AddParams, data []byte) (store.AddResult, bool,
 	return store.AddResult{Job: jobs[0], Outcome: plan.Outcome}, true, nil
 }
 
-// lockKeys serialises adds of the same (type, key) across nodes with
+// lockKeys serialises adds of the same (type, group, key) across nodes with
 // transaction-level advisory locks (taken in one order, so adds cannot
 // deadlock), then finds the jobs that hold those keys. The unique indexes
 // of each table back this up; the lock is what makes "look in both tables,
 // then insert or re-add" safe against a concurrent add of the same key.
 func (t *txn) lockKeys(jobs []store.AddParams) (map[typeKey]int64, error) {
 	var locks []int64
-	var types, keys []string
+	var types, grps, keys []string
 	for _, p := range jobs {
 		if p.Key != "" {
-			locks = append(locks, hash64("key", t.s.cfg.Schema, p.Type, p.Key))
-			types, keys = append(types, p.Type), append(keys, p.Key)
+			locks = append(locks, hash64("key", t.s.cfg.Schema, p.Type, p.Group, p.Key))
+			types, grps, keys = append(types, p.Type), append(grps, p.Group), append(keys, p.Key)
 		}
 	}
 	if len(locks) == 0 {
@@ -405,7 +407,7 @@ func (t *txn) lockKeys(jobs []store.AddParams) (map[typeKey]int64, error) {
 	if _, err := t.exec(`SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k`, slices.Compact(locks)); err != nil {
 		return nil, fmt.Errorf("lock keys: %w", err)
 	}
-	r, err := t.query(bothTables(`SELECT type, key, id FROM %s WHERE (type, key) IN (SELECT * FROM unnest($1::text[], $2::text[]))`), types, keys)
+	r, err := t.query(bothTables(`SELECT type, grp, key, id FROM %s WHERE (type, grp, key) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))`), types, grps, keys)
 	if err != nil {
 		return nil, fmt.Errorf("find keys: %w", err)
 	}
@@ -414,7 +416,7 @@ func (t *txn) lockKeys(jobs []store.AddParams) (map[typeKey]int64, error) {
 	for r.Next() {
 		var k typeKey
 		var id int64
-		if err := r.Scan(&k.typ, &k.key, &id); err != nil {
+		if err := r.Scan(&k.typ, &k.grp, &k.key, &id); err != nil {
 			return nil, fmt.Errorf("find keys: %w", err)
 		}
 		out[k] = id
@@ -1106,16 +1108,16 @@ SELECT d.id, d.type, d.key, d.grp, d.priority, $2::smallint, d.run_at, d.attempt
 FROM d`
 
 	// reviveSQL moves an ended job back to the hot table as a new cycle
-	// (Revive). Args: id, run_at, data, priority, group, max attempts,
+	// (Revive). Args: id, run_at, data, priority, max attempts,
 	// back-off base and max, meta (NULL keeps each), whether to set the
 	// schedule and to what, the missed-slot policy (NULL keeps it), slot.
 	reviveSQL = `WITH d AS (DELETE FROM rota.jobs_ended j WHERE j.id = $1 RETURNING j.*)
 INSERT INTO rota.jobs (` + endedColumns + `)
-SELECT d.id, d.type, d.key, coalesce($5, d.grp), coalesce($4, d.priority), 0, $2::timestamptz, 0,
-	coalesce($6, d.max_attempts), coalesce($7, d.backoff_base), coalesce($8, d.backoff_max), d.lease_timeout, NULL,
+SELECT d.id, d.type, d.key, d.grp, coalesce($4, d.priority), 0, $2::timestamptz, 0,
+	coalesce($5, d.max_attempts), coalesce($6, d.backoff_base), coalesce($7, d.backoff_max), d.lease_timeout, NULL,
 	d.token, d.worker, false, d.resubmit, d.resubmit_at, 0, d.created_at, d.started_at, NULL, now(), d.retry_after,
-	d.parent_id, CASE WHEN $10::boolean THEN $11::text ELSE d.repeat END, coalesce($3, d.data), d.next_data, NULL, NULL, NULL,
-	coalesce($9, d.meta), coalesce($12::smallint, d.missed), $13::timestamptz, d.has_children, d.bedrock_id, d.prev_started_at
+	d.parent_id, CASE WHEN $9::boolean THEN $10::text ELSE d.repeat END, coalesce($3, d.data), d.next_data, NULL, NULL, NULL,
+	coalesce($8, d.meta), coalesce($11::smallint, d.missed), $12::timestamptz, d.has_children, d.bedrock_id, d.prev_started_at
 FROM d RETURNING ` + jobColumns
 
 	// retrySQL records an attempt's error and makes the job pending again
@@ -1140,9 +1142,9 @@ WHERE id = $1`
 
 	// updateSQL gives a pending or paused job a re-add's values (Update).
 	updateSQL = `UPDATE rota.jobs SET run_at = $2::timestamptz, data = coalesce($3, data), priority = coalesce($4, priority),
-	grp = coalesce($5, grp), max_attempts = coalesce($6, max_attempts), backoff_base = coalesce($7, backoff_base),
-	backoff_max = coalesce($8, backoff_max), meta = coalesce($9, meta),
-	repeat = CASE WHEN $10::boolean THEN $11::text ELSE repeat END, missed = coalesce($12::smallint, missed), slot = $13::timestamptz,
+	max_attempts = coalesce($5, max_attempts), backoff_base = coalesce($6, backoff_base),
+	backoff_max = coalesce($7, backoff_max), meta = coalesce($8, meta),
+	repeat = CASE WHEN $9::boolean THEN $10::text ELSE repeat END, missed = coalesce($11::smallint, missed), slot = $12::timestamptz,
 	updated_at = now() WHERE id = $1 RETURNING ` + jobColumns
 
 	// markResubmitSQL marks a running job to run again (MarkResubmit).
@@ -1265,7 +1267,7 @@ func (t *txn) applyOne(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
 			meta = &v
 		}
 		set, text, missed := scheduleArgs(a)
-		jobs, err = scanJobs(t.query(q, r.ID, a.RunAt, a.Data, prio, a.Group, optInt(int64(a.MaxAttempts)),
+		jobs, err = scanJobs(t.query(q, r.ID, a.RunAt, a.Data, prio, optInt(int64(a.MaxAttempts)),
 			optInt(us(a.BackoffBase)), optInt(us(a.BackoffMax)), meta, set, text, missed, optTime(p.Slot)))
 		n = int64(len(jobs))
 	case lifecycle.MarkResubmit:

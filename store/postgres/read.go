@@ -173,28 +173,29 @@ func (s *Store) Get(ctx context.Context, ids []int64) ([]store.Job, error) {
 	return out, nil
 }
 
-// GetByKey returns the job with this type and key.
-func (s *Store) GetByKey(ctx context.Context, typ, key string) (store.Job, error) {
+// GetByKey returns the job with this type, group and key.
+func (s *Store) GetByKey(ctx context.Context, typ, group, key string) (store.Job, error) {
 	if s.closed.Load() {
 		return store.Job{}, s.wrap("get by key", store.ErrClosed)
 	}
 	if typ == "" || key == "" {
 		return store.Job{}, store.Invalidf("type and key are both required")
 	}
-	if !pgText(typ) || !pgText(key) { // no job can have them
-		return store.Job{}, fmt.Errorf("type %q key %q: %w", typ, key, store.ErrNotFound)
+	notFound := fmt.Errorf("type %q group %q key %q: %w", typ, group, key, store.ErrNotFound)
+	if !pgText(typ) || !pgText(group) || !pgText(key) { // no job can have them
+		return store.Job{}, notFound
 	}
 	var jobs []store.Job
 	err := s.read(ctx, "get by key", func(t *txn) error {
 		var err error
-		jobs, err = scanJobs(t.query(bothTables(`SELECT `+jobColumns+` FROM %s WHERE type = $1 AND key = $2`), typ, key))
+		jobs, err = scanJobs(t.query(bothTables(`SELECT `+jobColumns+` FROM %s WHERE type = $1 AND grp = $2 AND key = $3`), typ, group, key))
 		return err
 	})
 	if err != nil {
 		return store.Job{}, err
 	}
 	if len(jobs) == 0 {
-		return store.Job{}, fmt.Errorf("type %q key %q: %w", typ, key, store.ErrNotFound)
+		return store.Job{}, notFound
 	}
 	return jobs[0], nil
 }

@@ -135,7 +135,7 @@ func TestAddTx(t *testing.T) {
 					if j.ID != 0 || orderExists(t, s, orders, 1) {
 						t.Errorf("after rollback: job %d exists %v, order exists %v; want neither", id, j.ID != 0, orderExists(t, s, orders, 1))
 					}
-					if _, err := s.GetByKey(ctx, "order.ship", "order-1"); !errors.Is(err, store.ErrNotFound) {
+					if _, err := s.GetByKey(ctx, "order.ship", "", "order-1"); !errors.Is(err, store.ErrNotFound) {
 						t.Errorf("GetByKey after rollback: %v, want ErrNotFound", err)
 					}
 					return

@@ -82,13 +82,13 @@ const (
 	// updateSQL and reviveSQL set the schedule with CASE, since NULL is a
 	// value there (no schedule): the flag says whether to set it.
 	updateSQL = `UPDATE rota_jobs SET run_at = ?, data = coalesce(?, data), priority = coalesce(?, priority),
-	grp = coalesce(?, grp), max_attempts = coalesce(?, max_attempts), backoff_base = coalesce(?, backoff_base),
+	max_attempts = coalesce(?, max_attempts), backoff_base = coalesce(?, backoff_base),
 	backoff_max = coalesce(?, backoff_max), meta = coalesce(?, meta),
 	repeat = CASE WHEN ? THEN ? ELSE repeat END, missed = coalesce(?, missed), slot = ?, updated_at = ? WHERE id = ?`
 	markResubmitSQL = `UPDATE rota_jobs SET resubmit = 1, resubmit_at = ?, next_data = coalesce(?, next_data),
 	repeat = CASE WHEN ? THEN ? ELSE repeat END, missed = coalesce(?, missed), updated_at = ? WHERE id = ?`
 	reviveSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, data = coalesce(?, data), priority = coalesce(?, priority),
-	grp = coalesce(?, grp), max_attempts = coalesce(?, max_attempts), backoff_base = coalesce(?, backoff_base),
+	max_attempts = coalesce(?, max_attempts), backoff_base = coalesce(?, backoff_base),
 	backoff_max = coalesce(?, backoff_max), meta = coalesce(?, meta),
 	repeat = CASE WHEN ? THEN ? ELSE repeat END, missed = coalesce(?, missed), slot = ?, attempt = 0, errors = NULL, last_error = NULL, result = NULL,
 	progress = 0, finished_at = NULL, lease_until = NULL, cancel_requested = 0, updated_at = ? WHERE id = ?`
@@ -168,7 +168,7 @@ func (w *writeTx) apply(r *lifecycle.Row, p *lifecycle.Plan, data []byte, progre
 		if p.Kind == lifecycle.Revive {
 			q = reviveSQL
 		}
-		args := []any{micros(a.RunAt), a.Data, a.Priority, a.Group, nonZero(int64(a.MaxAttempts)),
+		args := []any{micros(a.RunAt), a.Data, a.Priority, nonZero(int64(a.MaxAttempts)),
 			nonZero(a.BackoffBase.Microseconds()), nonZero(a.BackoffMax.Microseconds()), store.MetaJSON(a.Meta)}
 		args = append(append(args, scheduleArgs(a)...), nullTime(p.Slot), now, r.ID)
 		_, err = w.exec(q, args...)
@@ -423,7 +423,7 @@ func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) (_ []store.AddResu
 		runAt := micros(lifecycle.FirstRun(p.Schedule, p.RunAt, w.now))
 		if p.Key != "" {
 			var id int64
-			err := w.queryRow(`SELECT id FROM rota_jobs WHERE type = ? AND key = ?`, p.Type, p.Key).Scan(&id)
+			err := w.queryRow(`SELECT id FROM rota_jobs WHERE type = ? AND grp = ? AND key = ?`, p.Type, p.Group, p.Key).Scan(&id)
 			if err == nil {
 				r, _, err := w.load(id)
 				if err != nil {
@@ -541,23 +541,24 @@ func (w *writeTx) addChild(parent int64) (store.State, error) {
 	return state, nil
 }
 
-// uniqueSQL finds a job that a unique add of a type finds
+// uniqueSQL finds a job that a unique add of a type and group finds
 // (lifecycle.Matches): pending ones through rota_jobs_next, running ones
 // through rota_jobs_lease, and the rest (paused, failed, cancelled)
-// through rota_jobs_state, filtered by type. An index of those by type
+// through rota_jobs_state, filtered by type and group. A job of another
+// group is never found: the add is then a new job in its own group. An index of those by type
 // would make unique adds of a type with many ended jobs of other types
 // cheaper, but it cost a tenth of the drain rate (every claim and
 // completion changes the state it is partial on), and unique adds are
 // rare.
-const uniqueSQL = `SELECT id FROM (SELECT id FROM rota_jobs WHERE type = ?1 AND state = 0 LIMIT 1)
-	UNION ALL SELECT id FROM (SELECT id FROM rota_jobs WHERE type = ?1 AND state = 1 LIMIT 1)
-	UNION ALL SELECT id FROM (SELECT id FROM rota_jobs WHERE type = ?1 AND state IN (2, 4, 5) LIMIT 1) LIMIT 1`
+const uniqueSQL = `SELECT id FROM (SELECT id FROM rota_jobs WHERE type = ?1 AND grp = ?2 AND state = 0 LIMIT 1)
+	UNION ALL SELECT id FROM (SELECT id FROM rota_jobs WHERE type = ?1 AND grp = ?2 AND state = 1 LIMIT 1)
+	UNION ALL SELECT id FROM (SELECT id FROM rota_jobs WHERE type = ?1 AND grp = ?2 AND state IN (2, 4, 5) LIMIT 1) LIMIT 1`
 
 // addUnique looks for the job a unique add finds and, when there is one,
 // applies the add to it (lifecycle.UniqueAdd).
 func (w *writeTx) addUnique(p *store.AddParams, data []byte) (store.AddResult, bool, error) {
 	var id int64
-	err := w.queryRow(uniqueSQL, p.Type).Scan(&id)
+	err := w.queryRow(uniqueSQL, p.Type, p.Group).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.AddResult{}, false, nil
 	}

@@ -125,14 +125,14 @@ func (s *Store) Get(ctx context.Context, ids []int64) ([]store.Job, error) {
 	return out, nil
 }
 
-// GetByKey returns the job with this type and key.
-func (s *Store) GetByKey(ctx context.Context, typ, key string) (store.Job, error) {
+// GetByKey returns the job with this type, group and key.
+func (s *Store) GetByKey(ctx context.Context, typ, group, key string) (store.Job, error) {
 	if typ == "" || key == "" {
 		return store.Job{}, store.Invalidf("type and key are both required")
 	}
-	j, err := scanJob(s.reader.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM rota_jobs WHERE type = ? AND key = ?`, typ, key))
+	j, err := scanJob(s.reader.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM rota_jobs WHERE type = ? AND grp = ? AND key = ?`, typ, group, key))
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.Job{}, fmt.Errorf("type %q key %q: %w", typ, key, store.ErrNotFound)
+		return store.Job{}, fmt.Errorf("type %q group %q key %q: %w", typ, group, key, store.ErrNotFound)
 	}
 	if err != nil {
 		return store.Job{}, s.readErr(err)

@@ -97,7 +97,7 @@ func TestReopen(t *testing.T) {
 			t.Errorf("job %d after reopen = %+v, want %+v", ids[i], after[i], before[i])
 		}
 	}
-	if j, err := s.GetByKey(ctx, "email.send", "welcome"); err != nil || j.ID != ids[0] {
+	if j, err := s.GetByKey(ctx, "email.send", "", "welcome"); err != nil || j.ID != ids[0] {
 		t.Errorf("GetByKey after reopen = %d, %v; want job %d", j.ID, err, ids[0])
 	}
 	cfgs, err := s.TypeConfigs(ctx)
@@ -241,7 +241,7 @@ func TestAddTx(t *testing.T) {
 				if j.ID != 0 {
 					t.Errorf("after rollback job %d exists, want it gone", id)
 				}
-				if _, err := s.GetByKey(ctx, "order.ship", "order-1"); !errors.Is(err, store.ErrNotFound) {
+				if _, err := s.GetByKey(ctx, "order.ship", "", "order-1"); !errors.Is(err, store.ErrNotFound) {
 					t.Errorf("GetByKey after rollback: %v, want ErrNotFound", err)
 				}
 				if orderExists(t, db, 1) {

@@ -219,7 +219,7 @@ func testKeys(t *testing.T, open func(t *testing.T) store.Store) {
 			seen[r.Job.ID] = true
 		}
 		for i, typ := range []string{"a", "b"} {
-			j, err := s.GetByKey(t.Context(), typ, "k")
+			j, err := s.GetByKey(t.Context(), typ, "", "k")
 			if err != nil {
 				t.Fatalf("GetByKey(%q, k): %v", typ, err)
 			}
@@ -235,7 +235,7 @@ func testKeys(t *testing.T, open func(t *testing.T) store.Store) {
 		first := addOne(t, s, store.AddParams{Type: "t", Key: "k", Group: "g1", Priority: 1,
 			RunAt: time.Now().Add(time.Hour), Data: raw(`{"v":1}`)})
 		runAt := time.Now().Add(2 * time.Hour)
-		r := add(t, s, store.AddParams{Type: "t", Key: "k", Group: "g2", Priority: 5, RunAt: runAt, Data: raw(`{"v":2}`)})[0]
+		r := add(t, s, store.AddParams{Type: "t", Key: "k", Group: "g1", Priority: 5, RunAt: runAt, Data: raw(`{"v":2}`)})[0]
 		if r.Outcome != store.Updated {
 			t.Errorf("re-add of a pending job: outcome %v, want updated", r.Outcome)
 		}
@@ -248,8 +248,8 @@ func testKeys(t *testing.T, open func(t *testing.T) store.Store) {
 		wantAttempt(t, j, 0)
 		wantJSON(t, "data after re-add", j.Data, `{"v":2}`)
 		sameTime(t, "run_at after re-add", j.RunAt, runAt)
-		if j.Priority != 5 || j.Group != "g2" {
-			t.Errorf("after re-add priority %d group %q, want 5 and g2", j.Priority, j.Group)
+		if j.Priority != 5 || j.Group != "g1" {
+			t.Errorf("after re-add priority %d group %q, want 5 and g1", j.Priority, j.Group)
 		}
 		if n := len(listAll(t, s, store.ListParams{Types: []string{"t"}})); n != 1 {
 			t.Errorf("after re-add there are %d jobs of the type, want 1", n)
@@ -257,7 +257,7 @@ func testKeys(t *testing.T, open func(t *testing.T) store.Store) {
 
 		// Same run time, new data: the data is still replaced (couch_jobs
 		// skipped this write).
-		r = add(t, s, store.AddParams{Type: "t", Key: "k", Group: "g2", Priority: 5, RunAt: runAt, Data: raw(`{"v":3}`)})[0]
+		r = add(t, s, store.AddParams{Type: "t", Key: "k", Group: "g1", Priority: 5, RunAt: runAt, Data: raw(`{"v":3}`)})[0]
 		if r.Outcome != store.Updated {
 			t.Errorf("re-add with the same run_at: outcome %v, want updated", r.Outcome)
 		}

@@ -106,7 +106,7 @@ func testRemove(t *testing.T, open func(t *testing.T) store.Store) {
 		if jobs := listAll(t, s, store.ListParams{}); len(jobs) != 0 {
 			t.Errorf("List after removing every job = %v, want none", ids(jobs))
 		}
-		_, err = s.GetByKey(t.Context(), "p", "k")
+		_, err = s.GetByKey(t.Context(), "p", "", "k")
 		wantErr(t, "GetByKey of a removed job", err, store.ErrNotFound)
 		r := add(t, s, store.AddParams{Type: "p", Key: "k"})[0]
 		if r.Outcome != store.Inserted || r.Job.ID == del[0] {

@@ -23,7 +23,7 @@ func testClose(t *testing.T, open func(t *testing.T) store.Store) {
 	}{
 		{"Add", func() error { _, err := s.Add(ctx, []store.AddParams{{Type: "t"}}); return err }},
 		{"Get", func() error { _, err := s.Get(ctx, []int64{j.ID}); return err }},
-		{"GetByKey", func() error { _, err := s.GetByKey(ctx, "t", "k"); return err }},
+		{"GetByKey", func() error { _, err := s.GetByKey(ctx, "t", "", "k"); return err }},
 		{"List", func() error { _, err := s.List(ctx, store.ListParams{}); return err }},
 		{"Resubmit", func() error { _, _, err := s.Resubmit(ctx, []store.ResubmitParams{{ID: j.ID}}); return err }},
 		{"Cancel", func() error { _, err := s.Cancel(ctx, []int64{j.ID}); return err }},

@@ -38,15 +38,17 @@ func testGet(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("ByKey", func(t *testing.T) {
 		s := open(t)
 		j := addOne(t, s, store.AddParams{Type: "t", Key: "k"})
-		got, err := s.GetByKey(t.Context(), "t", "k")
+		got, err := s.GetByKey(t.Context(), "t", "", "k")
 		if err != nil {
 			t.Fatalf("GetByKey(t, k): %v", err)
 		}
 		unchanged(t, "GetByKey vs Add's result", j, got)
-		_, err = s.GetByKey(t.Context(), "t", "other")
+		_, err = s.GetByKey(t.Context(), "t", "", "other")
 		wantErr(t, "GetByKey of a missing key", err, store.ErrNotFound)
-		_, err = s.GetByKey(t.Context(), "u", "k")
+		_, err = s.GetByKey(t.Context(), "u", "", "k")
 		wantErr(t, "GetByKey of the key in another type", err, store.ErrNotFound)
+		_, err = s.GetByKey(t.Context(), "t", "g", "k")
+		wantErr(t, "GetByKey of the key in another group", err, store.ErrNotFound)
 	})
 }
 

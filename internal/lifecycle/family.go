@@ -16,10 +16,15 @@ import (
 // apply these through Family after every change to a job in a family.
 
 // AddChild decides the state of a job added as a child of job parentID
-// (parent nil when it does not exist): paused while the parent runs,
-// pending while the parent waits for its children. Children cannot have
-// children.
-func AddChild(parentID int64, parent *Row) (store.State, error) {
+// (parent nil when it does not exist) by a caller with reach (nil:
+// everything): paused while the parent runs, pending while the parent
+// waits for its children. Children cannot have children. A parent out of
+// the caller's reach is answered exactly as a missing one, so that the
+// refusal tells nothing of another tenant's job.
+func AddChild(parentID int64, parent *Row, reach *store.Reach) (store.State, error) {
+	if parent != nil && !reach.Has(parent.Type, parent.Group) {
+		parent = nil
+	}
 	switch {
 	case parent == nil:
 		return 0, fmt.Errorf("parent job %d does not exist: %w", parentID, store.ErrNotFound)

@@ -315,14 +315,15 @@ func (t *txn) addInTurn(jobs []store.AddParams, datas [][]byte, newTypes []strin
 	return out, nil
 }
 
-// addChild locks job parent, decides the state of a child of it
+// addChild locks job parent, decides the state of a child of it added by
+// a caller with the reach the transaction's context carries
 // (lifecycle.AddChild) and marks it as having children.
 func (t *txn) addChild(parent int64) (store.State, error) {
 	rs, err := t.lock([]int64{parent})
 	if err != nil {
 		return 0, err
 	}
-	state, err := lifecycle.AddChild(parent, rs[parent])
+	state, err := lifecycle.AddChild(parent, rs[parent], store.ReachOf(t.ctx))
 	if err != nil {
 		return 0, err
 	}

@@ -200,7 +200,8 @@ func (s *Store) GetByKey(ctx context.Context, typ, group, key string) (store.Job
 	return jobs[0], nil
 }
 
-// List returns a page of jobs in id order.
+// List returns a page of jobs in id order: of the jobs in the reach ctx
+// carries (store.ListInReach), when it carries one.
 func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult, error) {
 	if s.closed.Load() {
 		return store.ListResult{}, s.wrap("list", store.ErrClosed)
@@ -208,6 +209,11 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 	if err := store.CheckList(&p); err != nil {
 		return store.ListResult{}, err
 	}
+	return store.ListInReach(p, store.ReachOf(ctx), func(p store.ListParams) ([]store.Job, error) { return s.list(ctx, p) })
+}
+
+// list reads up to p.Limit+1 jobs in id order.
+func (s *Store) list(ctx context.Context, p store.ListParams) ([]store.Job, error) {
 	var where []string
 	var args []any
 	arg := func(v any) string {
@@ -256,20 +262,17 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 	}
 	part += " ORDER BY id " + order + " LIMIT " + limit + ")"
 	q := bothTables(part) + " ORDER BY id " + order + " LIMIT " + limit
-	var res store.ListResult
+	var jobs []store.Job
 	err := s.read(ctx, "list", func(t *txn) error {
 		var err error
-		res.Jobs, err = scanJobs(t.query(q, args...))
+		jobs, err = scanJobs(t.query(q, args...))
 		return err
 	})
-	if err != nil {
-		return store.ListResult{}, err
-	}
-	return store.PageOf(res.Jobs, p.Limit), nil
+	return jobs, err
 }
 
-// Stats counts jobs by type, group and state in one snapshot. It reads
-// every row, so it costs in proportion to both tables: fine for an
+// Stats counts jobs by type, group and state in one snapshot, of the
+// types and groups in the reach ctx carries. It reads every row, so it costs in proportion to both tables: fine for an
 // operator's view, not for a hot path.
 func (s *Store) Stats(ctx context.Context) ([]store.Count, error) {
 	if s.closed.Load() {
@@ -300,7 +303,7 @@ func (s *Store) Stats(ctx context.Context) ([]store.Count, error) {
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	return store.CountsInReach(out, store.ReachOf(ctx)), nil
 }
 
 // TypeConfigs lists the known types, as every node sees them.

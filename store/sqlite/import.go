@@ -19,7 +19,7 @@ func (s *Store) Import(ctx context.Context, jobs []store.ImportJob) ([]int64, er
 	}
 	ids := make([]int64, len(jobs))
 	err = s.write(ctx, true, func(w *writeTx) error {
-		res, err := w.add(ps, datas)
+		res, err := w.add(ps, datas, nil)
 		if err != nil {
 			return err
 		}

@@ -350,7 +350,7 @@ func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddRes
 	var out []store.AddResult
 	err = s.write(ctx, true, func(w *writeTx) error {
 		var err error
-		out, err = w.add(jobs, datas)
+		out, err = w.add(jobs, datas, store.ReachOf(ctx))
 		return err
 	})
 	if err != nil {
@@ -368,10 +368,12 @@ func (s *Store) AddTx(ctx context.Context, tx *sql.Tx, jobs []store.AddParams) (
 		return nil, err
 	}
 	w := &writeTx{s: s, db: tx, now: s.cfg.Clock().UTC()}
-	return w.add(jobs, datas)
+	return w.add(jobs, datas, store.ReachOf(ctx))
 }
 
-func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) (_ []store.AddResult, err error) {
+// add adds jobs for a caller with reach (nil: everything), which a parent
+// must be in.
+func (w *writeTx) add(jobs []store.AddParams, datas [][]byte, reach *store.Reach) (_ []store.AddResult, err error) {
 	out := make([]store.AddResult, len(jobs))
 	now := micros(w.now)
 	seen := map[string]bool{}
@@ -415,7 +417,7 @@ func (w *writeTx) add(jobs []store.AddParams, datas [][]byte) (_ []store.AddResu
 		state, parent := store.Pending, any(nil)
 		if p.Parent != 0 {
 			var err error
-			if state, err = w.addChild(p.Parent); err != nil {
+			if state, err = w.addChild(p.Parent, reach); err != nil {
 				return nil, err
 			}
 			parent = p.Parent
@@ -520,14 +522,14 @@ func (c *addCounts) save(w *writeTx) error {
 	return nil
 }
 
-// addChild decides the state of a child of job parent (lifecycle.AddChild)
-// and marks the parent as having children.
-func (w *writeTx) addChild(parent int64) (store.State, error) {
+// addChild decides the state of a child of job parent added by a caller
+// with reach (lifecycle.AddChild) and marks the parent as having children.
+func (w *writeTx) addChild(parent int64, reach *store.Reach) (store.State, error) {
 	r, _, err := w.load(parent)
 	if err != nil {
 		return 0, err
 	}
-	state, err := lifecycle.AddChild(parent, r)
+	state, err := lifecycle.AddChild(parent, r, reach)
 	if err != nil {
 		return 0, err
 	}

@@ -140,11 +140,17 @@ func (s *Store) GetByKey(ctx context.Context, typ, group, key string) (store.Job
 	return j, nil
 }
 
-// List returns a page of jobs in id order.
+// List returns a page of jobs in id order: of the jobs in the reach ctx
+// carries (store.ListInReach), when it carries one.
 func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult, error) {
 	if err := store.CheckList(&p); err != nil {
 		return store.ListResult{}, err
 	}
+	return store.ListInReach(p, store.ReachOf(ctx), func(p store.ListParams) ([]store.Job, error) { return s.list(ctx, p) })
+}
+
+// list reads up to p.Limit+1 jobs in id order.
+func (s *Store) list(ctx context.Context, p store.ListParams) ([]store.Job, error) {
 	var where []string
 	var args []any
 	in := func(col string, n int) string { return col + " IN (" + placeholders(n) + ")" }
@@ -221,12 +227,15 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 				}
 				return cmp.Compare(a.ID, b.ID)
 			})
+			// Past the first limit+1, one query's jobs may leave gaps
+			// that the other's limit cut.
+			res.Jobs = res.Jobs[:min(len(res.Jobs), p.Limit+1)]
 		}
 	}
 	if err != nil {
-		return store.ListResult{}, err
+		return nil, err
 	}
-	return store.PageOf(res.Jobs, p.Limit), nil
+	return res.Jobs, nil
 }
 
 // stateIn is the condition for states other than running; its "state !=
@@ -290,9 +299,9 @@ func (s *Store) listQuery(ctx context.Context, q querier, from string, where []s
 	return jobs, nil
 }
 
-// Stats counts jobs by type, group and state. It reads every row, so it
-// costs in proportion to the table: fine for an operator's view, not for a
-// hot path.
+// Stats counts jobs by type, group and state, of the types and groups in
+// the reach ctx carries. It reads every row, so it costs in proportion to
+// the table: fine for an operator's view, not for a hot path.
 func (s *Store) Stats(ctx context.Context) ([]store.Count, error) {
 	rows, err := s.reader.QueryContext(ctx, `SELECT j.type, j.grp, j.state, count(*),
 		sum(j.state IN (3, 4, 5) AND j.finished_at < ? - coalesce(nullif(t.retention, 0), ?))
@@ -315,7 +324,7 @@ func (s *Store) Stats(ctx context.Context) ([]store.Count, error) {
 	if err := rows.Err(); err != nil {
 		return nil, s.readErr(err)
 	}
-	return out, nil
+	return store.CountsInReach(out, store.ReachOf(ctx)), nil
 }
 
 func (s *Store) readErr(err error) error {

@@ -1,11 +1,24 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rotajobs/rota/store"
 )
+
+// reachOf returns the reach of these group and type patterns.
+func reachOf(t *testing.T, groups, types []string) *store.Reach {
+	t.Helper()
+	r, err := store.NewReach(groups, types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
 
 // ---- tenants: a key, and a unique add, are scoped to (type, group) ----
 
@@ -127,6 +140,108 @@ func testTenants(t *testing.T, open func(t *testing.T) store.Store) {
 				t.Fatal(err)
 			}
 			wantJSON(t, "data of group "+j.Group, j.Data, fmt.Sprintf(`{"i":%d}`, g+5))
+		}
+	})
+
+	// A parent out of the caller's reach is a missing parent: the same
+	// error, and nothing changes; the check is the add's own, inside its
+	// transaction.
+	t.Run("ParentOutOfReach", func(t *testing.T) {
+		s := open(t)
+		theirs := start(t, s, store.AddParams{Type: "report", Group: "globex-hr"})
+		theirs = get(t, s, theirs.ID)
+		acme := store.WithReach(t.Context(), reachOf(t, []string{"acme-*"}, nil))
+		_, errOut := s.Add(acme, []store.AddParams{{Type: "report.part", Group: "acme-1", Parent: theirs.ID}})
+		const missing = 987654321
+		_, errMissing := s.Add(acme, []store.AddParams{{Type: "report.part", Group: "acme-1", Parent: missing}})
+		if !errors.Is(errOut, store.ErrNotFound) || !errors.Is(errMissing, store.ErrNotFound) {
+			t.Fatalf("a child of a parent out of reach: %v; of a missing parent: %v; want both ErrNotFound", errOut, errMissing)
+		}
+		if a, b := strings.ReplaceAll(errOut.Error(), strconv.FormatInt(theirs.ID, 10), "N"),
+			strings.ReplaceAll(errMissing.Error(), strconv.Itoa(missing), "N"); a != b {
+			t.Errorf("a parent out of reach is answered %q, a missing one %q: they must read the same", a, b)
+		}
+		unchanged(t, "a refused child of a parent out of reach", theirs, get(t, s, theirs.ID))
+		if jobs := listAll(t, s, store.ListParams{Types: []string{"report.part"}}); len(jobs) != 0 {
+			t.Errorf("a refused child was added: %v", ids(jobs))
+		}
+		// A type out of reach is out of reach too; in reach, the child is added.
+		mine := start(t, s, store.AddParams{Type: "report.acme", Group: "acme-1"})
+		mailOnly := store.WithReach(t.Context(), reachOf(t, nil, []string{"mail.*"}))
+		_, err := s.Add(mailOnly, []store.AddParams{{Type: "mail.part", Group: "acme-1", Parent: mine.ID}})
+		wantErr(t, "a child of a parent of a type out of reach", err, store.ErrNotFound)
+		res, err := s.Add(acme, []store.AddParams{{Type: "report.part", Group: "acme-1", Parent: mine.ID}})
+		if err != nil || res[0].Job.Parent != mine.ID || res[0].Job.State != store.Paused {
+			t.Errorf("a child of a parent in reach: %+v, %v; want a paused child", res, err)
+		}
+	})
+
+	// A listing and the counts in a reach hold only its jobs, and a page
+	// has a cursor only when a job in reach follows.
+	t.Run("ListAndStatsInReach", func(t *testing.T) {
+		s := open(t)
+		var acmeIDs []int64
+		for i := range 30 {
+			g := "globex-hr"
+			if i%10 == 3 {
+				g = fmt.Sprintf("acme-%d", i%2)
+			}
+			j := addOne(t, s, store.AddParams{Type: "t", Group: g})
+			if g != "globex-hr" {
+				acmeIDs = append(acmeIDs, j.ID)
+			}
+		}
+		addOne(t, s, store.AddParams{Type: "mail.send", Group: "globex-hr"})
+		acme := store.WithReach(t.Context(), reachOf(t, []string{"acme-*"}, nil))
+		var got []int64
+		p := store.ListParams{Limit: 1}
+		for range 10 {
+			res, err := s.List(acme, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, j := range res.Jobs {
+				got = append(got, j.ID)
+			}
+			if res.Next == 0 {
+				break
+			}
+			p.After = res.Next
+		}
+		if fmt.Sprint(got) != fmt.Sprint(acmeIDs) {
+			t.Errorf("acme's pages list %v, want %v (and no cursor after the last)", got, acmeIDs)
+		}
+		for _, desc := range []bool{false, true} {
+			res, err := s.List(acme, store.ListParams{Groups: []string{"globex-hr"}, Limit: 1, Descending: desc})
+			if err != nil || len(res.Jobs) != 0 || res.Next != 0 {
+				t.Errorf("acme listing group globex-hr: %v next %d, %v; want nothing and no cursor", ids(res.Jobs), res.Next, err)
+			}
+		}
+		res, err := s.List(acme, store.ListParams{Limit: 2, Descending: true})
+		if err != nil || len(res.Jobs) != 2 || res.Jobs[0].ID != acmeIDs[2] || res.Next != acmeIDs[1] {
+			t.Errorf("acme's newest two: %v next %d, %v; want %v", ids(res.Jobs), res.Next, err, []int64{acmeIDs[2], acmeIDs[1]})
+		}
+		mail := store.WithReach(t.Context(), reachOf(t, nil, []string{"mail.*"}))
+		res, err = s.List(mail, store.ListParams{Types: []string{"t"}, Limit: 5})
+		if err != nil || len(res.Jobs) != 0 || res.Next != 0 {
+			t.Errorf("mail.* listing type t: %v next %d, %v; want nothing", ids(res.Jobs), res.Next, err)
+		}
+		counts, err := s.Stats(acme)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, c := range counts {
+			if !strings.HasPrefix(c.Group, "acme-") {
+				t.Errorf("acme's counts hold type %q group %q", c.Type, c.Group)
+			}
+			n += c.Jobs
+		}
+		if n != int64(len(acmeIDs)) {
+			t.Errorf("acme's counts add up to %d, want %d", n, len(acmeIDs))
+		}
+		if all, err := s.Stats(t.Context()); err != nil || len(all) != 3 {
+			t.Errorf("counts without a reach: %v, %v; want 3 rows", all, err)
 		}
 	})
 }

@@ -1,0 +1,165 @@
+package store
+
+import (
+	"context"
+	"slices"
+)
+
+// Reach is what a caller may reach: the jobs whose group matches one of
+// Groups and whose type matches one of Types (GLOB patterns; "" is the
+// default group). Nil Groups or Types reach every group or type, and a nil
+// *Reach reaches everything. A server gives each request its token's
+// reach (WithReach), and the stores honour it inside the operation, in
+// its transaction or query, so that a job out of reach is one that does
+// not exist: a parent out of reach is a missing parent, a listing pages
+// over the jobs in reach only, counts count only them.
+type Reach struct {
+	groups, types []string
+	inGroup       func(string) bool
+	typePats      []Pattern
+}
+
+// NewReach returns the reach of these group and type patterns; nil
+// patterns reach every group or type.
+func NewReach(groups, types []string) (*Reach, error) {
+	r := &Reach{groups: groups, types: types}
+	var err error
+	if r.inGroup, err = GroupScope(groups); err != nil {
+		return nil, err
+	}
+	for _, p := range types {
+		pat, err := CompilePattern(p)
+		if err != nil {
+			return nil, err
+		}
+		r.typePats = append(r.typePats, pat)
+	}
+	return r, nil
+}
+
+// Groups are the group patterns, nil for every group.
+func (r *Reach) Groups() []string {
+	if r == nil {
+		return nil
+	}
+	return r.groups
+}
+
+// Types are the type patterns, nil for every type.
+func (r *Reach) Types() []string {
+	if r == nil {
+		return nil
+	}
+	return r.types
+}
+
+// Scoped reports whether the reach leaves some jobs out.
+func (r *Reach) Scoped() bool { return r != nil && (r.groups != nil || r.types != nil) }
+
+// Has reports whether a job of this type and group is in reach.
+func (r *Reach) Has(typ, group string) bool {
+	if r == nil {
+		return true
+	}
+	if r.groups != nil && !r.inGroup(group) {
+		return false
+	}
+	return r.HasType(typ)
+}
+
+// HasType reports whether jobs of this type (in some group) are in reach.
+func (r *Reach) HasType(typ string) bool {
+	return r == nil || r.types == nil || slices.ContainsFunc(r.typePats, func(p Pattern) bool { return p.Match(typ) })
+}
+
+// HasGroup reports whether jobs of this group (of some type) are in reach.
+func (r *Reach) HasGroup(group string) bool {
+	return r == nil || r.groups == nil || r.inGroup(group)
+}
+
+type reachKey struct{}
+
+// WithReach returns ctx carrying reach r, which stores honour (Reach); a
+// nil r reaches everything.
+func WithReach(ctx context.Context, r *Reach) context.Context {
+	if !r.Scoped() {
+		return ctx
+	}
+	return context.WithValue(ctx, reachKey{}, r)
+}
+
+// ReachOf returns the reach ctx carries; nil (everything) when none.
+func ReachOf(ctx context.Context) *Reach {
+	r, _ := ctx.Value(reachKey{}).(*Reach)
+	return r
+}
+
+// ListInReach pages a listing for a caller with reach r: page reads the
+// store's jobs in p's order (up to p.Limit+1 from p.After), and only jobs
+// in reach are kept and counted, page after page of the store's, until
+// there are p.Limit+1 of them or the store has no more; so the next
+// cursor is set only when a job in reach follows. Requested groups and
+// types out of reach are dropped first (none left: an empty page at once),
+// and literal group names of the reach narrow the store's query. p must
+// have passed CheckList.
+func ListInReach(p ListParams, r *Reach, page func(ListParams) ([]Job, error)) (ListResult, error) {
+	if !r.Scoped() {
+		jobs, err := page(p)
+		if err != nil {
+			return ListResult{}, err
+		}
+		return PageOf(jobs, p.Limit), nil
+	}
+	if len(p.Groups) > 0 {
+		if p.Groups = slices.DeleteFunc(slices.Clone(p.Groups), func(g string) bool { return !r.HasGroup(g) }); len(p.Groups) == 0 {
+			return ListResult{}, nil
+		}
+	} else if r.groups != nil && !slices.ContainsFunc(r.groups, func(g string) bool { return g != "" && !isLiteral(g) }) {
+		p.Groups = r.groups // names, not patterns: the store's query selects them
+	}
+	if len(p.Types) > 0 {
+		if p.Types = slices.DeleteFunc(slices.Clone(p.Types), func(t string) bool { return !r.HasType(t) }); len(p.Types) == 0 {
+			return ListResult{}, nil
+		}
+	}
+	// The store is read in pages of its own size, so that a small page
+	// of a tenant among many others' jobs takes few queries.
+	q := p
+	q.Limit = max(p.Limit, reachScan)
+	want := p.Limit + 1
+	var out []Job
+	for {
+		jobs, err := page(q)
+		if err != nil {
+			return ListResult{}, err
+		}
+		for _, j := range jobs {
+			if r.Has(j.Type, j.Group) {
+				out = append(out, j)
+				if len(out) == want {
+					return PageOf(out, p.Limit), nil
+				}
+			}
+		}
+		if len(jobs) <= q.Limit {
+			return PageOf(out, p.Limit), nil
+		}
+		q.After = jobs[len(jobs)-1].ID
+	}
+}
+
+// reachScan is how many jobs ListInReach reads from the store at a time.
+const reachScan = 500
+
+// CountsInReach keeps the counts of types and groups in reach r.
+func CountsInReach(counts []Count, r *Reach) []Count {
+	if !r.Scoped() {
+		return counts
+	}
+	return slices.DeleteFunc(counts, func(c Count) bool { return !r.Has(c.Type, c.Group) })
+}
+
+func isLiteral(p string) bool {
+	pat, err := CompilePattern(p)
+	return err == nil && pat.Literal()
+}

@@ -26,6 +26,8 @@
 package rota
 
 import (
+	"context"
+
 	"github.com/rotajobs/rota/store"
 )
 
@@ -126,3 +128,17 @@ var (
 
 // ParseState parses a state name.
 func ParseState(name string) (State, error) { return store.ParseState(name) }
+
+// Reach is what a caller may reach (store.Reach): a server gives every
+// request of a scoped token its reach, and the stores honour it. A program
+// serving several tenants through one Client does the same with WithReach.
+type Reach = store.Reach
+
+// NewReach returns the reach of these group and type GLOB patterns; nil
+// patterns reach every group or type.
+func NewReach(groups, types []string) (*Reach, error) { return store.NewReach(groups, types) }
+
+// WithReach returns ctx carrying reach r: the Client's operations with it
+// see only jobs in reach (listings page over them, counts count them, a
+// parent out of reach is answered as a missing one).
+func WithReach(ctx context.Context, r *Reach) context.Context { return store.WithReach(ctx, r) }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota/httpapi/wire"
+	"github.com/rotajobs/rota/internal/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -32,8 +33,11 @@ type access struct {
 	readOnly bool
 	groups   []string // patterns; nil: every group
 	types    []string // patterns; nil: every type
-	inGroup  func(string) bool
-	typePats []store.Pattern
+	// reach is the groups and types as the stores honour them: every
+	// request of a scoped token carries it (store.WithReach), so that
+	// what the store does on its behalf (a parent it names, a listing's
+	// pages, counts) stays within it.
+	reach *store.Reach
 }
 
 // admin is the access of the admin token, and of every request to a
@@ -43,29 +47,17 @@ var adminAccess = &access{admin: true}
 func newAccess(t store.Token) (*access, error) {
 	a := &access{name: t.Name, readOnly: t.ReadOnly, groups: t.Groups, types: t.Types}
 	var err error
-	if a.inGroup, err = store.GroupScope(t.Groups); err != nil {
+	if a.reach, err = store.NewReach(t.Groups, t.Types); err != nil {
 		return nil, err
-	}
-	for _, p := range t.Types {
-		pat, err := store.CompilePattern(p)
-		if err != nil {
-			return nil, err
-		}
-		a.typePats = append(a.typePats, pat)
 	}
 	return a, nil
 }
 
 // scoped reports whether the token reaches only some groups or types.
-func (a *access) scoped() bool { return a.groups != nil || a.types != nil }
+func (a *access) scoped() bool { return a.reach.Scoped() }
 
 // reaches reports whether the token reaches jobs of this type and group.
-func (a *access) reaches(typ, group string) bool {
-	if a.groups != nil && !a.inGroup(group) {
-		return false
-	}
-	return a.types == nil || slices.ContainsFunc(a.typePats, func(p store.Pattern) bool { return p.Match(typ) })
-}
+func (a *access) reaches(typ, group string) bool { return a.reach.Has(typ, group) }
 
 func (a *access) String() string {
 	if a.name == "" {
@@ -229,16 +221,34 @@ func (c *tokenCache) forget() {
 
 // ---- what a token reaches, route by route ----
 
-// notFound is how a job outside a token's reach is answered: as a job
-// that does not exist.
+// notFound is how a job outside a token's reach is answered by the
+// producer's routes: as a job that does not exist (lifecycle.CancelJob,
+// RemoveJob, UpdateJob and Resubmit answer a missing job so).
 func notFound(id int64) error { return fmt.Errorf("job %d: %w", id, store.ErrNotFound) }
+
+// noLease is how a job outside a token's reach is answered by the worker
+// calls (heartbeat, finish, fail, snooze, release, one by one or in
+// batches): as a job that does not exist, which is the fencing rule's
+// answer for a missing job (lifecycle.Fence), so that status, code and
+// message read the same.
+func noLease(id int64) error { return lifecycle.Fence(id, nil, "") }
 
 // reach checks that the request's token reaches the jobs with these ids,
 // reading them only for a scoped token; a job it does not reach is
-// ErrNotFound. Jobs that do not exist are left to the operation.
+// answered as a missing one (notFound). Jobs that do not exist are left
+// to the operation. A job's group never changes and its type only by its
+// own worker's snooze, so the check holds for the operation that follows.
 func (s *Server) reach(r *http.Request, ids ...int64) error {
-	out := s.reachEach(r, ids)
-	for _, err := range out {
+	return first(s.reachEach(r, ids, notFound))
+}
+
+// reachLease is reach for worker calls (noLease).
+func (s *Server) reachLease(r *http.Request, ids ...int64) error {
+	return first(s.reachEach(r, ids, noLease))
+}
+
+func first(errs []error) error {
+	for _, err := range errs {
 		if err != nil {
 			return err
 		}
@@ -246,8 +256,9 @@ func (s *Server) reach(r *http.Request, ids ...int64) error {
 	return nil
 }
 
-// reachEach is reach with one error per id, for batches.
-func (s *Server) reachEach(r *http.Request, ids []int64) []error {
+// reachEach is reach with one error per id, for batches; missing says how
+// a job out of reach is answered.
+func (s *Server) reachEach(r *http.Request, ids []int64, missing func(int64) error) []error {
 	out := make([]error, len(ids))
 	a := accessOf(r)
 	if !a.scoped() {
@@ -259,7 +270,7 @@ func (s *Server) reachEach(r *http.Request, ids []int64) []error {
 		case err != nil:
 			out[i] = err
 		case jobs[i].ID != 0 && !a.reaches(jobs[i].Type, jobs[i].Group):
-			out[i] = notFound(id)
+			out[i] = missing(id)
 		}
 	}
 	return out
@@ -290,8 +301,7 @@ func scopeAccept(a *access, p *store.AcceptParams) error {
 		if err != nil {
 			return err
 		}
-		ok := slices.Contains(a.types, t) ||
-			pat.Literal() && slices.ContainsFunc(a.typePats, func(tp store.Pattern) bool { return tp.Match(t) })
+		ok := slices.Contains(a.types, t) || pat.Literal() && a.reach.HasType(t)
 		if !ok {
 			return fmt.Errorf("%w: %s may accept types matching %s, not %q", wire.ErrForbidden, a, strings.Join(a.types, ", "), t)
 		}
@@ -378,15 +388,13 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 
 // reachesType reports whether the token reaches jobs of this type (in
 // some group).
-func (a *access) reachesType(typ string) bool {
-	return a.types == nil || slices.ContainsFunc(a.typePats, func(p store.Pattern) bool { return p.Match(typ) })
-}
+func (a *access) reachesType(typ string) bool { return a.reach.HasType(typ) }
 
 // reachesGroupConfig reports whether the token reaches a group setting:
 // its group, and its type (a setting for every type needs a token of
 // every type).
 func (a *access) reachesGroupConfig(g store.GroupConfig) bool {
-	if a.groups != nil && !a.inGroup(g.Group) {
+	if !a.reach.HasGroup(g.Group) {
 		return false
 	}
 	if g.Type == "" {
@@ -429,6 +437,10 @@ func (x Access) ReachesGroupConfig(g store.GroupConfig) bool { return x.a.reache
 // Groups are the token's group patterns, nil for every group (to limit an
 // accept, AcceptParams.Groups).
 func (x Access) Groups() []string { return x.a.groups }
+
+// Reach is what the token reaches as the stores honour it
+// (store.WithReach); nil for everything.
+func (x Access) Reach() *store.Reach { return x.a.reach }
 
 // Open reports whether the server checks no token (it has no admin token).
 func (s *Server) Open() bool { return s.cfg.AuthToken == "" }

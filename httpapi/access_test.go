@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -96,16 +99,36 @@ func TestTokenRoutes(t *testing.T) {
 		return res.Job
 	}
 	runs := 0
-	running := func() store.Job {
+	runningIn := func(group string) store.Job {
 		runs++
 		typ := fmt.Sprintf("mail.run%d", runs) // a type of its own: nothing else to accept
-		j := addJob(typ, "acme-1")
+		j := addJob(typ, group)
 		jobs, err := e.c.Accept(ctx, rota.AcceptParams{Types: []string{typ}, Limit: 1})
 		if err != nil || len(jobs) != 1 || jobs[0].ID != j.ID {
 			panic(fmt.Sprintf("accept the running job: %v %v", jobs, err))
 		}
 		return jobs[0]
 	}
+	running := func() store.Job { return runningIn("acme-1") }
+	// theirs is another tenant's job (beta's) that an add names, with
+	// data that must not leak.
+	secret := `{"secret":"beta-only"}`
+	theirs := func(p rota.AddParams, run bool) store.Job {
+		p.Group, p.Data = "beta", json.RawMessage(secret)
+		res, err := e.c.Add(ctx, p)
+		if err != nil {
+			panic(err)
+		}
+		if run {
+			jobs, err := e.c.Accept(ctx, rota.AcceptParams{Types: []string{p.Type}, Limit: 1})
+			if err != nil || len(jobs) != 1 || jobs[0].ID != res.Job.ID {
+				panic(fmt.Sprintf("accept beta's job: %v %v", jobs, err))
+			}
+			return jobs[0]
+		}
+		return res.Job
+	}
+	adds := 0
 	type route struct {
 		method, path string
 		need         string // read, write, admin
@@ -115,6 +138,10 @@ func TestTokenRoutes(t *testing.T) {
 		job func() (store.Job, string, any)
 		// add is the type and group the request adds, for adds.
 		addType, addGroup string
+		// other makes another tenant's job (beta's) that the add names
+		// (by key, unique or parent), and returns the add's other fields.
+		other func() (store.Job, map[string]any)
+		name  string // the subtest's name, for routes that are in the table more than once
 	}
 	jobRoute := func(method, suffix, need string, ok int, body func(j store.Job) any, run bool) route {
 		return route{method: method, path: "/v1/jobs/{id}" + suffix, need: need, ok: ok, job: func() (store.Job, string, any) {
@@ -134,6 +161,35 @@ func TestTokenRoutes(t *testing.T) {
 		{method: "GET", path: "/metrics", need: "admin", ok: 200},
 		{method: "GET", path: "/v1/openapi.json", need: "read", ok: 200},
 		{method: "POST", path: "/v1/jobs", need: "write", ok: 201, addType: "mail.send", addGroup: "acme-2"},
+		// Adds that name another job: beta holds a job of the same type
+		// and key, or of the same type (unique, with and without
+		// overwrite), in its group; acme adds in its own and gets a job of
+		// its own. A parent out of reach is a missing parent.
+		{method: "POST", path: "/v1/jobs", name: "key", need: "write", ok: 201, addGroup: "acme-2",
+			other: func() (store.Job, map[string]any) {
+				adds++
+				typ := fmt.Sprintf("mail.key%d", adds) // a type of its own: nothing else to accept
+				return theirs(rota.AddParams{Type: typ, Key: "inv-1001"}, adds%2 == 0), map[string]any{"type": typ, "key": "inv-1001"}
+			}},
+		{method: "POST", path: "/v1/jobs", name: "unique", need: "write", ok: 201, addGroup: "acme-2",
+			other: func() (store.Job, map[string]any) {
+				adds++
+				typ := fmt.Sprintf("mail.unique%d", adds)
+				return theirs(rota.AddParams{Type: typ}, false), map[string]any{"type": typ, "unique": true}
+			}},
+		{method: "POST", path: "/v1/jobs", name: "overwrite", need: "write", ok: 201, addGroup: "acme-2",
+			other: func() (store.Job, map[string]any) {
+				adds++
+				typ := fmt.Sprintf("mail.overwrite%d", adds)
+				return theirs(rota.AddParams{Type: typ}, adds%2 == 0),
+					map[string]any{"type": typ, "unique": true, "overwrite": true, "priority": 9, "data": map[string]any{"secret": "acme-wrote-this"}}
+			}},
+		{method: "POST", path: "/v1/jobs", name: "parent", need: "write", ok: 201, addType: "mail.child", addGroup: "acme-2",
+			other: func() (store.Job, map[string]any) {
+				adds++
+				parent := theirs(rota.AddParams{Type: fmt.Sprintf("mail.parent%d", adds)}, true)
+				return parent, map[string]any{"parent": parent.ID}
+			}},
 		{method: "GET", path: "/v1/jobs", need: "read", ok: 200},
 		{method: "GET", path: "/v1/stats", need: "read", ok: 200},
 		{method: "GET", path: "/v1/types", need: "read", ok: 200},
@@ -177,15 +233,23 @@ func TestTokenRoutes(t *testing.T) {
 	beta := addJob("mail.send", "beta")
 	for _, r := range routes {
 		for _, kind := range tokenKinds {
-			t.Run(strings.ReplaceAll(r.method+" "+r.path, "/", "_")+"/"+kind, func(t *testing.T) {
+			t.Run(strings.ReplaceAll(r.method+" "+r.path+" "+r.name, "/", "_")+"/"+kind, func(t *testing.T) {
 				path, body := r.path, any(nil)
-				var job store.Job
+				var job, other store.Job
 				if r.job != nil {
 					job, path, body = r.job()
 				}
+				addType := r.addType
 				switch {
-				case r.addType != "":
-					body = map[string]any{"type": r.addType, "group": r.addGroup}
+				case r.addType != "" || r.other != nil:
+					m := map[string]any{"type": r.addType, "group": r.addGroup}
+					if r.other != nil {
+						var extra map[string]any
+						other, extra = r.other()
+						maps.Copy(m, extra)
+						addType = m["type"].(string)
+					}
+					body = m
 				case r.path == "/v1/types/{type}":
 					path, body = "/v1/types/mail.send", map[string]any{"lease_timeout": "1m"}
 				case r.path == "/v1/groups" && r.method == "PUT":
@@ -199,11 +263,16 @@ func TestTokenRoutes(t *testing.T) {
 					want[wire.CreateTokenResponse](t, e.testServer, http.StatusCreated, "POST", "/v1/tokens", map[string]any{"name": name})
 					path = "/v1/tokens/" + name
 				}
-				var before store.Job
+				var before, otherBefore store.Job
 				if job.ID != 0 {
 					before, _ = e.c.Get(ctx, job.ID)
 				}
+				if other.ID != 0 {
+					otherBefore, _ = e.c.Get(ctx, other.ID)
+				}
 				got := e.as(t, kind, r.method, path, body)
+				worker := slices.ContainsFunc([]string{"/heartbeat", "/finish", "/fail", "/snooze", "/release"},
+					func(s string) bool { return strings.HasSuffix(r.path, s) })
 
 				wantStatus := r.ok
 				named := kind != "admin"
@@ -217,14 +286,27 @@ func TestTokenRoutes(t *testing.T) {
 				case r.need == "write" && kind == "acme-read-only":
 					wantStatus = http.StatusForbidden
 				case job.ID != 0 && !reaches(kind, job.Type, job.Group) && r.job != nil && !strings.HasPrefix(r.path, "/v1/jobs/"):
-					// A batch refuses the item, not the request.
-					if !strings.Contains(string(got.Body), `"code":"not_found"`) {
-						t.Errorf("%s: the item out of reach is not refused as not found: %s", kind, got)
+					// A batch refuses the item, not the request, as it
+					// refuses a missing job's.
+					if !strings.Contains(string(got.Body), `"code":"canceled"`) {
+						t.Errorf("%s: the item out of reach is not refused as a missing job's: %s", kind, got)
 					}
+				case job.ID != 0 && !reaches(kind, job.Type, job.Group) && worker:
+					wantStatus = http.StatusConflict // as for a missing job: it was removed
 				case job.ID != 0 && !reaches(kind, job.Type, job.Group):
 					wantStatus = http.StatusNotFound
-				case r.addType != "" && !reaches(kind, r.addType, r.addGroup):
+				case addType != "" && !reaches(kind, addType, r.addGroup):
 					wantStatus = http.StatusForbidden
+				case r.name == "parent" && !reaches(kind, other.Type, other.Group):
+					// A parent out of reach is a missing parent, to the letter.
+					wantStatus = http.StatusNotFound
+					m := maps.Clone(body.(map[string]any))
+					m["parent"] = 987654321
+					missing := e.as(t, kind, r.method, path, m)
+					if missing.Status != got.Status || strings.ReplaceAll(string(got.Body), strconv.FormatInt(other.ID, 10), "N") !=
+						strings.ReplaceAll(string(missing.Body), "987654321", "N") {
+						t.Errorf("%s: a parent out of reach is answered %s, a missing one %s", kind, got, missing)
+					}
 				case r.path == "/v1/groups" && r.method == "PUT" && !reaches(kind, "mail.send", "acme-1"):
 					wantStatus = http.StatusForbidden
 				}
@@ -235,6 +317,25 @@ func TestTokenRoutes(t *testing.T) {
 					after, _ := e.c.Get(ctx, job.ID)
 					if !reflect.DeepEqual(before, after) {
 						t.Errorf("a refused request changed the job:\nbefore %+v\nafter  %+v", before, after)
+					}
+				}
+				if other.ID != 0 {
+					// Another tenant's job that an add named: unchanged
+					// (but for a child added by a token that reaches the
+					// parent), and nothing of it in the answer.
+					after, _ := e.c.Get(ctx, other.ID)
+					if (r.name != "parent" || wantStatus >= 400) && !reflect.DeepEqual(otherBefore, after) {
+						t.Errorf("%s's add changed beta's job:\nbefore %+v\nafter  %+v", kind, otherBefore, after)
+					}
+					if strings.Contains(string(got.Body), "beta-only") {
+						t.Errorf("%s's add answered with beta's data: %s", kind, got)
+					}
+					if r.name != "parent" && got.Status == http.StatusCreated {
+						var res wire.AddResponse
+						json.Unmarshal(got.Body, &res)
+						if res.Job.ID == other.ID || res.Job.Group != r.addGroup || res.Outcome != store.Inserted {
+							t.Errorf("%s's add: %v job %d in %q; want a new job in %s", kind, res.Outcome, res.Job.ID, res.Job.Group, r.addGroup)
+						}
 					}
 				}
 				if got.Status == 200 && r.method == "GET" {
@@ -363,4 +464,100 @@ func TestTokenManagement(t *testing.T) {
 	wantError(t, r, http.StatusForbidden, wire.CodeForbidden, "revoked")
 	r = e.do(t, "DELETE", "/v1/tokens/beta", nil)
 	wantError(t, r, http.StatusNotFound, wire.CodeNotFound, "beta")
+}
+
+// TestTokenOutOfReachLikeMissing: every route that names a job answers a
+// job out of the token's reach exactly as a job that does not exist
+// (status, code, message), changing nothing; a listing's cursor and the
+// counts tell nothing of another tenant's jobs either.
+func TestTokenOutOfReachLikeMissing(t *testing.T) {
+	e := newTokenEnv(t)
+	ctx := t.Context()
+	res, err := e.c.Add(ctx, rota.AddParams{Type: "report", Group: "beta", Data: json.RawMessage(`{"secret":"beta-only"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := e.c.Accept(ctx, rota.AcceptParams{Types: []string{"report"}, Limit: 1})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("accept beta's job: %v %v", jobs, err)
+	}
+	theirs := jobs[0]
+	if theirs.ID != res.Job.ID {
+		t.Fatalf("accepted job %d, want %d", theirs.ID, res.Job.ID)
+	}
+	const missing = 987654321
+	tok := map[string]any{"token": theirs.Token}
+	routes := []struct {
+		method, suffix string
+		body           func(id int64) any
+	}{
+		{"GET", "", nil},
+		{"PATCH", "", func(int64) any { return map[string]any{"priority": 1} }},
+		{"POST", "/cancel", nil},
+		{"POST", "/resubmit", func(int64) any { return map[string]any{} }},
+		{"POST", "/heartbeat", func(int64) any { return tok }},
+		{"POST", "/finish", func(int64) any { return tok }},
+		{"POST", "/fail", func(int64) any { return map[string]any{"token": theirs.Token, "error": "x"} }},
+		{"POST", "/snooze", func(int64) any { return tok }},
+		{"POST", "/release", func(int64) any { return tok }},
+		{"POST", "/heartbeat", func(int64) any { return map[string]any{"token": 5} }}, // a bad body: the same 400 for both
+		{"DELETE", "", nil},
+		{"POST", "batch:/v1/heartbeat", func(id int64) any {
+			return map[string]any{"items": []any{map[string]any{"id": id, "token": theirs.Token}}}
+		}},
+		{"POST", "batch:/v1/finish", func(id int64) any {
+			return map[string]any{"items": []any{map[string]any{"id": id, "token": theirs.Token, "as": "complete"}}}
+		}},
+	}
+	for _, rt := range routes {
+		path := func(id int64) string {
+			if p, ok := strings.CutPrefix(rt.suffix, "batch:"); ok {
+				return p
+			}
+			return fmt.Sprintf("/v1/jobs/%d%s", id, rt.suffix)
+		}
+		body := func(id int64) any {
+			if rt.body == nil {
+				return nil
+			}
+			return rt.body(id)
+		}
+		for _, kind := range []string{"acme", "mail-only"} {
+			before, _ := e.c.Get(ctx, theirs.ID)
+			out := e.as(t, kind, rt.method, path(theirs.ID), body(theirs.ID))
+			miss := e.as(t, kind, rt.method, path(missing), body(missing))
+			a := strings.ReplaceAll(string(out.Body), strconv.FormatInt(theirs.ID, 10), "N")
+			b := strings.ReplaceAll(string(miss.Body), strconv.Itoa(missing), "N")
+			if out.Status != miss.Status || a != b {
+				t.Errorf("%s %s as %s: beta's job is answered %s, a missing one %s", rt.method, path(0), kind, out, miss)
+			}
+			if after, _ := e.c.Get(ctx, theirs.ID); !reflect.DeepEqual(before, after) {
+				t.Errorf("%s %s as %s changed beta's job:\nbefore %+v\nafter  %+v", rt.method, path(0), kind, before, after)
+			}
+		}
+	}
+
+	// Listings: a page has a cursor only when a job the token reaches
+	// follows it, whatever the other tenants hold.
+	for range 3 {
+		if _, err := e.c.Add(ctx, rota.AddParams{Type: "report", Group: "beta"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mine, _ := e.c.Add(ctx, rota.AddParams{Type: "report", Group: "acme-1"})
+	for _, target := range []string{"/v1/jobs?group=beta&limit=1", "/v1/jobs?group=beta&limit=1&order=desc", "/v1/jobs?limit=1",
+		"/v1/jobs?limit=1&order=desc", "/v1/jobs?type=report&limit=1", "/v1/jobs?state=pending&limit=1"} {
+		var page wire.ListResponse
+		r := e.as(t, "acme", "GET", target, nil)
+		if err := json.Unmarshal(r.Body, &page); err != nil || r.Status != 200 {
+			t.Fatalf("GET %s as acme: %s", target, r)
+		}
+		want := 1
+		if strings.Contains(target, "group=beta") {
+			want = 0
+		}
+		if len(page.Jobs) != want || page.NextCursor != "" || want == 1 && page.Jobs[0].ID != mine.Job.ID {
+			t.Errorf("GET %s as acme: %s; want %d of acme's jobs and no cursor", target, r, want)
+		}
+	}
 }

@@ -338,9 +338,10 @@ func TestAddGetListCancelResubmitRemove(t *testing.T) {
 	}
 	jsonEq(t, "data", j.Data, `{"to":"a@example.com"}`)
 
-	// Re-add by key: 200 updated, same id, new data.
+	// Re-add by key (in the job's group: a key is unique within a type
+	// and a group): 200 updated, same id, new data.
 	r = want[addResp](t, s, http.StatusOK, "POST", "/v1/jobs", map[string]any{
-		"type": "email.send", "key": "k1", "data": map[string]any{"to": "b@example.com"},
+		"type": "email.send", "key": "k1", "group": "g1", "data": map[string]any{"to": "b@example.com"},
 	})
 	if r.Outcome != "updated" || r.Job.ID != j.ID {
 		t.Errorf("re-add: outcome %v id %d, want updated id %d", r.Outcome, r.Job.ID, j.ID)
@@ -351,7 +352,7 @@ func TestAddGetListCancelResubmitRemove(t *testing.T) {
 	br := want[addBatchResp](t, s, http.StatusOK, "POST", "/v1/jobs", map[string]any{"jobs": []map[string]any{
 		{"type": "email.send"},
 		{"type": "report.build", "group": "g2", "run_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)},
-		{"type": "email.send", "key": "k1"},
+		{"type": "email.send", "key": "k1", "group": "g1"},
 	}})
 	if len(br.Results) != 3 {
 		t.Fatalf("batch: %d results, want 3", len(br.Results))
@@ -385,12 +386,13 @@ func TestAddGetListCancelResubmitRemove(t *testing.T) {
 		{"type=email.send,report.build", []int64{j.ID, other.ID, report.ID}},
 		{"type=email.send&type=report.build&order=desc", []int64{report.ID, other.ID, j.ID}},
 		{"type=report.build&state=pending&group=g2", []int64{report.ID}},
-		{"group=g1&group=g2", []int64{report.ID}}, // k1 was re-added without a group
-		{"group=", []int64{j.ID, other.ID}},       // the empty group
-		{"group=g2&group=", []int64{j.ID, other.ID, report.ID}},
+		{"group=g1&group=g2", []int64{j.ID, report.ID}}, // k1 stays in its group
+		{"group=", []int64{other.ID}},                   // the empty group
+		{"group=g2&group=", []int64{other.ID, report.ID}},
 		{"state=running", []int64{}},
 		{"state=pending,running&order=asc&limit=2", []int64{j.ID, other.ID}},
-		{"type=email.send&key=k1", []int64{j.ID}},
+		{"type=email.send&key=k1&group=g1", []int64{j.ID}},
+		{"type=email.send&key=k1", []int64{}}, // the default group has no job of that key
 		{"type=email.send&key=nope", []int64{}},
 		{fmt.Sprintf("id=%d,%d&id=999999", report.ID, j.ID), []int64{report.ID, j.ID}},
 	} {

@@ -199,7 +199,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if a != adminAccess {
-		r = r.WithContext(context.WithValue(r.Context(), accessKey{}, a))
+		r = r.WithContext(store.WithReach(context.WithValue(r.Context(), accessKey{}, a), a.reach))
 	}
 	s.mux.ServeHTTP(w, r)
 }
@@ -429,8 +429,10 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	// A scoped token's page holds only the jobs it reaches, so it may be
-	// short, or empty with a cursor to go on from.
+	// The store pages over the jobs the token reaches (the request's
+	// context carries its reach): a cursor is given only when one of them
+	// follows. Filtering again here costs nothing and keeps a store that
+	// does not honour the reach from showing more.
 	a := accessOf(r)
 	out := wire.ListResponse{Jobs: make([]store.Job, 0, len(res.Jobs))}
 	for _, j := range res.Jobs {
@@ -489,16 +491,17 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) resubmit(w http.ResponseWriter, r *http.Request) {
+	// The body is read before the job's reach is checked, so that a job
+	// out of reach and a missing one are answered alike whatever the body.
 	id, err := pathID(r)
+	var req wire.ResubmitRequest
+	if err == nil {
+		err = s.decode(w, r, &req, true)
+	}
 	if err == nil {
 		err = s.reach(r, id)
 	}
 	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var req wire.ResubmitRequest
-	if err := s.decode(w, r, &req, true); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -516,15 +519,14 @@ func (s *Server) resubmit(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) update(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
+	var req wire.UpdateRequest
+	if err == nil {
+		err = s.decode(w, r, &req, false)
+	}
 	if err == nil {
 		err = s.reach(r, id)
 	}
 	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var req wire.UpdateRequest
-	if err := s.decode(w, r, &req, false); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -686,15 +688,14 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) heartbeatOne(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
+	var req wire.HeartbeatRequest
 	if err == nil {
-		err = s.reach(r, id)
+		err = s.decode(w, r, &req, false)
+	}
+	if err == nil {
+		err = s.reachLease(r, id)
 	}
 	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var req wire.HeartbeatRequest
-	if err := s.decode(w, r, &req, false); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -719,7 +720,7 @@ func (s *Server) heartbeatBatch(w http.ResponseWriter, r *http.Request) {
 		ids[i] = it.ID
 	}
 	// Items the token does not reach are refused one by one; the rest go on.
-	refused := s.reachEach(r, ids)
+	refused := s.reachEach(r, ids, noLease)
 	var run []store.HeartbeatParams
 	for i, p := range ps {
 		if refused[i] == nil {
@@ -775,15 +776,14 @@ func (s *Server) finishMany(ctx context.Context, ps []store.FinishParams) []erro
 
 func (s *Server) finishOne(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
+	var req wire.FinishRequest
 	if err == nil {
-		err = s.reach(r, id)
+		err = s.decode(w, r, &req, false)
+	}
+	if err == nil {
+		err = s.reachLease(r, id)
 	}
 	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var req wire.FinishRequest
-	if err := s.decode(w, r, &req, false); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -792,15 +792,14 @@ func (s *Server) finishOne(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) failOne(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
+	var req wire.FailRequest
 	if err == nil {
-		err = s.reach(r, id)
+		err = s.decode(w, r, &req, false)
+	}
+	if err == nil {
+		err = s.reachLease(r, id)
 	}
 	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var req wire.FailRequest
-	if err := s.decode(w, r, &req, false); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -809,9 +808,6 @@ func (s *Server) failOne(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) snoozeOne(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
-	if err == nil {
-		err = s.reach(r, id)
-	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -837,20 +833,23 @@ func (s *Server) snoozeOne(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("%w: %s may not rename a job to type %q", wire.ErrForbidden, a, req.Rename))
 		return
 	}
+	if err := s.reachLease(r, id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	s.finishSingle(w, r, store.FinishParams{Lease: store.Lease{ID: id, Token: req.Token}, As: store.Snooze, RunAt: runAt, Rename: req.Rename})
 }
 
 func (s *Server) releaseOne(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
+	var req wire.TokenRequest
 	if err == nil {
-		err = s.reach(r, id)
+		err = s.decode(w, r, &req, false)
+	}
+	if err == nil {
+		err = s.reachLease(r, id)
 	}
 	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var req wire.TokenRequest
-	if err := s.decode(w, r, &req, false); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -888,7 +887,7 @@ func (s *Server) finishBatch(w http.ResponseWriter, r *http.Request) {
 		}
 		ps[i], ids[i] = p, p.ID
 	}
-	refused := s.reachEach(r, ids)
+	refused := s.reachEach(r, ids, noLease)
 	var run []store.FinishParams
 	for i, p := range ps {
 		if refused[i] == nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/store"
 )
 
 // A bulk action (cancel, retry or remove) runs on the jobs selected on a
@@ -155,6 +156,10 @@ func (s *Server) bulkAction(w http.ResponseWriter, r *http.Request) {
 	}
 	access := u.Access
 	s.bulk.start(t, func(ctx context.Context, t *bulkTask) error {
+		// The task outlives the request: it carries the token's reach
+		// itself, so that the store lists, and the task counts, only the
+		// jobs the token reaches.
+		ctx = store.WithReach(ctx, access.Reach())
 		if !all {
 			for start := 0; start < len(ids); start += s.cfg.BulkBatch {
 				if err := s.applyBulk(ctx, t, access, ids[start:min(start+s.cfg.BulkBatch, len(ids))]); err != nil {

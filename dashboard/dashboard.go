@@ -32,6 +32,7 @@ import (
 
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/store"
 )
 
 //go:embed templates/*.html
@@ -152,6 +153,13 @@ type userKey struct{}
 
 func userOf(r *http.Request) *user { return r.Context().Value(userKey{}).(*user) }
 
+// withUser is r for signed-in user u. Its context carries the token's
+// reach, which the store honours (store.WithReach): the listings, counts
+// and adds the pages make see only the jobs the token reaches.
+func withUser(r *http.Request, u *user) *http.Request {
+	return r.WithContext(store.WithReach(context.WithValue(r.Context(), userKey{}, u), u.Access.Reach()))
+}
+
 // signIn finds the request's user from the cookie; nil when there is
 // none or it is no longer valid.
 func (s *Server) signIn(r *http.Request) (*user, error) {
@@ -187,7 +195,7 @@ func (s *Server) page(h http.HandlerFunc) http.HandlerFunc {
 			http.Redirect(w, r, "/login?"+q.Encode(), http.StatusSeeOther)
 			return
 		}
-		h(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
+		h(w, withUser(r, u))
 	}
 }
 
@@ -216,7 +224,7 @@ func (s *Server) action(h http.HandlerFunc) http.HandlerFunc {
 			s.render(w, r, http.StatusForbidden, "error", view{Title: "Refused", Error: errReadOnly.Error()})
 			return
 		}
-		h(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
+		h(w, withUser(r, u))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/dashboard"
@@ -223,4 +224,71 @@ func createToken(t *testing.T, s *site, req wire.CreateTokenRequest) string {
 		t.Fatalf("create token: %s", b)
 	}
 	return m[1]
+}
+
+// TestScopedTokenCountsNothingOutOfReach: a bulk action by filter acts on,
+// and counts, only the jobs the token reaches; a job page lists only the
+// children it reaches; a jobs page offers a next page only when a job it
+// reaches follows.
+func TestScopedTokenCountsNothingOutOfReach(t *testing.T) {
+	s := newSite(t, "adm")
+	ctx := context.Background()
+	var beta []int64
+	for range 7 {
+		res, _ := s.c.Add(ctx, rota.AddParams{Type: "t", Group: "beta"})
+		beta = append(beta, res.Job.ID)
+	}
+	for range 2 {
+		s.c.Add(ctx, rota.AddParams{Type: "t", Group: "acme"})
+	}
+	tok := createToken(t, s, wire.CreateTokenRequest{Name: "acme", Groups: []string{"acme"}})
+	cl, csrf := signIn(t, s, tok)
+
+	// A page of one with beta's jobs after acme's: no next page.
+	_, list := get(t, cl, s.url+"/jobs?type=t&limit=2")
+	if strings.Contains(list, `rel="next"`) {
+		t.Errorf("acme's last page of its jobs links a next page: beta's jobs follow")
+	}
+	_, list = get(t, cl, s.url+"/jobs?group=beta&limit=1")
+	if strings.Contains(list, `rel="next"`) {
+		t.Errorf("acme's page of group beta links a next page")
+	}
+
+	resp, _ := postForm(t, cl, s.url+"/jobs/bulk", url.Values{"csrf": {csrf}, "action": {"cancel"}, "scope": {"all"}, "filter": {"type=t"}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("bulk cancel: %d", resp.StatusCode)
+	}
+	task := s.url + resp.Header.Get("Location")
+	var page string
+	for range 200 {
+		if _, page = get(t, cl, task); strings.Contains(page, "Finished.") {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(page, "<strong>2</strong> jobs done, 0 skipped") {
+		m := regexp.MustCompile(`<p class="progress".*</p>`).FindString(page)
+		t.Errorf("acme's bulk cancel of type t: %q; want 2 done and nothing skipped (beta's jobs are not acme's to count)", m)
+	}
+	jobs, _ := s.c.GetMany(ctx, beta)
+	for _, j := range jobs {
+		if j.State != rota.Pending {
+			t.Errorf("beta's job %d is %v after acme's bulk cancel", j.ID, j.State)
+		}
+	}
+
+	// A parent of acme's with a child of acme's and one of beta's (an
+	// admin may add one): acme's job page shows its own child only.
+	s.c.Add(ctx, rota.AddParams{Type: "p", Group: "acme"})
+	running, err := s.c.Accept(ctx, rota.AcceptParams{Types: []string{"p"}, Limit: 1})
+	if err != nil || len(running) != 1 {
+		t.Fatalf("accept the parent: %v %v", running, err)
+	}
+	parent := running[0]
+	mine, _ := s.c.Add(ctx, rota.AddParams{Type: "c", Group: "acme", Parent: parent.ID})
+	theirs, _ := s.c.Add(ctx, rota.AddParams{Type: "c", Group: "beta", Parent: parent.ID})
+	_, jobPage := get(t, cl, fmt.Sprintf("%s/jobs/%d", s.url, parent.ID))
+	if !strings.Contains(jobPage, fmt.Sprintf(`href="/jobs/%d"`, mine.Job.ID)) || strings.Contains(jobPage, fmt.Sprintf(`href="/jobs/%d"`, theirs.Job.ID)) {
+		t.Errorf("acme's page of its parent job lists another tenant's child, or not its own")
+	}
 }

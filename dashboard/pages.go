@@ -417,8 +417,9 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 		}
 		prio = &v
 	}
-	// A scoped token sees its jobs only; a page may come out short, and
-	// its cursor goes on.
+	// The store lists only the jobs the token reaches (the request carries
+	// its reach), so the next page is offered only when one of them
+	// follows.
 	res, err := s.c.List(r.Context(), p)
 	if err != nil {
 		s.fail(w, r, "Jobs", err)

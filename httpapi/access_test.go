@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/httpapi"
 	"github.com/rotajobs/rota/httpapi/wire"
+	"github.com/rotajobs/rota/remote"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -558,6 +560,58 @@ func TestTokenOutOfReachLikeMissing(t *testing.T) {
 		}
 		if len(page.Jobs) != want || page.NextCursor != "" || want == 1 && page.Jobs[0].ID != mine.Job.ID {
 			t.Errorf("GET %s as acme: %s; want %d of acme's jobs and no cursor", target, r, want)
+		}
+	}
+}
+
+// TestTokenGoAPIAgrees: the Go API gives the same answers as the HTTP API
+// to the same tenant, over a server with the tenant's token (remote) and
+// on the store itself with the tenant's reach (rota.WithReach).
+func TestTokenGoAPIAgrees(t *testing.T) {
+	e := newTokenEnv(t)
+	ctx := t.Context()
+	res, err := e.c.Add(ctx, rota.AddParams{Type: "report", Key: "inv-1001", Group: "beta", Data: json.RawMessage(`{"secret":"beta-only"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := e.c.Accept(ctx, rota.AcceptParams{Types: []string{"report"}, Limit: 1})
+	if err != nil || len(jobs) != 1 || jobs[0].ID != res.Job.ID {
+		t.Fatalf("accept beta's job: %v %v", jobs, err)
+	}
+	theirs := jobs[0]
+	reach, err := rota.NewReach([]string{"acme-*"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients := map[string]struct {
+		c   *rota.Client
+		ctx context.Context
+	}{
+		"remote": {remoteClient(t, e.testServer, remote.Config{Token: e.secrets["acme"]}), ctx},
+		"local":  {e.c, rota.WithReach(ctx, reach)},
+	}
+	for name, cl := range clients {
+		before, _ := e.c.Get(ctx, theirs.ID)
+		_, err := cl.c.Add(cl.ctx, rota.AddParams{Type: "report.part", Group: "acme-1", Parent: theirs.ID})
+		if !errors.Is(err, rota.ErrNotFound) || !strings.Contains(err.Error(), fmt.Sprintf("parent job %d does not exist", theirs.ID)) {
+			t.Errorf("%s: a child of beta's job: %v; want a missing parent's ErrNotFound", name, err)
+		}
+		added, err := cl.c.Add(cl.ctx, rota.AddParams{Type: "report", Key: "inv-1001", Group: "acme-" + name})
+		if err != nil || added.Outcome != rota.Inserted || added.Job.ID == theirs.ID || strings.Contains(string(added.Job.Data), "beta-only") {
+			t.Errorf("%s: an add of beta's key in acme's group: %+v, %v; want a new job", name, added, err)
+		}
+		page, err := cl.c.List(cl.ctx, rota.ListParams{Groups: []string{"beta"}, Limit: 1})
+		if err != nil || len(page.Jobs) != 0 || page.Next != 0 {
+			t.Errorf("%s: acme's listing of group beta: %v next %d, %v; want nothing", name, page.Jobs, page.Next, err)
+		}
+		counts, err := cl.c.Stats(cl.ctx)
+		for _, c := range counts {
+			if c.Group == "beta" || err != nil {
+				t.Errorf("%s: acme's counts: %+v, %v", name, c, err)
+			}
+		}
+		if after, _ := e.c.Get(ctx, theirs.ID); !reflect.DeepEqual(before, after) {
+			t.Errorf("%s: acme changed beta's job:\nbefore %+v\nafter  %+v", name, before, after)
 		}
 	}
 }

@@ -627,7 +627,8 @@ type FinishParams struct {
 	// RunAt is when a snoozed job runs again.
 	RunAt time.Time
 	// Rename, with Snooze, gives the job a new type for its next run
-	// (Bedrock's RetryJob with a name).
+	// (Bedrock's RetryJob with a name). A keyed job cannot take a type
+	// whose job of its group holds its key (ErrInvalid, for the item).
 	Rename string
 }
 

@@ -271,6 +271,15 @@ func Finish(r *Row, p *store.FinishParams, result []byte, now time.Time) (Plan, 
 	return Plan{}, store.Invalidf("job %d: unknown ending %d", p.ID, p.As)
 }
 
+// KeyTaken is the refusal of a snooze that would rename job id, whose key
+// is key, to type typ in its group, where another job holds that key: a
+// key is unique within a type and a group (store.AddParams.Key). The job
+// is left as it is. Stores look the key up when a plan renames a job.
+func KeyTaken(id int64, key, typ, group string) error {
+	return store.Invalidf("job %d cannot be renamed to type %q: its key %q is taken in that type and group %q by another job (a key is unique within a type and a group)",
+		id, typ, key, group)
+}
+
 // LeaseExpired is the error recorded for an attempt whose lease ran out.
 const LeaseExpired = "lease expired: no heartbeat within the lease timeout"
 

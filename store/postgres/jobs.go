@@ -1495,8 +1495,35 @@ func (t *txn) finish(p *store.FinishParams, r *lifecycle.Row, result []byte) (er
 	if err != nil {
 		return err, nil
 	}
+	if plan.Type != "" {
+		if taken, err := t.keyTaken(r, plan.Type); err != nil || taken != nil {
+			return taken, err
+		}
+	}
 	_, err = t.apply(r, &plan)
 	return nil, err
+}
+
+// keyTaken is the refusal (lifecycle.KeyTaken) of a rename of job r to
+// type typ when its key is held there, in its group, by another job; nil
+// when r has no key or the key is free. It takes the key's lock, as adds
+// do (lockKeys), so that the key stays free until the rename commits.
+func (t *txn) keyTaken(r *lifecycle.Row, typ string) (error, error) {
+	var key *string
+	if _, err := t.queryRow(`SELECT key FROM rota.jobs WHERE id = $1`, []any{r.ID}, &key); err != nil {
+		return nil, fmt.Errorf("rename job %d: %w", r.ID, err)
+	}
+	if key == nil {
+		return nil, nil
+	}
+	existing, err := t.lockKeys([]store.AddParams{{Type: typ, Group: r.Group, Key: *key}})
+	if err != nil {
+		return nil, err
+	}
+	if len(existing) > 0 {
+		return lifecycle.KeyTaken(r.ID, *key, typ, r.Group), nil
+	}
+	return nil, nil
 }
 
 // ExpireLeases takes back running jobs whose lease ended before now (read

@@ -1009,6 +1009,22 @@ func (w *writeTx) finish(p *store.FinishParams, result []byte) (error, error) {
 	if err != nil {
 		return err, nil
 	}
+	if plan.Type != "" {
+		var key sql.NullString
+		var other int64
+		if err := w.queryRow(`SELECT key FROM rota_jobs WHERE id = ?`, r.ID).Scan(&key); err != nil {
+			return nil, fmt.Errorf("sqlite: rename job %d: %w", r.ID, err)
+		}
+		if key.Valid {
+			err := w.queryRow(`SELECT id FROM rota_jobs WHERE type = ? AND grp = ? AND key = ?`, plan.Type, r.Group, key.String).Scan(&other)
+			switch {
+			case err == nil:
+				return lifecycle.KeyTaken(r.ID, key.String, plan.Type, r.Group), nil
+			case !errors.Is(err, sql.ErrNoRows):
+				return nil, fmt.Errorf("sqlite: rename job %d: %w", r.ID, err)
+			}
+		}
+	}
 	return nil, w.apply(r, &plan, nil, nil)
 }
 

@@ -244,4 +244,36 @@ func testTenants(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Errorf("counts without a reach: %v, %v; want 3 rows", all, err)
 		}
 	})
+
+	// The one change that moves a keyed job to another (type, group): a
+	// snooze that renames it. Into a type whose group already has the key,
+	// it is refused, as a per-item error that says so, and changes nothing;
+	// the rest of the batch goes on.
+	t.Run("RenameIntoATakenKey", func(t *testing.T) {
+		s := open(t)
+		taken := addOne(t, s, store.AddParams{Type: "b", Key: "k", Group: "g", Data: raw(`{"b":1}`)})
+		elsewhere := addOne(t, s, store.AddParams{Type: "b", Key: "k", Group: "h"})
+		j := start(t, s, store.AddParams{Type: "a", Key: "k", Group: "g"})
+		other := start(t, s, store.AddParams{Type: "a2", Key: "k", Group: "h2"})
+		before := get(t, s, j.ID)
+		errs, err := s.Finish(t.Context(), []store.FinishParams{
+			{Lease: lease(j), As: store.Snooze, Rename: "b"},
+			{Lease: lease(other), As: store.Snooze, Rename: "b"}, // group h2 has no b/k: fine
+		})
+		if err != nil {
+			t.Fatalf("Finish: %v", err)
+		}
+		if !errors.Is(errs[0], store.ErrInvalid) || !strings.Contains(fmt.Sprint(errs[0]), `key "k"`) {
+			t.Errorf("a rename into a type whose group has the key: %v; want ErrInvalid naming the key", errs[0])
+		}
+		if errs[1] != nil {
+			t.Errorf("a rename into a type whose group lacks the key: %v", errs[1])
+		}
+		unchanged(t, "a refused rename", before, get(t, s, j.ID))
+		unchanged(t, "a refused rename, to the job holding the key", taken, get(t, s, taken.ID))
+		unchanged(t, "a refused rename, to the key's job in another group", elsewhere, get(t, s, elsewhere.ID))
+		if got := get(t, s, other.ID); got.Type != "b" || got.State != store.Pending {
+			t.Errorf("the renamed job: type %q state %v, want b, pending", got.Type, got.State)
+		}
+	})
 }

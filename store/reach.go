@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"slices"
+	"strings"
+	"unicode/utf8"
 )
 
 // Reach is what a caller may reach: the jobs whose group matches one of
@@ -122,10 +124,11 @@ func ListInReach(p ListParams, r *Reach, page func(ListParams) ([]Job, error)) (
 			return ListResult{}, nil
 		}
 	}
-	// The store is read in pages of its own size, so that a small page
-	// of a tenant among many others' jobs takes few queries.
+	// The store is read a page of p's size first (a token's listing of
+	// its own groups costs what an admin's does), then in pages of its
+	// own size, so that a small page of a tenant among many others' jobs
+	// takes few queries.
 	q := p
-	q.Limit = max(p.Limit, reachScan)
 	want := p.Limit + 1
 	var out []Job
 	for {
@@ -145,6 +148,7 @@ func ListInReach(p ListParams, r *Reach, page func(ListParams) ([]Job, error)) (
 			return PageOf(out, p.Limit), nil
 		}
 		q.After = jobs[len(jobs)-1].ID
+		q.Limit = max(p.Limit, reachScan)
 	}
 }
 
@@ -162,4 +166,51 @@ func CountsInReach(counts []Count, r *Reach) []Count {
 func isLiteral(p string) bool {
 	pat, err := CompilePattern(p)
 	return err == nil && pat.Literal()
+}
+
+// GroupRanges returns ranges [from, to) of group names, in byte order,
+// that hold every group in reach (to "": no bound above), for a store's
+// listing query to read only those groups' jobs; ListInReach keeps the
+// ones in reach exactly. Nil when the reach does not narrow the groups:
+// every group, or a pattern that starts with a metacharacter.
+func (r *Reach) GroupRanges() [][2]string {
+	if r == nil || r.groups == nil {
+		return nil
+	}
+	var out [][2]string
+	for _, g := range r.groups {
+		i := strings.IndexAny(g, globMeta)
+		if i < 0 {
+			// A name: itself (and names that go on with a NUL, which no
+			// group has; a store's text may not hold one).
+			out = append(out, [2]string{g, g + "\x01"})
+			continue
+		}
+		if i == 0 {
+			return nil
+		}
+		out = append(out, [2]string{g[:i], successor(g[:i])})
+	}
+	return out
+}
+
+// successor is the least string, in byte order, above every string that
+// starts with prefix ("" when there is none): prefix with its last rune
+// made the next one (UTF-8's byte order is code point order).
+func successor(prefix string) string {
+	for prefix != "" {
+		c, n := utf8.DecodeLastRuneInString(prefix)
+		prefix = prefix[:len(prefix)-n]
+		if c == utf8.RuneError && n <= 1 {
+			return "" // not UTF-8, which names are: no bound
+		}
+		if c < utf8.MaxRune {
+			c++
+			if c == 0xD800 {
+				c = 0xE000 // past the surrogates, which UTF-8 does not hold
+			}
+			return prefix + string(c)
+		}
+	}
+	return ""
 }

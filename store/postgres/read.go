@@ -237,6 +237,20 @@ func (s *Store) list(ctx context.Context, p store.ListParams) ([]store.Job, erro
 	if len(p.Groups) > 0 {
 		where = append(where, "grp = ANY("+arg(valid(p.Groups))+")")
 	}
+	if rs := store.ReachOf(ctx).GroupRanges(); rs != nil {
+		// Only the groups a caller's reach may hold (store.ListInReach
+		// keeps exactly those in reach): a tenant's listing does not read
+		// every other tenant's jobs. grp is COLLATE "C": byte order.
+		var or []string
+		for _, rg := range rs {
+			c := "grp >= " + arg(rg[0])
+			if rg[1] != "" {
+				c += " AND grp < " + arg(rg[1])
+			}
+			or = append(or, c)
+		}
+		where = append(where, "("+strings.Join(or, " OR ")+")")
+	}
 	if p.Parent != 0 {
 		where = append(where, "parent_id = "+arg(p.Parent))
 	}

@@ -166,6 +166,20 @@ func (s *Store) list(ctx context.Context, p store.ListParams) ([]store.Job, erro
 			args = append(args, g)
 		}
 	}
+	if rs := store.ReachOf(ctx).GroupRanges(); rs != nil {
+		// Only the groups a caller's reach may hold (store.ListInReach
+		// keeps exactly those in reach): a tenant's listing does not read
+		// every other tenant's jobs.
+		var or []string
+		for _, rg := range rs {
+			if rg[1] == "" {
+				or, args = append(or, "grp >= ?"), append(args, rg[0])
+			} else {
+				or, args = append(or, "grp >= ? AND grp < ?"), append(args, rg[0], rg[1])
+			}
+		}
+		where = append(where, "("+strings.Join(or, " OR ")+")")
+	}
 	if p.Parent != 0 {
 		where = append(where, "parent_id = ?")
 		args = append(args, p.Parent)

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,9 +17,12 @@ import (
 type activity struct {
 	mu      sync.Mutex
 	minutes [60]minute // a ring, by minute of the hour
-	subs    map[chan struct{}]string
+	subs    map[chan struct{}]reachFunc
 	version uint64 // changes seen
 }
+
+// reachFunc says whether a token reaches jobs of a type and group.
+type reachFunc func(typ, group string) bool
 
 // changes returns how many changes it has seen.
 func (a *activity) changes() uint64 {
@@ -27,16 +31,21 @@ func (a *activity) changes() uint64 {
 	return a.version
 }
 
-// minute is one minute's changes, by what the jobs became. A change a
-// token does not reach still counts: the chart is the server's.
+// minute is one minute's changes, by what the jobs became, and by type
+// and group, so that a token's chart counts only the changes of the jobs
+// it reaches.
 type minute struct {
 	start                              time.Time
 	queued, started, completed, failed int64
-	byType                             map[string][4]int64
+	byPlace                            map[[2]string][4]int64 // type and group
 }
 
+// maxPlaces bounds the types and groups a minute counts apart: more, and
+// the minute's later changes of new ones are left out of every chart.
+const maxPlaces = 10000
+
 func watchActivity(ctx context.Context, c *rota.Client) (*activity, error) {
-	a := &activity{subs: map[chan struct{}]string{}}
+	a := &activity{subs: map[chan struct{}]reachFunc{}}
 	// The store's own feed, a batch at a time under one lock: it costs the
 	// commit path little, and cannot fall behind as a queued subscriber can.
 	// The charts count starts and completions, which a remote store's feed
@@ -49,7 +58,7 @@ func watchActivity(ctx context.Context, c *rota.Client) (*activity, error) {
 		for _, ev := range evs {
 			a.count(ev)
 		}
-		a.wakeAll()
+		a.wakeAll(evs)
 		a.mu.Unlock()
 	})
 	go func() {
@@ -65,7 +74,7 @@ func (a *activity) count(ev rota.Event) {
 	a.version++
 	m := &a.minutes[now.Minute()]
 	if !m.start.Equal(now) {
-		*m = minute{start: now, byType: map[string][4]int64{}}
+		*m = minute{start: now, byPlace: map[[2]string][4]int64{}}
 	}
 	i := -1
 	switch {
@@ -79,16 +88,22 @@ func (a *activity) count(ev rota.Event) {
 	case ev.State == rota.Failed:
 		m.failed, i = m.failed+1, 3
 	}
-	if i >= 0 && len(m.byType) < 1000 {
-		c := m.byType[ev.Type]
+	k := [2]string{ev.Type, ev.Group}
+	if _, ok := m.byPlace[k]; i >= 0 && (ok || len(m.byPlace) < maxPlaces) {
+		c := m.byPlace[k]
 		c[i]++
-		m.byType[ev.Type] = c
+		m.byPlace[k] = c
 	}
 }
 
-// wakeAll tells the live pages that jobs changed; a.mu is held.
-func (a *activity) wakeAll() {
-	for ch := range a.subs {
+// wakeAll tells the live pages whose token reaches a job of evs that jobs
+// changed (a page is not told of other tenants' changes: when they happen
+// is theirs too); a.mu is held.
+func (a *activity) wakeAll(evs []rota.Event) {
+	for ch, reach := range a.subs {
+		if !slices.ContainsFunc(evs, func(ev rota.Event) bool { return reach(ev.Type, ev.Group) }) {
+			continue
+		}
 		select {
 		case ch <- struct{}{}:
 		default: // a wake-up is pending already
@@ -103,8 +118,8 @@ type point struct {
 }
 
 // lastHour returns the last 60 minutes, oldest first, counting only the
-// types reach allows.
-func (a *activity) lastHour(reach func(typ string) bool) []point {
+// types and groups reach allows.
+func (a *activity) lastHour(reach reachFunc) []point {
 	now := time.Now().Truncate(time.Minute)
 	out := make([]point, 60)
 	a.mu.Lock()
@@ -116,8 +131,8 @@ func (a *activity) lastHour(reach func(typ string) bool) []point {
 		if !m.start.Equal(at) {
 			continue
 		}
-		for typ, c := range m.byType {
-			if reach(typ) {
+		for k, c := range m.byPlace {
+			if reach(k[0], k[1]) {
 				out[i].Queued += c[0]
 				out[i].Started += c[1]
 				out[i].Completed += c[2]
@@ -128,11 +143,12 @@ func (a *activity) lastHour(reach func(typ string) bool) []point {
 	return out
 }
 
-// wake returns a channel that receives after changes, and its release.
-func (a *activity) wake() (<-chan struct{}, func()) {
+// wake returns a channel that receives after changes of jobs in reach,
+// and its release.
+func (a *activity) wake(reach reachFunc) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	a.mu.Lock()
-	a.subs[ch] = ""
+	a.subs[ch] = reach
 	a.mu.Unlock()
 	return ch, func() {
 		a.mu.Lock()

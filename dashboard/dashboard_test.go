@@ -292,3 +292,73 @@ func TestScopedTokenCountsNothingOutOfReach(t *testing.T) {
 		t.Errorf("acme's page of its parent job lists another tenant's child, or not its own")
 	}
 }
+
+// TestOverviewByReach: the overview's counts and chart, and the live
+// pages' wake-ups, hold nothing of another tenant's jobs, and a tenant's
+// look at the shared counts does not narrow the admin's.
+func TestOverviewByReach(t *testing.T) {
+	s := newSite(t, "adm")
+	ctx := context.Background()
+	tok := createToken(t, s, wire.CreateTokenRequest{Name: "acme", Groups: []string{"acme"}})
+	acme, _ := signIn(t, s, tok)
+	admin, _ := signIn(t, s, "adm")
+
+	// acme's live stream: open before beta's jobs come.
+	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(sctx, "GET", s.url+"/ui/stream", nil)
+	resp, err := acme.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	changed := make(chan struct{}, 10)
+	go func() {
+		b := make([]byte, 4096)
+		for {
+			n, err := resp.Body.Read(b)
+			if strings.Contains(string(b[:n]), "event: changed") {
+				changed <- struct{}{}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	for range 5 {
+		s.c.Add(ctx, rota.AddParams{Type: "t", Group: "beta"})
+	}
+	var page string
+	for range 200 {
+		if _, page = get(t, admin, s.url+"/ui/overview"); strings.Contains(page, "queued 5") {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(page, "queued 5") {
+		t.Fatalf("the admin's chart does not count beta's 5 jobs")
+	}
+	// Another change, and the shared count's time gone by, so that acme's
+	// look counts afresh; the admin looks right after it, from the same
+	// shared count.
+	s.c.Add(ctx, rota.AddParams{Type: "t", Group: "beta"})
+	select {
+	case <-changed:
+		t.Errorf("acme's page was told of beta's changes")
+	case <-time.After(2100 * time.Millisecond): // statsTTL
+	}
+	_, page = get(t, acme, s.url+"/ui/overview")
+	if !strings.Contains(page, "queued 0") || strings.Contains(page, "beta") {
+		t.Errorf("acme's overview shows beta's jobs (its chart should count none)")
+	}
+	if _, page = get(t, admin, s.url+"/ui/overview"); !strings.Contains(page, "beta") {
+		t.Errorf("the admin's overview lost beta's counts after acme's look")
+	}
+	s.c.Add(ctx, rota.AddParams{Type: "t", Group: "acme"})
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Errorf("acme's page was not told of its own change")
+	}
+}

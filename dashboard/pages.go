@@ -41,7 +41,9 @@ func (c *statsCache) get(ctx context.Context, rc *rota.Client, version uint64) (
 	if !c.at.IsZero() && (c.version == version || time.Since(c.at) < statsTTL) {
 		return c.counts, nil
 	}
-	counts, err := rc.Stats(ctx)
+	// Every job's counts, whoever asks first: they are shared, and each
+	// page keeps those its token reaches.
+	counts, err := rc.Stats(store.WithReach(ctx, nil))
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +158,7 @@ func (s *Server) overviewData(r *http.Request) (overviewData, error) {
 		d.Workers = append(d.Workers, *w)
 	}
 	slices.SortFunc(d.Workers, func(a, b workerRow) int { return cmp.Compare(a.Worker, b.Worker) })
-	d.Chart = newChart(s.act.lastHour(u.Access.ReachesType))
+	d.Chart = newChart(s.act.lastHour(u.Access.Reaches))
 	return d, nil
 }
 
@@ -189,7 +191,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "streaming is not supported", http.StatusInternalServerError)
 		return
 	}
-	wake, release := s.act.wake()
+	wake, release := s.act.wake(userOf(r).Access.Reaches)
 	defer release()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

@@ -82,10 +82,14 @@ func (r *Reach) HasGroup(group string) bool {
 type reachKey struct{}
 
 // WithReach returns ctx carrying reach r, which stores honour (Reach); a
-// nil r reaches everything.
+// nil r reaches everything, whatever reach ctx carried (for what a server
+// reads for every caller, such as counts it shares).
 func WithReach(ctx context.Context, r *Reach) context.Context {
 	if !r.Scoped() {
-		return ctx
+		if ReachOf(ctx) == nil {
+			return ctx
+		}
+		r = nil
 	}
 	return context.WithValue(ctx, reachKey{}, r)
 }

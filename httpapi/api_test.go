@@ -907,6 +907,7 @@ func TestBadInput(t *testing.T) {
 		{name: "bad order", method: "GET", target: "/v1/jobs?order=up", status: 400, code: "invalid_input", msg: `order "up"`},
 		{name: "key without a type", method: "GET", target: "/v1/jobs?key=k", status: 400, code: "invalid_input", msg: "key needs exactly one type"},
 		{name: "key with two types", method: "GET", target: "/v1/jobs?key=k&type=a,b", status: 400, code: "invalid_input", msg: "key needs exactly one type"},
+		{name: "key with two groups", method: "GET", target: "/v1/jobs?key=k&type=a&group=g&group=h", status: 400, code: "invalid_input", msg: "at most one group"},
 		{name: "bad id in list", method: "GET", target: "/v1/jobs?id=1,x", status: 400, code: "invalid_input", msg: `id "x"`},
 		{name: "unknown events parameter", method: "GET", target: "/v1/events?colour=red", status: 400, code: "invalid_input", msg: `unknown query parameter "colour"`},
 		{name: "events job not a number", method: "GET", target: "/v1/events?job=abc", status: 400, code: "invalid_input", msg: `job "abc"`},

@@ -163,7 +163,8 @@ func (c *Client) Close() error {
 
 // ---- producer side ----
 
-// Add adds one job, or re-adds an existing one with the same type and key.
+// Add adds one job, or re-adds an existing one with the same type, group
+// and key.
 func (c *Client) Add(ctx context.Context, p AddParams) (AddResult, error) {
 	res, err := c.AddMany(ctx, []AddParams{p})
 	if err != nil {

@@ -118,7 +118,7 @@ func optString(s string) *string {
 
 // ---- producer side ----
 
-// Add adds jobs, or re-adds existing ones by (type, key).
+// Add adds jobs, or re-adds existing ones by (type, group, key).
 func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddResult, error) {
 	jobs, datas, err := store.CheckAdds(jobs)
 	if err != nil {

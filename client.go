@@ -212,7 +212,7 @@ func (c *Client) Get(ctx context.Context, id int64) (Job, error) {
 		return Job{}, err
 	}
 	if js[0].ID == 0 {
-		return Job{}, fmt.Errorf("job %d: %w", id, ErrNotFound)
+		return Job{}, store.NotFound(id)
 	}
 	return js[0], nil
 }
@@ -685,7 +685,7 @@ func (c *Client) Wait(ctx context.Context, id int64) (Job, error) {
 	defer sub.Close()
 	for ev := range sub.C {
 		if ev.Removed {
-			return Job{}, fmt.Errorf("job %d was removed: %w", id, ErrNotFound)
+			return Job{}, store.JobErrorf(ErrNotFound, "job %d was removed", id)
 		}
 		if ev.State.Terminal() {
 			return c.Get(ctx, id)

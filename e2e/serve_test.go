@@ -96,6 +96,9 @@ func TestTokens(t *testing.T) {
 	if r := acme.run(t, "", "add", "mail", "{}", "--group", "beta"); r.code != 6 || !strings.Contains(r.stderr, `may not add jobs of type "mail" in group "beta"`) {
 		t.Errorf("a scoped add out of reach: %v", r)
 	}
+	if r := acme.run(t, "", "add", "mail", "{}"); r.code != 6 || !strings.Contains(r.stderr, `may not add jobs of type "mail" in the default group`) {
+		t.Errorf("a scoped add to the default group: %v", r)
+	}
 	admin.rota(t, "add", "mail", "{}", "--group", "beta")
 	if out := acme.rota(t, "ls"); strings.Contains(out, "beta") || !strings.Contains(out, "acme-1") {
 		t.Errorf("acme's ls shows what it does not reach:\n%s", out)

@@ -224,7 +224,7 @@ func (c *tokenCache) forget() {
 // notFound is how a job outside a token's reach is answered by the
 // producer's routes: as a job that does not exist (lifecycle.CancelJob,
 // RemoveJob, UpdateJob and Resubmit answer a missing job so).
-func notFound(id int64) error { return fmt.Errorf("job %d: %w", id, store.ErrNotFound) }
+func notFound(id int64) error { return store.NotFound(id) }
 
 // noLease is how a job outside a token's reach is answered by the worker
 // calls (heartbeat, finish, fail, snooze, release, one by one or in
@@ -280,7 +280,7 @@ func (s *Server) reachEach(r *http.Request, ids []int64, missing func(int64) err
 func mayAdd(a *access, ps []store.AddParams) error {
 	for _, p := range ps {
 		if !a.reaches(p.Type, p.Group) {
-			return fmt.Errorf("%w: %s may not add jobs of type %q in group %q", wire.ErrForbidden, a, p.Type, p.Group)
+			return fmt.Errorf("%w: %s may not add jobs of type %q in %s", wire.ErrForbidden, a, p.Type, groupName(p.Group))
 		}
 	}
 	return nil
@@ -401,6 +401,15 @@ func (a *access) reachesGroupConfig(g store.GroupConfig) bool {
 		return a.types == nil
 	}
 	return a.reachesType(g.Type)
+}
+
+// groupName names a group in a message: `group "acme"`, or the default
+// group, whose name is empty.
+func groupName(g string) string {
+	if g == "" {
+		return "the default group"
+	}
+	return fmt.Sprintf("group %q", g)
 }
 
 func typeName(t string) string {

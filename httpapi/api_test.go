@@ -948,7 +948,7 @@ func TestBadInput(t *testing.T) {
 		{name: "heartbeat of a cancelled job", job: "cancelled while running", method: "POST", target: "/v1/jobs/{id}/heartbeat", body: `{"token":"{token}"}`, status: 409, code: "canceled", msg: "canceled"},
 		{name: "finish of a cancelled job", job: "cancelled while running", method: "POST", target: "/v1/jobs/{id}/finish", body: `{"token":"{token}"}`, status: 409, code: "canceled", msg: "canceled"},
 		{name: "heartbeat of a removed job", method: "POST", target: "/v1/jobs/999999/heartbeat", body: `{"token":"t"}`, status: 409, code: "canceled", msg: "canceled"},
-		{name: "cancel of a completed job", job: "completed", method: "POST", target: "/v1/jobs/{id}/cancel", status: 409, code: "finished", msg: "finished"},
+		{name: "cancel of a completed job", job: "completed", method: "POST", target: "/v1/jobs/{id}/cancel", status: 409, code: "finished", msg: "has already ended (completed)"},
 
 		// Successes that belong with the rules above.
 		{name: "body-less resubmit", job: "completed", method: "POST", target: "/v1/jobs/{id}/resubmit", status: 200, changes: true},

@@ -639,7 +639,7 @@ func (s *Server) setGroup(w http.ResponseWriter, r *http.Request) {
 	}
 	gc := req.Params()
 	if a := accessOf(r); !a.reachesGroupConfig(gc) {
-		s.writeError(w, r, fmt.Errorf("%w: %s may not set group %q of %s", wire.ErrForbidden, a, gc.Group, typeName(gc.Type)))
+		s.writeError(w, r, fmt.Errorf("%w: %s may not set %s of %s", wire.ErrForbidden, a, groupName(gc.Group), typeName(gc.Type)))
 		return
 	}
 	if err := s.c.SetGroupConfig(r.Context(), gc); err != nil {

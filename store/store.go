@@ -62,6 +62,25 @@ func Invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
 
+// JobErrorf returns an error about one job that matches sentinel (one of
+// the errors above) and whose message is the formatted text alone: "job 7
+// not found" rather than "job 7: job not found", so that messages do not
+// say the same thing twice.
+func JobErrorf(sentinel error, format string, args ...any) error {
+	return &jobError{msg: fmt.Sprintf(format, args...), sentinel: sentinel}
+}
+
+// NotFound is the error for a job id that no job has.
+func NotFound(id int64) error { return JobErrorf(ErrNotFound, "job %d not found", id) }
+
+type jobError struct {
+	msg      string
+	sentinel error
+}
+
+func (e *jobError) Error() string { return e.msg }
+func (e *jobError) Unwrap() error { return e.sentinel }
+
 // State is a job's lifecycle state. Scheduled (pending, not yet due) and
 // retrying (pending after a failed attempt) are views of Pending, not states.
 type State uint8

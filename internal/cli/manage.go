@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -62,7 +64,7 @@ func finishItems(w, errw io.Writer, g *globals, res []itemResult, errs []error, 
 		for i, r := range res {
 			switch {
 			case errs[i] != nil:
-				fmt.Fprintf(errw, "rota: %d: %v\n", r.ID, errs[i])
+				fmt.Fprintln(errw, "rota:", aboutJob(r.ID, errs[i]))
 			case r.Outcome != 0:
 				fmt.Fprintf(w, "%d %s\n", r.ID, r.Outcome)
 			default:
@@ -89,6 +91,24 @@ func finishItems(w, errw io.Writer, g *globals, res []itemResult, errs []error, 
 		return &exitError{code: code} // the error is printed
 	}
 	return &exitError{code: code, err: fmt.Errorf("%d of %d jobs failed", failed, len(res))}
+}
+
+// aboutJob is the message of an error about job id, naming the job once:
+// the store's errors name it already ("job 7 not found").
+func aboutJob(id int64, err error) string {
+	msg := err.Error()
+	name := "job " + strconv.FormatInt(id, 10)
+	for rest := msg; ; {
+		i := strings.Index(rest, name)
+		if i < 0 {
+			break
+		}
+		if after := rest[i+len(name):]; after == "" || after[0] < '0' || after[0] > '9' {
+			return msg
+		}
+		rest = rest[i+len(name):]
+	}
+	return name + ": " + msg
 }
 
 // withJobs fills in the jobs of the results that succeeded.
@@ -127,7 +147,8 @@ func cancelCommand(g *globals) *cobra.Command {
 		Long: `cancel cancels jobs that have not ended. A running job's worker is told at
 once (a program run by "rota work" is stopped). Cancelling a cancelled job
 succeeds and changes nothing; cancelling a completed or failed job is an
-error. The exit status is 1 if any job could not be cancelled.
+error. If any job could not be cancelled, the exit status says why (3 not
+found, 4 ended; 1 when the jobs failed for different reasons).
 
 With --json it prints {"results": [{"id", "job"} or {"id", "error"}...]}.`,
 		Example: `  rota cancel 42
@@ -235,8 +256,8 @@ func rmCommand(g *globals) *cobra.Command {
 		Use:   "rm ID...",
 		Short: "Remove jobs",
 		Long: `rm deletes jobs in any state. A running job's worker is told as for a
-cancel. The exit status is 1 if any job could not be removed (for
-example, it does not exist).
+cancel. If any job could not be removed, the exit status says why (3 when
+it does not exist; 1 when the jobs failed for different reasons).
 
 With --json it prints {"results": [{"id"} or {"id", "error"}...]}.`,
 		Example: `  rota rm 42 43`,

@@ -50,6 +50,9 @@ It changes the type's or group's setting and keeps its other settings.`,
 			what := "type " + typ
 			if byGroup {
 				what = fmt.Sprintf("group %q", group)
+				if group == "" {
+					what = "the default group"
+				}
 				if typ != "" {
 					what += " of type " + typ
 				}

@@ -26,10 +26,13 @@ failed (with its last error) or cancelled. While it waits, it shows the
 job's progress: a bar updated in place when standard output is a
 terminal, otherwise a line for every change of state or progress.
 
-Exit status:
+Exit status (the table every command keeps; docs/cli.md):
   0    the job completed
   1    the job failed, was cancelled, or was removed
-  2    bad input, no such job, or no usable server
+  2    bad input
+  3    no job has that id
+  5    no server answered (or its database is unavailable)
+  6    the server needs a token, or refused the one given
   124  --timeout passed first
   130  interrupted (Ctrl-C)
 
@@ -76,7 +79,7 @@ returns it, {"job": {...}}, whatever its end.`,
 					}
 					return &exitError{code: exitTimeout, err: errors.New(msg)}
 				case errors.Is(err, rota.ErrNotFound):
-					return &exitError{code: exitUsage, err: err}
+					return &exitError{code: exitNotFound, err: err}
 				}
 				return err
 			}

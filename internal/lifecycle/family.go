@@ -1,7 +1,6 @@
 package lifecycle
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/rotajobs/rota/store"
@@ -27,7 +26,7 @@ func AddChild(parentID int64, parent *Row, reach *store.Reach) (store.State, err
 	}
 	switch {
 	case parent == nil:
-		return 0, fmt.Errorf("parent job %d does not exist: %w", parentID, store.ErrNotFound)
+		return 0, store.JobErrorf(store.ErrNotFound, "parent job %d not found", parentID)
 	case parent.Parent != 0:
 		return 0, store.Invalidf("parent job %d is itself a child (of job %d): children cannot have children", parentID, parent.Parent)
 	case parent.State == store.Running:

@@ -432,11 +432,11 @@ func slotOf(sched string, r *Row, runAt time.Time, keep bool) time.Time {
 func CancelJob(id int64, r *Row) (Plan, error) {
 	switch {
 	case r == nil:
-		return Plan{}, fmt.Errorf("job %d: %w", id, store.ErrNotFound)
+		return Plan{}, store.NotFound(id)
 	case r.State == store.Cancelled:
 		return Plan{Kind: Keep, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt}, nil
 	case r.State.Terminal():
-		return Plan{}, fmt.Errorf("job %d is %s: %w", id, r.State, store.ErrFinished)
+		return Plan{}, store.JobErrorf(store.ErrFinished, "job %d has already ended (%s)", id, r.State)
 	}
 	return Plan{Kind: Cancel, State: store.Cancelled, RunAt: r.RunAt, Attempt: r.Attempt,
 		CancelRequested: r.State == store.Running, Event: event(r, store.Cancelled, r.RunAt)}, nil
@@ -446,7 +446,7 @@ func CancelJob(id int64, r *Row) (Plan, error) {
 // any job can be removed; its event carries its last state.
 func RemoveJob(id int64, r *Row) (Plan, error) {
 	if r == nil {
-		return Plan{}, fmt.Errorf("job %d: %w", id, store.ErrNotFound)
+		return Plan{}, store.NotFound(id)
 	}
 	ev := event(r, r.State, time.Time{})
 	ev.Removed = true
@@ -597,7 +597,7 @@ func ClaimedEvent(j *store.Job) store.Event {
 // own run time, with data (p's normalized data, nil to keep the job's).
 func Resubmit(id int64, r *Row, p *store.ResubmitParams, data []byte, now time.Time) (Plan, error) {
 	if r == nil {
-		return Plan{}, fmt.Errorf("job %d: %w", id, store.ErrNotFound)
+		return Plan{}, store.NotFound(id)
 	}
 	return ReaddTo(r, Readd{RunAt: p.RunAt, KeepRunAt: true, Data: data}, now), nil
 }

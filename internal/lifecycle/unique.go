@@ -52,12 +52,12 @@ func UniqueAdd(r *Row, p *store.AddParams, data, existing []byte) (Plan, error) 
 // paused job.
 func UpdateJob(id int64, r *Row, p *store.UpdateParams, data []byte) (Plan, error) {
 	if r == nil {
-		return Plan{}, fmt.Errorf("job %d: %w", id, store.ErrNotFound)
+		return Plan{}, store.NotFound(id)
 	}
 	runAt := r.RunAt
 	if !p.RunAt.IsZero() {
 		if r.State != store.Pending && r.State != store.Paused {
-			return Plan{}, fmt.Errorf("job %d is %s: only a pending or paused job's run time can change: %w", id, r.State, store.ErrFinished)
+			return Plan{}, store.JobErrorf(store.ErrFinished, "job %d is %s: only a pending or paused job's run time can change", id, r.State)
 		}
 		runAt = p.RunAt
 	}

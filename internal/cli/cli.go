@@ -14,6 +14,18 @@ import (
 
 // Main runs the rota command with args and returns its exit status.
 func Main(args []string) int {
+	root := newRoot()
+	root.SetArgs(args)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := root.ExecuteContext(ctx); err != nil {
+		return report(os.Stderr, err)
+	}
+	return 0
+}
+
+// newRoot builds the command tree (docs/cli.md has a heading for each).
+func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "rota",
 		Short:         "rota is a durable, fair background-job system",
@@ -26,13 +38,7 @@ func Main(args []string) int {
 	root.AddCommand(addCommand(g), getCommand(g), lsCommand(g), cancelCommand(g), retryCommand(g),
 		rmCommand(g), statsCommand(g), watchCommand(g), waitCommand(g), workCommand(g),
 		updateCommand(g), pauseCommand(g, true), pauseCommand(g, false), tokenCommand(g))
-	root.SetArgs(args)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := root.ExecuteContext(ctx); err != nil {
-		return report(os.Stderr, err)
-	}
-	return 0
+	return root
 }
 
 func versionCommand() *cobra.Command {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -95,9 +96,21 @@ With --json it prints the API's answer, {"jobs": [...], "next_cursor": "..."}
 			}
 			now := time.Now()
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tTYPE\tSTATE\tGROUP\tPRI\tATTEMPT\tWHEN\tLAST ERROR")
+			// Jobs that Bedrock's protocol has seen have a Bedrock id too, which
+			// its clients know them by: a column when any listed job has one.
+			bedrock := slices.ContainsFunc(jobs, func(j rota.Job) bool { return j.BedrockID != 0 })
+			if bedrock {
+				fmt.Fprint(tw, "ID\tBEDROCK ID\t")
+			} else {
+				fmt.Fprint(tw, "ID\t")
+			}
+			fmt.Fprintln(tw, "TYPE\tSTATE\tGROUP\tPRI\tATTEMPT\tWHEN\tLAST ERROR")
 			for _, j := range jobs {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\n", j.ID, j.Type, j.State, orDash(j.Group),
+				fmt.Fprintf(tw, "%d\t", j.ID)
+				if bedrock {
+					fmt.Fprintf(tw, "%s\t", orDash(bedrockID(j)))
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\n", j.Type, j.State, orDash(j.Group),
 					j.Priority, j.Attempt, j.MaxAttempts, when(j, now), truncate(j.LastError, 48))
 			}
 			if err := tw.Flush(); err != nil {
@@ -119,6 +132,14 @@ With --json it prints the API's answer, {"jobs": [...], "next_cursor": "..."}
 	f.BoolVar(&all, "all", false, "follow every page")
 	f.BoolVar(&desc, "desc", false, "newest first")
 	return cmd
+}
+
+// bedrockID is the job's id in Bedrock's protocol, "" when it has none.
+func bedrockID(j rota.Job) string {
+	if j.BedrockID == 0 {
+		return ""
+	}
+	return strconv.FormatInt(j.BedrockID, 10)
 }
 
 // splitList trims the values of a list flag and drops empty ones.

@@ -120,6 +120,9 @@ func prettyJSON(raw json.RawMessage, indent string) string {
 func writeJob(w io.Writer, j rota.Job, now time.Time) {
 	line := func(name, value string) { fmt.Fprintf(w, "%-12s %s\n", name+":", value) }
 	line("id", strconv.FormatInt(j.ID, 10))
+	if b := bedrockID(j); b != "" {
+		line("bedrock id", b)
+	}
 	line("type", j.Type)
 	if j.Key != "" {
 		line("key", j.Key)

@@ -62,6 +62,11 @@ func runDemo(ctx context.Context, out io.Writer, dataDir string, n, concurrency 
 		return err
 	}
 	path := filepath.Join(dataDir, "rota.db")
+	lock, err := lockDatabase(path)
+	if err != nil {
+		return err
+	}
+	defer lock.release()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c, err := rota.Open(path)
 	if err != nil {

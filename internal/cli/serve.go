@@ -49,7 +49,9 @@ func serveCommand() *cobra.Command {
 		Short: "Run the rota server (HTTP API on 127.0.0.1:7700)",
 		Long: `serve runs the rota server: the HTTP/JSON API under /v1, Server-Sent
 Events, /healthz and Prometheus /metrics. Jobs live in an embedded SQLite
-database in --data unless --store names another store.
+database in --data unless --store names another store. One process at a
+time serves a SQLite database: a second rota serve on it refuses to start
+and names the first one's pid.
 
 It binds to loopback by default. With --auth-token (or --auth-token-file),
 every request needs "Authorization: Bearer <token>". It refuses to bind a
@@ -264,6 +266,18 @@ func serve(ctx context.Context, logger *slog.Logger, o serveOptions) error {
 	}
 	if !isLoopback(host) && o.token == "" && !o.allowOpen {
 		return fmt.Errorf("--http %s is not a loopback address: set --auth-token (or --auth-token-file), or pass --allow-unauthenticated to serve without one", o.addr)
+	}
+	if path := sqlitePath(o.storeSpec, o.dataDir); path != "" {
+		if o.storeSpec == "" {
+			if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
+				return fmt.Errorf("--data: %w", err)
+			}
+		}
+		lock, err := lockDatabase(path)
+		if err != nil {
+			return err
+		}
+		defer lock.release()
 	}
 	st, desc, err := openStore(ctx, o.storeSpec, o.dataDir)
 	if err != nil {

@@ -124,6 +124,7 @@ var (
 	ErrClosed         = store.ErrClosed
 	ErrUnavailable    = store.ErrUnavailable
 	ErrTooLarge       = store.ErrTooLarge
+	ErrUnauthorized   = store.ErrUnauthorized
 )
 
 // ParseState parses a state name.

@@ -160,6 +160,11 @@ type Worker struct {
 	// unsettled counts the jobs Run took that are not yet finished or
 	// handed back; shutdown waits for it.
 	unsettled sync.WaitGroup
+
+	// halt ends Run's accepting, with the cause that Run returns (refused
+	// tries the first refusal once, for the one message).
+	halt    context.CancelCauseFunc
+	refused sync.Once
 }
 
 type runningJob struct {
@@ -252,6 +257,12 @@ func (w *Worker) Handle(typ string, h Handler) {
 // stops accepting, waits up to ShutdownTimeout for running handlers, then
 // cancels the rest and, as each returns, hands its job back to pending
 // (see ShutdownGrace). It returns nil after a shutdown caused by ctx.
+//
+// When the server refuses the worker's calls (ErrUnauthorized: a remote
+// store's token is missing, wrong, revoked, or may not take these jobs),
+// no retry can succeed: the worker logs it, shuts down the same way, and
+// Run returns an error that matches ErrUnauthorized. Jobs it could not
+// finish run again when their leases expire.
 func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Lock()
 	if w.started {
@@ -263,6 +274,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		return errors.New("rota: worker has no handlers")
 	}
 	w.started = true
+	ctx, w.halt = context.WithCancelCause(ctx)
+	defer w.halt(nil)
 	types := make([]string, 0, len(w.handlers))
 	for t, h := range w.handlers {
 		types = append(types, t)
@@ -409,6 +422,10 @@ func (w *Worker) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				break
 			}
+			if errors.Is(err, ErrUnauthorized) {
+				w.refuse(err)
+				break
+			}
 			w.log.Error("accept failed", "err", err)
 			select {
 			case <-time.After(time.Second):
@@ -473,7 +490,19 @@ func (w *Worker) Run(ctx context.Context) error {
 	case <-time.After(time.Second):
 		w.log.Warn("handlers still running after shutdown; their jobs were handed back")
 	}
+	if cause := context.Cause(ctx); errors.Is(cause, ErrUnauthorized) {
+		return cause
+	}
 	return nil
+}
+
+// refuse stops the worker after the server refused a call with err
+// (ErrUnauthorized): every later call would be refused the same way.
+func (w *Worker) refuse(err error) {
+	w.refused.Do(func() {
+		w.log.Error("the server refused the worker's credentials; stopping: give it a token that is valid and may take these jobs", "err", err)
+		w.halt(fmt.Errorf("rota: worker stopped: the server refused its calls: %w", err))
+	})
 }
 
 // ahead is how many jobs to lease beyond the handler slots: as many as
@@ -656,12 +685,13 @@ const (
 
 // retryable reports whether a failed heartbeat or finish may succeed if
 // sent again. Answers about the job itself (the lease is lost, the job is
-// cancelled or gone, the call is malformed) will not change; anything
+// cancelled or gone, the call is malformed, or the server refused the
+// worker's token) will not change; anything
 // else, such as a server that is restarting or unreachable, a dropped
 // connection, or ErrUnavailable, may. Trying again is bounded by the
 // lease, and giving up too soon costs a whole run of the job.
 func retryable(err error) bool {
-	for _, final := range []error{ErrWorkerConflict, ErrCanceled, ErrNotFound, ErrFinished, ErrInvalid, ErrClosed} {
+	for _, final := range []error{ErrWorkerConflict, ErrCanceled, ErrNotFound, ErrFinished, ErrInvalid, ErrClosed, ErrUnauthorized} {
 		if errors.Is(err, final) {
 			return false
 		}
@@ -696,6 +726,10 @@ func (w *Worker) finish(r *runningJob, p FinishParams) error {
 			return err
 		case errors.Is(err, ErrWorkerConflict):
 			log().Warn("finish refused: the lease was lost, so the job runs again (or already has)", "err", err)
+			return err
+		case errors.Is(err, ErrUnauthorized):
+			log().Error("finish refused; the job runs again when its lease expires", "err", err)
+			w.refuse(err)
 			return err
 		case !retryable(err):
 			log().Error("finish failed", "err", err)
@@ -878,6 +912,10 @@ func heartbeatRetry(prev time.Duration, rs []*runningJob) time.Duration {
 // got an answer that needs no retry.
 func (w *Worker) beatDue(ctx context.Context, rs []*runningJob) bool {
 	res, err := w.beat(ctx, rs, nil)
+	if errors.Is(err, ErrUnauthorized) {
+		w.refuse(err)
+		return true // no retry can help
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			w.log.Warn("heartbeat failed; trying again while the leases hold", "jobs", len(rs), "err", err)

@@ -52,6 +52,11 @@ var (
 	// whose connection broke after it was sent may or may not have been
 	// applied, so only idempotent calls are safe to repeat blindly.
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrUnauthorized: the server behind a remote store refused the call's
+	// credentials (no token, or a wrong or revoked one: HTTP 401) or
+	// their permission (a token that may not make this call: 403).
+	// Sending the call again does not help; it needs another token.
+	ErrUnauthorized = errors.New("unauthorized")
 	// ErrTooLarge: the input is over a documented limit (MaxAddBatch);
 	// such errors match ErrInvalid too.
 	ErrTooLarge = errors.New("input too large")

@@ -75,19 +75,26 @@ func AsError(e *Error) error {
 	}
 	for _, c := range codeErrors {
 		if c.code == e.Code {
-			return &remoteError{msg: e.Message, sentinel: c.err}
+			if c.code == CodeForbidden {
+				// A permission the token lacks: no retry will have it.
+				return &remoteError{msg: e.Message, sentinels: []error{c.err, store.ErrUnauthorized}}
+			}
+			return &remoteError{msg: e.Message, sentinels: []error{c.err}}
 		}
+	}
+	if e.Code == CodeUnauthorized {
+		return &remoteError{msg: e.Code + ": " + e.Message, sentinels: []error{store.ErrUnauthorized}}
 	}
 	return &remoteError{msg: e.Code + ": " + e.Message}
 }
 
 type remoteError struct {
-	msg      string
-	sentinel error
+	msg       string
+	sentinels []error
 }
 
-func (e *remoteError) Error() string { return e.msg }
-func (e *remoteError) Unwrap() error { return e.sentinel }
+func (e *remoteError) Error() string   { return e.msg }
+func (e *remoteError) Unwrap() []error { return e.sentinels }
 
 // StatusOf is the HTTP status the server answers an error code with.
 func StatusOf(code string) int {

@@ -173,14 +173,17 @@ func (g *globals) explain(err error) error {
 		return &exitError{code: exitUnavailable, err: &unreachableError{fmt.Sprintf("no rota server answered at %s (%v); start one with `rota serve`, or check --server or ROTA_SERVER", server, opErr.Err)}}
 	}
 	msg := err.Error()
+	if i := strings.LastIndex(msg, wire.CodeForbidden+": "); i >= 0 {
+		msg = msg[i+len(wire.CodeForbidden+": "):] // the server's words
+	}
 	switch {
-	case strings.HasPrefix(msg, wire.CodeUnauthorized+":"):
-		return &exitError{code: exitAuth, err: fmt.Errorf("the server at %s needs a token: pass --token or set ROTA_TOKEN", server)}
-	case (strings.HasPrefix(msg, wire.CodeForbidden+":") || errors.Is(err, wire.ErrForbidden)) && strings.Contains(msg, "not valid"):
+	case errors.Is(err, wire.ErrForbidden) && strings.Contains(msg, "not valid"):
 		return &exitError{code: exitAuth, err: fmt.Errorf("the server at %s did not accept the token given by --token or ROTA_TOKEN (%s)", server, msg)}
-	case strings.HasPrefix(msg, wire.CodeForbidden+":"), errors.Is(err, wire.ErrForbidden):
+	case errors.Is(err, wire.ErrForbidden):
 		// A valid token that may not do this: out of its reach, or read-only.
-		return &exitError{code: exitAuth, err: fmt.Errorf("the server refused: %s", strings.TrimPrefix(strings.TrimPrefix(msg, wire.CodeForbidden+": "), "forbidden: "))}
+		return &exitError{code: exitAuth, err: fmt.Errorf("the server refused: %s", msg)}
+	case errors.Is(err, store.ErrUnauthorized):
+		return &exitError{code: exitAuth, err: fmt.Errorf("the server at %s needs a token: pass --token or set ROTA_TOKEN", server)}
 	}
 	return err
 }

@@ -224,6 +224,10 @@ func runWork(cmd *cobra.Command, g *globals, o workOptions, argv []string) error
 	logger.Info("rota worker started", "server", strings.TrimRight(g.server, "/"), "types", strings.Join(o.types, ","),
 		"concurrency", o.concurrency, "command", strings.Join(argv, " "))
 	if err := w.Run(ctx); err != nil {
+		var ee *exitError
+		if errors.As(g.explain(err), &ee) && ee.err != nil {
+			return &exitError{code: ee.code, err: fmt.Errorf("the worker stopped: %w", ee.err)}
+		}
 		return err
 	}
 	logger.Info("rota worker stopped")

@@ -447,16 +447,27 @@ func (s *Store) wrap(op string, err error) error {
 	return fmt.Errorf("postgres: %s: %w", op, err)
 }
 
-// isConnErr reports whether err comes from a lost, refused or closing
-// connection rather than from the statement.
+// isConnErr reports whether err is PostgreSQL saying "not now" rather
+// than an error of the statement: a lost, refused or closing connection,
+// or a server that cannot take the call for a while. The call may succeed
+// later, on another connection (wrap makes such errors ErrUnavailable,
+// which the HTTP API answers with 503 and Retry-After).
 func isConnErr(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch {
 		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
-			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", // shutdown, crash, cannot connect now
-			pgErr.Code == "53300": // too many connections
+			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", // admin shutdown, crash shutdown, cannot connect now (starting up, shutting down, in recovery)
+			pgErr.Code == "53300", // too many connections (for the server, the database or the role)
+			pgErr.Code == "25006": // read-only transaction: a standby, or a primary demoted by a failover
 			return true
+		case pgErr.Code == "55000":
+			// At connect, the database is not accepting connections
+			// (ALLOW_CONNECTIONS false, as during maintenance); in a
+			// statement, an object is in the wrong state, which is the
+			// statement's error.
+			var connErr *pgconn.ConnectError
+			return errors.As(err, &connErr)
 		}
 		return false
 	}

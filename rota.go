@@ -32,49 +32,86 @@ import (
 )
 
 // The job model is shared with the stores; these aliases make it part of
-// this package's API.
+// this package's API. Each alias's comment lists its fields, since go doc
+// shows an alias without them; go doc github.com/rotajobs/rota/store.Job
+// (and so on) shows each field's own comment.
 type (
-	// Job is one job as stored.
+	// Job is one job as stored. Its fields:
+	//   - who it is: ID, Type, Key, Group, Priority, Meta, Data, BedrockID
+	//     (its id in Bedrock's protocol, 0 if it has none);
+	//   - where it is: State, RunAt, Attempt of MaxAttempts, BackoffBase and
+	//     BackoffMax, Progress, Result, LastError and Errors (one
+	//     AttemptError per failed attempt);
+	//   - its run: Worker, Token, LeaseUntil, CancelRequested, Resubmit (it
+	//     runs again when this attempt ends), RetryAfter (a fixed lease);
+	//   - recurring jobs: Schedule, Missed, Slot;
+	//   - families: Parent, HasChildren, ParentData, Children;
+	//   - times: CreatedAt, StartedAt, PrevStartedAt, FinishedAt, UpdatedAt.
 	Job = store.Job
 	// State is a job's lifecycle state.
 	State = store.State
-	// AddParams describes a job to add.
+	// AddParams describes a job to add: Type (required), Data (a JSON
+	// object), Key (unique within the type), Group, Priority, RunAt, Meta,
+	// MaxAttempts, BackoffBase and BackoffMax; Schedule and Missed for a
+	// recurring job; RetryAfter for a fixed lease; Unique and Overwrite for
+	// a unique add; Parent to add a child of a running job.
 	AddParams = store.AddParams
-	// AcceptParams asks for due jobs, optionally waiting for them.
+	// AcceptParams asks for due jobs, optionally waiting for them: Types,
+	// Limit, DueBy, Worker, LeaseTimeout, Priority, Groups and Wait.
 	AcceptParams = store.AcceptParams
-	// AddResult is the result of adding one job, with what the add did.
+	// AddResult is the result of adding one job: Job, the job as stored
+	// (its id is res.Job.ID), and Outcome, what the add did (Inserted,
+	// Updated, Resubmitted or Requeued).
 	AddResult = store.AddResult
 	// Outcome says what an add or resubmit did.
 	Outcome = store.Outcome
-	// ResubmitParams asks for a job to run again.
+	// ResubmitParams asks for job ID to run again, at RunAt (zero: now),
+	// with Data (nil keeps the job's).
 	ResubmitParams = store.ResubmitParams
-	// UpdateParams changes a job in place (Client.Update).
+	// UpdateParams changes job ID in place (Client.Update): Data, Priority,
+	// RunAt, Schedule and Missed, each left unchanged when nil or zero.
 	UpdateParams = store.UpdateParams
-	// ListParams filters and pages a listing.
+	// ListParams filters and pages a listing: Types, States, Groups,
+	// Parent, Recurring, UpdatedSince; After (the cursor), Descending and
+	// Limit.
 	ListParams = store.ListParams
-	// ListResult is one page of jobs.
+	// ListResult is one page of jobs: Jobs, and Next, the cursor of the
+	// next page (0 when this is the last).
 	ListResult = store.ListResult
-	// Lease identifies a running job and proves its holder.
+	// Lease identifies a running job and proves its holder: ID and Token.
 	Lease = store.Lease
-	// HeartbeatParams extends a lease and optionally updates the job.
+	// HeartbeatParams extends a Lease and optionally updates the job's
+	// Data and Progress.
 	HeartbeatParams = store.HeartbeatParams
-	// HeartbeatResult answers one heartbeat.
+	// HeartbeatResult answers one heartbeat: LeaseUntil, the lease's new
+	// end; Resubmit, whether the job runs again after this attempt; Err,
+	// this heartbeat's error.
 	HeartbeatResult = store.HeartbeatResult
-	// FinishParams ends a worker's hold on a job.
+	// FinishParams ends a worker's hold on a job: Lease, As (the Ending),
+	// Result, Error and Permanent for a failure, RunAt for a snooze, and
+	// Rename, with a snooze, for a new type (Bedrock's RetryJob with a
+	// name).
 	FinishParams = store.FinishParams
 	// Ending is how a worker ends its hold on a job.
 	Ending = store.Ending
-	// TypeConfig is per-type configuration.
+	// TypeConfig is per-type configuration: Type, LeaseTimeout, Bands,
+	// GroupMaxRunning, Paused and Retention.
 	TypeConfig = store.TypeConfig
-	// Bands is a counting scheme interleaving two priority bands.
+	// Bands is a counting scheme interleaving two priority bands: High
+	// and Low.
 	Bands = store.Bands
-	// GroupConfig sets a group's weight and bound on running jobs.
+	// GroupConfig sets a group's Weight and bound on running jobs
+	// (MaxRunning), and whether it is Paused: Group, for every type or for
+	// Type.
 	GroupConfig = store.GroupConfig
-	// Event is a committed change to a job, as subscriptions deliver it.
+	// Event is a committed change to a job, as subscriptions deliver it:
+	// ID, Type, Group, State, Removed, Progress, Lease (a tag of the lease
+	// it had), RunAt and At (when it was committed).
 	Event = store.Event
-	// Count is how many jobs of a type and group are in a state.
+	// Count is how many jobs (Jobs) of a Type and Group are in a State;
+	// Expired counts those past their retention.
 	Count = store.Count
-	// AttemptError is the error one attempt ended with.
+	// AttemptError is the Error one Attempt ended with, and when (At).
 	AttemptError = store.AttemptError
 	// Missed is a recurring job's policy for slots it missed.
 	Missed = store.Missed

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"syscall"
 
-	"github.com/mattn/go-sqlite3"
 
 	"github.com/rotajobs/rota/store"
 )
@@ -397,9 +395,7 @@ func (s *Store) release(c committed, syncErr error) {
 // succeed once space is freed, so callers answer "try again later" (the
 // HTTP API a 503) rather than report an internal error.
 func diskFull(err error) error {
-	var se sqlite3.Error
-	if errors.As(err, &se) && (se.Code == sqlite3.ErrFull || se.Code == sqlite3.ErrIoErr &&
-		(se.SystemErrno == syscall.ENOSPC || se.SystemErrno == syscall.EDQUOT || se.SystemErrno == syscall.EFBIG)) {
+	if isDiskFull(err) {
 		return fmt.Errorf("%w: the database's disk is full (%v)", store.ErrUnavailable, err)
 	}
 	return err

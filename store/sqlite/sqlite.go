@@ -114,6 +114,9 @@ func dsn(path string, extra url.Values, busy time.Duration) string {
 // Open opens (creating if needed) the database file at path and brings
 // its schema up to date.
 func Open(path string, cfg Config) (*Store, error) {
+	if errNeedsCgo != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, errNeedsCgo)
+	}
 	if path == "" {
 		return nil, store.Invalidf("sqlite: database path is empty")
 	}

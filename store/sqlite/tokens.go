@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/mattn/go-sqlite3"
 
 	"github.com/rotajobs/rota/store"
 )
@@ -24,8 +23,7 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token, hash []byte) err
 			t.Name, hash, string(groups), string(types), t.ReadOnly, micros(w.now))
 		return err
 	})
-	var se sqlite3.Error
-	if errors.As(err, &se) && se.Code == sqlite3.ErrConstraint {
+	if isConstraint(err) {
 		return store.Invalidf("a token named %q exists (revoke it first)", t.Name)
 	}
 	if err != nil {

@@ -38,11 +38,10 @@ func TestExitCodes(t *testing.T) {
 	// each command: how it succeeds, bad input, a missing job, a job that
 	// cannot (nil: the case does not apply to the command).
 	type command struct {
-		name               string
-		ok, bad, notFound  []string
-		conflict           []string
-		conflictSays       string
-		notFoundNotCounted bool // a command that succeeds on a missing id
+		name              string
+		ok, bad, notFound []string
+		conflict          []string
+		conflictSays      string
 	}
 	commands := []command{
 		{name: "add", ok: []string{"add", "e2e.t"}, bad: []string{"add", "e2e.t", "{bad"}},

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sync"
 
-
 	"github.com/rotajobs/rota/store"
 )
 

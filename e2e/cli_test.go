@@ -408,7 +408,7 @@ func TestWaitProgress(t *testing.T) {
 	if r := s.run(t, "", "wait", id(idle), "--timeout", "200ms"); r.code != 124 || !strings.Contains(r.stderr, "has not ended") {
 		t.Errorf("wait with a timeout: %v", r)
 	}
-	if r := s.run(t, "", "wait", "999999"); r.code != 2 || !strings.Contains(r.stderr, "not found") {
+	if r := s.run(t, "", "wait", "999999"); r.code != 3 || !strings.Contains(r.stderr, "not found") {
 		t.Errorf("wait for a missing job: %v", r)
 	}
 }

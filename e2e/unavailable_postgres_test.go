@@ -10,7 +10,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -187,22 +186,24 @@ func TestPostgresNotNow(t *testing.T) {
 	t.Run("57P01 admin shutdown", func(t *testing.T) {
 		got, unlock := blocked(t, admin(t, "app"))
 		defer unlock()
-		// Every backend the request waits on is terminated, the retry's too.
-		var once sync.Once
-		stop := make(chan struct{})
+		// Every backend the request waits on is terminated, the retry's too
+		// (on a connection of the loop's own: a pgx.Conn is not shared).
+		killer := admin(t, "postgres")
+		stop, stopped := make(chan struct{}), make(chan struct{})
 		go func() {
+			defer close(stopped)
 			for {
 				select {
 				case <-stop:
 					return
 				case <-time.After(20 * time.Millisecond):
-					a.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'app' AND wait_event_type = 'Lock'`)
+					killer.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'app' AND wait_event_type = 'Lock'`)
 				}
 			}
 		}()
-		defer once.Do(func() { close(stop) })
 		r := <-got
-		once.Do(func() { close(stop) })
+		close(stop)
+		<-stopped
 		if r.status != http.StatusServiceUnavailable || r.retryAfter == "" || !strings.Contains(r.body, "57P01") {
 			t.Errorf("a request whose backend was terminated: %d, Retry-After %q: %s", r.status, r.retryAfter, r.body)
 		}

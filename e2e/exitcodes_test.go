@@ -40,9 +40,15 @@ func TestExitCodes(t *testing.T) {
 	type command struct {
 		name              string
 		ok, bad, notFound []string
+		notFoundSays      string // default: the missing job's message
 		conflict          []string
 		conflictSays      string
+		on                *server // where ok, notFound and conflict run; default s
 	}
+	nobody := &server{URL: closedURL(t)}
+	secured := startServer(t, "--auth-token", "e2e-secret")
+	admin := *secured
+	admin.token = "e2e-secret"
 	commands := []command{
 		{name: "add", ok: []string{"add", "e2e.t"}, bad: []string{"add", "e2e.t", "{bad"}},
 		{name: "get", ok: []string{"get", id(pending)}, bad: []string{"get", "x"}, notFound: []string{"get", missing}},
@@ -59,6 +65,10 @@ func TestExitCodes(t *testing.T) {
 		{name: "pause", ok: []string{"pause", "--type", "e2e.paused"}, bad: []string{"pause"}},
 		{name: "resume", ok: []string{"resume", "--type", "e2e.paused"}, bad: []string{"resume"}},
 		{name: "work", bad: []string{"work", "--type", "e2e.t"}},
+		{name: "token create", on: &admin, ok: []string{"token", "create", "e2e-tenant", "--groups", "t-*"}, bad: []string{"token", "create"}},
+		{name: "token ls", on: &admin, ok: []string{"token", "ls"}, bad: []string{"token", "ls", "extra"}},
+		{name: "token revoke", on: &admin, ok: []string{"token", "revoke", "e2e-tenant"}, bad: []string{"token", "revoke"},
+			notFound: []string{"token", "revoke", "nosuch"}, notFoundSays: `no token named "nosuch"`},
 	}
 	// The name of a job said twice: "job 9: job 9 …", "999999: job 999999".
 	twice := regexp.MustCompile(`(\d+): job \d+|job \d+: job (?:not found|already finished)`)
@@ -77,20 +87,26 @@ func TestExitCodes(t *testing.T) {
 			t.Errorf("the message does not say %q: %v", says, r)
 		}
 	}
-	nobody := &server{URL: closedURL(t)}
-	secured := startServer(t, "--auth-token", "e2e-secret")
 	for _, c := range commands {
 		t.Run(c.name, func(t *testing.T) {
-			if c.ok != nil {
-				check(t, s.run(t, "", c.ok...), exitOK, "")
+			on := c.on
+			if on == nil {
+				on = s
 			}
-			check(t, s.run(t, "", c.bad...), exitUsage, "")
+			if c.ok != nil {
+				check(t, on.run(t, "", c.ok...), exitOK, "")
+			}
+			check(t, on.run(t, "", c.bad...), exitUsage, "")
 			check(t, nobody.run(t, "", c.bad...), exitUsage, "") // before contacting anyone
 			if c.notFound != nil {
-				check(t, s.run(t, "", c.notFound...), exitNotFound, "job "+missing+" not found")
+				says := c.notFoundSays
+				if says == "" {
+					says = "job " + missing + " not found"
+				}
+				check(t, on.run(t, "", c.notFound...), exitNotFound, says)
 			}
 			if c.conflict != nil {
-				check(t, s.run(t, "", c.conflict...), exitConflict, c.conflictSays)
+				check(t, on.run(t, "", c.conflict...), exitConflict, c.conflictSays)
 			}
 			reach := c.ok
 			if reach == nil {

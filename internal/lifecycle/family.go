@@ -26,7 +26,7 @@ func AddChild(parentID int64, parent *Row, reach *store.Reach) (store.State, err
 	}
 	switch {
 	case parent == nil:
-		return 0, store.JobErrorf(store.ErrNotFound, "parent job %d not found", parentID)
+		return 0, store.JobErrorf(store.ErrNotFound, "parent job %d does not exist", parentID)
 	case parent.Parent != 0:
 		return 0, store.Invalidf("parent job %d is itself a child (of job %d): children cannot have children", parentID, parent.Parent)
 	case parent.State == store.Running:

@@ -162,9 +162,11 @@ func TestCrossNodeWatch(t *testing.T) {
 // its session killed) another takes over.
 func TestLeaderElection(t *testing.T) {
 	schema := newSchema(t)
-	cfg := postgres.Config{LeaderRetry: 20 * time.Millisecond}
-	a := openIn(t, schema, cfg)
-	b := openIn(t, schema, cfg)
+	// A leader resigns after 5 idle retry periods; A's are long, so that
+	// it still leads when its session is killed however slowly a busy
+	// machine runs the steps between. B retries often, to take over fast.
+	a := openIn(t, schema, postgres.Config{LeaderRetry: 2 * time.Second})
+	b := openIn(t, schema, postgres.Config{LeaderRetry: 20 * time.Millisecond})
 	ctx := t.Context()
 	future := func() time.Time { return time.Now().Add(time.Hour) }
 

@@ -146,7 +146,7 @@ func (s *Server) bulkAction(w http.ResponseWriter, r *http.Request) {
 	}
 	f := parseFilter(q)
 	f.Cursor, f.Limit, f.Order = 0, s.cfg.BulkBatch, "asc"
-	p, err := s.params(r, f)
+	lq, err := s.query(r, f)
 	if err != nil {
 		s.fail(w, r, "Bulk action", err)
 		return
@@ -171,13 +171,15 @@ func (s *Server) bulkAction(w http.ResponseWriter, r *http.Request) {
 		// A page at a time, by id: what the action changes (a cancelled
 		// job is still listed) does not move the cursor back.
 		for {
-			res, err := s.c.List(ctx, p)
+			res, err := s.c.List(ctx, lq.ListParams)
 			if err != nil {
 				return err
 			}
 			page := make([]int64, 0, len(res.Jobs))
 			for _, j := range res.Jobs {
-				page = append(page, j.ID)
+				if lq.keeps(j, access) {
+					page = append(page, j.ID)
+				}
 			}
 			if err := s.applyBulk(ctx, t, access, page); err != nil {
 				return err
@@ -185,7 +187,7 @@ func (s *Server) bulkAction(w http.ResponseWriter, r *http.Request) {
 			if res.Next == 0 {
 				return nil
 			}
-			p.After = res.Next
+			lq.After = res.Next
 		}
 	})
 	http.Redirect(w, r, fmt.Sprintf("/bulk/%d", t.ID), http.StatusSeeOther)

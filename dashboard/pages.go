@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/httpapi"
 	"github.com/rotajobs/rota/internal/schedule"
 	"github.com/rotajobs/rota/store"
 )
@@ -273,17 +274,17 @@ func stateNames() []string {
 
 // filter is the job list's query string: what to show and where from.
 type filter struct {
-	Type, Group, Key, Q string
-	Since, TZ           string // changed since (datetime-local), in the browser's zone
-	States              []string
-	Priority            string
-	Order               string // "" (newest first) or "asc"
-	Cursor              int64
-	Limit               int
+	Type, Group, Q string
+	Since, TZ      string // changed since (datetime-local), in the browser's zone
+	States         []string
+	Priority       string
+	Order          string // "" (newest first) or "asc"
+	Cursor         int64
+	Limit          int
 }
 
 func parseFilter(q url.Values) filter {
-	f := filter{Type: strings.TrimSpace(q.Get("type")), Group: q.Get("group"), Key: q.Get("key"), Q: strings.TrimSpace(q.Get("q")),
+	f := filter{Type: strings.TrimSpace(q.Get("type")), Group: q.Get("group"), Q: strings.TrimSpace(q.Get("q")),
 		Since: q.Get("since"), TZ: q.Get("tz"),
 		States: q["state"], Priority: q.Get("priority"), Order: q.Get("order"), Limit: 50}
 	f.Cursor, _ = strconv.ParseInt(q.Get("cursor"), 10, 64)
@@ -296,7 +297,7 @@ func parseFilter(q url.Values) filter {
 // query is the filter as a query string, with the cursor given.
 func (f filter) query(cursor int64) string {
 	q := url.Values{}
-	for k, v := range map[string]string{"type": f.Type, "group": f.Group, "key": f.Key, "q": f.Q, "priority": f.Priority, "order": f.Order,
+	for k, v := range map[string]string{"type": f.Type, "group": f.Group, "q": f.Q, "priority": f.Priority, "order": f.Order,
 		"since": f.Since, "tz": f.TZ} {
 		if v != "" {
 			q.Set(k, v)
@@ -319,24 +320,40 @@ func (f filter) Has(state string) bool { return slices.Contains(f.States, state)
 
 // Filtered reports whether any filter is set.
 func (f filter) Filtered() bool {
-	return f.Type != "" || f.Group != "" || f.Key != "" || f.Q != "" || len(f.States) > 0 || f.Priority != "" || f.Since != ""
+	return f.Type != "" || f.Group != "" || f.Q != "" || len(f.States) > 0 || f.Priority != "" || f.Since != ""
 }
 
-// params turns the filter into list parameters: a type pattern becomes
-// the known types it matches.
-func (s *Server) params(r *http.Request, f filter) (rota.ListParams, error) {
-	p := rota.ListParams{Limit: f.Limit, After: f.Cursor, Descending: f.Order != "asc"}
+// listQuery is what a filter selects: the store's list parameters, and
+// what the store's listing cannot check (the priority). The jobs page and
+// a bulk action by filter both build it here, so that a bulk action acts
+// on exactly the jobs the page shows.
+type listQuery struct {
+	rota.ListParams
+	priority *int
+}
+
+// keeps reports whether the query selects a job the store listed, and the
+// token reaches it.
+func (q listQuery) keeps(j rota.Job, a httpapi.Access) bool {
+	return a.Reaches(j.Type, j.Group) && (q.priority == nil || j.Priority == *q.priority)
+}
+
+// query turns the filter into a listQuery: a type pattern becomes the
+// known types it matches.
+func (s *Server) query(r *http.Request, f filter) (listQuery, error) {
+	q := listQuery{ListParams: rota.ListParams{Limit: f.Limit, After: f.Cursor, Descending: f.Order != "asc"}}
+	p := &q.ListParams
 	if f.Type != "" {
 		pat, err := store.CompilePattern(f.Type)
 		if err != nil {
-			return p, err
+			return q, err
 		}
 		if pat.Literal() {
 			p.Types = []string{f.Type}
 		} else {
 			tcs, err := s.c.TypeConfigs(r.Context())
 			if err != nil {
-				return p, err
+				return q, err
 			}
 			for _, tc := range tcs {
 				if pat.Match(tc.Type) {
@@ -354,18 +371,25 @@ func (s *Server) params(r *http.Request, f filter) (rota.ListParams, error) {
 	if f.Since != "" {
 		t, err := parseLocalTime(f.Since, f.TZ)
 		if err != nil {
-			return p, err
+			return q, err
 		}
 		p.UpdatedSince = t
 	}
 	for _, name := range f.States {
 		st, err := rota.ParseState(name)
 		if err != nil {
-			return p, err
+			return q, err
 		}
 		p.States = append(p.States, st)
 	}
-	return p, nil
+	if f.Priority != "" {
+		v, err := strconv.Atoi(strings.TrimSpace(f.Priority))
+		if err != nil {
+			return q, fmt.Errorf("%w: priority %q is not a whole number", rota.ErrInvalid, f.Priority)
+		}
+		q.priority = &v
+	}
+	return q, nil
 }
 
 type jobsData struct {
@@ -405,30 +429,21 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusOK, "jobs", view{Title: "Jobs", Nav: "jobs", Data: d})
 		return
 	}
-	p, err := s.params(r, f)
+	q, err := s.query(r, f)
 	if err != nil {
 		s.render(w, r, http.StatusBadRequest, "jobs", view{Title: "Jobs", Nav: "jobs", Error: err.Error(), Data: d})
 		return
 	}
-	var prio *int
-	if f.Priority != "" {
-		v, err := strconv.Atoi(f.Priority)
-		if err != nil {
-			s.render(w, r, http.StatusBadRequest, "jobs", view{Title: "Jobs", Nav: "jobs", Error: fmt.Sprintf("priority %q is not a number", f.Priority), Data: d})
-			return
-		}
-		prio = &v
-	}
 	// The store lists only the jobs the token reaches (the request carries
 	// its reach), so the next page is offered only when one of them
-	// follows.
-	res, err := s.c.List(r.Context(), p)
+	// follows; a priority filter may leave a page short.
+	res, err := s.c.List(r.Context(), q.ListParams)
 	if err != nil {
 		s.fail(w, r, "Jobs", err)
 		return
 	}
 	for _, j := range res.Jobs {
-		if u.Access.Reaches(j.Type, j.Group) && (prio == nil || j.Priority == *prio) {
+		if q.keeps(j, u.Access) {
 			d.Jobs = append(d.Jobs, j)
 		}
 	}

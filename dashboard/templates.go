@@ -3,6 +3,7 @@ package dashboard
 import (
 	"fmt"
 	"html/template"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ var pages = []string{"login", "error", "overview", "overview-live", "jobs", "job
 
 func parseTemplates() (map[string]*template.Template, error) {
 	t, err := template.New("").Funcs(template.FuncMap{
+		"seg":    seg,
 		"rel":    rel,
 		"abs":    abs,
 		"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
@@ -49,6 +51,11 @@ func parseTemplates() (map[string]*template.Template, error) {
 	}
 	return out, nil
 }
+
+// seg is one path segment of a URL built from data (a type, an id): every
+// character that would end the segment (/, ?, #) or change its meaning is
+// escaped. html/template escapes query values by itself, not path parts.
+func seg(v any) string { return url.PathEscape(fmt.Sprint(v)) }
 
 // rel is a time relative to now, for people: "3m ago", "in 2h".
 func rel(t time.Time) string {

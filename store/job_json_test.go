@@ -41,12 +41,14 @@ func TestOutcomeText(t *testing.T) {
 }
 
 func TestTypeNames(t *testing.T) {
-	for _, bad := range []string{"", "a,b", "a*", "a?", "a[b]", "{a}", "a\\b", "tab\t"} {
+	for _, bad := range []string{"", "a,b", "a*", "a?", "a[b]", "{a}", "a\\b", "tab\t",
+		"..", ".", "zz/../../jobs/10/remove", "a/..", "../a", "a/./b"} {
 		if err := CheckType(bad); err == nil {
 			t.Errorf("CheckType(%q) accepted a bad type name", bad)
 		}
 	}
-	for _, good := range []string{"email.send", "a/b", "Ünïcode", "a-b_c:d"} {
+	for _, good := range []string{"email.send", "a/b", "Ünïcode", "a-b_c:d",
+		"www-prod/UserActivityEvaluator", "a..b", "...", "a/.../b", ".hidden/x", "v1.2/..x"} {
 		if err := CheckType(good); err != nil {
 			t.Errorf("CheckType(%q): %v", good, err)
 		}

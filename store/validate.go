@@ -29,13 +29,22 @@ const typeForbidden = globMeta + ","
 // CheckType reports whether name can be a job type: 1..255 bytes of
 // UTF-8, no control characters, none of the GLOB metacharacters
 // * ? [ ] { } \ (so that a type is never mistaken for a pattern), and no
-// comma (which separates types in lists).
+// comma (which separates types in lists). A name may contain slashes
+// (Bedrock's users name jobs www-prod/UserActivityEvaluator), but none of
+// its slash-separated parts may be "." or "..": a browser resolves those
+// in a URL even when the slashes around them are escaped, so such a name
+// would turn a link to the type into a link somewhere else.
 func CheckType(name string) error {
 	if err := checkName("type", name, true); err != nil {
 		return err
 	}
 	if strings.ContainsAny(name, typeForbidden) {
 		return Invalidf("type %q contains a comma or a GLOB metacharacter (one of %s)", name, typeForbidden)
+	}
+	for part := range strings.SplitSeq(name, "/") {
+		if part == "." || part == ".." {
+			return Invalidf("type %q has a %q path segment (a part between slashes may not be . or ..)", name, part)
+		}
 	}
 	return nil
 }

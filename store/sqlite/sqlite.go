@@ -120,6 +120,15 @@ func Open(path string, cfg Config) (*Store, error) {
 	if path == "" {
 		return nil, store.Invalidf("sqlite: database path is empty")
 	}
+	if !strings.HasPrefix(path, ":") {
+		// A new database is its owner's alone (0600): it holds every job's
+		// data and the tokens' hashes. SQLite gives the -wal and -shm files
+		// the database's mode. An existing file keeps its mode; a path
+		// that cannot be created is SQLite's to report.
+		if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+			f.Close()
+		}
+	}
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 256
 	}

@@ -26,12 +26,15 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/httpapi/wire"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -57,7 +60,24 @@ type Config struct {
 	// BulkBatch is how many jobs a bulk action changes per store call;
 	// zero means 500.
 	BulkBatch int
+	// MaxSessions bounds the signed-in sessions held in memory; past it,
+	// the oldest ends. Zero means DefaultMaxSessions.
+	MaxSessions int
+	// SessionLifetime is how long a sign-in lasts; zero means
+	// DefaultSessionLifetime.
+	SessionLifetime time.Duration
+	// TrustedProxies are the networks of reverse proxies whose
+	// X-Forwarded-Proto header is believed: a request through one of them
+	// that says "https" gets a Secure cookie, as one over rota's own TLS
+	// does. From any other address the header is ignored.
+	TrustedProxies []netip.Prefix
 }
+
+// The defaults of Config.
+const (
+	DefaultMaxSessions     = 10000
+	DefaultSessionLifetime = 7 * 24 * time.Hour
+)
 
 // Server serves the dashboard. Create it with New; Close stops its
 // background work.
@@ -68,7 +88,9 @@ type Server struct {
 	log    *slog.Logger
 	mux    *http.ServeMux
 	tmpl   map[string]*template.Template
-	key    []byte // signs CSRF tokens
+	key    []byte // signs the sign-in form's CSRF tokens
+	cop    *http.CrossOriginProtection
+	ses    *sessionStore
 	act    *activity
 	counts statsCache
 	bulk   *bulkTasks
@@ -83,7 +105,14 @@ func New(c *rota.Client, auth Authenticator, cfg Config) (*Server, error) {
 	if cfg.BulkBatch <= 0 {
 		cfg.BulkBatch = 500
 	}
-	s := &Server{c: c, auth: auth, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), key: make([]byte, 32)}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.SessionLifetime <= 0 {
+		cfg.SessionLifetime = DefaultSessionLifetime
+	}
+	s := &Server{c: c, auth: auth, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), key: make([]byte, 32),
+		cop: http.NewCrossOriginProtection(), ses: newSessionStore(cfg.MaxSessions, cfg.SessionLifetime)}
 	rand.Read(s.key)
 	var err error
 	if s.tmpl, err = parseTemplates(); err != nil {
@@ -140,7 +169,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // ---- who is asking ----
 
-const cookieName = "rota_token"
+const (
+	// sessionCookie holds a session's random id (sessions.go).
+	sessionCookie = "rota_session"
+	// loginCookie holds a random value the sign-in form's CSRF token is
+	// derived from, so that a page elsewhere cannot sign a browser in.
+	loginCookie = "rota_login"
+	// oldCookie held the raw token before sessions; sign-in clears it.
+	oldCookie = "rota_token"
+)
 
 // user is a signed-in person: what their token reaches.
 type user struct {
@@ -160,29 +197,57 @@ func withUser(r *http.Request, u *user) *http.Request {
 	return r.WithContext(store.WithReach(context.WithValue(r.Context(), userKey{}, u), u.Access.Reach()))
 }
 
-// signIn finds the request's user from the cookie; nil when there is
-// none or it is no longer valid.
+// errSessionEnded is a session cookie whose session is gone: signed out,
+// expired, evicted, ended by a restart, or its token revoked.
+var errSessionEnded = errors.New("the session ended")
+
+// signIn finds the request's user from its session; nil without one. An
+// error other than errSessionEnded is the server's (a store that does not
+// answer).
 func (s *Server) signIn(r *http.Request) (*user, error) {
-	token := ""
-	if c, err := r.Cookie(cookieName); err == nil {
-		token = c.Value
-	} else if !s.auth.Open() {
+	if s.auth.Open() {
+		a, err := s.auth.Authenticate(r.Context(), "")
+		if err != nil {
+			return nil, err
+		}
+		return &user{Access: a, CSRF: s.mac("open")}, nil
+	}
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
 		return nil, nil
 	}
-	a, err := s.auth.Authenticate(r.Context(), token)
+	ses := s.ses.get(c.Value)
+	if ses == nil {
+		return nil, errSessionEnded
+	}
+	a, err := s.auth.Authenticate(r.Context(), ses.token)
+	if errors.Is(err, wire.ErrForbidden) {
+		// Revoked (or expired): the session ends with its token.
+		s.ses.end(c.Value)
+		return nil, errSessionEnded
+	}
 	if err != nil {
 		return nil, err
 	}
-	mac := hmac.New(sha256.New, s.key)
-	mac.Write([]byte(token))
-	return &user{Access: a, Token: token, CSRF: hex.EncodeToString(mac.Sum(nil))[:32]}, nil
+	return &user{Access: a, Token: ses.token, CSRF: ses.csrf}, nil
 }
 
-// page wraps a GET handler: a request without a valid token goes to the
-// login page.
+// mac derives a token from the server's key.
+func (s *Server) mac(what string) string {
+	m := hmac.New(sha256.New, s.key)
+	m.Write([]byte(what))
+	return hex.EncodeToString(m.Sum(nil))[:32]
+}
+
+// page wraps a GET handler: a request without a session goes to the login
+// page.
 func (s *Server) page(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		u, err := s.signIn(r)
+		if err != nil && !errors.Is(err, errSessionEnded) {
+			s.fail(w, r, "Sign-in", err)
+			return
+		}
 		if u == nil {
 			if strings.HasPrefix(r.URL.Path, "/ui/") {
 				http.Error(w, "sign in again", http.StatusUnauthorized)
@@ -190,7 +255,7 @@ func (s *Server) page(h http.HandlerFunc) http.HandlerFunc {
 			}
 			q := url.Values{"next": {r.URL.RequestURI()}}
 			if err != nil {
-				q.Set("error", "Your token is no longer valid (revoked?). Sign in again.")
+				q.Set("error", "ended")
 			}
 			http.Redirect(w, r, "/login?"+q.Encode(), http.StatusSeeOther)
 			return
@@ -202,13 +267,31 @@ func (s *Server) page(h http.HandlerFunc) http.HandlerFunc {
 // errReadOnly is a read-only token's attempt to change something.
 var errReadOnly = errors.New("your token is read-only: it may not change anything")
 
-// action wraps a POST handler: a valid token, the form's CSRF token, and
-// a token that may write.
+// crossOrigin answers a post from another origin (a page elsewhere,
+// another port of this host included) with 403, and reports whether it
+// did.
+func (s *Server) crossOrigin(w http.ResponseWriter, r *http.Request) bool {
+	if err := s.cop.Check(r); err != nil {
+		s.render(w, r, http.StatusForbidden, "error", view{Title: "Refused", Error: "The form came from another site. Open this dashboard and try again there."})
+		return true
+	}
+	return false
+}
+
+// action wraps a POST handler: a session, a post from this origin with
+// the session's CSRF token, and a token that may write.
 func (s *Server) action(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		u, _ := s.signIn(r)
+		if s.crossOrigin(w, r) {
+			return
+		}
+		u, err := s.signIn(r)
+		if err != nil && !errors.Is(err, errSessionEnded) {
+			s.fail(w, r, "Sign-in", err)
+			return
+		}
 		if u == nil {
-			s.render(w, r, http.StatusUnauthorized, "error", view{Title: "Signed out", Error: "Sign in again: your session has no valid token."})
+			s.render(w, r, http.StatusUnauthorized, "error", view{Title: "Signed out", Error: "Sign in again: your session has ended."})
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, 2<<20)
@@ -228,36 +311,146 @@ func (s *Server) action(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// loginErrors and notices are the messages a redirect may ask a page to
+// show, by code: a link made elsewhere can choose among them, never write
+// its own.
+var (
+	loginErrors = map[string]string{
+		"ended": "Your session ended (signed out, expired, or its token was revoked). Sign in again.",
+	}
+	notices = map[string]string{
+		"cancel":     "cancelled",
+		"retry":      "queued to run now",
+		"reschedule": "rescheduled",
+		"edit":       "data saved",
+		"remove":     "job removed",
+		"type":       "type settings saved",
+		"group":      "group settings saved",
+		"signed-out": "signed out",
+	}
+)
+
+// notice is the message of a page's ?done= code; "" for none or an
+// unknown code.
+func notice(r *http.Request) string { return notices[r.URL.Query().Get("done")] }
+
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 	if s.auth.Open() {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	s.render(w, r, http.StatusOK, "login", view{Title: "Sign in", Error: r.URL.Query().Get("error"), Next: safeNext(r.URL.Query().Get("next"))})
+	q := r.URL.Query()
+	s.loginForm(w, r, http.StatusOK, safeNext(q.Get("next")), loginErrors[q.Get("error")])
+}
+
+// loginForm draws the sign-in form, with a CSRF token derived from the
+// browser's login cookie (set here when it has none).
+func (s *Server) loginForm(w http.ResponseWriter, r *http.Request, status int, next, msg string) {
+	v := ""
+	if c, err := r.Cookie(loginCookie); err == nil && len(c.Value) == 43 {
+		v = c.Value
+	} else {
+		v = randomID()
+		http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: v, Path: "/login", HttpOnly: true,
+			SameSite: http.SameSiteStrictMode, Secure: s.secure(r)})
+	}
+	s.render(w, r, status, "login", view{Title: "Sign in", Next: next, Error: msg, Notice: notice(r), Data: s.mac("login:" + v)})
 }
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	if s.auth.Open() {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	if s.crossOrigin(w, r) {
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	token := strings.TrimSpace(r.PostFormValue("token"))
 	next := safeNext(r.PostFormValue("next"))
-	if _, err := s.auth.Authenticate(r.Context(), token); err != nil || token == "" {
-		s.render(w, r, http.StatusForbidden, "login", view{Title: "Sign in", Next: next,
-			Error: "That token is not valid for this server. Use the server's --auth-token or a token from `rota token create`."})
+	c, err := r.Cookie(loginCookie)
+	if err != nil || !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(s.mac("login:"+c.Value))) {
+		s.loginForm(w, r, http.StatusForbidden, next, "The sign-in form was stale or came from another site. Sign in here.")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: token, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int((30 * 24 * time.Hour).Seconds())})
+	if _, err := s.auth.Authenticate(r.Context(), token); err != nil || token == "" {
+		s.loginForm(w, r, http.StatusForbidden, next, "That token is not valid for this server. Use the server's --auth-token or a token from `rota token create`.")
+		return
+	}
+	// A sign-in over a session still open ends that one.
+	if old, err := r.Cookie(sessionCookie); err == nil {
+		s.ses.end(old.Value)
+	}
+	id, _ := s.ses.create(token)
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: s.secure(r), MaxAge: int(s.cfg.SessionLifetime.Seconds())})
+	http.SetCookie(w, &http.Cookie{Name: oldCookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
+// logout ends the session: a post from this origin with its CSRF token.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
-	http.Redirect(w, r, "/login", http.StatusSeeOther)
+	if s.crossOrigin(w, r) {
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		if ses := s.ses.get(c.Value); ses != nil {
+			if !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(ses.csrf)) {
+				s.render(w, r, http.StatusForbidden, "error", view{Title: "Refused", Error: "The form is stale or came from another site (its CSRF token does not match). Reload the page and try again."})
+				return
+			}
+			s.ses.end(c.Value)
+		}
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	http.Redirect(w, r, "/login?done=signed-out", http.StatusSeeOther)
 }
 
-// safeNext keeps a redirect after sign-in on this site.
+// secure reports whether the request came over HTTPS: to rota itself, or
+// to a trusted proxy that says so in X-Forwarded-Proto (its last value,
+// the one the nearest proxy set).
+func (s *Server) secure(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	if len(s.cfg.TrustedProxies) == 0 {
+		return false
+	}
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	from := ap.Addr().Unmap()
+	if !slices.ContainsFunc(s.cfg.TrustedProxies, func(p netip.Prefix) bool { return p.Contains(from) }) {
+		return false
+	}
+	vals := r.Header.Values("X-Forwarded-Proto")
+	if len(vals) == 0 {
+		return false
+	}
+	parts := strings.Split(vals[len(vals)-1], ",")
+	return strings.EqualFold(strings.TrimSpace(parts[len(parts)-1]), "https")
+}
+
+// safeNext keeps a redirect after sign-in on this site: a path of
+// printable ASCII that starts with one slash, with no backslash (browsers
+// read \ as /) and no space or control character (browsers drop tabs and
+// newlines, so "/\t/host" would become "//host", another site).
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	if len(next) == 0 || next[0] != '/' || len(next) > 2048 {
+		return "/"
+	}
+	if len(next) > 1 && (next[1] == '/' || next[1] == '\\') {
+		return "/"
+	}
+	for i := 0; i < len(next); i++ {
+		if c := next[i]; c <= ' ' || c >= 0x7f || c == '\\' {
+			return "/"
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
 		return "/"
 	}
 	return next

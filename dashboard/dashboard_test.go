@@ -27,12 +27,18 @@ import (
 // browser tests (e2e/dashboard_test.go) drive the pages themselves.
 
 type site struct {
+	ts  *httptest.Server
 	url string
 	c   *rota.Client
 	api *httpapi.Server
 }
 
 func newSite(t *testing.T, adminToken string) *site {
+	return newSiteWith(t, adminToken, dashboard.Config{}, false)
+}
+
+// newSiteWith starts a site with the dashboard's cfg, over TLS when tls.
+func newSiteWith(t *testing.T, adminToken string, cfg dashboard.Config, tls bool) *site {
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "rota.db"), sqlite.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -42,22 +48,36 @@ func newSite(t *testing.T, adminToken string) *site {
 		t.Fatal(err)
 	}
 	api := httpapi.New(c, httpapi.Config{AuthToken: adminToken, Logger: slog.New(slog.DiscardHandler)})
-	dash, err := dashboard.New(c, api, dashboard.Config{Logger: slog.New(slog.DiscardHandler)})
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	dash, err := dashboard.New(c, api, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", api)
 	mux.Handle("/", dash)
-	ts := httptest.NewServer(mux)
+	ts := httptest.NewUnstartedServer(mux)
+	if tls {
+		ts.StartTLS()
+	} else {
+		ts.Start()
+	}
 	t.Cleanup(func() { ts.Close(); dash.Close(); api.Close(); c.Close(); st.Close() })
-	return &site{url: ts.URL, c: c, api: api}
+	return &site{url: ts.URL, c: c, api: api, ts: ts}
 }
 
 // browser is an HTTP client with cookies that does not follow redirects.
 func browser(t *testing.T) *http.Client {
 	jar, _ := cookiejar.New(nil)
 	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// tlsBrowser is browser for a site over TLS.
+func tlsBrowser(t *testing.T, s *site) *http.Client {
+	cl := s.ts.Client()
+	cl.Jar, _ = cookiejar.New(nil)
+	cl.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return cl
 }
 
 func get(t *testing.T, cl *http.Client, u string) (*http.Response, string) {
@@ -84,21 +104,44 @@ func postForm(t *testing.T, cl *http.Client, u string, form url.Values) (*http.R
 
 var csrfRE = regexp.MustCompile(`<meta name="csrf" content="([0-9a-f]+)">`)
 
+var loginCSRFRE = regexp.MustCompile(`<input type="hidden" name="csrf" value="([0-9a-f]+)">`)
+
+// loginForm opens the sign-in page and returns its form's CSRF token.
+func loginForm(t *testing.T, s *site, cl *http.Client) string {
+	t.Helper()
+	_, page := get(t, cl, s.url+"/login")
+	m := loginCSRFRE.FindStringSubmatch(page)
+	if m == nil {
+		t.Errorf("no CSRF token on the sign-in form")
+		return ""
+	}
+	return m[1]
+}
+
+// login posts the sign-in form as the browser cl would.
+func login(t *testing.T, s *site, cl *http.Client, token, next string) (*http.Response, string) {
+	t.Helper()
+	return postForm(t, cl, s.url+"/login", url.Values{"token": {token}, "next": {next}, "csrf": {loginForm(t, s, cl)}})
+}
+
 func signIn(t *testing.T, s *site, token string) (*http.Client, string) {
 	t.Helper()
 	cl := browser(t)
-	resp, _ := postForm(t, cl, s.url+"/login", url.Values{"token": {token}, "next": {"/jobs"}})
+	resp, _ := login(t, s, cl, token, "/jobs")
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/jobs" {
 		t.Fatalf("sign-in: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	var cookie *http.Cookie
 	for _, c := range resp.Cookies() {
-		if c.Name == "rota_token" {
+		if c.Name == "rota_session" || c.Name == "rota_token" {
 			cookie = c
 		}
 	}
 	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
 		t.Fatalf("the session cookie is %+v: want HttpOnly and SameSite=Strict", cookie)
+	}
+	if strings.Contains(cookie.Value, token) {
+		t.Fatalf("the session cookie holds the token")
 	}
 	_, page := get(t, cl, s.url+"/jobs")
 	m := csrfRE.FindStringSubmatch(page)
@@ -117,13 +160,13 @@ func TestSignIn(t *testing.T) {
 		t.Errorf("an anonymous page: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	// A wrong token is refused and says so.
-	resp, body := postForm(t, cl, s.url+"/login", url.Values{"token": {"nope"}})
+	resp, body := login(t, s, cl, "nope", "/")
 	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "not valid for this server") {
 		t.Errorf("a wrong token: %d", resp.StatusCode)
 	}
 	// The redirect after sign-in stays on this site.
 	for _, next := range []string{"//evil.example/", "https://evil.example/", "/\\evil.example"} {
-		resp, _ = postForm(t, browser(t), s.url+"/login", url.Values{"token": {"adm"}, "next": {next}})
+		resp, _ = login(t, s, browser(t), "adm", next)
 		if resp.Header.Get("Location") != "/" {
 			t.Errorf("next=%q sent the browser to %q", next, resp.Header.Get("Location"))
 		}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -202,10 +203,21 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	flusher.Flush()
 	tick := time.NewTicker(20 * time.Second)
 	defer tick.Stop()
+	// The session is checked again as often as the token cache forgets:
+	// a stream ends with its session (signed out, or its token revoked).
+	check := time.NewTicker(httpapi.TokenCacheTTL)
+	defer check.Stop()
 	for {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-check.C:
+			if u, err := s.signIn(r); u == nil && (err == nil || errors.Is(err, errSessionEnded)) {
+				fmt.Fprint(w, "event: signed-out\ndata: {}\n\n")
+				flusher.Flush()
+				return
+			}
+			continue
 		case <-tick.C:
 			fmt.Fprint(w, ": keep-alive\n\n")
 		case <-wake:
@@ -451,7 +463,7 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 		d.Next = "/jobs?" + f.query(res.Next)
 	}
 	d.Tasks = s.bulk.recent(u.Token)
-	s.render(w, r, http.StatusOK, "jobs", view{Title: "Jobs", Nav: "jobs", Data: d})
+	s.render(w, r, http.StatusOK, "jobs", view{Title: "Jobs", Nav: "jobs", Data: d, Notice: notice(r)})
 }
 
 // ---- one job ----
@@ -506,7 +518,7 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	s.render(w, r, http.StatusOK, "job", view{Title: fmt.Sprintf("Job %d", id), Nav: "jobs", Data: d, Notice: r.URL.Query().Get("done")})
+	s.render(w, r, http.StatusOK, "job", view{Title: fmt.Sprintf("Job %d", id), Nav: "jobs", Data: d, Notice: notice(r)})
 }
 
 func pretty(b []byte) string {
@@ -544,21 +556,19 @@ func (s *Server) jobAction(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Sprintf("Job %d", id), err)
 		return
 	}
-	action, done := r.PathValue("action"), ""
+	action := r.PathValue("action")
 	switch action {
 	case "cancel":
-		err, done = s.c.Cancel(ctx, id), "cancelled"
+		err = s.c.Cancel(ctx, id)
 	case "retry":
 		// Run again now: a pending job moves to now, a running one runs
 		// again after its run, an ended one is pending again.
 		_, err = s.c.Resubmit(ctx, rota.ResubmitParams{ID: id, RunAt: time.Now()})
-		done = "queued to run now"
 	case "reschedule":
 		var at time.Time
 		if at, err = parseLocalTime(r.PostFormValue("run_at"), r.PostFormValue("tz")); err == nil {
 			_, err = s.c.Update(ctx, rota.UpdateParams{ID: id, RunAt: at})
 		}
-		done = "rescheduled"
 	case "edit":
 		data := json.RawMessage(strings.TrimSpace(r.PostFormValue("data")))
 		if !json.Valid(data) {
@@ -566,10 +576,9 @@ func (s *Server) jobAction(w http.ResponseWriter, r *http.Request) {
 		} else {
 			_, err = s.c.Update(ctx, rota.UpdateParams{ID: id, Data: data})
 		}
-		done = "data saved"
 	case "remove":
 		if err = s.c.Remove(ctx, id); err == nil {
-			http.Redirect(w, r, "/jobs?done="+url.QueryEscape(fmt.Sprintf("job %d removed", id)), http.StatusSeeOther)
+			http.Redirect(w, r, "/jobs?done=remove", http.StatusSeeOther)
 			return
 		}
 	default:
@@ -580,7 +589,7 @@ func (s *Server) jobAction(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Sprintf("Job %d: %s", id, action), err)
 		return
 	}
-	http.Redirect(w, r, fmt.Sprintf("/jobs/%d?done=%s", id, url.QueryEscape(done)), http.StatusSeeOther)
+	http.Redirect(w, r, fmt.Sprintf("/jobs/%d?done=%s", id, action), http.StatusSeeOther)
 }
 
 // parseLocalTime reads a datetime-local form value in the browser's time
@@ -620,7 +629,7 @@ func (s *Server) types(w http.ResponseWriter, r *http.Request) {
 			d.Types = append(d.Types, tc)
 		}
 	}
-	s.render(w, r, http.StatusOK, "types", view{Title: "Types", Nav: "types", Data: d, Notice: r.URL.Query().Get("done")})
+	s.render(w, r, http.StatusOK, "types", view{Title: "Types", Nav: "types", Data: d, Notice: notice(r)})
 }
 
 func (s *Server) setType(w http.ResponseWriter, r *http.Request) {
@@ -663,7 +672,7 @@ func (s *Server) setType(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "Type "+typ, err)
 		return
 	}
-	http.Redirect(w, r, "/types?done="+url.QueryEscape("type "+typ+" saved"), http.StatusSeeOther)
+	http.Redirect(w, r, "/types?done=type", http.StatusSeeOther)
 }
 
 type groupsData struct {
@@ -684,7 +693,7 @@ func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
 			d.Groups = append(d.Groups, g)
 		}
 	}
-	s.render(w, r, http.StatusOK, "groups", view{Title: "Groups", Nav: "groups", Data: d, Notice: r.URL.Query().Get("done")})
+	s.render(w, r, http.StatusOK, "groups", view{Title: "Groups", Nav: "groups", Data: d, Notice: notice(r)})
 }
 
 func (s *Server) setGroup(w http.ResponseWriter, r *http.Request) {
@@ -723,7 +732,7 @@ func (s *Server) setGroup(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "Group "+gc.Group, err)
 		return
 	}
-	http.Redirect(w, r, "/groups?done="+url.QueryEscape(fmt.Sprintf("group %q saved", gc.Group)), http.StatusSeeOther)
+	http.Redirect(w, r, "/groups?done=group", http.StatusSeeOther)
 }
 
 func formInt(f url.Values, name string) (int, error) {

@@ -56,6 +56,8 @@ function live() {
     refresh();
   });
   es.addEventListener("settled", () => refresh());
+  // The session ended (signed out elsewhere, or its token revoked).
+  es.addEventListener("signed-out", () => { es.close(); location.reload(); });
   async function refresh() {
     if (bulk) { location.reload(); return; }
     if (history) {

@@ -43,6 +43,7 @@ func serveCommand() *cobra.Command {
 		bedrockAllow             []string
 		bedrockLease             time.Duration
 		ui                       bool
+		trustedProxies           []string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -53,10 +54,21 @@ database in --data unless --store names another store. One process at a
 time serves a SQLite database: a second rota serve on it refuses to start
 and names the first one's pid.
 
-It binds to loopback by default. With --auth-token (or --auth-token-file),
-every request needs "Authorization: Bearer <token>". It refuses to bind a
-non-loopback address without a token unless --allow-unauthenticated is given.
-SIGINT or SIGTERM shuts it down gracefully.
+It binds to loopback by default. With --auth-token-file (or --auth-token),
+every request needs "Authorization: Bearer <token>". Prefer
+--auth-token-file: a token given as --auth-token is visible to every user of
+the machine in the process list. It refuses to bind a non-loopback address
+without a token unless --allow-unauthenticated is given. SIGINT or SIGTERM
+shuts it down gracefully.
+
+The data directory is created readable by its owner only (0700), and a new
+rota.db is 0600.
+
+The dashboard at / keeps sign-ins in this process's memory (a restart signs
+everyone out). Its cookie is marked Secure over HTTPS; behind a reverse proxy
+that terminates TLS, list the proxy's addresses with --trusted-proxy so that
+its X-Forwarded-Proto: https is believed (from any other address it is
+ignored).
 
 With --tls-cert and --tls-key it serves HTTPS (TLS 1.2 and later); SIGHUP
 reloads the two files, for a renewed certificate. Clients trust a private
@@ -122,11 +134,16 @@ lists the client networks, and a non-loopback ADDR needs that list.`,
 			if err != nil {
 				return err
 			}
+			proxies, err := parseNetworks("--trusted-proxy", trustedProxies)
+			if err != nil {
+				return err
+			}
 			return serve(cmd.Context(), logger, serveOptions{
 				bedrock: bedrock, ui: ui,
 				dataDir: dataDir, storeSpec: storeSpec, addr: addr, token: token,
 				allowOpen: allowOpen, maxBody: maxBody, settings: settings,
 				maxConns: maxConns, idleTimeout: idleTimeout, cert: cert,
+				trustedProxies: proxies,
 			})
 		},
 	}
@@ -134,8 +151,8 @@ lists the client networks, and a non-loopback ADDR needs that list.`,
 	f.StringVar(&dataDir, "data", "rota-data", "directory of the embedded SQLite database")
 	f.StringVar(&storeSpec, "store", "", "store to use instead: a SQLite file path, sqlite:PATH, or postgres://…")
 	f.StringVar(&addr, "http", "127.0.0.1:7700", "address to serve the HTTP API on")
-	f.StringVar(&token, "auth-token", "", "require this bearer token on every request")
-	f.StringVar(&tokenFile, "auth-token-file", "", "read the bearer token from this file")
+	f.StringVar(&token, "auth-token", "", "require this bearer token on every request (visible in the process list: prefer --auth-token-file)")
+	f.StringVar(&tokenFile, "auth-token-file", "", "read the bearer token from this file (preferred over --auth-token)")
 	f.BoolVar(&allowOpen, "allow-unauthenticated", false, "allow a non-loopback address without a token")
 	f.Int64Var(&maxBody, "max-body", 8<<20, "largest request body in bytes")
 	f.IntVar(&maxConns, "max-conns", 1024, "most connections served at once; more wait to be accepted")
@@ -145,6 +162,7 @@ lists the client networks, and a non-loopback ADDR needs that list.`,
 	f.StringVar(&tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate (chain); SIGHUP reloads it")
 	f.StringVar(&tlsKey, "tls-key", "", "the PEM private key of --tls-cert")
 	f.BoolVar(&ui, "ui", true, "serve the web dashboard at / (--ui=false turns it off)")
+	f.StringSliceVar(&trustedProxies, "trusted-proxy", nil, "reverse proxies (CIDR or IP, comma-separated) whose X-Forwarded-Proto is believed, for the dashboard's Secure cookie")
 	f.StringVar(&bedrockAddr, "bedrock", "", "also serve Bedrock::Jobs' protocol on this address (e.g. 127.0.0.1:8888)")
 	f.StringSliceVar(&bedrockAllow, "bedrock-allow", nil, "client networks (CIDR or IP, comma-separated) allowed on --bedrock; default loopback only")
 	f.DurationVar(&bedrockLease, "bedrock-lease", 0, "take back a job handed out by GetJob after this long without a finish (default: never, as Bedrock)")
@@ -161,6 +179,7 @@ type serveOptions struct {
 	cert                            *certificate     // nil: plain HTTP
 	bedrock                         *bedrockListener // nil: none
 	ui                              bool             // the dashboard at /
+	trustedProxies                  []netip.Prefix   // --trusted-proxy
 }
 
 // bedrockListener is what --bedrock asks for.
@@ -187,21 +206,30 @@ func bedrockOptions(addr string, allow []string, lease time.Duration) (*bedrockL
 		return nil, usageErrorf("--bedrock-lease %v must not be negative", lease)
 	}
 	b := &bedrockListener{addr: addr, cfg: bedrock.Config{Lease: lease}}
-	for _, a := range allow {
-		p, err := netip.ParsePrefix(a)
-		if err != nil {
-			ip, ierr := netip.ParseAddr(a)
-			if ierr != nil {
-				return nil, usageErrorf("--bedrock-allow %q: want a network such as 10.0.0.0/8 or an address", a)
-			}
-			p = netip.PrefixFrom(ip, ip.BitLen())
-		}
-		b.cfg.Allow = append(b.cfg.Allow, p.Masked())
+	if b.cfg.Allow, err = parseNetworks("--bedrock-allow", allow); err != nil {
+		return nil, err
 	}
 	if !isLoopback(host) && len(b.cfg.Allow) == 0 {
 		return nil, usageErrorf("--bedrock %s is not a loopback address and Bedrock's protocol has no authentication: list the client networks allowed with --bedrock-allow", addr)
 	}
 	return b, nil
+}
+
+// parseNetworks reads a flag's networks: CIDRs, or single addresses.
+func parseNetworks(flag string, list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, a := range list {
+		p, err := netip.ParsePrefix(a)
+		if err != nil {
+			ip, ierr := netip.ParseAddr(a)
+			if ierr != nil {
+				return nil, usageErrorf("%s %q: want a network such as 10.0.0.0/8 or an address", flag, a)
+			}
+			p = netip.PrefixFrom(ip, ip.BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // serverSettings is the --config file.
@@ -301,7 +329,7 @@ func serve(ctx context.Context, logger *slog.Logger, o serveOptions) error {
 	if o.ui {
 		// The API keeps /v1/, /healthz and /metrics; the dashboard has the
 		// rest, with the API's tokens.
-		dash, err := dashboard.New(client, api, dashboard.Config{Logger: logger})
+		dash, err := dashboard.New(client, api, dashboard.Config{Logger: logger, TrustedProxies: o.trustedProxies})
 		if err != nil {
 			return err
 		}
@@ -416,7 +444,8 @@ func isLoopback(host string) bool {
 // the store and a description for logs, without the password.
 func openStore(ctx context.Context, spec, dataDir string) (store.Store, string, error) {
 	if spec == "" {
-		if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		// The owner's alone: the database holds every job's data.
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
 			return nil, "", fmt.Errorf("--data: %w", err)
 		}
 		spec = filepath.Join(dataDir, "rota.db")

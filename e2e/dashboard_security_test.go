@@ -1,10 +1,19 @@
 package e2e_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"html"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -92,5 +101,155 @@ func TestDashboardTypeNamesStayInTheirPath(t *testing.T) {
 	)
 	if rows != 1 {
 		t.Errorf("the type's link lists %d jobs, want 1", rows)
+	}
+}
+
+// attacker serves a page on another loopback port (another origin, the
+// same site) that posts a form to the dashboard as soon as it loads.
+func attacker(t *testing.T, action string, fields map[string]string) string {
+	t.Helper()
+	var inputs strings.Builder
+	for k, v := range fields {
+		fmt.Fprintf(&inputs, `<input type="hidden" name="%s" value="%s">`, html.EscapeString(k), html.EscapeString(v))
+	}
+	page := fmt.Sprintf(`<!doctype html><title>cats</title><form id=f method=post action="%s">%s</form>
+<script>document.getElementById("f").submit()</script>`, html.EscapeString(action), inputs.String())
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, page)
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// signedInAs returns the badge of the signed-in token on the dashboard,
+// or "" on the sign-in page.
+func signedInAs(t *testing.T, ctx context.Context, url string) string {
+	t.Helper()
+	var who string
+	var nav bool
+	run(t, ctx, "who is signed in",
+		chromedp.Navigate(url+"/jobs"),
+		chromedp.WaitVisible(`main`),
+		chromedp.Evaluate(`!!document.querySelector("nav")`, &nav),
+	)
+	if !nav {
+		return ""
+	}
+	run(t, ctx, "badge", chromedp.Text(`.who .badge`, &who))
+	return who
+}
+
+// TestDashboardSignInFromElsewhere: a page on another origin (another port
+// of this host) can neither sign a browser in with its own token nor sign
+// it out; a sign-in link cannot send the browser to another origin.
+func TestDashboardSignInFromElsewhere(t *testing.T) {
+	s := startServer(t, "--auth-token", "adm")
+	s.token = "adm"
+	mallory := strings.TrimSpace(s.rota(t, "token", "create", "mallory"))
+	ctx := browser(t, 1280, 800)
+
+	// Signing a victim in with the attacker's token.
+	run(t, ctx, "the attacker's sign-in page", chromedp.Navigate(attacker(t, s.URL+"/login", map[string]string{"token": mallory, "next": "/"})),
+		chromedp.Sleep(500*time.Millisecond))
+	if who := signedInAs(t, ctx, s.URL); who != "" {
+		t.Errorf("a page elsewhere signed the browser in as %q", who)
+	}
+
+	// A link to sign in whose next= a browser would read as another origin.
+	var visits atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		visits.Add(1)
+		fmt.Fprint(w, "elsewhere")
+	}))
+	defer elsewhere.Close()
+	host := strings.TrimPrefix(elsewhere.URL, "http://")
+	for _, next := range []string{"/\t/" + host + "/", "/\\" + host + "/", "/\n/" + host + "/", "//" + host + "/"} {
+		ctx := browser(t, 1280, 800)
+		run(t, ctx, "sign in with next="+next,
+			chromedp.Navigate(s.URL+"/login?next="+url.QueryEscape(next)),
+			chromedp.WaitVisible(`input[name=token]`),
+			chromedp.SendKeys(`input[name=token]`, "adm"),
+			chromedp.Submit(`input[name=token]`),
+		)
+		// Wait for the page after sign-in, wherever it is.
+		var at string
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			tctx, cancel := context.WithTimeout(ctx, time.Second)
+			err := chromedp.Run(tctx, chromedp.Location(&at))
+			cancel()
+			if err == nil && !strings.Contains(at, "/login") {
+				break
+			}
+		}
+		if n := visits.Swap(0); n > 0 || !strings.HasPrefix(at, s.URL+"/") || strings.Contains(at, "/login") {
+			t.Errorf("signing in with next=%q went to %s (the other origin had %d visits)", next, at, n)
+		}
+	}
+
+	// Signing a victim out.
+	ctx = browser(t, 1280, 800)
+	signIn(t, ctx, s.URL, "adm")
+	run(t, ctx, "the attacker's sign-out page", chromedp.Navigate(attacker(t, s.URL+"/logout", nil)),
+		chromedp.Sleep(500*time.Millisecond))
+	if who := signedInAs(t, ctx, s.URL); who != "admin" {
+		t.Errorf("after a page elsewhere posted a sign-out, the dashboard shows %q signed in", who)
+	}
+	// Signing out from the dashboard itself works, and ends the session.
+	run(t, ctx, "sign out", chromedp.Navigate(s.URL+"/jobs"), chromedp.Click(`form[action="/logout"] button`), chromedp.WaitVisible(`input[name=token]`))
+	if who := signedInAs(t, ctx, s.URL); who != "" {
+		t.Errorf("after signing out, the dashboard shows %q signed in", who)
+	}
+}
+
+// TestServeDataIsOwnersOnly: the data directory and database rota serve
+// makes are the owner's alone.
+func TestServeDataIsOwnersOnly(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	serveAt(t, "127.0.0.1:0", data)
+	for name, want := range map[string]os.FileMode{data: 0o700 | os.ModeDir, filepath.Join(data, "rota.db"): 0o600} {
+		fi, err := os.Stat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode() != want {
+			t.Errorf("%s is %v, want %v", name, fi.Mode(), want)
+		}
+	}
+}
+
+// TestServeTrustedProxy: --trusted-proxy makes a proxy's X-Forwarded-Proto
+// count for the dashboard's Secure cookie (and nobody else's); serve's
+// help recommends --auth-token-file.
+func TestServeTrustedProxy(t *testing.T) {
+	s := startServer(t, "--auth-token", "adm", "--trusted-proxy", "127.0.0.1")
+	req, _ := http.NewRequest("GET", s.URL+"/login", nil)
+	req.Header.Set("X-Forwarded-Proto", "https")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if c := resp.Cookies(); len(c) != 1 || !c[0].Secure {
+		t.Errorf("through a trusted proxy over HTTPS, the cookies are %v", c)
+	}
+	// Without the flag, the header is anyone's and counts for nothing.
+	plain := startServer(t, "--auth-token", "adm")
+	req, _ = http.NewRequest("GET", plain.URL+"/login", nil)
+	req.Header.Set("X-Forwarded-Proto", "https")
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if c := resp.Cookies(); len(c) != 1 || c[0].Secure {
+		t.Errorf("without --trusted-proxy, X-Forwarded-Proto: https made the cookies %v", c)
+	}
+	r := s.run(t, "", "serve", "--trusted-proxy", "10.0.0.0/33", "--data", t.TempDir())
+	if r.code == 0 || !strings.Contains(r.stderr, "--trusted-proxy") {
+		t.Errorf("a bad --trusted-proxy: %v", r)
+	}
+	r = s.run(t, "", "serve", "--help")
+	if !strings.Contains(r.stdout, "prefer --auth-token-file") && !strings.Contains(r.stdout, "Prefer\n--auth-token-file") {
+		t.Errorf("serve --help does not recommend --auth-token-file:\n%s", r.stdout)
 	}
 }

@@ -624,8 +624,24 @@ func (s *Server) types(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := typesData{CanEdit: u.Access.Admin()}
+	// A token scoped to some groups sees the types it has jobs of: the
+	// others' names are other tenants' business.
+	var mine map[string]bool
+	if u.Access.Groups() != nil {
+		counts, err := s.counts.get(r.Context(), s.c, s.act.changes())
+		if err != nil {
+			s.fail(w, r, "Types", err)
+			return
+		}
+		mine = map[string]bool{}
+		for _, c := range counts {
+			if c.Jobs > 0 && u.Access.Reaches(c.Type, c.Group) {
+				mine[c.Type] = true
+			}
+		}
+	}
 	for _, tc := range tcs {
-		if u.Access.ReachesType(tc.Type) {
+		if u.Access.ReachesType(tc.Type) && (mine == nil || mine[tc.Type]) {
 			d.Types = append(d.Types, tc)
 		}
 	}

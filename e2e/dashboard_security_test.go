@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -251,5 +253,73 @@ func TestServeTrustedProxy(t *testing.T) {
 	r = s.run(t, "", "serve", "--help")
 	if !strings.Contains(r.stdout, "prefer --auth-token-file") && !strings.Contains(r.stdout, "Prefer\n--auth-token-file") {
 		t.Errorf("serve --help does not recommend --auth-token-file:\n%s", r.stdout)
+	}
+}
+
+// httpDo sends an API request with the server's token and fails the test
+// unless it succeeds.
+func (s *server) httpDo(t *testing.T, method, path, body string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, s.URL+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		t.Fatalf("%s %s: %d", method, path, resp.StatusCode)
+	}
+}
+
+// TestDashboardScopedTokenSeesItsOwn: a token scoped to acme-* sees acme's
+// jobs only, on every page: no name or count of globex's, the overview's
+// chart and legend included.
+func TestDashboardScopedTokenSeesItsOwn(t *testing.T) {
+	s := startServer(t, "--auth-token", "adm")
+	s.token = "adm"
+	acmeJob := s.add(t, "report", `{}`, "--group", "acme-1", "--key", "r-1")
+	for range 2 {
+		s.add(t, "report", `{}`, "--group", "acme-1")
+	}
+	for range 4 {
+		s.add(t, "report", `{}`, "--group", "globex-hr")
+	}
+	for range 3 {
+		s.add(t, "globex-payroll", `{}`, "--group", "globex-hr")
+	}
+	s.add(t, "globex-nightly", `{}`, "--group", "globex-hr", "--schedule", "DAILY")
+	s.httpDo(t, "PUT", "/v1/types/globex-payroll", `{"lease_timeout":"2m"}`)
+	s.httpDo(t, "PUT", "/v1/groups", `{"group":"globex-hr","weight":7}`)
+	acme := strings.TrimSpace(s.rota(t, "token", "create", "acme", "--groups", "acme-*"))
+
+	ctx := browser(t, 1280, 800)
+	signIn(t, ctx, s.URL, acme)
+	var legend string
+	run(t, ctx, "the overview's chart", chromedp.Navigate(s.URL+"/"), chromedp.WaitVisible(`.legend`), chromedp.Text(`.legend`, &legend))
+	// (The adds may straddle a minute: the peak is at most acme's 3.)
+	peak := 0
+	if m := regexp.MustCompile(`peak (\d+)/min`).FindStringSubmatch(legend); m != nil {
+		peak, _ = strconv.Atoi(m[1])
+	}
+	if !strings.Contains(legend, "queued 3 ") || peak < 1 || peak > 3 {
+		t.Errorf("acme's chart legend says %q, want queued 3 and a peak of 3/min at most (acme's jobs only)", legend)
+	}
+	for _, path := range []string{"/", "/ui/overview", "/jobs", "/jobs?state=pending", "/jobs?type=*", "/jobs?q=report:r-1",
+		fmt.Sprintf("/jobs/%d", acmeJob), "/recurring", "/types", "/groups"} {
+		var page string
+		run(t, ctx, "page "+path, chromedp.Navigate(s.URL+path), chromedp.WaitReady(`body`), chromedp.OuterHTML(`html`, &page))
+		if strings.Contains(page, "globex") {
+			i := strings.Index(page, "globex")
+			t.Errorf("%s shows globex: …%s…", path, page[max(0, i-200):min(len(page), i+100)])
+		}
+	}
+	// The admin's chart counts every tenant's jobs.
+	admin := browser(t, 1280, 800)
+	signIn(t, admin, s.URL, "adm")
+	run(t, admin, "the admin's chart", chromedp.Navigate(s.URL+"/"), chromedp.WaitVisible(`.legend`), chromedp.Text(`.legend`, &legend))
+	if !strings.Contains(legend, "queued 11 ") {
+		t.Errorf("the admin's chart legend says %q, want queued 11", legend)
 	}
 }

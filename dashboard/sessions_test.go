@@ -261,3 +261,14 @@ func TestMessagesAreFixed(t *testing.T) {
 		t.Errorf("/types?done=type does not say the settings were saved")
 	}
 }
+
+// TestSessionLifetime: a session ends at its lifetime, whatever its cookie
+// says.
+func TestSessionLifetime(t *testing.T) {
+	s := newSiteWith(t, "adm", dashboard.Config{SessionLifetime: 300 * time.Millisecond}, false)
+	cl, _ := signIn(t, s, "adm")
+	time.Sleep(400 * time.Millisecond)
+	if resp, _ := get(t, cl, s.url+"/jobs"); resp.StatusCode != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Location"), "error=ended") {
+		t.Errorf("a session past its lifetime: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}

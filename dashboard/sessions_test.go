@@ -63,7 +63,7 @@ func TestLoginAndLogoutNeedTheirForm(t *testing.T) {
 	s := newSite(t, "adm")
 	hasSession := func(resp *http.Response) bool {
 		for _, c := range resp.Cookies() {
-			if (c.Name == "rota_session" || c.Name == "rota_token") && c.MaxAge >= 0 && c.Value != "" {
+			if (c.Name == "rota_session") && c.MaxAge >= 0 && c.Value != "" {
 				return true
 			}
 		}
@@ -209,7 +209,7 @@ func TestSecureCookie(t *testing.T) {
 		}
 		resp.Body.Close()
 		for _, c := range resp.Cookies() {
-			if c.Name == "rota_session" || c.Name == "rota_token" {
+			if c.Name == "rota_session" {
 				return c.Secure
 			}
 		}

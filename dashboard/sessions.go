@@ -97,13 +97,6 @@ func (st *sessionStore) end(id string) {
 	}
 }
 
-// len is how many sessions are held.
-func (st *sessionStore) len() int {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.order.Len()
-}
-
 // expireLocked ends the sessions past their lifetime: the oldest come
 // first.
 func (st *sessionStore) expireLocked() {

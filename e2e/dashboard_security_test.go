@@ -152,8 +152,9 @@ func TestDashboardSignInFromElsewhere(t *testing.T) {
 	ctx := browser(t, 1280, 800)
 
 	// Signing a victim in with the attacker's token.
+	// (The attacker's page has no <main>: the dashboard's answer does.)
 	run(t, ctx, "the attacker's sign-in page", chromedp.Navigate(attacker(t, s.URL+"/login", map[string]string{"token": mallory, "next": "/"})),
-		chromedp.Sleep(500*time.Millisecond))
+		chromedp.WaitVisible(`main`))
 	if who := signedInAs(t, ctx, s.URL); who != "" {
 		t.Errorf("a page elsewhere signed the browser in as %q", who)
 	}
@@ -193,7 +194,7 @@ func TestDashboardSignInFromElsewhere(t *testing.T) {
 	ctx = browser(t, 1280, 800)
 	signIn(t, ctx, s.URL, "adm")
 	run(t, ctx, "the attacker's sign-out page", chromedp.Navigate(attacker(t, s.URL+"/logout", nil)),
-		chromedp.Sleep(500*time.Millisecond))
+		chromedp.WaitVisible(`main`))
 	if who := signedInAs(t, ctx, s.URL); who != "admin" {
 		t.Errorf("after a page elsewhere posted a sign-out, the dashboard shows %q signed in", who)
 	}

@@ -637,8 +637,11 @@ func (c *Client) Subscribe(ctx context.Context, id int64) (*Subscription, error)
 }
 
 // SubscribeTypes follows every job whose type matches one of the
-// patterns, until ctx ends or Close.
+// patterns (at most store.MaxStreamPatterns), until ctx ends or Close.
 func (c *Client) SubscribeTypes(ctx context.Context, patterns ...string) (*Subscription, error) {
+	if len(patterns) > store.MaxStreamPatterns {
+		return nil, store.Invalidf("%d type patterns in one subscription are more than %d (one pattern may list alternatives: {a,b,c})", len(patterns), store.MaxStreamPatterns)
+	}
 	pats, err := compilePatterns(patterns)
 	if err != nil {
 		return nil, err

@@ -835,3 +835,25 @@ func (a *atOnce) enter() func() {
 	}
 	return func() { a.running.Add(-1) }
 }
+
+// TestSubscribeTypesLimitsPatterns: a subscription of more patterns than
+// store.MaxStreamPatterns is refused, naming the limit; at the limit it is
+// taken.
+func TestSubscribeTypesLimitsPatterns(t *testing.T) {
+	c := newClient(t)
+	pats := make([]string, store.MaxStreamPatterns+1)
+	for i := range pats {
+		pats[i] = fmt.Sprintf("t%d.*", i)
+	}
+	if sub, err := c.SubscribeTypes(t.Context(), pats...); !errors.Is(err, store.ErrInvalid) || !strings.Contains(fmt.Sprint(err), fmt.Sprint(store.MaxStreamPatterns)) {
+		if sub != nil {
+			sub.Close()
+		}
+		t.Fatalf("%d patterns: %v; want ErrInvalid naming the limit %d", len(pats), err, store.MaxStreamPatterns)
+	}
+	sub, err := c.SubscribeTypes(t.Context(), pats[1:]...)
+	if err != nil {
+		t.Fatalf("%d patterns: %v", len(pats)-1, err)
+	}
+	sub.Close()
+}

@@ -539,6 +539,12 @@ type ListParams struct {
 // MaxListLimit bounds ListParams.Limit.
 const MaxListLimit = 1000
 
+// MaxStreamPatterns bounds the type patterns of one subscription (an event
+// stream): every change is matched against every stream's patterns (once
+// per type name), so a stream may not ask for an unbounded number. One
+// pattern may hold alternatives ({a,b,c}).
+const MaxStreamPatterns = 32
+
 // ListResult is one page of a listing.
 type ListResult struct {
 	Jobs []Job

@@ -8,6 +8,7 @@
 package notify
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -26,12 +27,24 @@ type Hub struct {
 	// DefaultMaxQueue. Set it before subscribing.
 	MaxQueue int
 
+	// pub keeps Publish calls one at a time, in the order they come, so
+	// that each subscriber sees changes in commit order though type
+	// subscribers are matched outside mu. It also guards each type
+	// subscription's cache of matched names.
+	pub sync.Mutex
+	// mu guards the registrations below. Subscribing, accepting (Wait,
+	// Stop) and every write's Publish pass it, so no pattern of a type
+	// subscriber is matched under it: a stream of many patterns costs its
+	// own matching, once per type name, not every writer's wait.
 	mu      sync.Mutex
 	jobs    map[int64]map[*Subscription]struct{}
 	typed   map[*Subscription]struct{}
+	typedAt atomic.Pointer[[]*Subscription] // typed, as a list Publish reads without mu
 	waiters map[*Waiter]struct{}
 	raw     map[int]func([]store.Event)
 	rawSeq  int
+
+	testMatch func() // called before a subscriber matches a name (tests hold it there)
 }
 
 // New returns an empty hub.
@@ -49,6 +62,28 @@ func New() *Hub {
 // that could not report them one by one); it wakes waiters and nothing
 // else.
 func (h *Hub) Publish(changes []store.Event) {
+	h.pub.Lock()
+	defer h.pub.Unlock()
+	h.publishLocked(changes)
+	// Type subscribers, outside mu: each matches a type name against its
+	// patterns once (wants), then looks the answer up.
+	if typed := h.typedAt.Load(); typed != nil {
+		for _, s := range *typed {
+			for _, c := range changes {
+				if c.ID != 0 && s.wants(c.Type) && s.push(c) {
+					h.mu.Lock()
+					h.remove(s)
+					h.mu.Unlock()
+					break
+				}
+			}
+		}
+	}
+}
+
+// publishLocked delivers changes to raw watchers, waiters and job
+// subscribers, under mu.
+func (h *Hub) publishLocked(changes []store.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, fn := range h.raw {
@@ -76,12 +111,9 @@ func (h *Hub) Publish(changes []store.Event) {
 		}
 		if subs, ok := h.jobs[c.ID]; ok {
 			for s := range subs {
-				s.push(c)
-			}
-		}
-		for s := range h.typed {
-			if s.matches(c.Type) {
-				s.push(c)
+				if s.push(c) {
+					h.remove(s)
+				}
 			}
 		}
 	}
@@ -186,7 +218,17 @@ type Subscription struct {
 	done  chan struct{}
 	once  sync.Once
 	lost  bool // the reader fell behind (under mu)
+
+	// seen caches, per type name, whether pats match it (under the hub's
+	// pub); evals counts the names matched against pats, for tests.
+	seen  map[string]bool
+	evals int
 }
+
+// maxSeen bounds a subscription's cache of matched type names: past it the
+// cache starts again, so that clients adding jobs of ever new types cannot
+// grow it without bound.
+const maxSeen = 4096
 
 // Lost reports whether the subscription ended because its reader fell
 // more than MaxQueue changes behind.
@@ -215,8 +257,10 @@ func (h *Hub) SubscribeJob(id int64) *Subscription {
 func (h *Hub) SubscribeTypes(pats []store.Pattern) *Subscription {
 	s := newSubscription(h)
 	s.pats, s.typed = pats, true
+	s.seen = map[string]bool{}
 	h.mu.Lock()
 	h.typed[s] = struct{}{}
+	h.listTyped()
 	h.mu.Unlock()
 	go s.forward()
 	return s
@@ -229,17 +273,27 @@ func newSubscription(h *Hub) *Subscription {
 	return &Subscription{h: h, C: out, out: out, wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
-func (s *Subscription) matches(typ string) bool {
-	for _, p := range s.pats {
-		if p.Match(typ) {
-			return true
-		}
+// wants reports whether the type subscription's patterns match typ,
+// matching each name once; the hub's pub is held.
+func (s *Subscription) wants(typ string) bool {
+	if ok, hit := s.seen[typ]; hit {
+		return ok
 	}
-	return false
+	s.evals++
+	if s.h.testMatch != nil {
+		s.h.testMatch()
+	}
+	ok := slices.ContainsFunc(s.pats, func(p store.Pattern) bool { return p.Match(typ) })
+	if len(s.seen) >= maxSeen {
+		clear(s.seen)
+	}
+	s.seen[typ] = ok
+	return ok
 }
 
-// push queues c; the hub's lock is held.
-func (s *Subscription) push(c store.Event) {
+// push queues c. It reports whether the reader just fell behind, for the
+// caller to unregister the subscription under the hub's mu.
+func (s *Subscription) push(c store.Event) (lost bool) {
 	max := s.h.MaxQueue
 	if max <= 0 {
 		max = DefaultMaxQueue
@@ -247,14 +301,13 @@ func (s *Subscription) push(c store.Event) {
 	s.mu.Lock()
 	if s.lost {
 		s.mu.Unlock()
-		return
+		return false
 	}
 	if len(s.queue) >= max {
 		s.queue, s.lost = nil, true
 		s.mu.Unlock()
-		s.h.remove(s)
 		s.once.Do(func() { close(s.done) })
-		return
+		return true
 	}
 	s.queue = append(s.queue, c)
 	s.mu.Unlock()
@@ -262,6 +315,7 @@ func (s *Subscription) push(c store.Event) {
 	case s.wake <- struct{}{}:
 	default:
 	}
+	return false
 }
 
 func (s *Subscription) forward() {
@@ -319,7 +373,18 @@ func (h *Hub) remove(s *Subscription) {
 				delete(h.jobs, s.id)
 			}
 		}
-	} else {
+	} else if _, ok := h.typed[s]; ok {
 		delete(h.typed, s)
+		h.listTyped()
 	}
+}
+
+// listTyped publishes the list of type subscribers for Publish; mu is
+// held. A new list each time: Publish may be reading the last one.
+func (h *Hub) listTyped() {
+	l := make([]*Subscription, 0, len(h.typed))
+	for s := range h.typed {
+		l = append(l, s)
+	}
+	h.typedAt.Store(&l)
 }

@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -57,4 +58,97 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 	if fast.Lost() {
 		t.Error("a subscriber that kept up was dropped")
 	}
+}
+
+func patterns(t testing.TB, srcs ...string) []store.Pattern {
+	t.Helper()
+	out := make([]store.Pattern, len(srcs))
+	for i, src := range srcs {
+		p, err := store.CompilePattern(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = p
+	}
+	return out
+}
+
+// TestTypeMatchingIsCached: a type subscriber matches each type name
+// against its patterns once, however many changes of that type come, and
+// still gets exactly the changes its patterns match.
+func TestTypeMatchingIsCached(t *testing.T) {
+	h := New()
+	pats := []string{"mail.*"}
+	for i := range 100 {
+		pats = append(pats, fmt.Sprintf("never-%d.{a,b}[0-9]*", i))
+	}
+	sub := h.SubscribeTypes(patterns(t, pats...))
+	defer sub.Stop()
+	id := int64(0)
+	for range 50 {
+		var batch []store.Event
+		for _, typ := range []string{"report", "mail.send", "invoice"} {
+			id++
+			batch = append(batch, store.Event{ID: id, Type: typ})
+		}
+		h.Publish(batch)
+	}
+	h.pub.Lock()
+	evals := sub.evals
+	h.pub.Unlock()
+	if evals != 3 {
+		t.Errorf("the subscriber matched type names %d times for 150 changes of 3 types; want 3 (once per name)", evals)
+	}
+	for i := range 50 {
+		select {
+		case ev := <-sub.C:
+			if ev.Type != "mail.send" || ev.ID != int64(3*i+2) {
+				t.Fatalf("event %d: got job %d of type %q, want job %d of mail.send", i, ev.ID, ev.Type, 3*i+2)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("event %d did not come", i)
+		}
+	}
+}
+
+// TestPublishMatchesOutsideTheLock holds a type subscriber in the middle of
+// matching a name during a Publish, and checks that what every write and
+// accept passes (the hub's lock: registering a waiter, a subscription to
+// a job, another type subscription, stopping them) is not held meanwhile.
+func TestPublishMatchesOutsideTheLock(t *testing.T) {
+	h := New()
+	entered, release := make(chan struct{}), make(chan struct{})
+	h.testMatch = func() {
+		entered <- struct{}{}
+		<-release
+	}
+	sub := h.SubscribeTypes(patterns(t, "never.*"))
+	defer sub.Stop()
+	published := make(chan struct{})
+	go func() {
+		h.Publish([]store.Event{{ID: 1, Type: "report", State: store.Pending}})
+		close(published)
+	}()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Publish never matched the subscriber's patterns")
+	}
+	done := make(chan struct{})
+	report := patterns(t, "report")
+	go func() {
+		defer close(done)
+		w := h.Wait(report)
+		w.Stop()
+		j := h.SubscribeJob(2)
+		j.Stop()
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("registering a waiter and a job subscription waited for a subscriber's pattern matching: it runs under the hub's lock")
+	}
+	close(release)
+	<-published
 }

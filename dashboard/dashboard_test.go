@@ -255,6 +255,7 @@ func createToken(t *testing.T, s *site, req wire.CreateTokenRequest) string {
 	}
 	hreq, _ := http.NewRequest("POST", s.url+"/v1/tokens", strings.NewReader(body+"}"))
 	hreq.Header.Set("Authorization", "Bearer adm")
+	hreq.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(hreq)
 	if err != nil {
 		t.Fatal(err)

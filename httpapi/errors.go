@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -44,9 +45,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // decode reads a request body into v strictly: one JSON value, no unknown
-// fields, no wrong types, within the size limit. The Content-Type is not
-// checked: the body is JSON whatever a client (curl -d) labels it. Its errors say what is
-// wrong and match store.ErrInvalid (or are *http.MaxBytesError).
+// fields, no wrong types, within the size limit. A body must be labelled
+// "Content-Type: application/json" (see jsonBody). Its errors say what is
+// wrong and match store.ErrInvalid (or wire.ErrUnsupportedMediaType, or
+// are *http.MaxBytesError).
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
 	body, err := s.readBody(w, r)
 	if err != nil {
@@ -66,13 +68,20 @@ func decodeBody(body []byte, v any, optional bool) error {
 	return decodeStrict(body, v)
 }
 
-// readBody reads the request's body, up to the server's limit.
+// readBody reads the request's JSON body, up to the server's limit; a
+// body of another type is refused unread.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if err := jsonBody(r); err != nil {
+		return nil, err
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, fmt.Errorf("request body is larger than %d bytes: %w", s.cfg.MaxBodyBytes, err)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, store.Invalidf("the request body did not arrive within %v", s.cfg.BodyTimeout)
 		}
 		return nil, store.Invalidf("reading the body: %v", err)
 	}

@@ -73,7 +73,7 @@ func FuzzListQuery(f *testing.F) {
 		if err != nil {
 			return // not a query a client can send
 		}
-		answer(t, api, httptest.NewRequest("GET", "/v1/jobs?"+vals.Encode(), nil), http.StatusOK)
+		answer(t, api, httptest.NewRequest("GET", "http://127.0.0.1/v1/jobs?"+vals.Encode(), nil), http.StatusOK)
 	})
 }
 
@@ -98,7 +98,7 @@ func FuzzAddBody(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body string) {
 		before := count(t)
-		r := httptest.NewRequest("POST", "/v1/jobs", strings.NewReader(body))
+		r := httptest.NewRequest("POST", "http://127.0.0.1/v1/jobs", strings.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
 		code := answer(t, api, r, http.StatusOK, http.StatusCreated)
 		if code != http.StatusOK && code != http.StatusCreated && count(t) != before {

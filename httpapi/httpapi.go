@@ -42,6 +42,14 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxWait bounds an accept's long-poll wait; zero means 60s.
 	MaxWait time.Duration
+	// BodyTimeout bounds how long a request's body may take to arrive
+	// (slow clients may not hold connections); zero means
+	// DefaultBodyTimeout.
+	BodyTimeout time.Duration
+	// Hosts are names, besides localhost and IP addresses, that a server
+	// without AuthToken answers to (the Host header): a name it does not
+	// know may be another site's, rebound to this server's address.
+	Hosts []string
 	// MaxMetricTypes bounds how many job types get a label of their own in
 	// the metrics; the types seen after that count as "other", so that
 	// clients cannot grow the metrics without bound. Zero means 100.
@@ -68,6 +76,9 @@ func New(c *rota.Client, cfg Config) *Server {
 	}
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = 60 * time.Second
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
 	}
 	if cfg.MaxMetricTypes <= 0 {
 		cfg.MaxMetricTypes = 100
@@ -182,9 +193,24 @@ func pathMatches(pattern, path string) bool {
 	return true
 }
 
-// ServeHTTP checks authentication (access.go) and dispatches.
+// ServeHTTP applies the connection rules (conn.go), checks
+// authentication (access.go) and dispatches.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.serveConn(w, r, s.serve)
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if err := crossOrigin.Check(r); err != nil {
+		writeErrorCode(w, http.StatusForbidden, wire.CodeForbidden, "a page of another site may not change anything here: "+err.Error())
+		return
+	}
 	a, status, msg := s.authenticate(r)
+	if status != 0 {
+		// Answered before its body is read, and the connection closes
+		// (serveConn waits bodyLinger at most for the body): a client
+		// without a valid token holds nothing.
+		w.Header().Set("Connection", "close")
+	}
 	switch {
 	case status == http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="rota"`)

@@ -798,7 +798,7 @@ func TestOpenAPIEnums(t *testing.T) {
 		}
 	}
 	codes := []string{wire.CodeInvalid, wire.CodeNotFound, wire.CodeWorkerConflict, wire.CodeCanceled, wire.CodeFinished, wire.CodeTooLarge,
-		wire.CodeUnauthorized, wire.CodeForbidden, wire.CodeMethod, wire.CodeUnavailable, wire.CodeInternal}
+		wire.CodeUnauthorized, wire.CodeForbidden, wire.CodeMethod, wire.CodeMediaType, wire.CodeUnavailable, wire.CodeInternal}
 	for _, c := range []struct {
 		schema string
 		want   []string
@@ -997,7 +997,7 @@ func TestOpenAPIOperations(t *testing.T) {
 			mustHave("401", "403")
 		}
 		if strings.TrimPrefix(want.req, "?") != "" {
-			mustHave("400", "413")
+			mustHave("400", "413", "415")
 		}
 		if strings.Contains(path, "{id}") {
 			mustHave("400")

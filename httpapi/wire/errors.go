@@ -18,6 +18,7 @@ const (
 	CodeUnauthorized   = "unauthorized"
 	CodeForbidden      = "forbidden"
 	CodeMethod         = "method_not_allowed"
+	CodeMediaType      = "unsupported_media_type"
 	CodeUnavailable    = "unavailable"
 	CodeInternal       = "internal"
 )
@@ -26,6 +27,10 @@ const (
 // change, a scoped token's add outside its groups or types, an
 // administrator's route. It matches on both sides of the API.
 var ErrForbidden = errors.New("forbidden")
+
+// ErrUnsupportedMediaType is a request body that is not labelled
+// "Content-Type: application/json".
+var ErrUnsupportedMediaType = errors.New("unsupported media type")
 
 var codeErrors = []struct {
 	code   string
@@ -41,6 +46,7 @@ var codeErrors = []struct {
 	{CodeUnavailable, store.ErrUnavailable, http.StatusServiceUnavailable},
 	{CodeUnavailable, store.ErrClosed, http.StatusServiceUnavailable},
 	{CodeForbidden, ErrForbidden, http.StatusForbidden},
+	{CodeMediaType, ErrUnsupportedMediaType, http.StatusUnsupportedMediaType},
 }
 
 // CodeOf maps an error to its code and HTTP status.

@@ -35,7 +35,8 @@ func serveCommand() *cobra.Command {
 		allowOpen                bool
 		maxBody                  int64
 		maxConns                 int
-		idleTimeout              time.Duration
+		idleTimeout, bodyTimeout time.Duration
+		allowHosts               []string
 		logLevel                 string
 		configFile               string
 		tlsCert, tlsKey          string
@@ -144,6 +145,7 @@ lists the client networks, and a non-loopback ADDR needs that list.`,
 				allowOpen: allowOpen, maxBody: maxBody, settings: settings,
 				maxConns: maxConns, idleTimeout: idleTimeout, cert: cert,
 				trustedProxies: proxies,
+				bodyTimeout: bodyTimeout, allowHosts: allowHosts,
 			})
 		},
 	}
@@ -157,6 +159,8 @@ lists the client networks, and a non-loopback ADDR needs that list.`,
 	f.Int64Var(&maxBody, "max-body", 8<<20, "largest request body in bytes")
 	f.IntVar(&maxConns, "max-conns", 1024, "most connections served at once; more wait to be accepted")
 	f.DurationVar(&idleTimeout, "idle-timeout", time.Minute, "close a keep-alive connection idle this long")
+	f.DurationVar(&bodyTimeout, "body-timeout", httpapi.DefaultBodyTimeout, "longest a request's body may take to arrive (--max-body at 8 MiB needs about 560 kbit/s in 2m)")
+	f.StringSliceVar(&allowHosts, "allow-host", nil, "without a token, also answer to these host names (besides localhost and IP addresses; comma-separated)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&configFile, "config", "", "JSON file of type and group settings to apply at start")
 	f.StringVar(&tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate (chain); SIGHUP reloads it")
@@ -174,7 +178,8 @@ type serveOptions struct {
 	allowOpen                       bool
 	maxBody                         int64
 	maxConns                        int
-	idleTimeout                     time.Duration
+	idleTimeout, bodyTimeout        time.Duration
+	allowHosts                      []string
 	settings                        *serverSettings
 	cert                            *certificate     // nil: plain HTTP
 	bedrock                         *bedrockListener // nil: none
@@ -288,6 +293,12 @@ func serve(ctx context.Context, logger *slog.Logger, o serveOptions) error {
 	if o.maxBody <= 0 {
 		return fmt.Errorf("--max-body must be positive")
 	}
+	if o.bodyTimeout <= 0 {
+		return usageErrorf("--body-timeout %v must be positive", o.bodyTimeout)
+	}
+	if len(o.allowHosts) > 0 && o.token != "" {
+		return usageErrorf("--allow-host is for a server without a token, which answers only to the names it knows; with a token every name is answered")
+	}
 	host, _, err := net.SplitHostPort(o.addr)
 	if err != nil {
 		return fmt.Errorf("--http %q: want host:port: %w", o.addr, err)
@@ -323,7 +334,8 @@ func serve(ctx context.Context, logger *slog.Logger, o serveOptions) error {
 		}
 		logger.Info("applied settings", "types", len(o.settings.Types), "groups", len(o.settings.Groups))
 	}
-	api := httpapi.New(client, httpapi.Config{AuthToken: o.token, MaxBodyBytes: o.maxBody, Logger: logger})
+	api := httpapi.New(client, httpapi.Config{AuthToken: o.token, MaxBodyBytes: o.maxBody, Logger: logger,
+		BodyTimeout: o.bodyTimeout, Hosts: o.allowHosts})
 	defer api.Close()
 	var handler http.Handler = api
 	if o.ui {
@@ -338,7 +350,7 @@ func serve(ctx context.Context, logger *slog.Logger, o serveOptions) error {
 		mux.Handle("/v1/", api)
 		mux.Handle("/healthz", api)
 		mux.Handle("/metrics", api)
-		mux.Handle("/", dash)
+		mux.Handle("/", api.Wrap(dash)) // the API's connection rules
 		handler = mux
 	}
 
@@ -349,7 +361,10 @@ func serve(ctx context.Context, logger *slog.Logger, o serveOptions) error {
 	if o.maxConns > 0 {
 		// Past the cap, connections wait in the kernel's backlog rather
 		// than take file descriptors; idle and slow ones are closed by the
-		// timeouts below, so the cap cannot be held by clients doing nothing.
+		// timeouts below and the API's body deadline (--body-timeout), and a
+		// request refused before its body is read closes its connection
+		// (httpapi's conn.go), so the cap cannot be held by clients doing
+		// nothing.
 		ln = netutil.LimitListener(ln, o.maxConns)
 	}
 	// Long polls and event streams end when the server shuts down.

@@ -1,12 +1,17 @@
 package httpapi_test
 
 import (
+	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/httpapi"
 	"github.com/rotajobs/rota/httpapi/wire"
 	"github.com/rotajobs/rota/store"
@@ -170,4 +175,151 @@ func TestEventsLimitPatterns(t *testing.T) {
 	}
 	r := s.do(t, "GET", "/v1/events?"+q[1:], nil)
 	wantError(t, r, http.StatusBadRequest, wire.CodeInvalid, fmt.Sprintf("more than %d", store.MaxStreamPatterns))
+}
+
+// streamAs opens /v1/events on url with a bearer token and sends the
+// names of its events; the channel closes when the stream ends.
+func streamAs(t *testing.T, url, secret string) <-chan string {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", url+"/v1/events?type=t", nil)
+	req.Header.Set("Authorization", "Bearer "+secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		t.Fatalf("events: %d", resp.StatusCode)
+	}
+	ch := make(chan string, 100)
+	go func() {
+		defer close(ch)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if name, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+				ch <- name
+			}
+		}
+	}()
+	return ch
+}
+
+// secondNode serves the API of e's engine on another port with its own
+// token cache: another node of the same store.
+func secondNode(t *testing.T, e *tokenEnv) string {
+	api := httpapi.New(e.c, httpapi.Config{AuthToken: "admin-secret", Logger: quiet()})
+	ts := httptest.NewServer(api)
+	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close(); api.Close() })
+	return ts.URL
+}
+
+// TestRevocationEndsStreams: event streams of a named token, on the node
+// that revoked it and on another node, end with a "revoked" event within
+// TokenCacheTTL of the revocation (plus a second for a loaded machine),
+// and a reconnection is refused.
+func TestRevocationEndsStreams(t *testing.T) {
+	e := newTokenEnv(t)
+	temp := want[wire.CreateTokenResponse](t, e.testServer, http.StatusCreated, "POST", "/v1/tokens", wire.CreateTokenRequest{Name: "temp"}).Secret
+	other := secondNode(t, e)
+	here, there := streamAs(t, e.URL, temp), streamAs(t, other, temp)
+	// Both streams are live: they carry a change.
+	if _, err := e.c.Add(t.Context(), rota.AddParams{Type: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range []<-chan string{here, there} {
+		select {
+		case name := <-ch:
+			if name != "job" {
+				t.Fatalf("first event %q", name)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a stream carried no change")
+		}
+	}
+	start := time.Now()
+	want[struct{}](t, e.testServer, http.StatusNoContent, "DELETE", "/v1/tokens/temp", nil)
+	for node, ch := range map[string]<-chan string{"the node that revoked it": here, "another node": there} {
+		var last string
+		timeout := time.After(3 * httpapi.TokenCacheTTL)
+	read:
+		for {
+			select {
+			case name, ok := <-ch:
+				if !ok {
+					break read
+				}
+				last = name
+			case <-timeout:
+				t.Fatalf("on %s, the stream of a revoked token was still open %v after the revocation", node, 3*httpapi.TokenCacheTTL)
+			}
+		}
+		took := time.Since(start)
+		t.Logf("on %s the stream ended %v after the revocation", node, took.Round(time.Millisecond))
+		if last != "revoked" {
+			t.Errorf("on %s the stream's last event is %q, want revoked", node, last)
+		}
+		if took > httpapi.TokenCacheTTL+time.Second {
+			t.Errorf("on %s the stream ended %v after the revocation; want within TokenCacheTTL (%v)", node, took, httpapi.TokenCacheTTL)
+		}
+	}
+	r := e.as(t, "admin", "GET", "/v1/stats", nil) // the server is fine
+	if r.Status != http.StatusOK {
+		t.Fatal(r)
+	}
+	e.secrets["temp"] = temp
+	if r := e.as(t, "temp", "GET", "/v1/events", nil); r.Status != http.StatusForbidden {
+		t.Errorf("a reconnection with the revoked token: %s", r)
+	}
+}
+
+// TestRevocationEndsLongPolls: an accept waiting for jobs with a named
+// token, on another node, answers 403 within TokenCacheTTL of the token's
+// revocation, and leases nothing.
+func TestRevocationEndsLongPolls(t *testing.T) {
+	e := newTokenEnv(t)
+	temp := want[wire.CreateTokenResponse](t, e.testServer, http.StatusCreated, "POST", "/v1/tokens", wire.CreateTokenRequest{Name: "temp"}).Secret
+	other := secondNode(t, e)
+	type answer struct {
+		status int
+		body   string
+	}
+	done := make(chan answer, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "POST", other+"/v1/accept", strings.NewReader(`{"types":["t"],"wait":"40s"}`))
+		req.Header.Set("Authorization", "Bearer "+temp)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- answer{0, err.Error()}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- answer{resp.StatusCode, string(b)}
+	}()
+	time.Sleep(200 * time.Millisecond) // let it wait: not needed for the check, only for it to mean something
+	start := time.Now()
+	want[struct{}](t, e.testServer, http.StatusNoContent, "DELETE", "/v1/tokens/temp", nil)
+	select {
+	case a := <-done:
+		took := time.Since(start)
+		t.Logf("the accept answered %v after the revocation: %d %s", took.Round(time.Millisecond), a.status, strings.TrimSpace(a.body))
+		if a.status != http.StatusForbidden || !strings.Contains(a.body, "revoked") {
+			t.Errorf("the accept answered %d %s; want 403 naming the revocation", a.status, a.body)
+		}
+		if took > httpapi.TokenCacheTTL+time.Second {
+			t.Errorf("the accept answered %v after the revocation; want within TokenCacheTTL (%v)", took, httpapi.TokenCacheTTL)
+		}
+	case <-time.After(3 * httpapi.TokenCacheTTL):
+		t.Fatalf("an accept of a revoked token was still waiting %v after the revocation", 3*httpapi.TokenCacheTTL)
+	}
+	if _, err := e.c.Add(t.Context(), rota.AddParams{Type: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.stats(t); st.ByState["running"] != 0 {
+		t.Errorf("%d jobs running after the revoked accept", st.ByState["running"])
+	}
 }

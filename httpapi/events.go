@@ -26,7 +26,8 @@ const MaxReplay = 10000
 // one job: its current state first, then each change, and an "end" event
 // after a terminal state or removal. With ?type=PATTERN (repeatable;
 // default all types) it follows every job of matching types until the
-// client disconnects. With ?running=false (types only) it leaves out jobs
+// client disconnects, or, for a named token, until the token is revoked
+// (a "revoked" event, within TokenCacheTTL). With ?running=false (types only) it leaves out jobs
 // starting to run or reporting progress (state running, not removed), and
 // with ?completed=false jobs completing (state completed, not removed): a
 // remote worker acts only on the other changes, and starts and
@@ -171,6 +172,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	flush()
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	valid, stop := s.whileValid(r)
+	defer stop()
 	end := func() {
 		if r.Context().Err() != nil {
 			return
@@ -185,7 +188,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	for {
 		select {
-		case <-r.Context().Done():
+		case <-valid.Done():
+			if revoked(valid) && r.Context().Err() == nil {
+				// The token was revoked: no more of its changes. The client
+				// that reconnects is refused (403).
+				fmt.Fprint(w, "event: revoked\ndata: {\"reason\":\"the token was revoked (or is no longer valid)\"}\n\n")
+				flusher.Flush()
+			}
 			return
 		case <-tick.C:
 			fmt.Fprint(w, ": keep-alive\n\n")

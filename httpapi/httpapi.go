@@ -693,8 +693,16 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	jobs, err := s.c.Accept(r.Context(), p)
+	ctx, stop := r.Context(), func() {}
+	if req.Wait > 0 {
+		ctx, stop = s.whileValid(r) // a revoked token's wait ends
+	}
+	jobs, err := s.c.Accept(ctx, p)
+	stop()
 	if err != nil {
+		if revoked(ctx) {
+			err = errRevoked
+		}
 		s.writeError(w, r, err)
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -141,6 +142,40 @@ func TestSlowBodiesEndAtTheDeadline(t *testing.T) {
 		}
 		if status != http.StatusBadRequest || !strings.Contains(body, "did not arrive within 2s") {
 			t.Errorf("client %d: %d %s; want 400 naming the 2s deadline", i, status, body)
+		}
+	}
+}
+
+// TestServeConnectionFlags: --body-timeout and --allow-host are checked
+// before the server starts, and --allow-host adds a name that a server
+// without a token answers to.
+func TestServeConnectionFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--body-timeout", "0s"}, "--body-timeout 0s must be positive"},
+		{[]string{"--auth-token", "adm", "--allow-host", "rota.test"}, "--allow-host is for a server without a token"},
+	} {
+		cmd := exec.Command(bin, append([]string{"serve", "--http", "127.0.0.1:0", "--data", t.TempDir()}, c.args...)...)
+		cmd.Env = cleanEnv()
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("serve %v: %v, want a refusal naming %q:\n%s", c.args, err, c.want, out)
+		}
+	}
+	s := startServer(t, "--allow-host", "rota.test")
+	port := s.URL[strings.LastIndex(s.URL, ":")+1:]
+	for host, want := range map[string]int{"rota.test:" + port: http.StatusOK, "ROTA.TEST": http.StatusOK, "other.test:" + port: http.StatusForbidden} {
+		req, _ := http.NewRequest("GET", s.URL+"/v1/stats", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET /v1/stats as Host %s: %d, want %d", host, resp.StatusCode, want)
 		}
 	}
 }

@@ -59,7 +59,9 @@ It binds to loopback by default. With --auth-token-file (or --auth-token),
 every request needs "Authorization: Bearer <token>". Prefer
 --auth-token-file: a token given as --auth-token is visible to every user of
 the machine in the process list. It refuses to bind a non-loopback address
-without a token unless --allow-unauthenticated is given. SIGINT or SIGTERM
+without a token unless --allow-unauthenticated is given. Without a token it
+answers only to the Host names localhost and IP addresses (and --allow-host
+names), so that no web page reaches it by DNS rebinding. SIGINT or SIGTERM
 shuts it down gracefully.
 
 The data directory is created readable by its owner only (0700), and a new
@@ -70,6 +72,10 @@ everyone out). Its cookie is marked Secure over HTTPS; behind a reverse proxy
 that terminates TLS, list the proxy's addresses with --trusted-proxy so that
 its X-Forwarded-Proto: https is believed (from any other address it is
 ignored).
+
+A request's body must arrive within --body-timeout; a request answered
+without reading its body (one without a valid token, say) closes its
+connection, so that slow or unauthenticated clients cannot hold --max-conns.
 
 With --tls-cert and --tls-key it serves HTTPS (TLS 1.2 and later); SIGHUP
 reloads the two files, for a renewed certificate. Clients trust a private
@@ -145,7 +151,7 @@ lists the client networks, and a non-loopback ADDR needs that list.`,
 				allowOpen: allowOpen, maxBody: maxBody, settings: settings,
 				maxConns: maxConns, idleTimeout: idleTimeout, cert: cert,
 				trustedProxies: proxies,
-				bodyTimeout: bodyTimeout, allowHosts: allowHosts,
+				bodyTimeout:    bodyTimeout, allowHosts: allowHosts,
 			})
 		},
 	}

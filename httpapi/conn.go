@@ -45,7 +45,7 @@ func (s *Server) Wrap(h http.Handler) http.Handler {
 // serveConn applies the connection rules to one request, then calls h.
 func (s *Server) serveConn(w http.ResponseWriter, r *http.Request, h http.HandlerFunc) {
 	if s.Open() && !s.knownHost(r.Host) {
-		w.Header().Set("Connection", "close")
+		closeAfter(w, r)
 		writeErrorCode(w, http.StatusForbidden, wire.CodeForbidden, fmt.Sprintf(
 			"Host %q is not a name of this server: a server without a token answers to localhost and IP addresses only (and to names given with --allow-host), so that no other site's page reaches it by DNS rebinding", r.Host))
 		s.lingerUnread(w, nil)
@@ -64,13 +64,11 @@ func (s *Server) serveConn(w http.ResponseWriter, r *http.Request, h http.Handle
 		return
 	}
 	b := &watchedBody{ReadCloser: r.Body}
-	if r.ProtoMajor == 1 {
-		// Until the body has been read, the answer closes the
-		// connection: else net/http, before it writes an answer, waits
-		// for the rest of a body the handler left (up to 256 KiB, with no
-		// deadline), and a client that sends none holds the connection.
-		w.Header().Set("Connection", "close")
-	}
+	// Until the body has been read, the answer closes the connection:
+	// else net/http, before it writes an answer, waits for the rest of a
+	// body the handler left (up to 256 KiB, with no deadline), and a
+	// client that sends none holds the connection.
+	closeAfter(w, r)
 	b.done = func() {
 		if r.ProtoMajor == 1 && w.Header().Get("Connection") == "close" {
 			w.Header().Del("Connection")
@@ -81,6 +79,16 @@ func (s *Server) serveConn(w http.ResponseWriter, r *http.Request, h http.Handle
 	h(w, r)
 	if !b.eof {
 		s.lingerUnread(w, rc)
+	}
+}
+
+// closeAfter makes the answer close an HTTP/1 connection. Not HTTP/2's,
+// whose requests are streams of one connection, which a refused request
+// has no reason to end (Go's HTTP/2 server takes "Connection: close" as
+// a reason to shut the whole connection down).
+func closeAfter(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 1 {
+		w.Header().Set("Connection", "close")
 	}
 }
 
@@ -112,7 +120,8 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 // knownHost reports whether an open server answers to this Host: a
 // browser reaches it only by a name that resolves to it, and a page of
 // another site that rebinds its own name to 127.0.0.1 sends that name.
-// IP addresses and localhost cannot be rebound.
+// IP addresses and localhost cannot be rebound. A name "*" in Config.Hosts
+// lets every name through, for an operator who cannot list them.
 func (s *Server) knownHost(hostport string) bool {
 	if hostport == "" {
 		return true // HTTP/1.0 without Host: no browser sends that
@@ -125,7 +134,7 @@ func (s *Server) knownHost(hostport string) bool {
 	if host == "localhost" || net.ParseIP(host) != nil {
 		return true
 	}
-	return slices.ContainsFunc(s.cfg.Hosts, func(h string) bool { return strings.EqualFold(h, host) })
+	return slices.ContainsFunc(s.cfg.Hosts, func(h string) bool { return h == "*" || strings.EqualFold(h, host) })
 }
 
 // crossOrigin refuses changes that a browser page of another origin asks

@@ -130,6 +130,10 @@ func TestOpenServerAnswersItsNamesOnly(t *testing.T) {
 			t.Errorf("an add as Host %s: %s", host, r)
 		}
 	}
+	everyName := newServer(t, httpapi.Config{Hosts: []string{"*"}})
+	if r := everyName.rawRequest(t, "POST", "/v1/jobs", "rota.example.com", `{"type":"mail"}`, "Content-Type", "application/json"); r.Status != http.StatusCreated {
+		t.Errorf("a server with Hosts * refused a name: %s", r)
+	}
 	closed := newServer(t, httpapi.Config{AuthToken: "adm"})
 	if r := closed.rawRequest(t, "POST", "/v1/jobs", "rota.example.com", `{"type":"mail"}`, "Content-Type", "application/json"); r.Status != http.StatusCreated {
 		t.Errorf("a server with a token refused a name: %s", r)

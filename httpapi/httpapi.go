@@ -48,7 +48,8 @@ type Config struct {
 	BodyTimeout time.Duration
 	// Hosts are names, besides localhost and IP addresses, that a server
 	// without AuthToken answers to (the Host header): a name it does not
-	// know may be another site's, rebound to this server's address.
+	// know may be another site's, rebound to this server's address. "*"
+	// lets every name through.
 	Hosts []string
 	// MaxMetricTypes bounds how many job types get a label of their own in
 	// the metrics; the types seen after that count as "other", so that
@@ -209,7 +210,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		// Answered before its body is read, and the connection closes
 		// (serveConn waits bodyLinger at most for the body): a client
 		// without a valid token holds nothing.
-		w.Header().Set("Connection", "close")
+		closeAfter(w, r)
 	}
 	switch {
 	case status == http.StatusUnauthorized:

@@ -166,7 +166,7 @@ lists the client networks, and a non-loopback ADDR needs that list.`,
 	f.IntVar(&maxConns, "max-conns", 1024, "most connections served at once; more wait to be accepted")
 	f.DurationVar(&idleTimeout, "idle-timeout", time.Minute, "close a keep-alive connection idle this long")
 	f.DurationVar(&bodyTimeout, "body-timeout", httpapi.DefaultBodyTimeout, "longest a request's body may take to arrive (--max-body at 8 MiB needs about 560 kbit/s in 2m)")
-	f.StringSliceVar(&allowHosts, "allow-host", nil, "without a token, also answer to these host names (besides localhost and IP addresses; comma-separated)")
+	f.StringSliceVar(&allowHosts, "allow-host", nil, "without a token, also answer to these host names (besides localhost and IP addresses; comma-separated; * for any name)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&configFile, "config", "", "JSON file of type and group settings to apply at start")
 	f.StringVar(&tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate (chain); SIGHUP reloads it")

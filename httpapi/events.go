@@ -27,11 +27,12 @@ const MaxReplay = 10000
 // after a terminal state or removal. With ?type=PATTERN (repeatable;
 // default all types) it follows every job of matching types until the
 // client disconnects, or, for a named token, until the token is revoked
-// (a "revoked" event, within TokenCacheTTL). With ?running=false (types only) it leaves out jobs
-// starting to run or reporting progress (state running, not removed), and
-// with ?completed=false jobs completing (state completed, not removed): a
-// remote worker acts only on the other changes, and starts and
-// completions are nearly all of a busy stream, sent to every worker. Such
+// (a "revoked" event, within TokenCacheTTL). With ?running=false (types
+// only) it leaves out jobs starting to run or reporting progress (state
+// running, not removed), and with ?completed=false jobs completing (state
+// completed, not removed): a remote worker acts only on the other changes,
+// and starts and completions are nearly all of a busy stream, sent to
+// every worker. Such
 // a stream still sends, with each batch of events it flushes, the id of
 // the last change it left out, alone (an SSE message with only an id), so
 // that a reconnection resumes from there.

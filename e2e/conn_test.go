@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -178,4 +179,49 @@ func TestServeConnectionFlags(t *testing.T) {
 			t.Errorf("GET /v1/stats as Host %s: %d, want %d", host, resp.StatusCode, want)
 		}
 	}
+}
+
+// TestSlowReadersEndAtTheDeadline fills --max-conns with a client that
+// asks for a large listing and reads nothing: each write of an answer has
+// --write-timeout to be taken, so its connection closes, cutting the answer
+// short, and /healthz is answered.
+func TestSlowReadersEndAtTheDeadline(t *testing.T) {
+	s := startServer(t, "--max-conns", "1", "--write-timeout", "2s")
+	u, _ := url.Parse(s.URL)
+	// 12 MB of jobs: more than the kernel buffers on both ends hold.
+	big := `{"x":"` + strings.Repeat("a", 1000*1000) + `"}`
+	for range 12 {
+		req, _ := http.NewRequest("POST", s.URL+"/v1/jobs", strings.NewReader(`{"type":"big","data":`+big+`}`))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("add: %d", resp.StatusCode)
+		}
+	}
+	// A small receive buffer, set before connecting (set after, the window
+	// it already offered shrinks and the transfer stalls).
+	d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	c, err := d.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	fmt.Fprintf(c, "GET /v1/jobs?limit=1000 HTTP/1.1\r\nHost: %s\r\n\r\n", u.Host)
+	healthy(t, s, 20*time.Second, "a client holds the only connection and reads nothing of its answer")
+	t.Logf("/healthz answered after %v", time.Since(start).Round(time.Millisecond))
+	// The server gave up on the answer and closed the connection: what
+	// the buffers held, then the end.
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	n, err := io.Copy(io.Discard, c)
+	if err != nil || n >= 12*1000*1000 {
+		t.Errorf("the slow reader read %d bytes (%v); want the answer cut short and the connection closed", n, err)
+	}
+	t.Logf("the slow reader got %d bytes of its answer", n)
 }

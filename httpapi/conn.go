@@ -25,6 +25,10 @@ import (
 // about 560 kbit/s in it.
 const DefaultBodyTimeout = 2 * time.Minute
 
+// DefaultWriteTimeout is how long one write of an answer may wait for the
+// client to take it when Config.WriteTimeout is zero.
+const DefaultWriteTimeout = 2 * time.Minute
+
 // bodyLinger bounds how long a connection whose request body went unread
 // (a refused request: 401, 403, 404…) waits for that body after its answer
 // was sent, before it closes: a client that sent its body has it taken
@@ -44,6 +48,16 @@ func (s *Server) Wrap(h http.Handler) http.Handler {
 
 // serveConn applies the connection rules to one request, then calls h.
 func (s *Server) serveConn(w http.ResponseWriter, r *http.Request, h http.HandlerFunc) {
+	rc := http.NewResponseController(w)
+	if rc.SetWriteDeadline(time.Time{}) == nil {
+		// Each write of the answer gets WriteTimeout to be taken: a client
+		// that stops reading (a large listing, an event stream) loses its
+		// connection instead of holding it. A long poll or a quiet stream
+		// is not cut short: the deadline starts at each write.
+		dw := &deadlineWriter{ResponseWriter: w, rc: rc, timeout: s.cfg.WriteTimeout}
+		defer dw.extend() // for what net/http writes after the handler
+		w = dw
+	}
 	if s.Open() && !s.knownHost(r.Host) {
 		closeAfter(w, r)
 		writeErrorCode(w, http.StatusForbidden, wire.CodeForbidden, fmt.Sprintf(
@@ -55,7 +69,6 @@ func (s *Server) serveConn(w http.ResponseWriter, r *http.Request, h http.Handle
 		h(w, r)
 		return
 	}
-	rc := http.NewResponseController(w)
 	// The deadline covers the body only: once it has been read, it is
 	// lifted, as a long poll or a stream may then last (net/http's own
 	// ReadTimeout would cancel them).
@@ -100,6 +113,29 @@ func (s *Server) lingerUnread(w http.ResponseWriter, rc *http.ResponseController
 	}
 	rc.SetReadDeadline(time.Now().Add(bodyLinger))
 }
+
+// deadlineWriter gives each write of an answer WriteTimeout to be taken.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (d *deadlineWriter) extend() { d.rc.SetWriteDeadline(time.Now().Add(d.timeout)) }
+
+func (d *deadlineWriter) Write(p []byte) (int, error) {
+	d.extend()
+	return d.ResponseWriter.Write(p)
+}
+
+// Flush serves event streams (http.Flusher).
+func (d *deadlineWriter) Flush() {
+	d.extend()
+	d.rc.Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
 
 // watchedBody notes when the handler has read the whole body.
 type watchedBody struct {

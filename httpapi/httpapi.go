@@ -46,6 +46,11 @@ type Config struct {
 	// (slow clients may not hold connections); zero means
 	// DefaultBodyTimeout.
 	BodyTimeout time.Duration
+	// WriteTimeout bounds how long one write of an answer may wait for
+	// the client to take it (slow readers may not hold connections); zero
+	// means DefaultWriteTimeout. Long polls and streams may last longer:
+	// it starts at each write.
+	WriteTimeout time.Duration
 	// Hosts are names, besides localhost and IP addresses, that a server
 	// without AuthToken answers to (the Host header): a name it does not
 	// know may be another site's, rebound to this server's address. "*"
@@ -80,6 +85,9 @@ func New(c *rota.Client, cfg Config) *Server {
 	}
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = DefaultBodyTimeout
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
 	}
 	if cfg.MaxMetricTypes <= 0 {
 		cfg.MaxMetricTypes = 100

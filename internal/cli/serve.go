@@ -36,6 +36,7 @@ func serveCommand() *cobra.Command {
 		maxBody                  int64
 		maxConns                 int
 		idleTimeout, bodyTimeout time.Duration
+		writeTimeout             time.Duration
 		allowHosts               []string
 		logLevel                 string
 		configFile               string
@@ -73,9 +74,10 @@ that terminates TLS, list the proxy's addresses with --trusted-proxy so that
 its X-Forwarded-Proto: https is believed (from any other address it is
 ignored).
 
-A request's body must arrive within --body-timeout; a request answered
-without reading its body (one without a valid token, say) closes its
-connection, so that slow or unauthenticated clients cannot hold --max-conns.
+A request's body must arrive within --body-timeout, and each write of an
+answer must be taken within --write-timeout; a request answered without
+reading its body (one without a valid token, say) closes its connection, so
+that slow or unauthenticated clients cannot hold --max-conns.
 
 With --tls-cert and --tls-key it serves HTTPS (TLS 1.2 and later); SIGHUP
 reloads the two files, for a renewed certificate. Clients trust a private
@@ -151,7 +153,7 @@ lists the client networks, and a non-loopback ADDR needs that list.`,
 				allowOpen: allowOpen, maxBody: maxBody, settings: settings,
 				maxConns: maxConns, idleTimeout: idleTimeout, cert: cert,
 				trustedProxies: proxies,
-				bodyTimeout:    bodyTimeout, allowHosts: allowHosts,
+				bodyTimeout:    bodyTimeout, writeTimeout: writeTimeout, allowHosts: allowHosts,
 			})
 		},
 	}
@@ -166,6 +168,7 @@ lists the client networks, and a non-loopback ADDR needs that list.`,
 	f.IntVar(&maxConns, "max-conns", 1024, "most connections served at once; more wait to be accepted")
 	f.DurationVar(&idleTimeout, "idle-timeout", time.Minute, "close a keep-alive connection idle this long")
 	f.DurationVar(&bodyTimeout, "body-timeout", httpapi.DefaultBodyTimeout, "longest a request's body may take to arrive (--max-body at 8 MiB needs about 560 kbit/s in 2m)")
+	f.DurationVar(&writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "longest one write of an answer may wait for the client to take it (streams and long polls last longer)")
 	f.StringSliceVar(&allowHosts, "allow-host", nil, "without a token, also answer to these host names (besides localhost and IP addresses; comma-separated; * for any name)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&configFile, "config", "", "JSON file of type and group settings to apply at start")
@@ -185,6 +188,7 @@ type serveOptions struct {
 	maxBody                         int64
 	maxConns                        int
 	idleTimeout, bodyTimeout        time.Duration
+	writeTimeout                    time.Duration
 	allowHosts                      []string
 	settings                        *serverSettings
 	cert                            *certificate     // nil: plain HTTP
@@ -302,6 +306,9 @@ func serve(ctx context.Context, logger *slog.Logger, o serveOptions) error {
 	if o.bodyTimeout <= 0 {
 		return usageErrorf("--body-timeout %v must be positive", o.bodyTimeout)
 	}
+	if o.writeTimeout <= 0 {
+		return usageErrorf("--write-timeout %v must be positive", o.writeTimeout)
+	}
 	if len(o.allowHosts) > 0 && o.token != "" {
 		return usageErrorf("--allow-host is for a server without a token, which answers only to the names it knows; with a token every name is answered")
 	}
@@ -341,7 +348,7 @@ func serve(ctx context.Context, logger *slog.Logger, o serveOptions) error {
 		logger.Info("applied settings", "types", len(o.settings.Types), "groups", len(o.settings.Groups))
 	}
 	api := httpapi.New(client, httpapi.Config{AuthToken: o.token, MaxBodyBytes: o.maxBody, Logger: logger,
-		BodyTimeout: o.bodyTimeout, Hosts: o.allowHosts})
+		BodyTimeout: o.bodyTimeout, WriteTimeout: o.writeTimeout, Hosts: o.allowHosts})
 	defer api.Close()
 	var handler http.Handler = api
 	if o.ui {
@@ -367,10 +374,10 @@ func serve(ctx context.Context, logger *slog.Logger, o serveOptions) error {
 	if o.maxConns > 0 {
 		// Past the cap, connections wait in the kernel's backlog rather
 		// than take file descriptors; idle and slow ones are closed by the
-		// timeouts below and the API's body deadline (--body-timeout), and a
-		// request refused before its body is read closes its connection
-		// (httpapi's conn.go), so the cap cannot be held by clients doing
-		// nothing.
+		// timeouts below and the API's deadlines (--body-timeout,
+		// --write-timeout), and a request refused before its body is read
+		// closes its connection (httpapi's conn.go), so the cap cannot be
+		// held by clients doing nothing.
 		ln = netutil.LimitListener(ln, o.maxConns)
 	}
 	// Long polls and event streams end when the server shuts down.

@@ -49,15 +49,13 @@ func (s *Server) Wrap(h http.Handler) http.Handler {
 // serveConn applies the connection rules to one request, then calls h.
 func (s *Server) serveConn(w http.ResponseWriter, r *http.Request, h http.HandlerFunc) {
 	rc := http.NewResponseController(w)
-	if rc.SetWriteDeadline(time.Time{}) == nil {
-		// Each write of the answer gets WriteTimeout to be taken: a client
-		// that stops reading (a large listing, an event stream) loses its
-		// connection instead of holding it. A long poll or a quiet stream
-		// is not cut short: the deadline starts at each write.
-		dw := &deadlineWriter{ResponseWriter: w, rc: rc, timeout: s.cfg.WriteTimeout}
-		defer dw.extend() // for what net/http writes after the handler
-		w = dw
-	}
+	// Each write of the answer gets WriteTimeout to be taken: a client that
+	// stops reading (a large listing, an event stream) loses its
+	// connection instead of holding it. A long poll or a quiet stream is
+	// not cut short: the deadline starts at each write.
+	dw := &deadlineWriter{ResponseWriter: w, rc: rc, timeout: s.cfg.WriteTimeout}
+	defer dw.extend() // for what net/http writes after the handler
+	w = dw
 	if s.Open() && !s.knownHost(r.Host) {
 		closeAfter(w, r)
 		writeErrorCode(w, http.StatusForbidden, wire.CodeForbidden, fmt.Sprintf(
@@ -121,6 +119,8 @@ type deadlineWriter struct {
 	timeout time.Duration
 }
 
+// extend sets the deadline (where the connection has one: not under
+// httptest's recorder).
 func (d *deadlineWriter) extend() { d.rc.SetWriteDeadline(time.Now().Add(d.timeout)) }
 
 func (d *deadlineWriter) Write(p []byte) (int, error) {

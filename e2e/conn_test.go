@@ -225,3 +225,26 @@ func TestSlowReadersEndAtTheDeadline(t *testing.T) {
 	}
 	t.Logf("the slow reader got %d bytes of its answer", n)
 }
+
+// TestRevocationEndsWatch: `rota watch` with a named token stops, with the
+// exit status of a refused token (6) and the server's reason, once the
+// token is revoked, and `rota work`'s long polls are refused too.
+func TestRevocationEndsWatch(t *testing.T) {
+	s := startServer(t, "--auth-token", "adm")
+	admin := *s
+	admin.token = "adm"
+	temp := admin
+	temp.token = strings.TrimSpace(admin.rota(t, "token", "create", "temp"))
+	watch := temp.start(t, "watch", "--type", "mail")
+	admin.add(t, "mail", "{}")
+	eventually(t, "the watch shows the added job", func() bool { return strings.Contains(watch.stdout.String(), "mail") })
+	start := time.Now()
+	admin.rota(t, "token", "revoke", "temp")
+	if code := watch.wait(t); code != 6 {
+		t.Errorf("rota watch exited %d after the revocation, want 6:\n%s", code, watch.stderr)
+	}
+	t.Logf("rota watch ended %v after the revocation: %s", time.Since(start).Round(time.Millisecond), strings.TrimSpace(watch.stderr.String()))
+	if !strings.Contains(watch.stderr.String(), "not valid for this server") || strings.Contains(watch.stderr.String(), "reconnecting") {
+		t.Errorf("rota watch does not say at once that the token is no longer valid:\n%s", watch.stderr)
+	}
+}

@@ -376,6 +376,10 @@ func (s *eventStream) Next() (streamEvent, error) {
 		case "end":
 			out, got = streamEvent{End: true}, true
 			return false
+		case "revoked":
+			// Reconnecting would only be refused.
+			perr = fmt.Errorf("%w: the server ended the event stream: the token is not valid for this server any more (revoked)", wire.ErrForbidden)
+			return false
 		case "job":
 			if err := json.Unmarshal(data, &out.Event); err != nil {
 				perr = fmt.Errorf("event stream: bad event %q: %w", data, err)

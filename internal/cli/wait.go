@@ -129,7 +129,7 @@ func followJob(ctx context.Context, g *globals, id int64, d progressDisplay) (ro
 		}
 		if err != nil {
 			stream.Close()
-			return last, err
+			return last, g.explain(err)
 		}
 		if ev.End {
 			stream.Close()

@@ -82,7 +82,7 @@ shown. With --json it prints one JSON object per line:
 					return nil
 				}
 				if err != nil {
-					return err
+					return g.explain(err)
 				}
 				fmt.Fprintln(errw, "rota: the event stream ended; reconnecting")
 				if stream, err = reconnect(ctx, g, q); err != nil {

@@ -68,6 +68,9 @@ func TestPostgresNotNow(t *testing.T) {
 	}
 	call := func(method, path, body string) answer {
 		req, _ := http.NewRequestWithContext(ctx, method, s.URL+path, strings.NewReader(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatalf("%s %s: %v", method, path, err)

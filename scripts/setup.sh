@@ -2,7 +2,8 @@
 # Installs what building and testing rota needs on a fresh Debian machine:
 # Go (expected at /usr/local/go or on PATH), a C compiler for the cgo
 # SQLite driver, PostgreSQL for the PostgreSQL store's tests, Chromium for
-# the dashboard's browser tests, and
+# the dashboard's browser tests, Redis for the Asynq runs of the side-by-side
+# harness (bench/peers; the harness starts its own server), and
 # staticcheck (a pinned version, with go install). Safe to
 # run again; it installs only what is missing.
 set -euo pipefail
@@ -18,6 +19,8 @@ command -v gcc >/dev/null || need+=(gcc libc6-dev)
 compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need+=(postgresql)
 # The dashboard's tests drive a real headless browser.
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need+=(chromium)
+# bench/peers runs Asynq, which needs a Redis server.
+command -v redis-server >/dev/null || need+=(redis-server)
 if ((${#need[@]})); then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

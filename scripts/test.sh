@@ -34,6 +34,8 @@ fi
 export ROTA_REQUIRE_POSTGRES=1
 # The dashboard's browser tests fail rather than skip without Chromium.
 export ROTA_REQUIRE_CHROMIUM=1
+# bench/peers's smoke test fails rather than skips without redis-server.
+export ROTA_REQUIRE_REDIS=1
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './tools/*'))
 if [ -n "$unformatted" ]; then
@@ -42,3 +44,8 @@ fi
 go vet ./...
 staticcheck ./...
 go test -race -count=1 -timeout 10m ./...
+
+# The side-by-side harness is a module of its own (so that rota's does not
+# depend on River or Asynq); its smoke test runs every system at a tiny size.
+# Without -race: it times real processes, and River and Asynq are not ours.
+(cd bench/peers && go vet ./... && staticcheck ./... && go test -count=1 -timeout 5m ./...)

@@ -1,5 +1,5 @@
 // Package bedrock speaks Bedrock::Jobs' line protocol (Expensify's
-// Bedrock, ../shared/reference/bedrock-jobs-protocol.md) so that Bedrock's
+// Bedrock, as its Jobs plugin's code behaves; docs/bedrock.md) so that Bedrock's
 // clients and workers can run against rota, translating each command to
 // the engine's operations with no job rule of its own: Server is the
 // listener of rota serve --bedrock, docs/bedrock.md its guide.

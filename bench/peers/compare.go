@@ -182,6 +182,8 @@ func compare(ctx context.Context, c compareConfig) error {
 		}
 	} else if h.rota, err = filepath.Abs(c.rotaBin); err != nil {
 		return err
+	} else {
+		machine["rota_bin"] = h.rota
 	}
 	if v, err := exec.Command(h.rota, "version").Output(); err == nil {
 		machine["rota_version"] = strings.TrimSpace(string(v))

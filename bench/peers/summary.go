@@ -100,8 +100,12 @@ func summarize(dir string) (string, error) {
 		}
 		return "?"
 	}
+	rota := get("rota_commit")
+	if rota == "?" { // -rota named a binary: say which
+		rota = get("rota_bin") + " (" + get("rota_version") + ")"
+	}
 	fmt.Fprintf(&b, "Machine: %s, %s cores, %s GiB, Linux %s, %s. rota %s",
-		get("cpu"), get("cores"), get("memory_gib"), get("kernel"), get("go"), get("rota_commit"))
+		get("cpu"), get("cores"), get("memory_gib"), get("kernel"), get("go"), rota)
 	if v, ok := machine["postgres_version"]; ok {
 		fmt.Fprintf(&b, "; PostgreSQL %v", v)
 	}
@@ -182,11 +186,14 @@ func table(b *strings.Builder, rs []record, cols []column) {
 	for _, k := range order {
 		g := groups[k]
 		sys := g[0].str("system")
-		if sys == "" {
+		switch v := g[0].str("via"); {
+		case sys != "":
+		case v == "raw-sql":
+			sys = "raw SQL ceiling (rota bench's baseline)"
+		case v == "http":
+			sys = "rota, a remote worker over HTTP"
+		default:
 			sys = "rota"
-		}
-		if v := g[0].str("via"); v != "" && v != "inprocess" {
-			sys += " (" + v + ")"
 		}
 		fmt.Fprintf(b, "| %s | %s | %s |", k, sys, g[0].str("store"))
 		for _, c := range cols {

@@ -1,0 +1,1147 @@
+/** The version of the API document these types were generated from. */
+export declare const apiVersion = "1";
+/**
+ * Which jobs to lease.
+ */
+export interface AcceptRequest {
+    /**
+     * Required. Type names or GLOB patterns: * any run, ? one character, [abc]
+     * [a-z] [!abc] classes, {a,b} alternatives.
+     */
+    types: string[];
+    /**
+     * The most jobs to lease; 0 or absent means 1.
+     */
+    limit?: number;
+    /**
+     * Accept jobs whose run_at is no later than this; now by default.
+     */
+    due_by?: Time;
+    /**
+     * Long poll: when no job is due, wait up to this long for one (returning as
+     * soon as one is due). At most the server's maximum (60s by default); 0 or
+     * absent returns at once.
+     */
+    wait?: Duration;
+    /**
+     * The caller's name, recorded on the jobs.
+     */
+    worker?: string;
+    /**
+     * Overrides the types' lease timeout when positive.
+     */
+    lease_timeout?: Duration;
+    /**
+     * Accept only jobs of this priority (Bedrock's GetJob with jobPriority); the
+     * fair order holds among them.
+     */
+    priority?: number;
+}
+/**
+ * Leased jobs, each with its token.
+ */
+export interface AcceptResponse {
+    /**
+     * The leased jobs, each running with a fresh token; empty when none was due.
+     */
+    jobs: Job[];
+}
+/**
+ * Several jobs to add at once.
+ */
+export interface AddBatchRequest {
+    /**
+     * Jobs to add in one transaction: if any is invalid, none is added.
+     */
+    jobs: AddRequest[];
+}
+/**
+ * The answer to a batch add.
+ */
+export interface AddBatchResponse {
+    /**
+     * One result per job, in request order.
+     */
+    results: AddResponse[];
+}
+/**
+ * One job to add.
+ */
+export interface AddRequest {
+    /**
+     * Required. The job type: 1..255 bytes of UTF-8, no control characters and
+     * none of the GLOB metacharacters * ? [ ] { } \.
+     */
+    type: string;
+    /**
+     * Unique within the type: adding a job whose type and key exist re-adds that
+     * job (see Outcome).
+     */
+    key?: string;
+    /**
+     * Fairness group; "" by default.
+     */
+    group?: string;
+    /**
+     * Higher runs first; 0 by default.
+     */
+    priority?: number;
+    /**
+     * When the job becomes due; now by default.
+     */
+    run_at?: Time;
+    /**
+     * The job's input; must be a JSON object (at most 1 MiB). {} by default.
+     */
+    data?: {
+        [key: string]: unknown;
+    };
+    /**
+     * Most attempts; 0 or absent means 20.
+     */
+    max_attempts?: number;
+    /**
+     * Base of the retry delay base·2^(attempt−1), ±10% jitter; 1s by default.
+     */
+    backoff_base?: Duration;
+    /**
+     * Cap of the retry delay; 1h by default. Must not be less than backoff_base.
+     */
+    backoff_max?: Duration;
+    /**
+     * Small string pairs carried with the job beside its data, for infrastructure
+     * rather than the handler: a W3C trace context (traceparent, tracestate),
+     * routing hints. At most 32 keys and 4096 bytes of keys and values; keys are
+     * 1..255 bytes without control characters, values valid UTF-8. A re-add with
+     * meta replaces the job's; without, keeps it.
+     */
+    meta?: {
+        [key: string]: string;
+    };
+    /**
+     * Makes the job recurring. Either a Bedrock repeat: a base SCHEDULED (the slot
+     * the job stood for), STARTED or FINISHED, then comma-separated modifiers
+     * applied in turn, +N|-N SECONDS|MINUTES|HOURS|DAYS|MONTHS|YEARS, START OF
+     * HOUR|DAY|MONTH|YEAR, WEEKDAY N (0 is Sunday), case-insensitive ("SCHEDULED,
+     * +1 HOUR"); or HOURLY, DAILY, WEEKLY. Or a cron expression: 5 fields or a
+     * descriptor (@hourly, @daily, @every 90s), with an optional CRON_TZ=Zone
+     * prefix. When a run completes, or fails for good without permanent, the job
+     * is pending again at its next slot, its data as the run left it. Without
+     * run_at a repeat runs first now, a cron expression at its first match. A
+     * malformed schedule is refused with a 400 that names the wrong part. A re-add
+     * with the same schedule keeps the job's next slot.
+     */
+    schedule?: string;
+    /**
+     * What the recurring job does about slots it missed; once by default.
+     */
+    missed?: Missed;
+    /**
+     * Gives every run a fixed lease of this length (at least 1ms) that heartbeats
+     * do not extend, Bedrock's retryAfter: a run not finished by then is taken
+     * back and the job runs again, up to max_attempts runs (10 when max_attempts
+     * is absent), after which it fails with an error that says so. It wins over
+     * the type's and the accept's lease timeout.
+     */
+    retry_after?: Duration;
+    /**
+     * Return the existing job of this type that has not completed (pending,
+     * running, paused, failed or cancelled), if there is one, instead of adding
+     * another: Bedrock's unique by name. The outcome is then unchanged, or updated
+     * with overwrite. Not with key.
+     */
+    unique?: boolean;
+    /**
+     * With unique, when the existing job's data differ: merge this add's data into
+     * them (JSON merge patch, RFC 7396: key order kept, new keys appended, null
+     * removes a key) and set the job's priority and schedule to this add's (absent
+     * ones clear them); its state and run time stay.
+     */
+    overwrite?: boolean;
+    /**
+     * Makes the job a child of this job, which must be running (the child is then
+     * paused until the parent's run ends) or paused waiting for its children (the
+     * child is pending at once). A parent whose run completes while it has
+     * unfinished children is paused until the last of them ends (completes, fails
+     * for good, is cancelled or removed); it then runs again and accept gives it
+     * those children (Job.children), which are deleted when that run completes. A
+     * parent that fails for good or is cancelled cancels its unfinished children;
+     * a removed one takes them with it. A child cannot have children: 400. An
+     * unknown parent: 404.
+     */
+    parent?: number;
+}
+/**
+ * The answer to one add or resubmit.
+ */
+export interface AddResponse {
+    /**
+     * The job as stored (without its token).
+     */
+    job: Job;
+    outcome: Outcome;
+}
+/**
+ * The error one attempt ended with.
+ */
+export interface AttemptError {
+    /**
+     * The attempt that failed (1-based).
+     */
+    attempt: number;
+    /**
+     * When the attempt ended.
+     */
+    at: Time;
+    /**
+     * The error the attempt ended with.
+     */
+    error: string;
+}
+/**
+ * A child job as its parent's run sees it.
+ */
+export interface Child {
+    id: number;
+    state: State;
+    /**
+     * The child's data as its run left them.
+     */
+    data: {
+        [key: string]: unknown;
+    };
+    /**
+     * The child's result, when it completed (any JSON value).
+     */
+    result?: unknown;
+    /**
+     * The child's last error, when it failed.
+     */
+    last_error?: string;
+}
+/**
+ * How many jobs of one type and group are in one state.
+ */
+export interface Count {
+    type: string;
+    group: string;
+    state: State;
+    jobs: number;
+    /**
+     * How many of these jobs (ended ones) are past their type's retention, waiting
+     * for the sweep to delete them; absent when none.
+     */
+    expired?: number;
+}
+/**
+ * A named token to create.
+ */
+export interface CreateTokenRequest {
+    /**
+     * The token's name, unique.
+     */
+    name: string;
+    /**
+     * GLOB patterns of the groups whose jobs it reaches; absent or empty means
+     * every group.
+     */
+    groups?: string[];
+    /**
+     * GLOB patterns of the types whose jobs it reaches; absent or empty means
+     * every type.
+     */
+    types?: string[];
+    /**
+     * It reads but changes nothing.
+     */
+    read_only?: boolean;
+}
+/**
+ * A new token and its secret, shown this once.
+ */
+export interface CreateTokenResponse {
+    token: Token;
+    /**
+     * The bearer token to send: rota_ and 43 characters of base64url.
+     */
+    secret: string;
+}
+/**
+ * A duration in Go syntax: decimal numbers, each with a unit (ns, us, ms, s,
+ * m, h), such as "1.5s", "10m" or "1h30m". Zero is "0s" (or "0").
+ */
+export type Duration = string;
+/**
+ * How a worker ends its hold on a job: complete (done, result stored); fail
+ * (retried with back-off unless permanent or out of attempts); snooze (pending
+ * again at run_at, the attempt is given back); release (pending again at once,
+ * the attempt is given back; used on shutdown); cancel (the worker cancels the
+ * job).
+ */
+export type Ending = "complete" | "fail" | "snooze" | "release" | "cancel";
+/** Every Ending, in the document's order. */
+export declare const endingValues: readonly Ending[];
+/**
+ * What failed.
+ */
+export interface Error {
+    code: ErrorCode;
+    /**
+     * What went wrong, for people; it names the offending field or value.
+     */
+    message: string;
+}
+/**
+ * A stable, matchable error code. invalid_input (400): the request is
+ * malformed or asks for something impossible; not_found (404): no such job or
+ * endpoint; worker_conflict (409): the lease token is stale or the job is not
+ * running; canceled (409): the job was cancelled or removed while the caller
+ * held it; finished (409): the job has already ended; too_large (413): the
+ * body is over the server's limit; unauthorized (401): no Authorization
+ * header; forbidden (403): wrong token; method_not_allowed (405); unavailable
+ * (503): the store is closed or unreachable; internal (500): anything else
+ * (the server log has the details).
+ */
+export type ErrorCode = "invalid_input" | "not_found" | "worker_conflict" | "canceled" | "finished" | "too_large" | "unauthorized" | "forbidden" | "method_not_allowed" | "unavailable" | "internal";
+/** Every ErrorCode, in the document's order. */
+export declare const errorCodeValues: readonly ErrorCode[];
+/**
+ * The body of every error response.
+ */
+export interface ErrorResponse {
+    error: Error;
+}
+/**
+ * The data of a "job" Server-Sent Event: a committed change to a job (the
+ * store's Change) and when it was sent.
+ */
+export interface Event {
+    id: number;
+    type: string;
+    group: string;
+    /**
+     * The job's state after the change; for a removal, its last state.
+     */
+    state: State;
+    /**
+     * The job was removed.
+     */
+    removed?: boolean;
+    /**
+     * The job's progress (set with running changes).
+     */
+    progress: number;
+    /**
+     * Fingerprint of the lease the change concerns (empty when none). A worker
+     * acts only on changes about its own lease; it reveals nothing of the token.
+     */
+    lease?: string;
+    /**
+     * The job's run_at, when pending.
+     */
+    run_at?: Time;
+    /**
+     * When the server sent the event.
+     */
+    at: Time;
+}
+/**
+ * Records a failed attempt.
+ */
+export interface FailRequest {
+    /**
+     * Required. The lease token that accept returned.
+     */
+    token: string;
+    /**
+     * Why the attempt failed; recorded in errors and last_error.
+     */
+    error?: string;
+    /**
+     * Fail the job for good instead of retrying.
+     */
+    permanent?: boolean;
+}
+/**
+ * Endings to apply in one call.
+ */
+export interface FinishBatchRequest {
+    items: FinishItem[];
+}
+/**
+ * The answer to a batch finish.
+ */
+export interface FinishBatchResponse {
+    /**
+     * One result per item, in request order.
+     */
+    results: ItemResult[];
+}
+/**
+ * One ending in a batch finish.
+ */
+export interface FinishItem {
+    id: number;
+    /**
+     * Required. The lease token that accept returned.
+     */
+    token: string;
+    as: Ending;
+    /**
+     * The result (as = complete): any JSON value.
+     */
+    result?: unknown;
+    /**
+     * The reason (as = fail or cancel).
+     */
+    error?: string;
+    /**
+     * Fail for good (as = fail).
+     */
+    permanent?: boolean;
+    /**
+     * When a snoozed job runs again (as = snooze).
+     */
+    run_at?: Time;
+    /**
+     * Gives the job this new type for its next run (Bedrock's RetryJob with a
+     * name); with snooze only.
+     */
+    rename?: string;
+}
+/**
+ * Completes a job.
+ */
+export interface FinishRequest {
+    /**
+     * Required. The lease token that accept returned.
+     */
+    token: string;
+    /**
+     * The job's result: any JSON value (at most 1 MiB).
+     */
+    result?: unknown;
+}
+/**
+ * A group's share of the workers and bound on running jobs, for one type or
+ * (type absent) for all types.
+ */
+export interface GroupConfig {
+    /**
+     * The group (tenant); "" is the default group.
+     */
+    group: string;
+    /**
+     * The type the setting applies to; absent applies to every type: max_running
+     * then bounds the group's running jobs of all types together, and weight
+     * applies where no type-specific weight is set.
+     */
+    type?: string;
+    /**
+     * At most this many running jobs; absent or 0 means no bound.
+     */
+    max_running?: number;
+    /**
+     * The group's share relative to other groups while both have due jobs
+     * (weighted round robin); absent or 0 means 1. A zero max_running and weight
+     * remove the setting.
+     */
+    weight?: number;
+    /**
+     * The group is paused (for type, or for every type when type is absent): its
+     * jobs wait until it is resumed. A setting with no max_running, weight or
+     * pause is removed.
+     */
+    paused?: boolean;
+}
+/**
+ * Group settings.
+ */
+export interface GroupsResponse {
+    /**
+     * The settings, by group, then type.
+     */
+    groups: GroupConfig[];
+}
+/**
+ * The server and its store are up.
+ */
+export interface HealthResponse {
+    status: "ok";
+}
+/**
+ * Leases to extend in one call.
+ */
+export interface HeartbeatBatchRequest {
+    items: HeartbeatItem[];
+}
+/**
+ * The answer to a batch heartbeat.
+ */
+export interface HeartbeatBatchResponse {
+    /**
+     * One result per item, in request order.
+     */
+    results: HeartbeatResult[];
+}
+/**
+ * One lease to extend.
+ */
+export interface HeartbeatItem {
+    id: number;
+    /**
+     * Required. The lease token that accept returned.
+     */
+    token: string;
+    /**
+     * Replaces the job's data; absent keeps it.
+     */
+    data?: {
+        [key: string]: unknown;
+    };
+    /**
+     * New progress in percent; absent keeps it.
+     */
+    progress?: number;
+}
+/**
+ * Extends a lease.
+ */
+export interface HeartbeatRequest {
+    /**
+     * Required. The lease token that accept returned.
+     */
+    token: string;
+    /**
+     * Replaces the job's data; absent keeps it.
+     */
+    data?: {
+        [key: string]: unknown;
+    };
+    /**
+     * New progress in percent; absent keeps it.
+     */
+    progress?: number;
+}
+/**
+ * The answer to one heartbeat.
+ */
+export interface HeartbeatResponse {
+    /**
+     * When the extended lease ends.
+     */
+    lease_until: Time;
+    /**
+     * A producer asked for the job to run again after this run.
+     */
+    resubmit: boolean;
+}
+/**
+ * One item's answer in a batch heartbeat.
+ */
+export interface HeartbeatResult {
+    /**
+     * When the extended lease ends (on success).
+     */
+    lease_until?: Time;
+    /**
+     * A producer asked for the job to run again after this run.
+     */
+    resubmit?: boolean;
+    /**
+     * This item failed: worker_conflict (stale token, or the job is not running)
+     * or canceled (cancelled or removed).
+     */
+    error?: Error;
+}
+/**
+ * One item's answer in a batch finish.
+ */
+export interface ItemResult {
+    /**
+     * This item failed: worker_conflict (stale token, or the job is not running)
+     * or canceled (cancelled or removed). Absent on success.
+     */
+    error?: Error;
+}
+/**
+ * One job. Fields that are empty or zero and marked optional are left out.
+ */
+export interface Job {
+    /**
+     * Assigned when the job is first added; never changes, not even on re-add or
+     * resubmit.
+     */
+    id: number;
+    /**
+     * What kind of work this is, such as email.send.
+     */
+    type: string;
+    /**
+     * Optional caller-chosen id, unique within the type; absent when none.
+     */
+    key?: string;
+    /**
+     * Fairness group, such as a tenant; "" by default.
+     */
+    group: string;
+    /**
+     * Higher runs first.
+     */
+    priority: number;
+    state: State;
+    /**
+     * The job is not due before this time.
+     */
+    run_at: Time;
+    /**
+     * The job's input: a JSON object, opaque to rota.
+     */
+    data: {
+        [key: string]: unknown;
+    };
+    /**
+     * The current or most recent attempt; 0 before the first accept.
+     */
+    attempt: number;
+    /**
+     * The most attempts the job gets.
+     */
+    max_attempts: number;
+    /**
+     * Base of the exponential retry delay.
+     */
+    backoff_base: Duration;
+    /**
+     * Cap of the retry delay.
+     */
+    backoff_max: Duration;
+    /**
+     * The lease token. Only accept responses carry it; every other response leaves
+     * it out.
+     */
+    token?: string;
+    /**
+     * The worker that accepted the current or most recent attempt.
+     */
+    worker?: string;
+    /**
+     * When the current lease ends; absent when the job has no lease.
+     */
+    lease_until?: Time;
+    /**
+     * A producer cancelled the job while a worker held it.
+     */
+    cancel_requested?: boolean;
+    /**
+     * The job was re-added or resubmitted while running; it runs again when the
+     * attempt ends.
+     */
+    resubmit?: boolean;
+    /**
+     * Progress in percent reported by heartbeats.
+     */
+    progress: number;
+    /**
+     * The most recent attempt error.
+     */
+    last_error?: string;
+    /**
+     * Every recorded attempt error, in order.
+     */
+    errors?: AttemptError[];
+    /**
+     * The JSON result the worker passed to finish (any JSON value).
+     */
+    result?: unknown;
+    /**
+     * When the job was first added.
+     */
+    created_at: Time;
+    /**
+     * When the most recent attempt was accepted.
+     */
+    started_at?: Time;
+    /**
+     * When the job entered a terminal state.
+     */
+    finished_at?: Time;
+    /**
+     * When the job last changed.
+     */
+    updated_at: Time;
+    /**
+     * What the producer attached to the job besides its data (see
+     * AddRequest.meta); absent when none.
+     */
+    meta?: {
+        [key: string]: string;
+    };
+    /**
+     * The job's schedule (see AddRequest.schedule), a repeat upper-cased; absent
+     * for a one-off job.
+     */
+    schedule?: string;
+    /**
+     * The recurring job's missed-slot policy; absent means once.
+     */
+    missed?: Missed;
+    /**
+     * The slot of its schedule that the recurring job's current cycle stands for;
+     * run_at is its next run while it is pending (a retry within the slot keeps
+     * the slot).
+     */
+    slot?: Time;
+    /**
+     * The job's fixed lease (see AddRequest.retry_after); absent when none.
+     */
+    retry_after?: Duration;
+    /**
+     * The job's parent (AddRequest.parent); absent for none.
+     */
+    parent?: number;
+    /**
+     * The job has had children; list them with GET /v1/jobs?parent=ID.
+     */
+    has_children?: boolean;
+    /**
+     * A child's parent's data, as accept gives it to the child's worker.
+     */
+    parent_data?: {
+        [key: string]: unknown;
+    };
+    /**
+     * A parent's children that ended since its last completed run, as accept gives
+     * them to its worker.
+     */
+    children?: Child[];
+    /**
+     * The job's id in Bedrock's protocol: a random positive 63-bit integer the job
+     * gets when the protocol first names it; absent until then.
+     */
+    bedrock_id?: number;
+    /**
+     * When the run before the current one started; absent before a second run.
+     */
+    prev_started_at?: Time;
+}
+/**
+ * One job (without its token).
+ */
+export interface JobResponse {
+    job: Job;
+}
+/**
+ * A page of jobs.
+ */
+export interface ListResponse {
+    /**
+     * The page's jobs, in id order (descending with order=desc), without tokens.
+     */
+    jobs: Job[];
+    /**
+     * Present when there may be more jobs: pass it as ?cursor= (with the same
+     * filters) for the next page.
+     */
+    next_cursor?: string;
+}
+/**
+ * A recurring job's policy for slots that passed while it could not run
+ * (server down, type or group paused, a run longer than a slot); a slot counts
+ * as missed when the next one falls due before the job starts. once: run once
+ * for all of them, then keep to the schedule. skip: do not run late; go to the
+ * next slot to come. all: run once for each, one after the other (Bedrock's
+ * catch-up).
+ */
+export type Missed = "once" | "skip" | "all";
+/** Every Missed, in the document's order. */
+export declare const missedValues: readonly Missed[];
+/**
+ * What an add or resubmit did: inserted a new job; updated a pending job (new
+ * data and run time); resubmitted a running job (it runs again when its worker
+ * ends); requeued an ended job (pending again, same id); unchanged: a unique
+ * add found the job and changed nothing.
+ */
+export type Outcome = "inserted" | "updated" | "resubmitted" | "requeued" | "unchanged";
+/** Every Outcome, in the document's order. */
+export declare const outcomeValues: readonly Outcome[];
+/**
+ * Optional settings for a resubmit. The body may be empty.
+ */
+export interface ResubmitRequest {
+    /**
+     * When the job should run again. Without it a pending job keeps its run_at;
+     * others run now.
+     */
+    run_at?: Time;
+    /**
+     * New data for the next run; without it the job keeps its data.
+     */
+    data?: {
+        [key: string]: unknown;
+    };
+}
+/**
+ * Puts a job back until later without using up an attempt.
+ */
+export interface SnoozeRequest {
+    /**
+     * Required. The lease token that accept returned.
+     */
+    token: string;
+    /**
+     * When to run again. Give run_at or delay, not both; with neither the job is
+     * due at once.
+     */
+    run_at?: Time;
+    /**
+     * How long from now to run again; must not be negative.
+     */
+    delay?: Duration;
+    /**
+     * Gives the job this new type for its next run (Bedrock's RetryJob with a
+     * name); with snooze only.
+     */
+    rename?: string;
+}
+/**
+ * A job's lifecycle state. completed, failed and cancelled are terminal.
+ * paused: a child waiting for its parent's run to end, or a parent waiting for
+ * its children.
+ */
+export type State = "pending" | "running" | "paused" | "completed" | "failed" | "cancelled";
+/** Every State, in the document's order. */
+export declare const stateValues: readonly State[];
+/**
+ * Job counts.
+ */
+export interface StatsResponse {
+    /**
+     * Job counts by type, group and state, in that order; combinations without
+     * jobs are left out.
+     */
+    counts: Count[];
+    /**
+     * Total jobs in each state (every state is present).
+     */
+    by_state: {
+        pending: number;
+        running: number;
+        paused: number;
+        completed: number;
+        failed: number;
+        cancelled: number;
+    };
+}
+/**
+ * An RFC 3339 time, such as "2026-01-02T15:04:05Z" or
+ * "2026-01-02T15:04:05.123+01:00". Stores hold times from 1970 to 9999; a time
+ * outside that range is rejected with invalid_input.
+ */
+export type Time = string;
+/**
+ * A named token, without its secret.
+ */
+export interface Token {
+    /**
+     * The token's name.
+     */
+    name: string;
+    /**
+     * GLOB patterns of the groups whose jobs it reaches ("" is the default group);
+     * absent means every group.
+     */
+    groups?: string[];
+    /**
+     * GLOB patterns of the types whose jobs it reaches; absent means every type.
+     */
+    types?: string[];
+    /**
+     * It reads but changes nothing. Absent means false.
+     */
+    read_only?: boolean;
+    /**
+     * When it was created.
+     */
+    created_at: Time;
+}
+/**
+ * Carries only the lease token.
+ */
+export interface TokenRequest {
+    /**
+     * Required. The lease token that accept returned.
+     */
+    token: string;
+}
+/**
+ * The named tokens.
+ */
+export interface TokensResponse {
+    /**
+     * By name.
+     */
+    tokens: Token[];
+}
+/**
+ * A type's settings.
+ */
+export interface TypeConfig {
+    /**
+     * The type. In a PUT body it is optional and must equal the path's type.
+     */
+    type?: string;
+    /**
+     * How long a worker may go without a heartbeat before its job is taken back;
+     * absent or 0 means the default (30s). At least 1ms when set.
+     */
+    lease_timeout?: Duration;
+    /**
+     * A counting scheme interleaving two priority bands within each group, such as
+     * "2,1": of every 3 jobs a group hands out, 2 come from its high band
+     * (priority > 0) and 1 from its low band (priority <= 0), each falling back to
+     * the other when empty. Absent means strict priority order.
+     */
+    bands?: string;
+    /**
+     * At most this many running jobs per group of this type; absent or 0 means no
+     * bound.
+     */
+    group_max_running?: number;
+    /**
+     * The type is paused: its jobs are added and wait, running ones finish, no
+     * accept takes any until it is resumed. Recurring jobs whose slots pass
+     * meanwhile follow their missed-slot policy. Absent means false.
+     */
+    paused?: boolean;
+    /**
+     * How long the type's completed, failed and cancelled jobs are kept after they
+     * end, before a background sweep deletes them (in batches, on one node);
+     * 1s..100y, absent or 0 for the default of 7 days (168h). Children whose
+     * parent has not ended are kept until it has; jobs that have not ended
+     * (recurring jobs between runs, parents waiting for children) are never
+     * deleted.
+     */
+    retention?: Duration;
+}
+/**
+ * Known types.
+ */
+export interface TypesResponse {
+    /**
+     * The types the store knows, by name.
+     */
+    types: TypeConfig[];
+}
+/**
+ * What to change in a job; absent fields keep the job's.
+ */
+export interface UpdateRequest {
+    /**
+     * Replaces the job's data (a JSON object, at most 1 MiB).
+     */
+    data?: {
+        [key: string]: unknown;
+    };
+    /**
+     * Replaces the job's priority.
+     */
+    priority?: number;
+    /**
+     * Moves a pending or paused job's run time; 409 for a job in another state.
+     */
+    run_at?: Time;
+    /**
+     * Replaces the job's schedule (see AddRequest.schedule); "" makes it a one-off
+     * job.
+     */
+    schedule?: string;
+    /**
+     * Replaces the recurring job's missed-slot policy.
+     */
+    missed?: Missed;
+}
+/** The API's routes by operationId. */
+export declare const operations: {
+    readonly accept: {
+        readonly method: "POST";
+        readonly path: "/v1/accept";
+    };
+    readonly addJobs: {
+        readonly method: "POST";
+        readonly path: "/v1/jobs";
+    };
+    readonly cancelJob: {
+        readonly method: "POST";
+        readonly path: "/v1/jobs/{id}/cancel";
+    };
+    readonly createToken: {
+        readonly method: "POST";
+        readonly path: "/v1/tokens";
+    };
+    readonly events: {
+        readonly method: "GET";
+        readonly path: "/v1/events";
+    };
+    readonly failJob: {
+        readonly method: "POST";
+        readonly path: "/v1/jobs/{id}/fail";
+    };
+    readonly finishBatch: {
+        readonly method: "POST";
+        readonly path: "/v1/finish";
+    };
+    readonly finishJob: {
+        readonly method: "POST";
+        readonly path: "/v1/jobs/{id}/finish";
+    };
+    readonly getJob: {
+        readonly method: "GET";
+        readonly path: "/v1/jobs/{id}";
+    };
+    readonly healthz: {
+        readonly method: "GET";
+        readonly path: "/healthz";
+    };
+    readonly heartbeatBatch: {
+        readonly method: "POST";
+        readonly path: "/v1/heartbeat";
+    };
+    readonly heartbeatJob: {
+        readonly method: "POST";
+        readonly path: "/v1/jobs/{id}/heartbeat";
+    };
+    readonly listGroups: {
+        readonly method: "GET";
+        readonly path: "/v1/groups";
+    };
+    readonly listJobs: {
+        readonly method: "GET";
+        readonly path: "/v1/jobs";
+    };
+    readonly listTokens: {
+        readonly method: "GET";
+        readonly path: "/v1/tokens";
+    };
+    readonly listTypes: {
+        readonly method: "GET";
+        readonly path: "/v1/types";
+    };
+    readonly metrics: {
+        readonly method: "GET";
+        readonly path: "/metrics";
+    };
+    readonly openapi: {
+        readonly method: "GET";
+        readonly path: "/v1/openapi.json";
+    };
+    readonly releaseJob: {
+        readonly method: "POST";
+        readonly path: "/v1/jobs/{id}/release";
+    };
+    readonly removeJob: {
+        readonly method: "DELETE";
+        readonly path: "/v1/jobs/{id}";
+    };
+    readonly resubmitJob: {
+        readonly method: "POST";
+        readonly path: "/v1/jobs/{id}/resubmit";
+    };
+    readonly revokeToken: {
+        readonly method: "DELETE";
+        readonly path: "/v1/tokens/{name}";
+    };
+    readonly setGroup: {
+        readonly method: "PUT";
+        readonly path: "/v1/groups";
+    };
+    readonly setType: {
+        readonly method: "PUT";
+        readonly path: "/v1/types/{type}";
+    };
+    readonly snoozeJob: {
+        readonly method: "POST";
+        readonly path: "/v1/jobs/{id}/snooze";
+    };
+    readonly stats: {
+        readonly method: "GET";
+        readonly path: "/v1/stats";
+    };
+    readonly updateJob: {
+        readonly method: "PATCH";
+        readonly path: "/v1/jobs/{id}";
+    };
+};
+export type OperationId = keyof typeof operations;
+/** The query parameters of GET /v1/events (events). */
+export interface EventsQuery {
+    /**
+     * Follow this one job.
+     */
+    job?: number;
+    /**
+     * Follow jobs whose type matches one of these GLOB patterns (repeatable; a
+     * value is one pattern, so {a,b} alternatives work); all types by default.
+     */
+    type?: string[];
+    /**
+     * false leaves out jobs starting to run or reporting progress (state running,
+     * not removed): a remote worker acts only on the other changes, and starts are
+     * half of a busy stream. Default true. Not with job (400).
+     */
+    running?: boolean;
+    /**
+     * false leaves out jobs completing (state completed, not removed): a remote
+     * worker does not act on them (it completed them itself), and they are the
+     * other half of a busy stream. Default true. Not with job (400).
+     */
+    completed?: boolean;
+}
+/** The query parameters of GET /v1/jobs (listJobs). */
+export interface ListJobsQuery {
+    /**
+     * Exact type names (repeatable, or comma-separated).
+     */
+    type?: string[];
+    /**
+     * States (repeatable, or comma-separated).
+     */
+    state?: State[];
+    /**
+     * Groups (repeatable). Each value is one group name, commas included; an empty
+     * value (group=) selects jobs without a group.
+     */
+    group?: string[];
+    /**
+     * Only the children of this job.
+     */
+    parent?: number;
+    /**
+     * true lists only recurring jobs (with a schedule), in any state.
+     */
+    recurring?: boolean;
+    /**
+     * Only jobs that changed at or after this time (RFC 3339).
+     */
+    updated_since?: string;
+    /**
+     * Page size; 100 by default.
+     */
+    limit?: number;
+    /**
+     * The next_cursor of the previous page.
+     */
+    cursor?: string;
+    /**
+     * asc (by default) or desc: ascending or descending id.
+     */
+    order?: "asc" | "desc";
+    /**
+     * Find the job with this key; needs exactly one type.
+     */
+    key?: string;
+    /**
+     * Job ids (repeatable, or comma-separated; at most 1000).
+     */
+    id?: number[];
+}

@@ -1,0 +1,67 @@
+export class SSEParser {
+    buf = "";
+    event = "";
+    data;
+    id;
+    skipLF = false;
+    /** push feeds text and returns the messages it completed. */
+    push(text) {
+        const out = [];
+        let s = this.buf + text;
+        let start = 0;
+        for (let i = 0; i < s.length; i++) {
+            const c = s.charCodeAt(i);
+            if (c === 10 && this.skipLF && i === start) {
+                // The \n of a \r\n whose \r ended the previous line.
+                start = i + 1;
+                this.skipLF = false;
+                continue;
+            }
+            this.skipLF = false;
+            if (c === 10 || c === 13) {
+                this.line(s.slice(start, i), out);
+                if (c === 13)
+                    this.skipLF = true;
+                start = i + 1;
+            }
+        }
+        this.buf = s.slice(start);
+        s = "";
+        return out;
+    }
+    line(line, out) {
+        if (line === "") {
+            if (this.data !== undefined || this.id !== undefined || this.event !== "") {
+                out.push({ event: this.event, data: this.data?.join("\n"), id: this.id });
+            }
+            this.event = "";
+            this.data = undefined;
+            this.id = undefined;
+            return;
+        }
+        if (line.charCodeAt(0) === 58)
+            return; // ":" a comment (keep-alive)
+        const colon = line.indexOf(":");
+        let field = line;
+        let value = "";
+        if (colon >= 0) {
+            field = line.slice(0, colon);
+            value = line.slice(colon + 1);
+            if (value.charCodeAt(0) === 32)
+                value = value.slice(1);
+        }
+        switch (field) {
+            case "event":
+                this.event = value;
+                break;
+            case "data":
+                (this.data ??= []).push(value);
+                break;
+            case "id":
+                if (!value.includes("\0"))
+                    this.id = value;
+                break;
+            // retry, and unknown fields, are ignored.
+        }
+    }
+}

@@ -1,0 +1,619 @@
+import { EventEmitter } from "node:events";
+import { hostname } from "node:os";
+import { CanceledError, FinishedError, ForbiddenError, InvalidInputError, NotFoundError, RotaError, TooLargeError, UnauthorizedError, WorkerConflictError, } from "./errors.js";
+import { sleep } from "./transport.js";
+/** The lease was lost: the job is no longer this worker's. */
+export class LeaseLostError extends Error {
+    constructor(message = "lease lost") {
+        super(message);
+        this.name = "LeaseLostError";
+    }
+}
+/** The worker is shutting down and its shutdown timeout passed. */
+export class ShutdownError extends Error {
+    constructor(message = "worker shut down") {
+        super(message);
+        this.name = "ShutdownError";
+    }
+}
+/** Thrown by a handler: fail the job without further retries. */
+export class PermanentError extends Error {
+    constructor(message, options) {
+        super(message, options);
+        this.name = "PermanentError";
+    }
+}
+/** Thrown by a handler: run the job again after delayMs, without using up an attempt. */
+export class SnoozeError extends Error {
+    delayMs;
+    constructor(delayMs) {
+        super(`snooze for ${delayMs}ms`);
+        this.name = "SnoozeError";
+        this.delayMs = delayMs;
+    }
+}
+/** Thrown by a handler: cancel the job. */
+export class CancelJobError extends Error {
+    constructor(message) {
+        super(message);
+        this.name = "CancelJobError";
+    }
+}
+/** permanent returns an error that, thrown, fails the job for good. */
+export function permanent(err) {
+    return new PermanentError(err instanceof Error ? err.message : String(err), { cause: err });
+}
+/** snooze returns an error that, thrown, runs the job again after ms. */
+export function snooze(ms) {
+    if (!Number.isFinite(ms) || ms < 0)
+        throw new TypeError(`rota: snooze(${ms}): want a delay in milliseconds, 0 or more`);
+    return new SnoozeError(ms);
+}
+/** cancelJob returns an error that, thrown, cancels the job. */
+export function cancelJob(reason) {
+    return new CancelJobError(reason);
+}
+const retryFirst = 100;
+const retryMax = 5000;
+const aheadTrips = 4;
+const maxDefaultPrefetch = 256;
+/**
+ * Worker runs jobs with handlers, as rota's Go worker does: it leases
+ * ahead of its free slots (one accept for many jobs), keeps leases by
+ * batched heartbeats, finishes in shared requests (those that end while one
+ * is in flight go in the next), tries a finish again while its lease holds,
+ * follows the event stream to stop a handler whose job is cancelled, and
+ * shuts down gracefully.
+ *
+ * It emits "finish" (FinishReport) for each job it ends or abandons.
+ */
+export class Worker extends EventEmitter {
+    client;
+    name;
+    concurrency;
+    prefetch;
+    leaseTimeout;
+    pollWait;
+    shutdownTimeout;
+    shutdownGrace;
+    log;
+    handlers = new Map();
+    runs = new Map();
+    queue = []; // leased, waiting for a handler slot
+    finisher;
+    handling = 0; // handlers running
+    leased = 0; // jobs from their accept until their handler returns
+    finishing = 0; // finishes not yet answered
+    unsettled = 0; // jobs not yet finished or handed back
+    wake; // the accept loop waits on it
+    settledWake;
+    kick; // wakes the heartbeat loop
+    paceRun = 0; // moving averages, ms
+    paceAccept = 0;
+    running = false;
+    constructor(client, opts = {}) {
+        super();
+        this.client = client;
+        this.concurrency = Math.max(1, Math.floor(opts.concurrency ?? 10));
+        this.name = opts.name ?? `${hostname()}:${process.pid}`;
+        const p = opts.prefetch ?? Math.min(this.concurrency, maxDefaultPrefetch);
+        this.prefetch = p < 0 ? 0 : p;
+        this.leaseTimeout = opts.leaseTimeout;
+        this.pollWait = opts.pollWait ?? 30000;
+        this.shutdownTimeout = opts.shutdownTimeout ?? 10000;
+        this.shutdownGrace = opts.shutdownGrace ?? 5000;
+        this.log = opts.logger ?? console;
+        // Each request is bounded, so that a wedged connection cannot hold
+        // every finish forever (the finish is then tried again).
+        this.finisher = new Batcher(opts.maxBatch ?? 500, (items) => client.finish(items, { signal: AbortSignal.timeout(60000) }));
+    }
+    /** handle registers the handler of a job type. */
+    handle(type, handler) {
+        if (this.running)
+            throw new Error("rota: handle called on a running worker");
+        if (typeof type !== "string" || type === "" || /[*?[\]{}\\]/.test(type)) {
+            throw new TypeError(`rota: handle: ${JSON.stringify(type)} is not a job type`);
+        }
+        if (this.handlers.has(type))
+            throw new Error(`rota: handle: type ${type} already has a handler`);
+        if (typeof handler !== "function")
+            throw new TypeError("rota: handle: the handler must be a function");
+        this.handlers.set(type, handler);
+        return this;
+    }
+    /**
+     * run accepts and runs jobs until the signal aborts or the process gets
+     * SIGTERM or SIGINT, then shuts down: it stops accepting, hands back the
+     * jobs leased ahead, waits up to shutdownTimeout for running handlers,
+     * aborts the rest and hands their jobs back as each returns (after
+     * shutdownGrace, anyway), and resolves once every job it took is finished
+     * or handed back.
+     */
+    async run(opts = {}) {
+        if (this.running)
+            throw new Error("rota: worker already running");
+        if (this.handlers.size === 0)
+            throw new Error("rota: worker has no handlers");
+        this.running = true;
+        const types = [...this.handlers.keys()].sort();
+        const stop = new AbortController();
+        const onStop = () => {
+            if (!stop.signal.aborted)
+                stop.abort(new ShutdownError());
+            this.wake?.();
+        };
+        if (opts.signal?.aborted)
+            onStop();
+        opts.signal?.addEventListener("abort", onStop, { once: true });
+        const handleSignals = opts.handleSignals ?? true;
+        if (handleSignals) {
+            process.on("SIGTERM", onStop);
+            process.on("SIGINT", onStop);
+        }
+        const background = new AbortController();
+        const watching = this.watch(types, background.signal);
+        const beating = this.heartbeatLoop(background.signal);
+        try {
+            await this.acceptLoop(types, stop.signal);
+            await this.shutdown();
+        }
+        finally {
+            background.abort();
+            this.kick?.();
+            await Promise.allSettled([watching, beating]);
+            opts.signal?.removeEventListener("abort", onStop);
+            if (handleSignals) {
+                process.off("SIGTERM", onStop);
+                process.off("SIGINT", onStop);
+            }
+            this.running = false;
+        }
+    }
+    async acceptLoop(types, stop) {
+        let backlog = false;
+        while (!stop.aborted) {
+            const ahead = this.ahead();
+            const limit = this.concurrency + ahead;
+            if (this.leased > limit - Math.max(1, Math.floor(ahead / 2)) || this.finishing >= 2 * this.concurrency) {
+                await new Promise((resolve) => (this.wake = resolve));
+                this.wake = undefined;
+                continue;
+            }
+            const n = limit - this.leased;
+            this.leased += n;
+            // After an accept that filled every slot there is likely more work:
+            // the next does not wait, so that its time is a round trip (ahead
+            // needs it). One that finds nothing is followed by one that waits.
+            const wait = backlog ? 0 : this.pollWait;
+            const sent = performance.now();
+            let jobs;
+            try {
+                jobs = await this.client.accept({ types, limit: n, wait: `${wait}ms`, worker: this.name, lease_timeout: this.leaseTimeout }, { signal: stop });
+            }
+            catch (err) {
+                this.leased -= n;
+                if (stop.aborted)
+                    break;
+                this.log.error(`rota: accept failed: ${err.message}`);
+                await sleep(1000, stop);
+                continue;
+            }
+            const took = Date.now();
+            if (wait === 0 && jobs.length > 0)
+                this.paceAccept = average(this.paceAccept, performance.now() - sent);
+            backlog = jobs.length === n;
+            this.leased -= n - jobs.length;
+            for (const job of jobs)
+                this.queue.push(this.start(job, took));
+            this.pump(stop);
+        }
+        // Jobs leased ahead that have not started go back now, without using up
+        // an attempt, rather than start after the shutdown began.
+        for (const r of this.queue.splice(0)) {
+            r.started = true;
+            this.leased--;
+            void this.end(r, { id: r.id, token: r.token, as: "release" });
+        }
+    }
+    /** ahead is how many jobs to lease beyond the handler slots (see WorkerOptions.prefetch). */
+    ahead() {
+        if (this.prefetch === 0 || this.paceRun === 0 || this.paceAccept === 0)
+            return 0;
+        const n = Math.floor((aheadTrips * this.concurrency * this.paceAccept) / this.paceRun);
+        return n < 2 ? 0 : Math.min(n, this.prefetch);
+    }
+    start(job, took) {
+        const leaseEnd = job.lease_until ? Date.parse(job.lease_until) : took + 30000;
+        const startedAt = job.started_at ? Date.parse(job.started_at) : NaN;
+        // The lease starts as the job does: took minus started_at is this
+        // clock's lead over the server's (a little over, by the answer's trip).
+        const skew = !Number.isNaN(startedAt) && startedAt < leaseEnd ? took - startedAt : 0;
+        const r = {
+            job,
+            id: job.id,
+            token: job.token ?? "",
+            tag: leaseTag(job.token ?? ""),
+            ac: new AbortController(),
+            skew,
+            leaseUntil: leaseEnd + skew,
+            leaseLen: leaseEnd + skew - took,
+            started: false,
+            ended: false,
+            settled: false,
+        };
+        delete job.token; // the handler's view has no lease token
+        const old = this.runs.get(job.id);
+        old?.ac.abort(new LeaseLostError("the job was handed to this worker again"));
+        this.runs.set(job.id, r);
+        this.unsettled++;
+        this.kick?.();
+        return r;
+    }
+    /** pump starts waiting jobs while handler slots are free. */
+    pump(stop) {
+        while (this.handling < this.concurrency && this.queue.length > 0) {
+            const r = this.queue.shift();
+            if (stop.aborted && !r.started) {
+                r.started = true;
+                this.leased--;
+                void this.end(r, { id: r.id, token: r.token, as: "release" });
+                continue;
+            }
+            void this.execute(r, stop);
+        }
+    }
+    async execute(r, stop) {
+        r.started = true;
+        const run = !r.ac.signal.aborted;
+        let result;
+        let err;
+        let failed = false;
+        if (run) {
+            this.handling++;
+            const began = performance.now();
+            try {
+                const h = this.handlers.get(r.job.type);
+                result = await h(r.job, {
+                    signal: r.ac.signal,
+                    progress: (p) => this.progress(r, p),
+                });
+            }
+            catch (e) {
+                err = e;
+                failed = true;
+            }
+            this.paceRun = average(this.paceRun, performance.now() - began);
+            this.handling--;
+        }
+        else {
+            err = r.ac.signal.reason;
+            failed = true;
+        }
+        this.leased--;
+        const released = r.ended;
+        r.ended = true;
+        const cause = r.ac.signal.aborted ? r.ac.signal.reason : undefined;
+        this.pump(stop);
+        this.wake?.();
+        if (released)
+            return; // the shutdown handed it back already
+        if (cause instanceof CanceledError || cause instanceof LeaseLostError) {
+            // The job is no longer ours; any finish would be refused.
+            this.log.info(`rota: job ${r.id} (${r.job.type}) abandoned: ${cause.message}`);
+            this.forget(r);
+            this.settle(r);
+            this.emit("finish", { job: r.job, as: "abandon", error: cause });
+            return;
+        }
+        const item = { id: r.id, token: r.token, as: "complete" };
+        if (failed && cause instanceof ShutdownError) {
+            item.as = "release"; // stopped by the shutdown, not failed: the attempt is given back
+        }
+        else if (!failed) {
+            if (result !== undefined)
+                item.result = result;
+        }
+        else if (err instanceof SnoozeError) {
+            item.as = "snooze";
+            item.run_at = new Date(Date.now() + err.delayMs).toISOString();
+        }
+        else if (err instanceof CancelJobError) {
+            item.as = "cancel";
+            item.error = err.message;
+        }
+        else if (err instanceof PermanentError) {
+            item.as = "fail";
+            item.error = err.message;
+            item.permanent = true;
+        }
+        else {
+            item.as = "fail";
+            item.error = errorText(err);
+        }
+        await this.end(r, item);
+    }
+    /**
+     * end sends r's ending, trying again with back-off while the error may
+     * pass and the lease holds: a finish given up on leaves the job to run
+     * again once its lease expires.
+     */
+    async end(r, item) {
+        this.finishing++;
+        let error;
+        try {
+            for (let wait = retryFirst;; wait = Math.min(2 * wait, retryMax)) {
+                try {
+                    error = await this.finisher.do(item);
+                }
+                catch (e) {
+                    error = e;
+                }
+                if (!error)
+                    break;
+                const left = r.leaseUntil - Date.now();
+                const what = `rota: job ${r.id} (${r.job.type}): ${item.as}`;
+                if (error instanceof CanceledError) {
+                    this.log.info(`${what} refused: the job was cancelled or removed: ${error.message}`);
+                    break;
+                }
+                if (error instanceof WorkerConflictError) {
+                    this.log.warn(`${what} refused: the lease was lost, so the job runs again (or already has): ${error.message}`);
+                    break;
+                }
+                if (!retryable(error)) {
+                    this.log.error(`${what} failed: ${error.message}`);
+                    break;
+                }
+                if (left <= 0) {
+                    this.log.error(`${what} failed, and the lease has run out: giving up; the job runs again: ${error.message}`);
+                    break;
+                }
+                const d = Math.min(wait, Math.max(r.leaseLen / 4, 5), left);
+                this.log.warn(`${what} failed; trying again in ${Math.round(d)}ms while the lease holds: ${error.message}`);
+                await sleep(d);
+            }
+        }
+        finally {
+            this.finishing--;
+            this.forget(r);
+            this.settle(r);
+            this.wake?.();
+        }
+        this.emit("finish", { job: r.job, as: item.as, error });
+    }
+    forget(r) {
+        if (this.runs.get(r.id) === r)
+            this.runs.delete(r.id);
+    }
+    settle(r) {
+        if (r.settled)
+            return;
+        r.settled = true;
+        this.unsettled--;
+        if (this.unsettled === 0)
+            this.settledWake?.();
+    }
+    async shutdown() {
+        const settled = () => this.unsettled === 0 ? Promise.resolve(true) : new Promise((resolve) => (this.settledWake = () => resolve(true)));
+        const timer = (ms) => new Promise((resolve) => setTimeout(() => resolve(false), ms).unref());
+        if (await Promise.race([settled(), timer(this.shutdownTimeout)]))
+            return;
+        for (const r of this.runs.values())
+            if (!r.ended)
+                r.ac.abort(new ShutdownError());
+        if (await Promise.race([settled(), timer(this.shutdownGrace)]))
+            return;
+        // Handlers that outlast the grace period too: hand their jobs back from
+        // under them, the last resort.
+        const rs = [...this.runs.values()].filter((r) => !r.ended);
+        for (const r of rs)
+            r.ended = true;
+        if (rs.length > 0) {
+            this.log.warn(`rota: ${rs.length} handlers still running after the shutdown grace period; handing their jobs back anyway`);
+            try {
+                const errs = await this.client.finish(rs.map((r) => ({ id: r.id, token: r.token, as: "release" })));
+                errs.forEach((e, i) => this.emit("finish", { job: rs[i].job, as: "release", error: e }));
+            }
+            catch (err) {
+                this.log.error(`rota: handing back unfinished jobs failed; they run again when their leases expire: ${err.message}`);
+            }
+            for (const r of rs) {
+                this.forget(r);
+                this.settle(r);
+            }
+        }
+        await settled(); // finishes still being tried end with their leases at the latest
+    }
+    /** watch follows the event stream to stop handlers whose jobs are cancelled or taken back. */
+    async watch(types, signal) {
+        while (!signal.aborted) {
+            try {
+                for await (const ev of this.client.subscribe({ types, running: false, completed: false, signal })) {
+                    if (!ev.removed && ev.state === "running")
+                        continue;
+                    const r = this.runs.get(ev.id);
+                    if (!r || ev.lease !== r.tag)
+                        continue; // only changes about this run's own lease
+                    if (ev.removed || ev.state === "cancelled") {
+                        r.ac.abort(new CanceledError(`job ${ev.id} was ${ev.removed ? "removed" : "cancelled"}`, "canceled", 0));
+                    }
+                    else if (!r.ended) {
+                        r.ac.abort(new LeaseLostError(`job ${ev.id} was taken back (it is ${ev.state})`));
+                    }
+                }
+            }
+            catch (err) {
+                if (signal.aborted)
+                    return;
+                this.log.warn(`rota: event stream failed; following it again: ${err.message}`);
+                await sleep(1000, signal);
+            }
+        }
+    }
+    /**
+     * heartbeatLoop extends the leases of jobs running or leased ahead, in
+     * one request, each when a third of its lease has passed; a job whose
+     * lease runs out before one gets through is stopped (LeaseLostError).
+     */
+    async heartbeatLoop(signal) {
+        let backoff = 0;
+        let retryAt = 0;
+        while (!signal.aborted) {
+            const now = Date.now();
+            let next = 1000;
+            const due = [];
+            for (const r of this.runs.values()) {
+                if (r.ended)
+                    continue;
+                const left = r.leaseUntil - now;
+                if (left <= 0) {
+                    if (!r.ac.signal.aborted) {
+                        this.log.error(`rota: job ${r.id} (${r.job.type}): lease lost: it ran out before a heartbeat extended it; stopping the job`);
+                        r.ac.abort(new LeaseLostError("the lease ran out before a heartbeat extended it"));
+                    }
+                    continue;
+                }
+                if (left < (r.leaseLen * 2) / 3)
+                    due.push(r);
+                next = Math.min(next, Math.max(r.leaseLen / 4, 5), left);
+            }
+            if (due.length === 0) {
+                backoff = 0;
+            }
+            else if (now >= retryAt) {
+                if (await this.beat(due)) {
+                    backoff = 0;
+                }
+                else {
+                    backoff = Math.min(Math.max(2 * backoff, retryFirst), retryMax);
+                    for (const r of due)
+                        backoff = Math.min(backoff, Math.max(r.leaseLen / 4, 5));
+                    retryAt = Date.now() + backoff;
+                }
+            }
+            if (backoff > 0)
+                next = Math.min(next, Math.max(retryAt - Date.now(), 5));
+            await new Promise((resolve) => {
+                const t = setTimeout(done, next);
+                function done() {
+                    clearTimeout(t);
+                    resolve();
+                }
+                this.kick = done;
+            });
+            this.kick = undefined;
+        }
+    }
+    /** beat sends heartbeats and applies their answers; it reports whether none needs trying again. */
+    async beat(rs, progress) {
+        const items = rs.map((r) => ({ id: r.id, token: r.token, progress }));
+        let res;
+        try {
+            res = await this.client.heartbeat(items, { signal: AbortSignal.timeout(60000) });
+        }
+        catch (err) {
+            this.log.warn(`rota: heartbeat of ${rs.length} jobs failed; trying again while the leases hold: ${err.message}`);
+            if (progress !== undefined)
+                throw err;
+            return false;
+        }
+        let ok = true;
+        res.forEach((hr, i) => {
+            const r = rs[i];
+            if (!hr.error) {
+                if (hr.lease_until)
+                    r.leaseUntil = Date.parse(hr.lease_until) + r.skew;
+                return;
+            }
+            if (hr.error.code === "canceled") {
+                r.ac.abort(new CanceledError(`job ${r.id}: ${hr.error.message}`, "canceled", 0));
+            }
+            else if (hr.error.code === "worker_conflict" || hr.error.code === "not_found" || hr.error.code === "finished") {
+                r.ac.abort(new LeaseLostError(`job ${r.id}: ${hr.error.message}`));
+            }
+            else {
+                ok = false;
+            }
+            if (progress !== undefined)
+                throw new RotaError(hr.error.message, hr.error.code, 0);
+        });
+        return ok;
+    }
+    async progress(r, percent) {
+        if (!Number.isFinite(percent) || percent < 0 || percent > 100) {
+            throw new TypeError(`rota: progress ${percent}: want a number in 0..100`);
+        }
+        if (r.ac.signal.aborted)
+            throw r.ac.signal.reason;
+        await this.beat([r], percent);
+    }
+}
+function retryable(err) {
+    return !(err instanceof WorkerConflictError ||
+        err instanceof CanceledError ||
+        err instanceof NotFoundError ||
+        err instanceof FinishedError ||
+        err instanceof InvalidInputError ||
+        err instanceof TooLargeError ||
+        err instanceof ForbiddenError ||
+        err instanceof UnauthorizedError);
+}
+function errorText(err) {
+    if (err instanceof Error)
+        return err.message || err.name;
+    return String(err);
+}
+function average(old, d) {
+    const next = old === 0 ? d : old + (d - old) / 8;
+    return Math.max(next, 0.001);
+}
+const fnvPrime = 0x100000001b3n;
+const mask64 = 0xffffffffffffffffn;
+/** leaseTag is the fingerprint of a lease token that events carry (FNV-1a, 64 bits, hex), as the server's. */
+export function leaseTag(token) {
+    if (token === "")
+        return "";
+    let h = 0xcbf29ce484222325n;
+    for (const b of Buffer.from(token, "utf8")) {
+        h ^= BigInt(b);
+        h = (h * fnvPrime) & mask64;
+    }
+    return h.toString(16);
+}
+/**
+ * Batcher sends items in shared calls: while one is in flight, new items
+ * queue, and the next call carries them all (up to max). No timer: a lone
+ * item goes out at once; under load, items share requests.
+ */
+export class Batcher {
+    max;
+    send;
+    queue = [];
+    busy = false;
+    constructor(max, send) {
+        this.max = max;
+        this.send = send;
+    }
+    do(item) {
+        return new Promise((resolve, reject) => {
+            this.queue.push({ item, resolve, reject });
+            if (!this.busy)
+                void this.loop();
+        });
+    }
+    async loop() {
+        this.busy = true;
+        while (this.queue.length > 0) {
+            const calls = this.queue.splice(0, this.max);
+            try {
+                const res = await this.send(calls.map((c) => c.item));
+                calls.forEach((c, i) => c.resolve(res[i]));
+            }
+            catch (err) {
+                for (const c of calls)
+                    c.reject(err);
+            }
+        }
+        this.busy = false;
+    }
+}

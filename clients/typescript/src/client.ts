@@ -341,11 +341,8 @@ export class Client {
       }
     }
     const it = stream();
-    return Object.assign(it, {
-      get lastEventId() {
-        return last;
-      },
-    }) as unknown as Subscription;
+    Object.defineProperty(it, "lastEventId", { get: () => last, enumerable: true });
+    return it as unknown as Subscription;
   }
 
   // ---- settings ----

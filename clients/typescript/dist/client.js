@@ -260,11 +260,8 @@ export class Client {
             }
         }
         const it = stream();
-        return Object.assign(it, {
-            get lastEventId() {
-                return last;
-            },
-        });
+        Object.defineProperty(it, "lastEventId", { get: () => last, enumerable: true });
+        return it;
     }
     // ---- settings ----
     /** types lists the types the server knows, with their settings. */

@@ -3,7 +3,9 @@
 # Go (expected at /usr/local/go or on PATH), a C compiler for the cgo
 # SQLite driver, PostgreSQL for the PostgreSQL store's tests, Chromium for
 # the dashboard's browser tests, Redis for the Asynq runs of the side-by-side
-# harness (bench/peers; the harness starts its own server), and
+# harness (bench/peers; the harness starts its own server), Node.js and npm
+# for the TypeScript client (clients/typescript: its devDependencies with
+# npm ci), openssl for the clients' TLS tests' certificates, and
 # staticcheck (a pinned version, with go install). Safe to
 # run again; it installs only what is missing.
 set -euo pipefail
@@ -21,6 +23,10 @@ compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need+=(postgresql)
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need+=(chromium)
 # bench/peers runs Asynq, which needs a Redis server.
 command -v redis-server >/dev/null || need+=(redis-server)
+# The TypeScript client's suite: Node 18 or later (Debian's nodejs) and npm.
+command -v node >/dev/null || need+=(nodejs)
+command -v npm >/dev/null || need+=(npm)
+command -v openssl >/dev/null || need+=(openssl)
 if ((${#need[@]})); then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -35,4 +41,12 @@ gobin="$(go env GOPATH)/bin"
 if ! "$gobin/staticcheck" -version 2>/dev/null | grep -q "${staticcheck_version#v}"; then
   echo "setup: installing staticcheck $staticcheck_version"
   go install "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version"
+fi
+
+# The TypeScript client's devDependencies (the TypeScript compiler and
+# Node's type declarations), as package-lock.json pins them.
+tsclient="$(cd "$(dirname "$0")/.." && pwd)/clients/typescript"
+if [ ! -d "$tsclient/node_modules" ] || [ "$tsclient/package-lock.json" -nt "$tsclient/node_modules/.package-lock.json" ]; then
+  echo "setup: npm ci in clients/typescript"
+  (cd "$tsclient" && npm ci --no-audit --no-fund --loglevel=error)
 fi

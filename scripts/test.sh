@@ -49,3 +49,8 @@ go test -race -count=1 -timeout 10m ./...
 # depend on River or Asynq); its smoke test runs every system at a tiny size.
 # Without -race: it times real processes, and River and Asynq are not ours.
 (cd bench/peers && go vet ./... && staticcheck ./... && go test -count=1 -timeout 5m ./...)
+
+# The TypeScript client: its generated types and committed dist/ match the
+# OpenAPI document and its sources, and its suite passes against real
+# servers (SQLite, and PostgreSQL through ROTA_TEST_POSTGRES).
+(cd clients/typescript && npm run --silent check && npm test)

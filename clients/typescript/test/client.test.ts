@@ -12,7 +12,7 @@ import {
   WorkerConflictError,
   type Event,
 } from "../src/index.js";
-import { Proxy, RotaServer, stores, uniq } from "./helpers.js";
+import { Proxy, RotaServer, stores, uniq, until } from "./helpers.js";
 
 for (const store of stores()) {
   describe(`Client on ${store}`, () => {
@@ -196,7 +196,7 @@ for (const store of stores()) {
           if (ev.state === "cancelled") break;
         }
       })();
-      await new Promise((r) => setTimeout(r, 200)); // the stream is open
+      await new Promise((r) => setTimeout(r, 500)); // the stream is open
       const j = await c.add({ type });
       await c.cancel(j.id);
       await reading;
@@ -211,22 +211,19 @@ for (const store of stores()) {
       const viaProxy = new Client({ url: `http://127.0.0.1:${proxy.port}` });
       const ac = new AbortController();
       const seen: number[] = [];
-      let got: () => void = () => {};
       const reading = (async () => {
-        for await (const ev of viaProxy.subscribe({ types: [type], signal: ac.signal })) {
-          seen.push(ev.id);
-          got();
-        }
+        for await (const ev of viaProxy.subscribe({ types: [type], signal: ac.signal })) seen.push(ev.id);
       })();
       await new Promise((r) => setTimeout(r, 200));
       const first = await c.add({ type });
-      await new Promise<void>((r) => (got = r));
+      await until("the first event", () => seen.includes(first.id));
       await proxy.cut(); // the connection drops, and no new one gets through
       const whileAway = await c.add({ type }); // not sent live: the stream is down
       await new Promise((r) => setTimeout(r, 300));
       assert.deepEqual(seen, [first.id]);
       await proxy.resume();
-      await new Promise<void>((r) => (got = r)); // replayed from the store after the reconnection
+      // Replayed from the store after the reconnection, with Last-Event-ID.
+      await until("the change made while away", () => seen.includes(whileAway.id));
       assert.deepEqual(seen, [first.id, whileAway.id]);
       ac.abort();
       await reading;

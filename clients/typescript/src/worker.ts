@@ -156,8 +156,12 @@ interface Run {
   job: Job;
   id: number;
   token: string;
-  tag: string;
-  ac: AbortController;
+  tag?: string; // leaseTag(token), made when an event about the job first comes
+  // Why the job is no longer the handler's to finish, once it is not; its
+  // AbortController is made only when the handler reads its signal (most
+  // never do, and one per job cost a drain of no-op jobs a tenth of its time).
+  reason?: Error;
+  ac?: AbortController;
   skew: number; // this clock minus the server's, as the accept measured it
   leaseUntil: number; // on this clock
   leaseLen: number;
@@ -342,8 +346,6 @@ export class Worker extends EventEmitter {
       job,
       id: job.id,
       token: job.token ?? "",
-      tag: leaseTag(job.token ?? ""),
-      ac: new AbortController(),
       skew,
       leaseUntil: leaseEnd + skew,
       leaseLen: leaseEnd + skew - took,
@@ -351,9 +353,8 @@ export class Worker extends EventEmitter {
       ended: false,
       settled: false,
     };
-    delete (job as { token?: string }).token; // the handler's view has no lease token
     const old = this.runs.get(job.id);
-    old?.ac.abort(new LeaseLostError("the job was handed to this worker again"));
+    if (old) abort(old, new LeaseLostError("the job was handed to this worker again"));
     this.runs.set(job.id, r);
     this.unsettled++;
     this.kick?.();
@@ -376,7 +377,7 @@ export class Worker extends EventEmitter {
 
   private async execute(r: Run, stop: AbortSignal): Promise<void> {
     r.started = true;
-    const run = !r.ac.signal.aborted;
+    const run = r.reason === undefined;
     let result: unknown;
     let err: unknown;
     let failed = false;
@@ -386,7 +387,9 @@ export class Worker extends EventEmitter {
       try {
         const h = this.handlers.get(r.job.type)!;
         result = await h(r.job, {
-          signal: r.ac.signal,
+          get signal() {
+            return signalOf(r);
+          },
           progress: (p) => this.progress(r, p),
         });
       } catch (e) {
@@ -396,13 +399,13 @@ export class Worker extends EventEmitter {
       this.paceRun = average(this.paceRun, performance.now() - began);
       this.handling--;
     } else {
-      err = r.ac.signal.reason;
+      err = r.reason;
       failed = true;
     }
     this.leased--;
     const released = r.ended;
     r.ended = true;
-    const cause = r.ac.signal.aborted ? r.ac.signal.reason : undefined;
+    const cause = r.reason;
     this.pump(stop);
     this.wake?.();
     if (released) return; // the shutdown handed it back already
@@ -499,7 +502,7 @@ export class Worker extends EventEmitter {
       this.unsettled === 0 ? Promise.resolve(true) : new Promise<boolean>((resolve) => (this.settledWake = () => resolve(true)));
     const timer = (ms: number) => new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms).unref());
     if (await Promise.race([settled(), timer(this.shutdownTimeout)])) return;
-    for (const r of this.runs.values()) if (!r.ended) r.ac.abort(new ShutdownError());
+    for (const r of this.runs.values()) if (!r.ended) abort(r, new ShutdownError());
     if (await Promise.race([settled(), timer(this.shutdownGrace)])) return;
     // Handlers that outlast the grace period too: hand their jobs back from
     // under them, the last resort.
@@ -528,11 +531,11 @@ export class Worker extends EventEmitter {
         for await (const ev of this.client.subscribe({ types, running: false, completed: false, signal })) {
           if (!ev.removed && ev.state === "running") continue;
           const r = this.runs.get(ev.id);
-          if (!r || ev.lease !== r.tag) continue; // only changes about this run's own lease
+          if (!r || ev.lease !== (r.tag ??= leaseTag(r.token))) continue; // only changes about this run's own lease
           if (ev.removed || ev.state === "cancelled") {
-            r.ac.abort(new CanceledError(`job ${ev.id} was ${ev.removed ? "removed" : "cancelled"}`, "canceled", 0));
+            abort(r, new CanceledError(`job ${ev.id} was ${ev.removed ? "removed" : "cancelled"}`, "canceled", 0));
           } else if (!r.ended) {
-            r.ac.abort(new LeaseLostError(`job ${ev.id} was taken back (it is ${ev.state})`));
+            abort(r, new LeaseLostError(`job ${ev.id} was taken back (it is ${ev.state})`));
           }
         }
       } catch (err) {
@@ -559,9 +562,9 @@ export class Worker extends EventEmitter {
         if (r.ended) continue;
         const left = r.leaseUntil - now;
         if (left <= 0) {
-          if (!r.ac.signal.aborted) {
+          if (r.reason === undefined) {
             this.log.error(`rota: job ${r.id} (${r.job.type}): lease lost: it ran out before a heartbeat extended it; stopping the job`);
-            r.ac.abort(new LeaseLostError("the lease ran out before a heartbeat extended it"));
+            abort(r, new LeaseLostError("the lease ran out before a heartbeat extended it"));
           }
           continue;
         }
@@ -611,9 +614,9 @@ export class Worker extends EventEmitter {
         return;
       }
       if (hr.error.code === "canceled") {
-        r.ac.abort(new CanceledError(`job ${r.id}: ${hr.error.message}`, "canceled", 0));
+        abort(r, new CanceledError(`job ${r.id}: ${hr.error.message}`, "canceled", 0));
       } else if (hr.error.code === "worker_conflict" || hr.error.code === "not_found" || hr.error.code === "finished") {
-        r.ac.abort(new LeaseLostError(`job ${r.id}: ${hr.error.message}`));
+        abort(r, new LeaseLostError(`job ${r.id}: ${hr.error.message}`));
       } else {
         ok = false;
       }
@@ -626,9 +629,25 @@ export class Worker extends EventEmitter {
     if (!Number.isFinite(percent) || percent < 0 || percent > 100) {
       throw new TypeError(`rota: progress ${percent}: want a number in 0..100`);
     }
-    if (r.ac.signal.aborted) throw r.ac.signal.reason;
+    if (r.reason !== undefined) throw r.reason;
     await this.beat([r], percent);
   }
+}
+
+/** abort ends r's claim on its job with reason, once: the first reason stays. */
+function abort(r: Run, reason: Error): void {
+  if (r.reason !== undefined) return;
+  r.reason = reason;
+  r.ac?.abort(reason);
+}
+
+/** signalOf is r's handler's signal, made on first use. */
+function signalOf(r: Run): AbortSignal {
+  if (!r.ac) {
+    r.ac = new AbortController();
+    if (r.reason !== undefined) r.ac.abort(r.reason);
+  }
+  return r.ac.signal;
 }
 
 function retryable(err: Error): boolean {

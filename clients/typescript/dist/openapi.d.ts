@@ -74,8 +74,9 @@ export interface AddRequest {
      */
     type: string;
     /**
-     * Unique within the type: adding a job whose type and key exist re-adds that
-     * job (see Outcome).
+     * Unique within the type and group: adding a job whose type, group and key
+     * exist re-adds that job (see Outcome). The same key in another group is
+     * another job.
      */
     key?: string;
     /**
@@ -145,10 +146,11 @@ export interface AddRequest {
      */
     retry_after?: Duration;
     /**
-     * Return the existing job of this type that has not completed (pending,
-     * running, paused, failed or cancelled), if there is one, instead of adding
-     * another: Bedrock's unique by name. The outcome is then unchanged, or updated
-     * with overwrite. Not with key.
+     * Return the existing job of this type in this group that has not completed
+     * (pending, running, paused, failed or cancelled), if there is one, instead of
+     * adding another: Bedrock's unique by name; a job of another group is never
+     * found. The outcome is then unchanged, or updated with overwrite. Not with
+     * key.
      */
     unique?: boolean;
     /**
@@ -167,7 +169,7 @@ export interface AddRequest {
      * those children (Job.children), which are deleted when that run completes. A
      * parent that fails for good or is cancelled cancels its unfinished children;
      * a removed one takes them with it. A child cannot have children: 400. An
-     * unknown parent: 404.
+     * unknown parent, or one out of the token's reach (answered alike): 404.
      */
     parent?: number;
 }
@@ -578,7 +580,8 @@ export interface Job {
      */
     type: string;
     /**
-     * Optional caller-chosen id, unique within the type; absent when none.
+     * Optional caller-chosen id, unique within the type and group; absent when
+     * none.
      */
     key?: string;
     /**
@@ -1137,7 +1140,9 @@ export interface ListJobsQuery {
      */
     order?: "asc" | "desc";
     /**
-     * Find the job with this key; needs exactly one type.
+     * Find the job with this key; needs exactly one type, and finds it in the
+     * group given by group (at most one; the default group "" when none): a key is
+     * unique within a type and a group.
      */
     key?: string;
     /**

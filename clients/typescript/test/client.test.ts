@@ -37,7 +37,8 @@ for (const store of stores()) {
       assert.equal(j.group, "acme");
       assert.equal(j.priority, 3);
       assert.equal(j.token, undefined);
-      const again = await c.add({ type, key: "k1", data: { to: "bob@example.com" } });
+      const again = await c.add({ type, key: "k1", group: "acme", data: { to: "bob@example.com" } });
+      assert.equal((await c.add({ type, key: "k1" })).outcome, "inserted"); // a key is unique within a type and group
       assert.equal(again.id, j.id);
       assert.equal(again.outcome, "updated");
       const later = await c.add({ type, run_at: new Date(Date.now() + 3600_000) });

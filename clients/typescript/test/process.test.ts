@@ -52,6 +52,9 @@ test("SIGTERM mid-job: a job that outlasts the shutdown timeout is handed back, 
   const [j] = await c.addMany([{ type }]);
   const { code, out } = await stopMidJob(type, "hang", 1);
   assert.equal(code, 0, out);
+  // After the shutdown timeout the handler's signal aborted, and its throw
+  // handed the job back (not the grace period's last resort).
+  assert.match(out, /aborted ShutdownError/);
   const back = await c.get(j.id);
   assert.equal(back.state, "pending", JSON.stringify(back));
   assert.equal(back.attempt, 0);

@@ -43,7 +43,16 @@ for (const store of stores()) {
     test("runs each job once, with its result, leasing ahead and finishing in batches", async () => {
       const type = uniq("drain");
       const jobs = await c.addMany(Array.from({ length: 600 }, (_, i) => ({ type, group: `g${i % 5}`, data: { i } })));
-      const w = new Worker(c, { concurrency: 8, logger: quiet });
+      // Count the worker's requests: it accepts many jobs at once and
+      // finishes them in shared requests.
+      const counting = server.client();
+      let accepts = 0;
+      let finishes = 0;
+      const accept = counting.accept.bind(counting);
+      const finish = counting.finish.bind(counting);
+      counting.accept = (...a) => (accepts++, accept(...a));
+      counting.finish = (...a) => (finishes++, finish(...a));
+      const w = new Worker(counting, { concurrency: 8, logger: quiet });
       const ran = new Map<number, number>();
       w.handle(type, async (job: Job) => {
         ran.set(job.id, (ran.get(job.id) ?? 0) + 1);
@@ -56,6 +65,9 @@ for (const store of stores()) {
       assert.ok([...ran.values()].every((n) => n === 1));
       const last = await c.get(jobs[599].id);
       assert.deepEqual(last.result, { double: 1198 });
+      assert.ok(accepts < 600 / 4, `${accepts} accepts for 600 jobs`);
+      assert.ok(finishes < 600 / 4, `${finishes} finish requests for 600 jobs`);
+      counting.close();
     });
 
     if (store === "postgres") return; // the rest are the worker's own rules, on one store

@@ -137,6 +137,8 @@ export declare class Worker extends EventEmitter {
     private paceRun;
     private paceAccept;
     private running;
+    private refusal?;
+    private halt?;
     constructor(client: Client, opts?: WorkerOptions);
     /** handle registers the handler of a job type. */
     handle(type: string, handler: Handler): this;
@@ -147,8 +149,16 @@ export declare class Worker extends EventEmitter {
      * aborts the rest and hands their jobs back as each returns (after
      * shutdownGrace, anyway), and resolves once every job it took is finished
      * or handed back.
+     *
+     * When the server refuses the worker's calls (UnauthorizedError,
+     * ForbiddenError: its token is missing, wrong, revoked, or may not take
+     * these jobs), no retry can succeed: it logs it, shuts down the same way,
+     * and run rejects with an error of that class. Jobs it could not finish
+     * run again when their leases expire.
      */
     run(opts?: RunOptions): Promise<void>;
+    /** refuse stops the worker after the server refused a call with err: every later call would be refused alike. */
+    private refuse;
     private acceptLoop;
     /** ahead is how many jobs to lease beyond the handler slots (see WorkerOptions.prefetch). */
     private ahead;

@@ -1,6 +1,6 @@
 import { EventEmitter } from "node:events";
 import { hostname } from "node:os";
-import { CanceledError, FinishedError, ForbiddenError, InvalidInputError, NotFoundError, RotaError, TooLargeError, UnauthorizedError, WorkerConflictError, } from "./errors.js";
+import { CanceledError, FinishedError, ForbiddenError, InvalidInputError, NotFoundError, RotaError, TooLargeError, UnauthorizedError, WorkerConflictError, errorOf, } from "./errors.js";
 import { sleep } from "./transport.js";
 /** The lease was lost: the job is no longer this worker's. */
 export class LeaseLostError extends Error {
@@ -91,6 +91,8 @@ export class Worker extends EventEmitter {
     paceRun = 0; // moving averages, ms
     paceAccept = 0;
     running = false;
+    refusal; // the server refused the worker's credentials
+    halt;
     constructor(client, opts = {}) {
         super();
         this.client = client;
@@ -128,6 +130,12 @@ export class Worker extends EventEmitter {
      * aborts the rest and hands their jobs back as each returns (after
      * shutdownGrace, anyway), and resolves once every job it took is finished
      * or handed back.
+     *
+     * When the server refuses the worker's calls (UnauthorizedError,
+     * ForbiddenError: its token is missing, wrong, revoked, or may not take
+     * these jobs), no retry can succeed: it logs it, shuts down the same way,
+     * and run rejects with an error of that class. Jobs it could not finish
+     * run again when their leases expire.
      */
     async run(opts = {}) {
         if (this.running)
@@ -142,6 +150,7 @@ export class Worker extends EventEmitter {
                 stop.abort(new ShutdownError());
             this.wake?.();
         };
+        this.halt = onStop;
         if (opts.signal?.aborted)
             onStop();
         opts.signal?.addEventListener("abort", onStop, { once: true });
@@ -167,7 +176,21 @@ export class Worker extends EventEmitter {
                 process.off("SIGINT", onStop);
             }
             this.running = false;
+            this.halt = undefined;
         }
+        if (this.refusal) {
+            const r = this.refusal;
+            this.refusal = undefined;
+            throw errorOf(r.code, `rota: worker stopped: the server refused its calls: ${r.message}`, r.status);
+        }
+    }
+    /** refuse stops the worker after the server refused a call with err: every later call would be refused alike. */
+    refuse(err) {
+        if (this.refusal)
+            return;
+        this.refusal = err;
+        this.log.error(`rota: the server refused the worker's credentials; stopping: give it a token that is valid and may take these jobs: ${err.message}`);
+        this.halt?.();
     }
     async acceptLoop(types, stop) {
         let backlog = false;
@@ -194,6 +217,10 @@ export class Worker extends EventEmitter {
                 this.leased -= n;
                 if (stop.aborted)
                     break;
+                if (refused(err)) {
+                    this.refuse(err);
+                    break;
+                }
                 this.log.error(`rota: accept failed: ${err.message}`);
                 await sleep(1000, stop);
                 continue;
@@ -360,6 +387,11 @@ export class Worker extends EventEmitter {
                     this.log.warn(`${what} refused: the lease was lost, so the job runs again (or already has): ${error.message}`);
                     break;
                 }
+                if (refused(error)) {
+                    this.log.error(`${what} refused; the job runs again when its lease expires: ${error.message}`);
+                    this.refuse(error);
+                    break;
+                }
                 if (!retryable(error)) {
                     this.log.error(`${what} failed: ${error.message}`);
                     break;
@@ -512,6 +544,12 @@ export class Worker extends EventEmitter {
             res = await this.client.heartbeat(items, { signal: AbortSignal.timeout(60000) });
         }
         catch (err) {
+            if (refused(err)) {
+                this.refuse(err);
+                if (progress !== undefined)
+                    throw err;
+                return true; // no retry can help
+            }
             this.log.warn(`rota: heartbeat of ${rs.length} jobs failed; trying again while the leases hold: ${err.message}`);
             if (progress !== undefined)
                 throw err;
@@ -563,6 +601,10 @@ function signalOf(r) {
             r.ac.abort(r.reason);
     }
     return r.ac.signal;
+}
+/** refused reports whether the server refused the worker's credentials. */
+function refused(err) {
+    return err instanceof UnauthorizedError || err instanceof ForbiddenError;
 }
 function retryable(err) {
     return !(err instanceof WorkerConflictError ||

@@ -11,6 +11,7 @@ import {
   TooLargeError,
   UnauthorizedError,
   WorkerConflictError,
+  errorOf,
 } from "./errors.js";
 import type { Ending, FinishItem, HeartbeatItem, Job } from "./openapi.js";
 import { sleep } from "./transport.js";
@@ -209,6 +210,8 @@ export class Worker extends EventEmitter {
   private paceRun = 0; // moving averages, ms
   private paceAccept = 0;
   private running = false;
+  private refusal?: RotaError; // the server refused the worker's credentials
+  private halt?: () => void;
 
   constructor(client: Client, opts: WorkerOptions = {}) {
     super();
@@ -246,6 +249,12 @@ export class Worker extends EventEmitter {
    * aborts the rest and hands their jobs back as each returns (after
    * shutdownGrace, anyway), and resolves once every job it took is finished
    * or handed back.
+   *
+   * When the server refuses the worker's calls (UnauthorizedError,
+   * ForbiddenError: its token is missing, wrong, revoked, or may not take
+   * these jobs), no retry can succeed: it logs it, shuts down the same way,
+   * and run rejects with an error of that class. Jobs it could not finish
+   * run again when their leases expire.
    */
   async run(opts: RunOptions = {}): Promise<void> {
     if (this.running) throw new Error("rota: worker already running");
@@ -257,6 +266,7 @@ export class Worker extends EventEmitter {
       if (!stop.signal.aborted) stop.abort(new ShutdownError());
       this.wake?.();
     };
+    this.halt = onStop;
     if (opts.signal?.aborted) onStop();
     opts.signal?.addEventListener("abort", onStop, { once: true });
     const handleSignals = opts.handleSignals ?? true;
@@ -280,7 +290,21 @@ export class Worker extends EventEmitter {
         process.off("SIGINT", onStop);
       }
       this.running = false;
+      this.halt = undefined;
     }
+    if (this.refusal) {
+      const r = this.refusal;
+      this.refusal = undefined;
+      throw errorOf(r.code, `rota: worker stopped: the server refused its calls: ${r.message}`, r.status);
+    }
+  }
+
+  /** refuse stops the worker after the server refused a call with err: every later call would be refused alike. */
+  private refuse(err: RotaError): void {
+    if (this.refusal) return;
+    this.refusal = err;
+    this.log.error(`rota: the server refused the worker's credentials; stopping: give it a token that is valid and may take these jobs: ${err.message}`);
+    this.halt?.();
   }
 
   private async acceptLoop(types: string[], stop: AbortSignal): Promise<void> {
@@ -309,6 +333,10 @@ export class Worker extends EventEmitter {
       } catch (err) {
         this.leased -= n;
         if (stop.aborted) break;
+        if (refused(err)) {
+          this.refuse(err);
+          break;
+        }
         this.log.error(`rota: accept failed: ${(err as Error).message}`);
         await sleep(1000, stop);
         continue;
@@ -465,6 +493,11 @@ export class Worker extends EventEmitter {
           this.log.warn(`${what} refused: the lease was lost, so the job runs again (or already has): ${error.message}`);
           break;
         }
+        if (refused(error)) {
+          this.log.error(`${what} refused; the job runs again when its lease expires: ${error.message}`);
+          this.refuse(error);
+          break;
+        }
         if (!retryable(error)) {
           this.log.error(`${what} failed: ${error.message}`);
           break;
@@ -602,6 +635,11 @@ export class Worker extends EventEmitter {
     try {
       res = await this.client.heartbeat(items, { signal: AbortSignal.timeout(60000) });
     } catch (err) {
+      if (refused(err)) {
+        this.refuse(err);
+        if (progress !== undefined) throw err;
+        return true; // no retry can help
+      }
       this.log.warn(`rota: heartbeat of ${rs.length} jobs failed; trying again while the leases hold: ${(err as Error).message}`);
       if (progress !== undefined) throw err;
       return false;
@@ -648,6 +686,11 @@ function signalOf(r: Run): AbortSignal {
     if (r.reason !== undefined) r.ac.abort(r.reason);
   }
   return r.ac.signal;
+}
+
+/** refused reports whether the server refused the worker's credentials. */
+function refused(err: unknown): err is RotaError {
+  return err instanceof UnauthorizedError || err instanceof ForbiddenError;
 }
 
 function retryable(err: Error): boolean {

@@ -52,6 +52,19 @@ describe("tokens", () => {
     adminClient.close();
   });
 
+  test("a worker whose token the server refuses stops, and run rejects with the refusal's class", async () => {
+    const type = uniq("refused");
+    for (const [token, cls] of [["nope", ForbiddenError], ["", UnauthorizedError]] as const) {
+      const c = new Client({ url: server.url, token });
+      const w = new Worker(c, { concurrency: 2, logger: { info() {}, warn() {}, error() {} } });
+      w.handle(type, () => undefined);
+      const started = Date.now();
+      await assert.rejects(w.run({ handleSignals: false }), (e: unknown) => e instanceof cls && /worker stopped/.test((e as Error).message));
+      assert.ok(Date.now() - started < 5000, "it stops at once, without retrying");
+      c.close();
+    }
+  });
+
   test("a read-only token made with createToken reads but changes nothing", async () => {
     const adminClient = server.client();
     const made = await adminClient.createToken({ name: uniq("reader"), read_only: true });

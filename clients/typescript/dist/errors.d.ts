@@ -38,6 +38,9 @@ export declare class ForbiddenError extends RotaError {
 /** method_not_allowed (405). */
 export declare class MethodNotAllowedError extends RotaError {
 }
+/** unsupported_media_type (415): a request body not sent as Content-Type: application/json. */
+export declare class UnsupportedMediaTypeError extends RotaError {
+}
 /** unavailable (503): the server's store is closed or unreachable; it may pass. */
 export declare class UnavailableError extends RotaError {
     /** The server's Retry-After, in milliseconds (0 when it sent none). */

@@ -300,11 +300,12 @@ export interface Error {
  * running; canceled (409): the job was cancelled or removed while the caller
  * held it; finished (409): the job has already ended; too_large (413): the
  * body is over the server's limit; unauthorized (401): no Authorization
- * header; forbidden (403): wrong token; method_not_allowed (405); unavailable
- * (503): the store is closed or unreachable; internal (500): anything else
- * (the server log has the details).
+ * header; forbidden (403): wrong token; method_not_allowed (405);
+ * unsupported_media_type (415): a request body not labelled Content-Type:
+ * application/json; unavailable (503): the store is closed or unreachable;
+ * internal (500): anything else (the server log has the details).
  */
-export type ErrorCode = "invalid_input" | "not_found" | "worker_conflict" | "canceled" | "finished" | "too_large" | "unauthorized" | "forbidden" | "method_not_allowed" | "unavailable" | "internal";
+export type ErrorCode = "invalid_input" | "not_found" | "worker_conflict" | "canceled" | "finished" | "too_large" | "unauthorized" | "forbidden" | "method_not_allowed" | "unsupported_media_type" | "unavailable" | "internal";
 /** Every ErrorCode, in the document's order. */
 export declare const errorCodeValues: readonly ErrorCode[];
 /**
@@ -1084,7 +1085,8 @@ export interface EventsQuery {
     job?: number;
     /**
      * Follow jobs whose type matches one of these GLOB patterns (repeatable; a
-     * value is one pattern, so {a,b} alternatives work); all types by default.
+     * value is one pattern, so {a,b} alternatives work; at most 32 patterns, else
+     * 400); all types by default.
      */
     type?: string[];
     /**

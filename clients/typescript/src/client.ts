@@ -29,7 +29,7 @@ import type {
   EventsQuery,
 } from "./openapi.js";
 import { operations } from "./openapi.js";
-import { ConnectionError, NotFoundError, RotaError, UnavailableError, errorOf } from "./errors.js";
+import { ConnectionError, ForbiddenError, NotFoundError, RotaError, UnavailableError, errorOf } from "./errors.js";
 import { SSEParser } from "./sse.js";
 import { Transport, answerError, readAll, sleep } from "./transport.js";
 
@@ -318,6 +318,9 @@ export class Client {
                   case "reset":
                     opts.onReset?.(reasonOf(m.data));
                     break;
+                  case "revoked":
+                    // The token was revoked: reconnecting would only be refused.
+                    throw new ForbiddenError(`rota: event stream: ${reasonOf(m.data)}`, "forbidden", 403);
                   case "resume":
                     // The server ended the stream (this client fell behind):
                     // the connection closes, and the next one resumes.
@@ -327,6 +330,7 @@ export class Client {
             }
           } catch (err) {
             if (stop.signal.aborted) return;
+            if (err instanceof ForbiddenError) throw err;
             if (err instanceof SyntaxError) throw new RotaError(`rota: event stream: bad event: ${err.message}`, "internal", 200);
             // The connection broke: open another below.
           } finally {

@@ -34,6 +34,8 @@ export class UnauthorizedError extends RotaError {}
 export class ForbiddenError extends RotaError {}
 /** method_not_allowed (405). */
 export class MethodNotAllowedError extends RotaError {}
+/** unsupported_media_type (415): a request body not sent as Content-Type: application/json. */
+export class UnsupportedMediaTypeError extends RotaError {}
 /** unavailable (503): the server's store is closed or unreachable; it may pass. */
 export class UnavailableError extends RotaError {
   /** The server's Retry-After, in milliseconds (0 when it sent none). */
@@ -64,6 +66,7 @@ const classes: { [code in ErrorCode]: new (message: string, code: string, status
   unauthorized: UnauthorizedError,
   forbidden: ForbiddenError,
   method_not_allowed: MethodNotAllowedError,
+  unsupported_media_type: UnsupportedMediaTypeError,
   unavailable: UnavailableError,
   internal: InternalError,
 };

@@ -77,6 +77,21 @@ describe("tokens", () => {
     c.close();
     adminClient.close();
   });
+
+  test("a subscription ends with ForbiddenError when its token is revoked", async () => {
+    const adminClient = server.client();
+    const made = await adminClient.createToken({ name: uniq("watcher"), read_only: true });
+    const c = server.client({ token: made.secret });
+    const sub = c.subscribe({ types: [uniq("revoked")] });
+    const next = sub.next();
+    await new Promise((r) => setTimeout(r, 300)); // the stream is open
+    await adminClient.revokeToken(made.token.name);
+    const started = Date.now();
+    await assert.rejects(next, (e: unknown) => e instanceof ForbiddenError && /revoked/.test((e as Error).message));
+    assert.ok(Date.now() - started < 10000, "it ends within the token cache's lifetime");
+    c.close();
+    adminClient.close();
+  });
 });
 
 describe("TLS", () => {

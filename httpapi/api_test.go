@@ -2287,3 +2287,20 @@ func TestEventsSlowClient(t *testing.T) {
 		t.Errorf("the slow client got all %d events: nothing was bounded", events)
 	}
 }
+
+// TestAcceptAnswersRetryAfterAsADuration: the accept's answer writes a
+// job's retry_after as the document's Duration string, as every other
+// answer does; it wrote nanoseconds, a number, which clients that follow
+// the document (the Python client) could not read.
+func TestAcceptAnswersRetryAfterAsADuration(t *testing.T) {
+	s := newServer(t, httpapi.Config{})
+	s.add(t, map[string]any{"type": "fixed", "retry_after": "1.5s"})
+	r := s.do(t, "POST", "/v1/accept", map[string]any{"types": []string{"fixed"}})
+	if !bytes.Contains(r.Body, []byte(`"retry_after":"1.5s"`)) {
+		t.Fatalf("accept: %s; want retry_after as \"1.5s\"", r)
+	}
+	var got wire.AcceptResponse
+	if err := json.Unmarshal(r.Body, &got); err != nil || len(got.Jobs) != 1 || got.Jobs[0].RetryAfter != 1500*time.Millisecond {
+		t.Fatalf("accept's answer read as %+v, %v; want one job with retry_after 1.5s", got, err)
+	}
+}

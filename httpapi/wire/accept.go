@@ -109,10 +109,6 @@ func appendJob(buf []byte, j *store.Job) []byte {
 		o.lit(`,"slot":`)
 		o.time(j.Slot)
 	}
-	if j.RetryAfter != 0 {
-		o.lit(`,"retry_after":`)
-		o.int(int64(j.RetryAfter))
-	}
 	if j.Parent != 0 {
 		o.lit(`,"parent":`)
 		o.int(j.Parent)
@@ -152,7 +148,13 @@ func appendJob(buf []byte, j *store.Job) []byte {
 	o.lit(j.BackoffBase.String())
 	o.lit(`","backoff_max":"`)
 	o.lit(j.BackoffMax.String())
-	o.lit(`"}`)
+	o.lit(`"`)
+	if j.RetryAfter > 0 {
+		o.lit(`,"retry_after":"`)
+		o.lit(j.RetryAfter.String())
+		o.lit(`"`)
+	}
+	o.lit(`}`)
 	if !o.ok {
 		b, err := json.Marshal(NewJobWire(*j))
 		if err != nil {
@@ -602,9 +604,11 @@ func (p *jsonScan) field(j *store.Job, key string) bool {
 	case "slot":
 		tm(&j.Slot)
 	case "retry_after":
-		var v int64
-		v, ok = p.int()
-		j.RetryAfter = time.Duration(v)
+		var v string
+		if v, ok = p.str(); ok {
+			d, err := time.ParseDuration(v)
+			j.RetryAfter, ok = d, err == nil
+		}
 	case "parent":
 		j.Parent, ok = p.int()
 	case "has_children":

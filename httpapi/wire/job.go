@@ -22,6 +22,9 @@ type JobWire struct {
 	jobFields
 	BackoffBase string `json:"backoff_base"`
 	BackoffMax  string `json:"backoff_max"`
+	// RetryAfter is a duration string, as store.Job's methods and the
+	// OpenAPI document's Duration write it.
+	RetryAfter string `json:"retry_after,omitempty"`
 }
 
 // jobFields is store.Job without its methods; JobWire's own fields take
@@ -30,7 +33,11 @@ type jobFields store.Job
 
 // NewJobWire returns j's wire form.
 func NewJobWire(j store.Job) JobWire {
-	return JobWire{jobFields: jobFields(j), BackoffBase: j.BackoffBase.String(), BackoffMax: j.BackoffMax.String()}
+	w := JobWire{jobFields: jobFields(j), BackoffBase: j.BackoffBase.String(), BackoffMax: j.BackoffMax.String()}
+	if j.RetryAfter > 0 {
+		w.RetryAfter = j.RetryAfter.String()
+	}
+	return w
 }
 
 // Job returns the job, as store.Job's UnmarshalJSON would.
@@ -45,6 +52,11 @@ func (w JobWire) Job() (store.Job, error) {
 	if w.BackoffMax != "" {
 		if j.BackoffMax, err = time.ParseDuration(w.BackoffMax); err != nil {
 			return j, fmt.Errorf("backoff_max: %w", err)
+		}
+	}
+	if w.RetryAfter != "" {
+		if j.RetryAfter, err = time.ParseDuration(w.RetryAfter); err != nil {
+			return j, fmt.Errorf("retry_after: %w", err)
 		}
 	}
 	return j, nil

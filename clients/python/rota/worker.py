@@ -26,7 +26,7 @@ class LeasedJob(m.Job):
     cancelled or removed; "lease_lost": another worker may have it;
     "shutdown": the worker's shutdown timeout passed)."""
 
-    def progress(self, percent, data=None):
+    def set_progress(self, percent, data=None):
         """Reports progress (0..100), and optionally new data; it also
         extends the lease. Raises CanceledError or WorkerConflictError when
         the job is no longer this run's."""

@@ -48,7 +48,7 @@ class Server:
         self.bin = rota_bin
         self.data = data
         self.log = []
-        cmd = [rota_bin, "serve", "--http", "127.0.0.1:0", "--data", data, *args]
+        cmd = [rota_bin, "serve", "--http", "127.0.0.1:0", "--data", data, *args]  # a later --http wins
         if store:
             cmd += ["--store", store]
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
@@ -130,3 +130,46 @@ def client(server):
     c = rota.Client(server.url)
     yield c
     c.close()
+
+
+@pytest.fixture
+def own_server(rota_bin, tmp_path):
+    """A rota serve of the test's own (SQLite), which it may stop and start
+    again on the same address (restart)."""
+    servers = []
+
+    def start(*args, addr=None):
+        s = Server(rota_bin, str(tmp_path / "data"), args=args)
+        servers.append(s)
+        return s
+
+    start.servers = servers
+    yield start
+    for s in servers:
+        s.stop()
+
+
+def restart(server, rota_bin, down=0.0):
+    """Stops server and starts it again on the same address and data; down
+    is how long it stays stopped (seconds)."""
+    server.stop()
+    time.sleep(down)
+    addr = server.url.split("://", 1)[1]
+    again = Server(rota_bin, server.data, args=["--http", addr])
+    return again
+
+
+def run_in_thread(worker):
+    t = threading.Thread(target=worker.run, kwargs={"signals": False}, daemon=True)
+    t.start()
+    return t
+
+
+def wait_for(cond, timeout=10.0, what="the condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.02)
+    raise AssertionError("timed out waiting for %s" % what)

@@ -14,4 +14,6 @@ from ._sse import StreamReset
 from .client import Client
 from .worker import Cancel, LeasedJob, Permanent, Snooze, Worker
 
+from .aio import AsyncClient, AsyncLeasedJob, AsyncWorker
+
 __version__ = "0.1.0"

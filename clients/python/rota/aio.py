@@ -25,7 +25,7 @@ from ._http import RotaConnectionError, base_headers, parse_url, ssl_context
 from ._runtime import (MAX_DEFAULT_PREFETCH, MAX_FINISH_BATCH, RETRY_FIRST, RETRY_MAX, Cancel, Pace, Permanent, Snooze,
                        ending, lease_tag, retryable)
 from ._sse import TERMINAL, Decoder, StreamReset, event_of, events_path
-from .client import READ_RETRIES, READ_RETRY_FIRST, READ_RETRY_MAX, STREAM_IDLE
+from .client import READ_RETRIES, from_env, READ_RETRY_FIRST, READ_RETRY_MAX, STREAM_IDLE
 
 __all__ = ["AsyncClient", "AsyncWorker", "AsyncLeasedJob"]
 
@@ -201,7 +201,8 @@ class AsyncClient:
     """Client's calls as coroutines: await client.add(...). Use it from one
     event loop."""
 
-    def __init__(self, url, token=None, ca=None, timeout=60.0):
+    def __init__(self, url=None, token=None, ca=None, timeout=60.0):
+        url, token, ca = from_env(url, token, ca)
         self.url = url.rstrip("/")
         self.token = token
         self.ca = ca

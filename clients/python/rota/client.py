@@ -4,6 +4,7 @@ import email.utils
 import functools
 import http.client
 import json
+import os
 import time
 
 from . import _ops
@@ -24,6 +25,17 @@ READ_RETRY_MAX = 2.0
 STREAM_IDLE = 45.0
 
 
+def from_env(url, token, ca):
+    """The server, token and CA as the rota command finds them."""
+    if url is None:
+        url = os.environ.get("ROTA_SERVER") or "http://127.0.0.1:7700"
+    if token is None:
+        token = os.environ.get("ROTA_TOKEN") or None
+    if ca is None:
+        ca = os.environ.get("ROTA_CA") or None
+    return url, token, ca
+
+
 def _call(op, name):
     def method(self, *args, **kwargs):
         return self._do(op(*args, **kwargs))
@@ -36,6 +48,9 @@ def _call(op, name):
 class Client:
     """A client of a rota server: Client("http://127.0.0.1:7700").
 
+    Like the rota command, url defaults to $ROTA_SERVER, else
+    http://127.0.0.1:7700, token to $ROTA_TOKEN and ca to $ROTA_CA.
+
     token is the bearer token (the server's --auth-token or a named token
     of `rota token create`); ca trusts a private certificate authority for
     https:// (a PEM file's path, PEM text, or an ssl.SSLContext). Every
@@ -43,7 +58,8 @@ class Client:
     (NotFoundError, WorkerConflictError, ...) or RotaConnectionError. It is
     safe to use from several threads."""
 
-    def __init__(self, url, token=None, ca=None, timeout=60.0):
+    def __init__(self, url=None, token=None, ca=None, timeout=60.0):
+        url, token, ca = from_env(url, token, ca)
         self.url = url.rstrip("/")
         self.token = token
         self.ca = ca

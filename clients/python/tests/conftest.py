@@ -19,6 +19,11 @@ CLIENT_DIR = os.path.dirname(HERE)
 REPO = os.path.dirname(os.path.dirname(CLIENT_DIR))
 sys.path.insert(0, CLIENT_DIR)
 
+# The client reads these as the rota command does; the tests give what
+# they mean explicitly.
+for _name in ("ROTA_SERVER", "ROTA_TOKEN", "ROTA_CA"):
+    os.environ.pop(_name, None)
+
 SERVING = re.compile(r'msg="rota serving".* http=(https?://\S+)')
 
 

@@ -5,7 +5,8 @@
 # the dashboard's browser tests, Redis for the Asynq runs of the side-by-side
 # harness (bench/peers; the harness starts its own server), Node.js and npm
 # for the TypeScript client (clients/typescript: its devDependencies with
-# npm ci), openssl for the clients' TLS tests' certificates, and
+# npm ci), Debian's Python with pytest, setuptools, wheel and venv for the
+# Python client's tests, openssl for the clients' TLS tests' certificates, and
 # staticcheck (a pinned version, with go install). Safe to
 # run again; it installs only what is missing.
 set -euo pipefail
@@ -27,6 +28,19 @@ command -v redis-server >/dev/null || need+=(redis-server)
 command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
 command -v openssl >/dev/null || need+=(openssl)
+# The Python client's tests (clients/python): Debian's Python and pytest,
+# and what `pip install --no-build-isolation` builds the package with in a
+# venv (setuptools, wheel, and venv's own pip). They are Debian's, for
+# /usr/bin/python3: no Python package index is needed. A pyenv or other
+# python3 earlier on PATH does not count.
+if [ -x /usr/bin/python3 ]; then
+  /usr/bin/python3 -c 'import pytest' 2>/dev/null || need+=(python3-pytest)
+  /usr/bin/python3 -c 'import setuptools' 2>/dev/null || need+=(python3-setuptools)
+  /usr/bin/python3 -c 'import wheel' 2>/dev/null || need+=(python3-wheel)
+  /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
+else
+  need+=(python3 python3-pytest python3-setuptools python3-wheel python3-venv)
+fi
 if ((${#need[@]})); then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

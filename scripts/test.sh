@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs rota's whole test suite: formatting, vet, staticcheck, and every
-# test with the race detector. Installs what is missing first (scripts/setup.sh).
+# Runs rota's whole test suite: formatting, vet, staticcheck, every Go
+# test with the race detector, and the Python client's tests. Installs what is missing first (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -54,3 +54,9 @@ go test -race -count=1 -timeout 10m ./...
 # OpenAPI document and its sources, and its suite passes against real
 # servers (SQLite, and PostgreSQL through ROTA_TEST_POSTGRES).
 (cd clients/typescript && npm run --silent check && npm test)
+
+# The Python client's suite (Debian's pytest, for /usr/bin/python3) against
+# a real rota serve, on SQLite and on ROTA_TEST_POSTGRES. Its models'
+# drift from the OpenAPI document is checked above, by go test
+# (clients/python/gen).
+/usr/bin/python3 -m pytest -q -p no:cacheprovider clients/python

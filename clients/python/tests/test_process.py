@@ -56,7 +56,7 @@ def test_sigterm_mid_job_finishes_the_job(server, client, typ):
     """A handler that ends within the shutdown timeout completes its job."""
     job = client.add(typ)
     p, out = start_worker(server.url, typ, sleep=1.0, timeout=10, grace=5)
-    wait_for(lambda: any(l.startswith("started") for l in out), what="the handler to start")
+    wait_for(lambda: any(l.startswith("started") for l in out), timeout=30, what="the handler to start")
     p.send_signal(signal.SIGTERM)
     assert p.wait(20) == 0, p.stderr.read()
     got = client.get(job.id)
@@ -70,7 +70,11 @@ def test_sigterm_hands_back_what_cannot_finish(server, client, typ):
     go back unstarted: nothing is lost."""
     jobs = client.add_many([{"type": typ} for _ in range(6)])
     p, out = start_worker(server.url, typ, sleep=30, timeout=0.3, grace=0.3)
-    wait_for(lambda: sum(l.startswith("started") for l in out) == 2, what="two handlers to start")
+    try:
+        wait_for(lambda: sum(l.startswith("started") for l in out) == 2, timeout=30, what="two handlers to start")
+    except AssertionError:
+        p.kill()
+        raise AssertionError("two handlers did not start: %s\n%s\njobs: %s" % (out, p.stderr.read(), client.list(type=typ).jobs))
     running = len(client.list(type=typ, state="running").jobs)
     assert running >= 2
     t0 = time.monotonic()

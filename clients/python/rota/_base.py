@@ -140,7 +140,38 @@ def _encoder(kind):
         return format_duration
     if kind == "json":
         return None
-    return lambda v: v.to_json() if isinstance(v, Model) else v
+    def enc(v):
+        if isinstance(v, Model):
+            return v.to_json()
+        if isinstance(v, (list, tuple)):
+            return [x.to_json() if isinstance(x, Model) else x for x in v]
+        return v
+
+    return enc
+
+
+class _Lazy:
+    """A time or duration field, read from its wire string when first
+    asked for: a worker reads thousands of jobs a second and most of their
+    times are never looked at."""
+
+    __slots__ = ("name", "raw", "parse")
+
+    def __init__(self, name, parse):
+        self.name = name
+        self.raw = "_raw_" + name
+        self.parse = parse
+
+    def __get__(self, obj, cls=None):
+        if obj is None:
+            return None
+        d = obj.__dict__
+        raw = d.get(self.raw)
+        if raw is None:
+            return None
+        v = self.parse(raw)
+        d[self.name] = v  # cached: the instance's value hides this descriptor from now on
+        return v
 
 
 class Model:
@@ -151,6 +182,17 @@ class Model:
 
     _fields = {}
     _required = ()
+    _lazy = {}
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        lazy = {}
+        for k, kind in cls.__dict__.get("_fields", {}).items():
+            if kind in ("time", "duration") and k.isidentifier():
+                setattr(cls, k, _Lazy(k, parse_time if kind == "time" else parse_duration))
+                lazy[k] = "_raw_" + k
+        if "_fields" in cls.__dict__:
+            cls._lazy = lazy
 
     def __init__(self, **fields):
         for k, v in fields.items():
@@ -162,8 +204,14 @@ class Model:
     def _decoders(cls):
         d = cls.__dict__.get("_decoders_cache")
         if d is None:
-            d = {k: _converter(v) for k, v in cls._fields.items()}
-            d = {k: f for k, f in d.items() if f is not None}
+            d = {}
+            for k, kind in cls._fields.items():
+                if k in cls._lazy:
+                    d[k] = cls._lazy[k]  # a str: stored raw under this name
+                else:
+                    f = _converter(kind)
+                    if f is not None:
+                        d[k] = f
             cls._decoders_cache = d
         return d
 
@@ -175,23 +223,39 @@ class Model:
         d = m.__dict__
         for k, v in obj.items():
             f = conv.get(k)
-            if f is not None and v is not None:
-                v = f(v)
-            d[k] = v
+            if f is None or v is None:
+                d[k] = v
+            elif f.__class__ is str:
+                d[f] = v
+            else:
+                d[k] = f(v)
         return m
 
+    def _has(self, k):
+        d = self.__dict__
+        return k in d or ("_raw_" + k) in d
+
+    def fields(self):
+        """The fields the model has (the server sent, or were set), as a
+        dict of their Python values."""
+        return {k: getattr(self, k) for k in self._fields if self._has(k)}
+
     def to_json(self):
-        """The model as the API's JSON object (a dict), zero values left
-        out."""
+        """The model as the API's JSON object (a dict), fields it does not
+        have left out."""
         out = {}
+        d = self.__dict__
         for k, kind in self._fields.items():
-            v = self.__dict__.get(k)
-            if v is None:
-                continue
-            enc = _encoder(kind)
-            if enc is not None:
-                v = enc(v)
-            out[k] = v
+            if k in d:
+                v = d[k]
+                if v is None:
+                    continue
+                enc = _encoder(kind)
+                if enc is not None:
+                    v = enc(v)
+                out[k] = v
+            elif ("_raw_" + k) in d:
+                out[k] = d["_raw_" + k]
         return out
 
     def __getitem__(self, name):
@@ -201,8 +265,8 @@ class Model:
         raise KeyError(name)
 
     def __eq__(self, other):
-        return type(self) is type(other) and self.__dict__ == other.__dict__
+        return type(self) is type(other) and self.fields() == other.fields()
 
     def __repr__(self):
-        parts = ["%s=%r" % (k, v) for k, v in self.__dict__.items() if not k.startswith("_")]
+        parts = ["%s=%r" % kv for kv in self.fields().items()]
         return "%s(%s)" % (type(self).__name__, ", ".join(parts))

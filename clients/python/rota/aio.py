@@ -380,7 +380,7 @@ class AsyncLeasedJob(m.Job):
 
     @property
     def stopping(self):
-        return self._run.stopping
+        return self._run.event()
 
     @property
     def stop_reason(self):
@@ -390,14 +390,13 @@ class AsyncLeasedJob(m.Job):
 
 
 class _ARun:
-    __slots__ = ("worker", "job", "fn", "tag", "skew", "lease_until", "lease_len", "started", "ended", "stopping", "reason",
+    __slots__ = ("worker", "job", "fn", "skew", "lease_until", "lease_len", "started", "ended", "stopped", "_event", "reason",
                  "task", "settled")
 
     def __init__(self, worker, job, fn, took):
         self.worker = worker
         self.job = job
         self.fn = fn
-        self.tag = lease_tag(job.token)
         self.skew = 0.0
         started = job.started_at.timestamp() if job.started_at else None
         until = job.lease_until.timestamp() if job.lease_until else took + 30
@@ -407,10 +406,18 @@ class _ARun:
         self.lease_len = max(self.lease_until - took, 0.01)
         self.started = False
         self.ended = False
-        self.stopping = asyncio.Event()
+        self.stopped = False
+        self._event = None  # made when a handler asks for it
         self.reason = None
         self.task = None
         self.settled = False
+
+    def event(self):
+        if self._event is None:
+            self._event = asyncio.Event()
+            if self.stopped:
+                self._event.set()
+        return self._event
 
     def extended(self, server_until):
         if server_until is not None:
@@ -419,7 +426,9 @@ class _ARun:
     def stop(self, reason, cancel=True):
         if self.reason is None:
             self.reason = reason
-        self.stopping.set()
+        self.stopped = True
+        if self._event is not None:
+            self._event.set()
         if cancel and self.task is not None and self.started and not self.ended:
             self.task.cancel()
 
@@ -602,7 +611,7 @@ class AsyncWorker:
 
     async def _execute(self, r):
         async with self._slots:
-            run = not r.stopping.is_set()
+            run = not r.stopped
             r.started = True
             result, exc = None, None
             began = time.monotonic()
@@ -737,7 +746,7 @@ class AsyncWorker:
                     continue
                 left = r.lease_until - now
                 if left <= 0:
-                    if not r.stopping.is_set():
+                    if not r.stopped:
                         self.log.error("job %d (%s): lease lost: it ran out before a heartbeat extended it", r.job.id, r.job.type)
                         r.stop("lease_lost")
                     continue
@@ -789,7 +798,7 @@ class AsyncWorker:
                 if isinstance(ev, StreamReset) or (not ev.removed and ev.state == "running"):
                     continue
                 r = self._running.get(ev.id)
-                if r is None or ev.lease != r.tag:
+                if r is None or ev.lease != lease_tag(r.job.token):
                     continue
                 if ev.removed or ev.state == "cancelled":
                     r.stop("canceled")

@@ -39,7 +39,7 @@ class LeasedJob(m.Job):
 
     @property
     def stopping(self):
-        return self._run.stopping
+        return self._run.event()
 
     @property
     def stop_reason(self):
@@ -49,14 +49,13 @@ class LeasedJob(m.Job):
 
 
 class _Run:
-    __slots__ = ("worker", "job", "fn", "tag", "skew", "lease_until", "lease_len", "started", "ended", "stopping", "reason",
-                 "settled")
+    __slots__ = ("worker", "job", "fn", "skew", "lease_until", "lease_len", "started", "ended", "stopped", "_event",
+                 "reason", "settled")
 
     def __init__(self, worker, job, fn, took):
         self.worker = worker
         self.job = job
         self.fn = fn
-        self.tag = lease_tag(job.token)
         # How far this machine's clock is ahead of the server's, measured
         # by the accept: lease ends on this machine's clock are the
         # server's plus skew, so clocks that disagree do not matter.
@@ -69,14 +68,29 @@ class _Run:
         self.lease_len = max(self.lease_until - took, 0.01)
         self.started = False  # the handler runs or ran, or the job was held back before it could
         self.ended = False  # the handler returned, or the shutdown handed the job back
-        self.stopping = threading.Event()
+        self.stopped = False
+        self._event = None  # made when a handler asks for it: most never do
         self.reason = None
         self.settled = False
+
+    def event(self):
+        with _event_lock:
+            if self._event is None:
+                self._event = threading.Event()
+                if self.stopped:
+                    self._event.set()
+            return self._event
 
     def stop(self, reason):
         if self.reason is None:
             self.reason = reason
-        self.stopping.set()
+        with _event_lock:
+            self.stopped = True
+            if self._event is not None:
+                self._event.set()
+
+
+_event_lock = threading.Lock()
 
 
 class Worker:
@@ -288,7 +302,7 @@ class Worker:
 
     def _execute(self, r):
         with self._lock:
-            run = not r.stopping.is_set()
+            run = not r.stopped
             r.started = True
         result, exc = None, None
         began = time.monotonic()
@@ -438,7 +452,7 @@ class Worker:
                     if left > 0:
                         nxt = min(nxt, max(r.lease_len / 4, 0.005), left)
             for r in lost:
-                if not r.stopping.is_set():
+                if not r.stopped:
                     self.log.error("job %d (%s): lease lost: it ran out before a heartbeat extended it", r.job.id, r.job.type)
                     r.stop("lease_lost")
             if not due:
@@ -498,7 +512,7 @@ class Worker:
                     continue
                 with self._lock:
                     r = self._running.get(ev.id)
-                    if r is None or ev.lease != r.tag:
+                    if r is None or ev.lease != lease_tag(r.job.token):
                         continue
                     if ev.removed or ev.state == "cancelled":
                         r.stop("canceled")

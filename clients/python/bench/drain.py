@@ -39,6 +39,22 @@ def build(tmp):
     return rota_bin, godrain
 
 
+def proc_cpu(pid):
+    """A process's CPU time (user + system) in seconds, from /proc."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_pressure():
+    """The share of the last 10 s some task waited for a CPU (Linux PSI)."""
+    try:
+        with open("/proc/pressure/cpu") as f:
+            return float(f.readline().split()[1].split("=")[1])
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
 def drain_once(rota_bin, cmd_of, jobs, tmp):
     data = tempfile.mkdtemp(dir=tmp)
     s = Server(rota_bin, data)
@@ -48,6 +64,7 @@ def drain_once(rota_bin, cmd_of, jobs, tmp):
         for i in range(0, jobs, 5000):
             c.add_many([{"type": typ} for _ in range(min(5000, jobs - i))])
         load = os.getloadavg()[0]
+        server0 = proc_cpu(s.proc.pid)
         t0 = time.monotonic()
         p = subprocess.Popen(cmd_of(s.url, typ), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         while True:
@@ -58,11 +75,13 @@ def drain_once(rota_bin, cmd_of, jobs, tmp):
                 raise RuntimeError("the worker exited: %s" % p.stderr.read().decode())
             time.sleep(0.01)
         elapsed = time.monotonic() - t0
+        server_cpu = proc_cpu(s.proc.pid) - server0
+        pressure = cpu_pressure()
         p.terminate()
         _, status, ru = os.wait4(p.pid, 0)
         cpu = ru.ru_utime + ru.ru_stime
         return {"seconds": elapsed, "jobs_per_s": jobs / elapsed, "worker_cpu_us_per_job": cpu / jobs * 1e6,
-                "load1": load}
+                "server_cpu_us_per_job": server_cpu / jobs * 1e6, "load1": load, "cpu_pressure": pressure}
     finally:
         s.stop()
         shutil.rmtree(data, ignore_errors=True)
@@ -72,7 +91,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=20000)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--py-concurrency", type=int, default=32)
+    ap.add_argument("--py-concurrency", type=int, default=64)
     ap.add_argument("--go-concurrency", type=int, default=64)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
@@ -96,16 +115,19 @@ def main():
                 results[name].append(r)
                 line = {"run": run + 1, "worker": name, **{k: round(v, 2) for k, v in r.items()}}
                 print(json.dumps(line) if a.json else
-                      "run %d  %-22s %6.2f s  %8.0f jobs/s  worker CPU %6.1f µs/job  load %.1f" % (
-                          run + 1, name, r["seconds"], r["jobs_per_s"], r["worker_cpu_us_per_job"], r["load1"]),
+                      "run %d  %-22s %6.2f s  %8.0f jobs/s  worker CPU %6.1f µs/job  server CPU %6.1f µs/job"
+                      "  load %.1f  CPU pressure %.0f%%" % (
+                          run + 1, name, r["seconds"], r["jobs_per_s"], r["worker_cpu_us_per_job"],
+                          r["server_cpu_us_per_job"], r["load1"], r["cpu_pressure"]),
                       flush=True)
         print("\nmedians of %d runs, %d jobs, %s, %d cores, Python %s:" % (
             a.runs, a.jobs, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.cpu_count(),
             sys.version.split()[0]))
         for name, rs in results.items():
-            print("  %-22s %8.0f jobs/s  worker CPU %6.1f µs/job  (load %.1f-%.1f)" % (
+            print("  %-22s %8.0f jobs/s  worker CPU %6.1f µs/job  server CPU %6.1f µs/job  (load %.1f-%.1f)" % (
                 name, statistics.median(r["jobs_per_s"] for r in rs),
                 statistics.median(r["worker_cpu_us_per_job"] for r in rs),
+                statistics.median(r["server_cpu_us_per_job"] for r in rs),
                 min(r["load1"] for r in rs), max(r["load1"] for r in rs)))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -33,6 +33,7 @@ WORKER = textwrap.dedent('''
             time.sleep(0.01)   # ignores job.stopping: only the shutdown's hand-back stops it
         return "slept"
 
+    print("ready", flush=True)
     worker.run()
     print("stopped", worker.stats, flush=True)
 ''')
@@ -88,7 +89,8 @@ def test_sigterm_hands_back_what_cannot_finish(server, client, typ):
 
 def test_sigint_stops_an_idle_worker_at_once(server, typ):
     p, out = start_worker(server.url, typ, sleep=0, timeout=5, grace=5)
-    time.sleep(1.0)  # in its long poll
+    wait_for(lambda: "ready\n" in out, timeout=30, what="the worker to start")
+    time.sleep(0.5)  # in its long poll
     t0 = time.monotonic()
     p.send_signal(signal.SIGINT)
     assert p.wait(20) == 0

@@ -1,9 +1,11 @@
 // Command godrain runs the Go remote worker (remote.NewClient and
-// rota.NewWorker, as `rota work`'s in-process handlers would) with no-op
-// handlers for one job type against a rota server, until SIGTERM: the
-// baseline of clients/python/bench/drain.py.
+// rota.NewWorker) with no-op handlers for one job type against a rota
+// server, until SIGTERM: the baseline of clients/python/bench/drain.py.
+// With -add it is a Go producer instead: it adds jobs in groups with one
+// AddMany and exits (the Python client's interop test).
 //
 //	godrain -server http://127.0.0.1:7700 -type bench.drain -concurrency 64
+//	godrain -server http://127.0.0.1:7700 -type interop -add flood:1000,a:20,b:20
 package main
 
 import (
@@ -14,6 +16,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/rotajobs/rota"
@@ -24,6 +28,8 @@ func main() {
 	server := flag.String("server", "http://127.0.0.1:7700", "the rota server")
 	typ := flag.String("type", "bench.drain", "the job type to run")
 	concurrency := flag.Int("concurrency", 64, "the worker's slots")
+	add := flag.String("add", "", "add jobs instead of running them: GROUP:COUNT,... (\"\" is the default group)")
+	result := flag.String("result", "", "the result each job completes with (a JSON string), if any")
 	flag.Parse()
 	c, err := remote.NewClient(*server, remote.Config{})
 	if err != nil {
@@ -31,12 +37,42 @@ func main() {
 		os.Exit(2)
 	}
 	defer c.Close()
+	if *add != "" {
+		if err := produce(c, *typ, *add); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	w := rota.NewWorker(c, rota.WorkerConfig{Concurrency: *concurrency, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	w.Handle(*typ, rota.HandlerFunc(func(context.Context, *rota.Job) error { return nil }))
+	w.Handle(*typ, rota.HandlerFunc(func(ctx context.Context, _ *rota.Job) error {
+		if *result != "" {
+			return rota.SetResult(ctx, *result)
+		}
+		return nil
+	}))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := w.Run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// produce adds the jobs spec names (GROUP:COUNT,...), each with its group
+// and index as data, in one batch.
+func produce(c *rota.Client, typ, spec string) error {
+	var ps []rota.AddParams
+	for _, part := range strings.Split(spec, ",") {
+		group, count, ok := strings.Cut(part, ":")
+		n, err := strconv.Atoi(count)
+		if !ok || err != nil || n < 0 {
+			return fmt.Errorf("-add %q: want GROUP:COUNT,...", spec)
+		}
+		for i := range n {
+			ps = append(ps, rota.AddParams{Type: typ, Group: group, Data: []byte(fmt.Sprintf(`{"group":%q,"i":%d}`, group, i))})
+		}
+	}
+	_, err := c.AddMany(context.Background(), ps)
+	return err
 }

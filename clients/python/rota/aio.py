@@ -474,6 +474,7 @@ class AsyncWorker:
         self._pace = Pace()
         self._running = {}
         self._held = 0
+        self._want = 0
         self._unsettled = 0
         self._started = False
         self._stop = None
@@ -564,7 +565,8 @@ class AsyncWorker:
             while not self._stop.is_set():
                 ahead = self._pace.ahead(self.concurrency, self.prefetch)
                 limit = self.concurrency + ahead
-                if self._held > limit - max(1, ahead // 2):
+                self._want = limit - max(1, ahead // 2)
+                if self._held > self._want:
                     await self._wait_changed(1.0)
                     continue
                 n = limit - self._held
@@ -631,7 +633,8 @@ class AsyncWorker:
             released = r.ended
             r.ended = True
             self._held -= 1
-            self._changed.set()
+            if self._held <= self._want:  # wake the accept loop only when it will accept
+                self._changed.set()
         if released:
             return
         reason = r.reason
@@ -732,7 +735,8 @@ class AsyncWorker:
         if self._running.get(r.job.id) is r:
             del self._running[r.job.id]
         self._unsettled -= 1
-        self._changed.set()
+        if self._stop.is_set():  # the shutdown waits for this
+            self._changed.set()
         self._finish_wake.set()
 
     async def _heartbeats(self):

@@ -151,6 +151,7 @@ class Worker:
         self._freed = threading.Condition(self._lock)
         self._running = {}  # job id -> _Run, from accept until settled
         self._held = 0  # jobs holding a lease slot: accepted, handler not yet returned
+        self._want = 0  # the accept loop waits until _held is at most this
         self._unsettled = 0
         self._settled = threading.Condition(self._lock)
         self._ready = queue.Queue()
@@ -228,7 +229,10 @@ class Worker:
             ahead = self._pace.ahead(self.concurrency, self.prefetch)
             limit = self.concurrency + ahead
             with self._lock:
-                if self._held > limit - max(1, ahead // 2):
+                # Wait until enough lease slots are free (with jobs leased
+                # ahead, half of them), so that accepts stay large.
+                self._want = limit - max(1, ahead // 2)
+                if self._held > self._want:
                     self._freed.wait(1.0)
                     continue
                 n = limit - self._held
@@ -320,7 +324,8 @@ class Worker:
             r.ended = True
             reason = r.reason
             self._held -= 1
-            self._freed.notify()
+            if self._held <= self._want:  # wake the accept loop only when it will accept
+                self._freed.notify()
         if released:
             return  # the shutdown handed it back already
         if not run:

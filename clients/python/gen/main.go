@@ -129,7 +129,7 @@ func Generate(doc []byte) ([]byte, error) {
 	for _, m := range statusRE.FindAllStringSubmatch(codes.Description, -1) {
 		desc[m[1]] = [2]string{m[2], strings.TrimSpace(m[3])}
 	}
-	statusOf := map[string]string{"method_not_allowed": "405"}
+	statusOf := map[string]string{}
 	for _, m := range regexp.MustCompile(`([a-z_]+) \((\d{3})\)`).FindAllStringSubmatch(codes.Description, -1) {
 		statusOf[m[1]] = m[2]
 	}

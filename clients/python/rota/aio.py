@@ -429,7 +429,9 @@ class _ARun:
         self.stopped = True
         if self._event is not None:
             self._event.set()
-        if cancel and self.task is not None and self.started and not self.ended:
+        # A coroutine handler is cancelled; a plain one, in a thread, cannot
+        # be, and is waited for as the blocking worker waits.
+        if cancel and self.task is not None and self.started and not self.ended and asyncio.iscoroutinefunction(self.fn):
             self.task.cancel()
 
 

@@ -6,7 +6,8 @@ import datetime as _dt
 import traceback
 
 from . import _models as m
-from ._base import RotaError
+from . import _ops
+from ._base import format_time
 
 
 class Permanent(Exception):
@@ -38,7 +39,8 @@ def error_text(e):
 
 
 def ending(run_result, exc, shutdown):
-    """The batch finish item's fields (without id and token) for a
+    """The batch finish item's fields (without id and token), in the API's
+    JSON form, for a
     handler that returned run_result or raised exc. A handler stopped by
     the shutdown that raised hands its job back (release) without using up
     the attempt."""
@@ -51,7 +53,7 @@ def ending(run_result, exc, shutdown):
         return {"as": "release"}
     if isinstance(exc, Snooze):
         run_at = _dt.datetime.now(_dt.timezone.utc) + _dt.timedelta(seconds=exc.delay)
-        item = {"as": "snooze", "run_at": run_at}
+        item = {"as": "snooze", "run_at": format_time(run_at)}
         if exc.rename:
             item["rename"] = exc.rename
         return item
@@ -60,6 +62,24 @@ def ending(run_result, exc, shutdown):
     if isinstance(exc, Permanent):
         return {"as": "fail", "error": error_text(exc), "permanent": True}
     return {"as": "fail", "error": error_text(exc)}
+
+
+def finish_body(items):
+    """The JSON body of a worker's batch finish. An item whose result is
+    not JSON (a handler returned a set, say) fails its job, with an error
+    that says so, rather than the whole batch."""
+    try:
+        return _ops.finish_body(items, checked=True)
+    except (TypeError, ValueError):
+        for it in items:
+            try:
+                _ops.finish_body([it], checked=True)
+            except (TypeError, ValueError) as e:
+                error = "the handler's result is not JSON: %s" % (e,)
+                for k in ("result", "run_at", "rename"):
+                    it.pop(k, None)
+                it.update({"as": "fail", "error": error, "permanent": True})
+        return _ops.finish_body(items, checked=True)
 
 
 _FINAL = (m.WorkerConflictError, m.CanceledError, m.NotFoundError, m.FinishedError, m.InvalidInputError,

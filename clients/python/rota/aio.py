@@ -23,7 +23,7 @@ from . import _ops
 from ._base import RotaError
 from ._http import RotaConnectionError, base_headers, parse_url, ssl_context
 from ._runtime import (MAX_DEFAULT_PREFETCH, MAX_FINISH_BATCH, RETRY_FIRST, RETRY_MAX, Cancel, Pace, Permanent, Snooze,
-                       ending, lease_tag, retryable)
+                       ending, finish_body, lease_tag, retryable)
 from ._sse import TERMINAL, Decoder, StreamReset, event_of, events_path
 from .client import READ_RETRIES, from_env, READ_RETRY_FIRST, READ_RETRY_MAX, STREAM_IDLE
 
@@ -679,7 +679,7 @@ class AsyncWorker:
             batch = self._finishes[:MAX_FINISH_BATCH]
             del self._finishes[:MAX_FINISH_BATCH]
             try:
-                req = _ops.Request("POST", m.ROUTES["finishBatch"][1], _ops.finish_body([it for _, it, _ in batch]),
+                req = _ops.Request("POST", m.ROUTES["finishBatch"][1], finish_body([it for _, it, _ in batch]),
                                    _ops.make_finish_reader(len(batch)))
                 errs = await self.client._do(req)
             except Exception as e:

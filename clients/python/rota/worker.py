@@ -12,7 +12,7 @@ import time
 
 from . import _models as m
 from ._runtime import (MAX_DEFAULT_PREFETCH, MAX_FINISH_BATCH, RETRY_FIRST, RETRY_MAX, Cancel, Pace, Permanent, Snooze,
-                       ending, lease_tag, retryable)
+                       ending, finish_body, lease_tag, retryable)
 
 __all__ = ["Worker", "LeasedJob", "Permanent", "Snooze", "Cancel"]
 
@@ -374,7 +374,7 @@ class Worker:
                 batch = self._finishes[:MAX_FINISH_BATCH]
                 del self._finishes[:MAX_FINISH_BATCH]
             try:
-                body = _ops.finish_body([it for _, it, _ in batch])
+                body = finish_body([it for _, it, _ in batch])
                 errs = self.client._do(_ops.Request("POST", m.ROUTES["finishBatch"][1], body,
                                                     _ops.make_finish_reader(len(batch))))
             except Exception as e:

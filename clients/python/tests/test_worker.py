@@ -52,6 +52,20 @@ def test_handlers_end_jobs_by_their_outcome(client, typ):
                        "given_up": 0}
 
 
+def test_a_result_that_is_not_json_fails_its_job_alone(client, typ):
+    w = rota.Worker(client, concurrency=2, poll_wait=1)
+    w.handle(typ + ".set")(lambda job: {1, 2})
+    w.handle(typ + ".ok")(lambda job: [1, 2])
+    bad, good = client.add(typ + ".set"), client.add(typ + ".ok")
+    t = run_in_thread(w)
+    wait_for(lambda: w.stats["completed"] + w.stats["failed"] == 2, what="both endings")
+    w.stop()
+    t.join(15)
+    got = client.get(bad.id)
+    assert got.state == "failed" and "not JSON" in got.last_error
+    assert client.get(good.id).result == [1, 2]
+
+
 def test_concurrency_bounds_running_handlers(client, typ):
     w = rota.Worker(client, concurrency=3, poll_wait=1)
     lock = threading.Lock()

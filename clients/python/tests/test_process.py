@@ -1,6 +1,7 @@
 """A worker process stopped by SIGTERM, scoped tokens, TLS, and an event
 stream resumed after its connection dropped."""
 
+import asyncio
 import datetime as dt
 import os
 import signal
@@ -181,6 +182,21 @@ def test_tls(rota_bin, tmp_path, typ):
         assert c.wait(job.id, timeout=10).result == "over tls"
         w.stop()
         t.join(10)
+
+        async def over_asyncio():
+            async with rota.AsyncClient(s.url, ca=cert) as ac:
+                j = await ac.add(typ, {"async": True})
+                assert (await ac.get(j.id)).data == {"async": True}
+                states = []
+                async for ev in ac.subscribe(job=j.id):  # the event stream over TLS, too
+                    states.append(ev.state)
+                    if ev.state == "pending":
+                        await ac.cancel(j.id)
+                assert states == ["pending", "cancelled"]
+            with pytest.raises(rota.RotaConnectionError, match="CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
+                await rota.AsyncClient(s.url).add(typ)
+
+        asyncio.run(over_asyncio())
     finally:
         s.stop()
 

@@ -6,7 +6,7 @@ import json
 from urllib.parse import quote, urlencode
 
 from . import _models as m
-from ._base import RotaError, format_duration, format_time
+from ._base import RotaError, format_duration, format_time, parse_duration
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 _loads = json.loads
@@ -308,7 +308,6 @@ def accept(types, limit=None, wait=None, worker=None, lease_timeout=None, due_by
     body = _dumps(_body(m.AcceptRequest, fields, "accept")).encode()
     w = 0.0
     if wait is not None:
-        from ._base import parse_duration
         w = parse_duration(format_duration(wait)).total_seconds()
     return Request(method, path, body, read_accept, wait=w)
 

@@ -11,6 +11,7 @@ import threading
 import time
 
 from . import _models as m
+from . import _ops
 from ._runtime import (MAX_DEFAULT_PREFETCH, MAX_FINISH_BATCH, RETRY_FIRST, RETRY_MAX, Cancel, Pace, Permanent, Snooze,
                        ending, finish_body, lease_tag, retryable)
 
@@ -272,8 +273,6 @@ class Worker:
     def _accept(self, types, n, wait):
         """One accept, on a connection of its own that stop() can break
         off (a long poll waits up to poll_wait)."""
-        from . import _ops
-
         req = _ops.accept(types, limit=n, wait=wait, worker=self.name, lease_timeout=self.lease_timeout)
         t = self.client._t
         if self._accept_conn is None:
@@ -355,8 +354,6 @@ class Worker:
             self._finish_cv.notify()
 
     def _finisher_loop(self):
-        from . import _ops
-
         retries = []  # heap of (when, seq, run, item, backoff)
         seq = 0
         while True:

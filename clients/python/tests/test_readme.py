@@ -7,12 +7,10 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
-import time
 
 import pytest
 
-from conftest import CLIENT_DIR, wait_for
+from conftest import CLIENT_DIR
 
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 

@@ -5,7 +5,6 @@ import logging
 import threading
 import time
 
-import pytest
 
 import rota
 from conftest import restart, run_in_thread, wait_for

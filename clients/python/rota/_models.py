@@ -7,7 +7,7 @@ from ._base import Model, RotaError
 
 API_VERSION = "1"
 # The SHA-256 of the document this module was generated from.
-OPENAPI_SHA256 = "d6608e3523c4623da70e32c57d9f4ab0e923ea4ab7df3eb88c1c85afd79dcd1b"
+OPENAPI_SHA256 = "85f9abb8bf503a27da888c6731a435992008c2656d53b767ad756f339a520541"
 
 # How a worker ends its hold on a job: complete (done, result stored); fail (retried with back-off unless permanent or out of attempts); snooze (pending again at run_at, the attempt is given back); release (pending again at once, the attempt is given back; used on shutdown); cancel (the worker cancels the job).
 ENDINGS = ("complete", "fail", "snooze", "release", "cancel")

@@ -159,15 +159,20 @@ def get(id):
     return Request(method, path, None, _job)
 
 
-def get_by_key(type, key):
+def get_by_key(type, key, group=""):
+    """The job of type with key in group (a key is unique within a type and
+    a group; "" is the default group)."""
     if not type or not key:
         raise ValueError("get_by_key needs a type and a key")
-    method, path = _route("listJobs", [("type", type), ("key", key)])
+    q = [("type", type), ("key", key)]
+    if group:
+        q.append(("group", group))
+    method, path = _route("listJobs", q)
 
     def read(s, b):
         jobs = m.ListResponse.from_json(_loads(b)).jobs
         if not jobs:
-            raise m.NotFoundError("no job of type %r with key %r" % (type, key), 404)
+            raise m.NotFoundError("no job of type %r with key %r in group %r" % (type, key, group), 404)
         return jobs[0]
 
     return Request(method, path, None, read)

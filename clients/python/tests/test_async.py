@@ -29,7 +29,7 @@ def test_async_calls(server, typ):
         async with rota.AsyncClient(server.url) as c:
             job = await c.add(typ, {"a": 1}, key="k", group="g")
             assert job.outcome == "inserted" and (await c.get(job.id)).data == {"a": 1}
-            assert (await c.get_by_key(typ, "k")).id == job.id
+            assert (await c.get_by_key(typ, "k", group="g")).id == job.id
             more = await c.add_many([{"type": typ, "data": {"i": i}} for i in range(3)])
             assert [j and j.id for j in await c.get_many([more[0].id])] == [more[0].id]
             page = await c.list(type=typ, limit=2)

@@ -22,11 +22,15 @@ def test_add_get_and_outcomes(client, typ):
     got = client.get(job.id)
     assert got.id == job.id and got.data == {"n": 1}
     # A re-add by key updates the pending job.
-    again = client.add(typ, {"n": 2}, key="k1")
+    again = client.add(typ, {"n": 2}, key="k1", group="acme")
     assert again.id == job.id and again.outcome == "updated" and again.data == {"n": 2}
-    assert client.get_by_key(typ, "k1").id == job.id
+    assert client.get_by_key(typ, "k1", group="acme").id == job.id
     with pytest.raises(rota.NotFoundError):
-        client.get_by_key(typ, "nope")
+        client.get_by_key(typ, "nope", group="acme")
+    # A key is unique within a type and a group: the default group's k1 is another job.
+    other = client.add(typ, {"n": 3}, key="k1")
+    assert other.id != job.id and other.outcome == "inserted"
+    assert client.get_by_key(typ, "k1").id == other.id
     assert [j and j.id for j in client.get_many([job.id, 10 ** 12])] == [job.id, None]
 
 

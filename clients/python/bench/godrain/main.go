@@ -67,7 +67,7 @@ func produce(c *rota.Client, typ, spec string) error {
 		group, count, ok := strings.Cut(part, ":")
 		n, err := strconv.Atoi(count)
 		if !ok || err != nil || n < 0 {
-			return fmt.Errorf("-add %q: want GROUP:COUNT,...", spec)
+			return fmt.Errorf("-add %q: want GROUP:COUNT pairs, separated by commas", spec)
 		}
 		for i := range n {
 			ps = append(ps, rota.AddParams{Type: typ, Group: group, Data: []byte(fmt.Sprintf(`{"group":%q,"i":%d}`, group, i))})

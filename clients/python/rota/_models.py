@@ -7,13 +7,13 @@ from ._base import Model, RotaError
 
 API_VERSION = "1"
 # The SHA-256 of the document this module was generated from.
-OPENAPI_SHA256 = "85f9abb8bf503a27da888c6731a435992008c2656d53b767ad756f339a520541"
+OPENAPI_SHA256 = "1977b393fd90c38dffa0e3f7e90a25482552a90228e8244577597f32dd872b08"
 
 # How a worker ends its hold on a job: complete (done, result stored); fail (retried with back-off unless permanent or out of attempts); snooze (pending again at run_at, the attempt is given back); release (pending again at once, the attempt is given back; used on shutdown); cancel (the worker cancels the job).
 ENDINGS = ("complete", "fail", "snooze", "release", "cancel")
 
 # A stable, matchable error code.
-ERROR_CODES = ("invalid_input", "not_found", "worker_conflict", "canceled", "finished", "too_large", "unauthorized", "forbidden", "method_not_allowed", "unavailable", "internal")
+ERROR_CODES = ("invalid_input", "not_found", "worker_conflict", "canceled", "finished", "too_large", "unauthorized", "forbidden", "method_not_allowed", "unsupported_media_type", "unavailable", "internal")
 
 # A recurring job's policy for slots that passed while it could not run (server down, type or group paused, a run longer than a slot); a slot counts as missed when the next one falls due before the job starts.
 MISSED_POLICIES = ("once", "skip", "all")
@@ -88,6 +88,13 @@ class MethodNotAllowedError(RotaError):
     status = 405
 
 
+class UnsupportedMediaTypeError(RotaError):
+    """unsupported_media_type (415): a request body not labelled Content-Type: application/json"""
+
+    code = "unsupported_media_type"
+    status = 415
+
+
 class UnavailableError(RotaError):
     """unavailable (503): the store is closed or unreachable"""
 
@@ -113,6 +120,7 @@ ERROR_CLASSES = {
     "unauthorized": UnauthorizedError,
     "forbidden": ForbiddenError,
     "method_not_allowed": MethodNotAllowedError,
+    "unsupported_media_type": UnsupportedMediaTypeError,
     "unavailable": UnavailableError,
     "internal": InternalError,
 }

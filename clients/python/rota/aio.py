@@ -334,6 +334,9 @@ class AsyncClient:
                         elif event == "resume":
                             done = True
                             break
+                        elif event == "revoked":
+                            # The token was revoked: reconnecting would only be refused.
+                            raise m.ForbiddenError("event stream: %s" % json.loads(data).get("reason", "the token was revoked"), 403)
             except RotaError as e:
                 if not isinstance(e, (RotaConnectionError, m.UnavailableError)) or not reconnect:
                     raise

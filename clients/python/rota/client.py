@@ -10,7 +10,7 @@ import time
 from . import _ops
 from ._base import RotaError
 from ._http import RotaConnectionError, Transport
-from ._models import NotFoundError, UnavailableError
+from ._models import ForbiddenError, NotFoundError, UnavailableError
 from ._sse import TERMINAL, Decoder, StreamReset, event_of, events_path
 
 # Reads (GET) that find the server's store unavailable (503) are tried
@@ -204,6 +204,9 @@ class Client:
                         yield StreamReset(json.loads(data).get("reason", ""))
                     elif event == "resume":
                         break  # the server ended the stream: this client fell behind
+                    elif event == "revoked":
+                        # The token was revoked: reconnecting would only be refused.
+                        raise ForbiddenError("event stream: %s" % json.loads(data).get("reason", "the token was revoked"), 403)
             except RotaError as e:
                 if isinstance(e, RotaConnectionError) or isinstance(e, UnavailableError):
                     if not reconnect:

@@ -233,3 +233,29 @@ def test_subscribe_resumes_after_the_connection_drops(own_server, rota_bin, typ)
     stop.set()
     c.add(typ)
     t.join(10)
+
+
+def test_revocation_ends_subscription(rota_bin, tmp_path, typ):
+    admin = "admin-secret-token-0123456789"
+    s = Server(rota_bin, str(tmp_path / "data"), args=["--auth-token", admin])
+    try:
+        watcher = rota.Client(s.url, token=admin).create_token("watcher", read_only=True)
+        c = rota.Client(s.url, token=watcher.secret)
+        got = []
+
+        def follow():
+            try:
+                for _ in c.subscribe(types=[typ]):
+                    pass
+            except Exception as e:  # noqa: BLE001 - the test looks at it
+                got.append(e)
+
+        t = threading.Thread(target=follow, daemon=True)
+        t.start()
+        time.sleep(0.5)  # the stream is open
+        rota.Client(s.url, token=admin).revoke_token("watcher")
+        t.join(15)  # within the server's token cache lifetime, and then some
+        assert not t.is_alive(), "the stream went on after its token was revoked"
+        assert len(got) == 1 and isinstance(got[0], rota.ForbiddenError), got
+    finally:
+        s.stop()

@@ -58,7 +58,7 @@ type resize struct {
 }
 
 func runDemo(ctx context.Context, out io.Writer, dataDir string, n, concurrency int, work time.Duration, failRate float64) error {
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return err
 	}
 	path := filepath.Join(dataDir, "rota.db")

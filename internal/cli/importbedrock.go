@@ -52,7 +52,7 @@ and reports without importing.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			spec := storeSpec
 			if spec == "" {
-				if err := os.MkdirAll(dataDir, 0o755); err != nil {
+				if err := os.MkdirAll(dataDir, 0o700); err != nil {
 					return fmt.Errorf("--data: %w", err)
 				}
 				spec = filepath.Join(dataDir, "rota.db")

@@ -321,7 +321,7 @@ func serve(ctx context.Context, logger *slog.Logger, o serveOptions) error {
 	}
 	if path := sqlitePath(o.storeSpec, o.dataDir); path != "" {
 		if o.storeSpec == "" {
-			if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
+			if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
 				return fmt.Errorf("--data: %w", err)
 			}
 		}

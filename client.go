@@ -539,8 +539,17 @@ type Subscription struct {
 	err  error // set before C closes
 }
 
-// Close ends the subscription early.
-func (s *Subscription) Close() { s.stop() }
+// Close ends the subscription early. When it returns, C is closed and
+// empty: events queued before Close are dropped, as couch_jobs'
+// unsubscribe flushes its subscriber's messages, so that a reader never
+// acts on a change after it let go.
+func (s *Subscription) Close() {
+	s.stop()
+	for range s.C {
+		// Dropped; the sender ends at once, its context cancelled, and
+		// closes C.
+	}
+}
 
 // Err says why C closed, once it has: ErrFellBehind when the reader fell
 // more than Config.SubscriberQueue changes behind (read the store again,

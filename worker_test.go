@@ -857,3 +857,42 @@ func TestSubscribeTypesLimitsPatterns(t *testing.T) {
 	}
 	sub.Close()
 }
+
+// TestSubscriptionCloseDropsQueued: after Close returns, a subscription
+// yields nothing more, not even a change that was queued for it before
+// Close (couch_jobs' unsubscribe flushes its subscriber's messages).
+func TestSubscriptionCloseDropsQueued(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	queued := func(t *testing.T, sub *rota.Subscription) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for len(sub.C) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("no change was queued for the subscription")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		sub.Close()
+		if ev, ok := <-sub.C; ok {
+			t.Errorf("received %s of job %d after Close returned", ev.State, ev.ID)
+		}
+	}
+	t.Run("job", func(t *testing.T) {
+		j := add(t, c, rota.AddParams{Type: "close.job"})
+		sub, err := c.Subscribe(ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		queued(t, sub) // the job's current state, queued at once
+	})
+	t.Run("types", func(t *testing.T) {
+		sub, err := c.SubscribeTypes(ctx, "close.types")
+		if err != nil {
+			t.Fatal(err)
+		}
+		add(t, c, rota.AddParams{Type: "close.types"})
+		add(t, c, rota.AddParams{Type: "close.types"})
+		queued(t, sub)
+	})
+}

@@ -354,7 +354,8 @@ func (s *Subscription) forward() {
 }
 
 // Stop ends the subscription and closes C; events not yet received are
-// dropped.
+// dropped, those already buffered in C too: once Stop returns, C yields
+// nothing more.
 func (s *Subscription) Stop() {
 	s.once.Do(func() {
 		s.h.mu.Lock()
@@ -362,6 +363,9 @@ func (s *Subscription) Stop() {
 		s.h.mu.Unlock()
 		close(s.done)
 	})
+	for range s.C {
+		// forward ends at done and closes C.
+	}
 }
 
 // remove unregisters s; the hub's lock is held.

@@ -152,3 +152,20 @@ func TestPublishMatchesOutsideTheLock(t *testing.T) {
 	close(release)
 	<-published
 }
+
+// TestStopDropsBuffered: a change published before Stop and buffered in
+// C is not received after Stop returns.
+func TestStopDropsBuffered(t *testing.T) {
+	h := New()
+	all, _ := store.CompilePattern("*")
+	sub := h.SubscribeTypes([]store.Pattern{all})
+	h.Publish([]store.Event{{ID: 1, Type: "t"}, {ID: 2, Type: "t"}})
+	deadline := time.Now().Add(10 * time.Second)
+	for len(sub.C) == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	sub.Stop()
+	if ev, ok := <-sub.C; ok {
+		t.Errorf("received job %d after Stop returned", ev.ID)
+	}
+}

@@ -657,9 +657,17 @@ func (s *Server) updateJob(ctx context.Context, c *call) *Response {
 		if err != nil {
 			return reply("402 Malformed nextRun")
 		}
-		if movable {
-			p.RunAt = t
+		if !movable {
+			// Bedrock writes the nextRun of a job in any state; rota
+			// decides a handed-out job's next run when its worker
+			// finishes or retries it, and an ended job's when it is
+			// requeued, so it says so rather than drop the value.
+			if j.State == rota.Running {
+				return reply("405 Cannot set the nextRun of a " + state(&j) + " job; RetryJob with nextRun sets when it runs again")
+			}
+			return reply("405 Cannot set the nextRun of a " + state(&j) + " job; RequeueJobs runs it again")
 		}
+		p.RunAt = t
 	}
 	if _, err := s.c.Update(ctx, p); err != nil {
 		return s.engineError(err, "405 Cannot update this job")
@@ -908,11 +916,20 @@ func (s *Server) cancelJob(ctx context.Context, c *call) *Response {
 		return reply("404 Invalid jobID - Cannot cancel a job with children")
 	case j.Parent == 0:
 		return reply("404 Invalid jobID - Cannot cancel a job without a parent")
-	case j.State == rota.Completed, j.State == rota.Running, j.State == rota.Paused:
+	case j.State == rota.Completed, j.State == rota.Running && j.RetryAfter == 0, j.State == rota.Paused:
+		// Bedrock's answer to a FINISHED, RUNNING or PAUSED child: 200,
+		// and no change.
 		return success()
+	case j.State == rota.Failed:
+		// Bedrock turns a FAILED child into a CANCELLED one, to resume
+		// its parent; in rota the failure has resumed the parent already,
+		// and an ended job stays as it ended.
+		return reply("405 Can't cancel a FAILED job: it has ended, and its parent has resumed")
 	}
-	if err := s.c.Cancel(ctx, j.ID); err != nil && !errors.Is(err, store.ErrFinished) {
-		return s.engineError(err, "")
+	// QUEUED, RUNQUEUED (its run is cancelled, as Bedrock does), or
+	// CANCELLED again.
+	if err := s.c.Cancel(ctx, j.ID); err != nil {
+		return s.engineError(err, "405 Can't cancel a "+state(&j)+" job")
 	}
 	return success()
 }

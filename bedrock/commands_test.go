@@ -612,3 +612,49 @@ func TestPrioritiesWithRunQueued(t *testing.T) {
 		}
 	})
 }
+
+// TestCancelRunQueuedChild: as in Bedrock, CancelJob cancels a RUNQUEUED
+// child (one with a retryAfter, handed out), and its parent, with no
+// other child left, is QUEUED again.
+func TestCancelRunQueuedChild(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		parent := tr.create("name", "parent")
+		tr.ok("GetJob", "name", "parent")
+		child := tr.create("name", "child", "retryAfter", "+1 HOUR", "parentJobID", parent)
+		tr.ok("FinishJob", "jobID", parent)
+		tr.ok("GetJob", "name", "child")
+		eq(t, "child", tr.query(child)["state"], "RUNQUEUED")
+		tr.ok("CancelJob", "jobID", child)
+		eq(t, "cancelled child", tr.query(child)["state"], "CANCELLED")
+		eq(t, "parent", tr.query(parent)["state"], "QUEUED")
+		m := tr.ok("GetJob", "name", "parent")
+		if !strings.Contains(string(m["cancelledChildJobs"]), `"jobID":`+child+`}`) {
+			t.Errorf("cancelledChildJobs = %s, want the child", m["cancelledChildJobs"])
+		}
+	})
+}
+
+// TestUpdateJobNextRunOfHeldJob: rota cannot move a job that is handed
+// out (its next run is decided when its worker finishes or retries it),
+// so UpdateJob with a nextRun answers why, and changes nothing.
+func TestUpdateJobNextRunOfHeldJob(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		running := tr.create("name", "running", "data", `{"v":1}`)
+		runQueued := tr.create("name", "runqueued", "data", `{"v":1}`, "retryAfter", "+1 HOUR")
+		tr.ok("GetJob", "name", "running")
+		tr.ok("GetJob", "name", "runqueued")
+		for id, state := range map[string]string{running: "RUNNING", runQueued: "RUNQUEUED"} {
+			before := tr.query(id)
+			tr.expect("405 Cannot set the nextRun of a "+state+" job; RetryJob with nextRun sets when it runs again",
+				"UpdateJob", "jobID", id, "data", `{"v":2}`, "nextRun", "2042-04-02 00:42:42")
+			after := tr.query(id)
+			eq(t, state+" data", after["data"], before["data"])
+			eq(t, state+" nextRun", after["nextRun"], before["nextRun"])
+			// Without a nextRun, the update applies.
+			tr.ok("UpdateJob", "jobID", id, "data", `{"v":3}`)
+			if !strings.Contains(tr.query(id)["data"], `"v":3`) {
+				t.Errorf("%s: update without nextRun did not apply: %s", state, tr.query(id)["data"])
+			}
+		}
+	})
+}

@@ -42,6 +42,12 @@ func success() *Response { return reply("200 OK") }
 // keeps the duration.
 const MetaRetryAfter = "bedrock.retryAfter"
 
+// MockGroup is the group of Bedrock's mocked jobs (added with
+// mockRequest, or children of mocked parents): a GetJob without
+// mockRequest or getMockedJobs passes it over, so that only mock requests
+// take them, as in Bedrock.
+const MockGroup = "bedrock-mocked"
+
 func (s *Server) command(ctx context.Context, req *Request, local bool) *Response {
 	c := &call{Request: req, local: local, worker: "bedrock"}
 	switch strings.ToLower(req.Verb) {
@@ -200,6 +206,7 @@ func (s *Server) processJob(n *newJob) *Response {
 	repeat := n.get("repeat")
 	if n.mocked {
 		n.p.Data = withMember(n.p.Data, "mockRequest", []byte("true"))
+		n.p.Group = MockGroup
 		repeat = ""
 	}
 	if repeat != "" {
@@ -371,6 +378,10 @@ func (s *Server) getJobs(ctx context.Context, c *call, many bool) *Response {
 		return reply("402 Cannot use numResults with GetJob; try GetJobs")
 	}
 	p := rota.AcceptParams{Limit: 1, Worker: c.worker, LeaseTimeout: s.cfg.Lease}
+	_, mock := c.Header("mockrequest")
+	if _, getMocked := c.Header("getmockedjobs"); !mock && !getMocked {
+		p.SkipGroups = []string{MockGroup}
+	}
 	if v, ok := c.Header("jobpriority"); ok {
 		prio := calc64(v)
 		if !validPriority(prio) {

@@ -658,3 +658,28 @@ func TestUpdateJobNextRunOfHeldJob(t *testing.T) {
 		}
 	})
 }
+
+// TestMockedJobsOnlyToMockRequests: as in Bedrock, a mocked job is
+// handed only to a GetJob or GetJobs that sends mockRequest or
+// getMockedJobs; such a request takes real jobs too.
+func TestMockedJobsOnlyToMockRequests(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		mocked := tr.create("name", "m", "mockRequest", "true")
+		tr.expect("404 No job found", "GetJob", "name", "m")
+		tr.expect("404 No job found", "GetJob", "name", "*")
+		eq(t, "GetJobs", string(tr.do("GetJobs", "name", "m", "numResults", "5").Status), "404 No job found")
+		eq(t, "mocked job", tr.query(mocked)["state"], "QUEUED")
+		m := flat(t, tr.ok("GetJob", "name", "m", "getMockedJobs", "true"))
+		eq(t, "getMockedJobs takes it", m["jobID"], mocked)
+
+		child := tr.create("name", "m.child", "parentJobID", mocked) // mocked as its parent is
+		tr.ok("FinishJob", "jobID", mocked)
+		tr.expect("404 No job found", "GetJobs", "name", "m.*", "numResults", "5")
+		m = flat(t, tr.ok("GetJob", "name", "m.*", "mockRequest", "false")) // present is enough
+		eq(t, "mockRequest takes the mocked child", m["jobID"], child)
+
+		real := tr.create("name", "r")
+		m = flat(t, tr.ok("GetJob", "name", "r", "mockRequest", "1"))
+		eq(t, "a mock request takes a real job", m["jobID"], real)
+	})
+}

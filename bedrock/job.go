@@ -425,6 +425,9 @@ func ImportRow(name, state, nextRun, created, repeat, data, retryAfterText strin
 		return j, fmt.Sprintf("its nextRun %q is not a time", nextRun)
 	}
 	j.Type, j.Data, j.Priority, j.RunAt = name, json.RawMessage(data), int(priority), runAt
+	if isMocked(j.Data) {
+		j.Group = MockGroup // for mock requests only, as every mocked job
+	}
 	if repeat != "" {
 		sched, err := schedule.ParseRepeat(repeat)
 		if err != nil {

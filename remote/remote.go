@@ -536,6 +536,10 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 // AcceptWait leases due jobs, waiting on the server's long poll for up to
 // p.Wait (the server bounds it, 60 s by default).
 func (s *Store) AcceptWait(ctx context.Context, p store.AcceptParams) (store.AcceptResult, error) {
+	if len(p.SkipGroups) > 0 {
+		// The server decides a remote worker's groups (its token's).
+		return store.AcceptResult{}, store.Invalidf("a remote store's accept cannot skip groups (SkipGroups %q)", p.SkipGroups)
+	}
 	req := wire.AcceptRequest{Types: p.Types, Limit: p.Limit, Wait: wire.Duration(p.Wait), Worker: p.Worker, LeaseTimeout: wire.Duration(p.LeaseTimeout),
 		Priority: p.Priority}
 	if !p.DueBy.IsZero() {

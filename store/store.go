@@ -581,6 +581,11 @@ type AcceptParams struct {
 	// some tenants takes only their jobs. Other groups are passed over as
 	// if paused; the fair order holds among the rest.
 	Groups []string
+	// SkipGroups are groups (exact names) whose jobs this accept passes
+	// over as if they were paused, whatever Groups says: Bedrock's
+	// protocol keeps its mocked jobs in a group of their own, which only
+	// its mock requests take.
+	SkipGroups []string
 	// Wait is how long to wait for a job when none is due; zero returns at
 	// once. The rota.Client waits (on the store's change feed, or server
 	// side through a WaitAccepter such as the remote client); a Store's

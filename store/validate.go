@@ -550,6 +550,20 @@ func CheckAccept(p *AcceptParams) ([]Pattern, error) {
 	return pats, nil
 }
 
+// AcceptScope compiles an accept's Groups and SkipGroups into a test of a
+// group's name, nil when the accept takes every group.
+func AcceptScope(p *AcceptParams) (func(group string) bool, error) {
+	if len(p.Groups) == 0 && len(p.SkipGroups) == 0 {
+		return nil, nil
+	}
+	in, err := GroupScope(p.Groups)
+	if err != nil || len(p.SkipGroups) == 0 {
+		return in, err
+	}
+	skip := slices.Clone(p.SkipGroups)
+	return func(group string) bool { return in(group) && !slices.Contains(skip, group) }, nil
+}
+
 // GroupScope compiles AcceptParams.Groups into a test of a group's name;
 // nil patterns allow every group.
 func GroupScope(patterns []string) (func(group string) bool, error) {

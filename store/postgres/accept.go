@@ -1093,9 +1093,12 @@ func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []str
 		v := us(p.LeaseTimeout)
 		override = &v
 	}
-	inScope, err := store.GroupScope(p.Groups)
+	inScope, err := store.AcceptScope(&p)
 	if err != nil {
 		return nil, nil, err
+	}
+	if inScope == nil {
+		inScope = func(string) bool { return true }
 	}
 	a := &acceptor{
 		s: s, ctx: ctx, p: p, inScope: inScope,
@@ -1116,7 +1119,7 @@ func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []str
 		// The first step that claims in one statement knows no priority
 		// or group filter; a filtered accept plans its rounds from the
 		// start.
-		if len(queues) > 1 || p.Priority != nil || len(p.Groups) > 0 {
+		if len(queues) > 1 || p.Priority != nil || len(p.Groups) > 0 || len(p.SkipGroups) > 0 {
 			if err := a.begin(); err != nil {
 				return err
 			}

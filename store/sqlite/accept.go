@@ -383,12 +383,10 @@ func (s *Store) readClaimed(ctx context.Context, jobs []store.Job, snapshot func
 }
 
 func (w *writeTx) accept(p store.AcceptParams, types []string) (res store.AcceptResult, err error) {
-	if len(p.Groups) > 0 {
-		if w.inScope, err = store.GroupScope(p.Groups); err != nil {
-			return res, err
-		}
-		defer func() { w.inScope = nil }()
+	if w.inScope, err = store.AcceptScope(&p); err != nil {
+		return res, err
 	}
+	defer func() { w.inScope = nil }()
 	if p.Priority != nil {
 		// An integer, formatted here: nothing of the caller's text.
 		w.prioSQL = " AND priority = " + strconv.Itoa(*p.Priority)

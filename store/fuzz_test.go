@@ -121,8 +121,14 @@ func FuzzCompilePattern(f *testing.F) {
 		if p.Literal() && (!p.Match(pat) || p.String() != pat) {
 			t.Fatalf("literal %q does not match itself", pat)
 		}
-		if CheckType(pat) == nil && !p.Match(pat) {
-			t.Fatalf("a valid type %q is not matched by itself as a pattern", pat)
+		if CheckType(pat) == nil {
+			q, err := CompilePattern(QuotePattern(pat))
+			if err != nil {
+				t.Fatalf("quoted %q: %v", pat, err)
+			}
+			if exact, ok := q.Exact(); !ok || exact != pat || !q.Match(pat) || (name != pat && q.Match(name)) {
+				t.Fatalf("QuotePattern(%q) = %q does not match exactly it (exact %q %v)", pat, QuotePattern(pat), exact, ok)
+			}
 		}
 	})
 }

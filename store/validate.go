@@ -11,35 +11,26 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/gobwas/glob"
-
 	"github.com/rotajobs/rota/internal/schedule"
 )
 
 // MaxNameLen bounds type names, keys, groups and worker names.
 const MaxNameLen = 255
 
-const globMeta = "*?[]{}\\"
-
-// typeForbidden are characters a type may not contain: the GLOB
-// metacharacters, so a type is never mistaken for a pattern, and the comma,
-// which separates types in lists (query strings, flags).
-const typeForbidden = globMeta + ","
-
 // CheckType reports whether name can be a job type: 1..255 bytes of
-// UTF-8, no control characters, none of the GLOB metacharacters
-// * ? [ ] { } \ (so that a type is never mistaken for a pattern), and no
-// comma (which separates types in lists). A name may contain slashes
-// (Bedrock's users name jobs www-prod/UserActivityEvaluator), but none of
-// its slash-separated parts may be "." or "..": a browser resolves those
-// in a URL even when the slashes around them are escaped, so such a name
-// would turn a link to the type into a link somewhere else.
+// UTF-8 without control characters, and without "." or ".." between
+// slashes. Any other character is allowed, as Bedrock allows it in a
+// job's name (paths, query strings: "www/Job?id=8"); a type with pattern
+// characters (* ? [ {) is selected exactly by QuotePattern's pattern, and
+// matched by itself as a pattern too when it has no class ("a?b" matches
+// "a?b", and "axb"). A name may contain slashes (Bedrock's users name jobs
+// www-prod/UserActivityEvaluator), but none of its slash-separated parts
+// may be "." or "..": a browser resolves those in a URL even when the
+// slashes around them are escaped, so such a name would turn a link to
+// the type into a link somewhere else.
 func CheckType(name string) error {
 	if err := checkName("type", name, true); err != nil {
 		return err
-	}
-	if strings.ContainsAny(name, typeForbidden) {
-		return Invalidf("type %q contains a comma or a GLOB metacharacter (one of %s)", name, typeForbidden)
 	}
 	for part := range strings.SplitSeq(name, "/") {
 		if part == "." || part == ".." {
@@ -70,15 +61,17 @@ func checkName(what, s string, required bool) error {
 	return nil
 }
 
-// Pattern matches type names with GLOB syntax: * any run, ? one
-// character, [abc] and [a-z] classes, [!abc] negation, {a,b} alternatives.
+// Pattern matches type names with GLOB syntax (glob.go): * any run, ?
+// one character, [abc], [a-z] and [^abc] classes, {a,b} alternatives.
 type Pattern struct {
 	src     string
 	literal bool
-	g       *glob.Pattern
+	alts    [][]token // the brace-free patterns {a,b} expands to
 }
 
-// CompilePattern parses a type name or GLOB pattern.
+// CompilePattern parses a type name or GLOB pattern. Every text of a
+// valid name is a pattern; only one with too many {a,b} alternatives is
+// refused.
 func CompilePattern(p string) (Pattern, error) {
 	if err := checkName("type pattern", p, true); err != nil {
 		return Pattern{}, err
@@ -86,22 +79,47 @@ func CompilePattern(p string) (Pattern, error) {
 	if !strings.ContainsAny(p, globMeta) {
 		return Pattern{src: p, literal: true}, nil
 	}
-	g, err := glob.Compile(p)
+	alts, err := expand(p, nil)
 	if err != nil {
-		return Pattern{}, Invalidf("bad type pattern %q: %v", p, err)
+		return Pattern{}, err
 	}
-	return Pattern{src: p, g: g}, nil
+	pat := Pattern{src: p, alts: make([][]token, len(alts))}
+	for i, a := range alts {
+		pat.alts[i] = tokens(a)
+	}
+	if name, ok := pat.Exact(); ok && name == p {
+		pat.literal, pat.alts = true, nil // "a[b", "{a}": plain text
+	}
+	return pat, nil
 }
 
-// Literal reports whether the pattern is a plain type name.
+// Literal reports whether the pattern is a plain type name, matched by
+// its text alone.
 func (p Pattern) Literal() bool { return p.literal }
+
+// Exact returns the one type name the pattern matches, when it matches
+// only one: a literal's text, or a quoted name's (QuotePattern).
+func (p Pattern) Exact() (string, bool) {
+	if p.literal {
+		return p.src, true
+	}
+	if len(p.alts) != 1 {
+		return "", false
+	}
+	return exactName(p.alts[0])
+}
 
 // Match reports whether the type name matches.
 func (p Pattern) Match(name string) bool {
 	if p.literal {
 		return p.src == name
 	}
-	return p.g.Match(name)
+	for _, a := range p.alts {
+		if matchTokens(a, name) {
+			return true
+		}
+	}
+	return false
 }
 
 func (p Pattern) String() string { return p.src }
@@ -659,8 +677,8 @@ func CheckList(p *ListParams) error {
 func MatchTypes(pats []Pattern, known iter.Seq[string]) []string {
 	var names []string
 	for _, p := range pats {
-		if p.Literal() {
-			names = append(names, p.String())
+		if name, ok := p.Exact(); ok {
+			names = append(names, name)
 			continue
 		}
 		for name := range known {

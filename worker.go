@@ -278,7 +278,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer w.halt(nil)
 	types := make([]string, 0, len(w.handlers))
 	for t, h := range w.handlers {
-		types = append(types, t)
+		// Exactly its handlers' types: a type may hold pattern
+		// characters ("report?v=2"), which must not take other types.
+		types = append(types, store.QuotePattern(t))
 		// Wrapped once here, not per run: handlers and middleware are
 		// fixed from now on.
 		w.handlers[t] = chain(h, w.cfg.Middleware)

@@ -896,3 +896,26 @@ func TestSubscriptionCloseDropsQueued(t *testing.T) {
 		queued(t, sub)
 	})
 }
+
+// TestWorkerTakesItsTypesExactly: a handler's type with pattern
+// characters (as Bedrock's names have: report.v?) takes its own jobs, not those its
+// type matches as a pattern (report.v2).
+func TestWorkerTakesItsTypesExactly(t *testing.T) {
+	c := newClient(t)
+	other := add(t, c, rota.AddParams{Type: "report.v2"})
+	mine := add(t, c, rota.AddParams{Type: "report.v?"})
+	ran := make(chan int64, 2)
+	w := rota.NewWorker(c, rota.WorkerConfig{PollWait: 20 * time.Millisecond})
+	w.Handle("report.v?", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		ran <- job.ID
+		return nil
+	}))
+	runWorker(t, w)
+	if got := waitJob(t, c, mine.ID); got.State != rota.Completed {
+		t.Fatalf("its own job is %s", got.State)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if j, _ := c.Get(context.Background(), other.ID); j.State != rota.Pending || j.Attempt != 0 || j.LastError != "" {
+		t.Errorf("the other type's job is %s after %d attempts (%q): the worker took it", j.State, j.Attempt, j.LastError)
+	}
+}

@@ -393,12 +393,15 @@ func (s *Server) getJobs(ctx context.Context, c *call, many bool) *Response {
 	if many {
 		p.Limit = int(min(max(calc(c.Get("numresults")), 1), store.MaxAcceptLimit))
 	}
-	// A list of names is matched exactly; a single name is a GLOB
-	// pattern. A listed name that is a pattern is no job's type.
+	// A list of names is matched exactly, each quoted as a pattern of
+	// its own name ("a?b" as "a[?]b"); a single name is a GLOB pattern,
+	// the whole header (Bedrock's "foo," is the pattern "foo,"), which
+	// rota's patterns read as SQLite's GLOB does (store/glob.go). A name
+	// that cannot be a job's (a control character) matches nothing.
 	if names := splitList(name); len(names) > 1 {
 		for _, n := range names {
 			if store.CheckType(n) == nil {
-				p.Types = append(p.Types, n)
+				p.Types = append(p.Types, store.QuotePattern(n))
 			}
 		}
 	} else {

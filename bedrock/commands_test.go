@@ -3,6 +3,7 @@ package bedrock_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -681,5 +682,60 @@ func TestMockedJobsOnlyToMockRequests(t *testing.T) {
 		real := tr.create("name", "r")
 		m = flat(t, tr.ok("GetJob", "name", "r", "mockRequest", "1"))
 		eq(t, "a mock request takes a real job", m["jobID"], real)
+	})
+}
+
+// TestNames: every name Bedrock accepts is a job's name (paths, query
+// strings, GLOB characters, commas), and GetJob matches them as Bedrock
+// does: a single name is a GLOB pattern (SQLite's), a comma list exact
+// names.
+func TestNames(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		names := []string{"www-prod/UserActivityEvaluator?accountID=856", "a?b", "axb", "a*", "a[1]", "a,b", "{x,y}", "a[b", `back\slash`}
+		ids := map[string]string{}
+		for _, n := range names {
+			ids[n] = tr.create("name", n)
+			eq(t, n, tr.query(ids[n])["name"], n)
+		}
+		take := func(want string, headers ...string) {
+			t.Helper()
+			m := flat(t, tr.ok("GetJob", headers...))
+			if m["jobID"] != ids[want] {
+				t.Errorf("GetJob %v took %q, want %q", headers, m["name"], want)
+			}
+			tr.ok("RequeueJobs", "jobIDs", ids[want])
+		}
+		take("www-prod/UserActivityEvaluator?accountID=856", "name", "www-prod/UserActivityEvaluator?accountID=856")
+		take("www-prod/UserActivityEvaluator?accountID=856", "name", "www-prod/*")
+		take("a?b", "name", "a[?]b")       // exactly a?b, by a class
+		take("a?b", "name", "a?b,nothing") // a list: exact names
+		take("axb", "name", "axb,nothing")
+		take("a[1]", "name", "a[[]1]")
+		take("a[1]", "name", "a[1],nothing")
+		take("a[b", "name", "a[b")     // a [ nothing closes: its own text
+		take("a,b", "name", "a[^?x]b") // a comma splits the header, so a class without it
+		take("{x,y}", "name", "{x?y}") // braces without a comma are plain
+		take(`back\slash`, "name", `back\slash`)
+		tr.expect("404 No job found", "GetJob", "name", "a[1]") // a1, as in Bedrock
+		tr.expect("404 No job found", "GetJob", "name", "a,b")  // a or b
+		// a?b matches every name of three characters between a and b, as
+		// GLOB does.
+		var got []string
+		for {
+			r := tr.do("GetJob", "name", "a?b")
+			if r.Status != "200 OK" {
+				eq(t, "GetJob a?b at the end", r.Status, "404 No job found")
+				break
+			}
+			got = append(got, flat(t, r.JSON(t))["name"])
+		}
+		slices.Sort(got)
+		eq(t, "GetJob a?b took", strings.Join(got, " "), "a,b a?b a[b axb")
+
+		// RetryJob and RequeueJobs rename to any such name.
+		tr.ok("GetJob", "name", "a*")
+		tr.ok("RetryJob", "jobID", ids["a*"], "name", "renamed?x=1")
+		eq(t, "renamed", tr.query(ids["a*"])["name"], "renamed?x=1")
+		tr.expect("402 Malformed name", "CreateJob", "name", "tab\there")
 	})
 }

@@ -229,7 +229,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"get"}, "one job ID"},
 		{[]string{"add", "e2e.t", "{not json"}, "not valid JSON"},
 		{[]string{"add", "e2e.t", "[1, 2]"}, "must be a JSON object"},
-		{[]string{"add", "e2e.*", "{}"}, "GLOB metacharacter"},
+		{[]string{"add", "e2e\tt", "{}"}, "control character"},
 		{[]string{"add", "e2e.t", "--in", "soon"}, `invalid argument "soon"`},
 		{[]string{"add", "e2e.t", "--at", "tomorrow"}, "not an RFC 3339 time"},
 		{[]string{"add", "e2e.t", "--max-attempts", "-1"}, "--max-attempts"},

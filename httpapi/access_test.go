@@ -445,7 +445,7 @@ func TestTokenManagement(t *testing.T) {
 	e := newTokenEnv(t)
 	r = e.do(t, "POST", "/v1/tokens", map[string]any{"name": "acme"})
 	wantError(t, r, http.StatusBadRequest, wire.CodeInvalid, `a token named "acme" exists`)
-	r = e.do(t, "POST", "/v1/tokens", map[string]any{"name": "bad", "groups": []string{"["}})
+	r = e.do(t, "POST", "/v1/tokens", map[string]any{"name": "bad", "groups": []string{"[\x01"}})
 	wantError(t, r, http.StatusBadRequest, wire.CodeInvalid, "pattern")
 	list := want[wire.TokensResponse](t, e.testServer, 200, "GET", "/v1/tokens", nil)
 	var names []string

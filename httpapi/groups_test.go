@@ -61,7 +61,7 @@ func TestGroupSettingsRemote(t *testing.T) {
 		t.Errorf("accept through the server gave groups %s, want '' 'acme' ''", got)
 	}
 
-	for _, bad := range []rota.GroupConfig{{Group: "a", Weight: -1}, {Group: "a", Type: "x*"}} {
+	for _, bad := range []rota.GroupConfig{{Group: "a", Weight: -1}, {Group: "a", Type: "x\x01"}} {
 		if err := c.SetGroupConfig(ctx, bad); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("SetGroupConfig(%+v) = %v, want ErrInvalid", bad, err)
 		}

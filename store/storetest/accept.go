@@ -235,7 +235,7 @@ func testAccept(t *testing.T, open func(t *testing.T) store.Store) {
 		}{
 			{"no types", store.AcceptParams{}},
 			{"empty type", store.AcceptParams{Types: []string{""}}},
-			{"bad pattern [", store.AcceptParams{Types: []string{"t", "["}}},
+			{"bad pattern with a control character", store.AcceptParams{Types: []string{"t", "[\x01"}}},
 			{"negative limit", store.AcceptParams{Types: []string{"t"}, Limit: -1}},
 			{"limit above max", store.AcceptParams{Types: []string{"t"}, Limit: store.MaxAcceptLimit + 1}},
 			{"negative lease timeout", store.AcceptParams{Types: []string{"t"}, LeaseTimeout: -time.Second}},

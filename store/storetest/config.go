@@ -72,7 +72,7 @@ func testTypeConfig(t *testing.T, open func(t *testing.T) store.Store) {
 		s := open(t)
 		for _, c := range []store.TypeConfig{
 			{Type: ""},
-			{Type: "a*"},
+			{Type: "a\x7f"},
 			{Type: "ok", LeaseTimeout: -time.Second},
 		} {
 			err := s.SetTypeConfig(t.Context(), c)

@@ -251,7 +251,7 @@ func testFairness(t *testing.T, open func(t *testing.T) store.Store) {
 		if got, _ := s.GroupConfigs(t.Context()); len(got) != 2 {
 			t.Errorf("after clearing b: %v, want 2 settings left", got)
 		}
-		for _, bad := range []store.GroupConfig{{Group: "a", Weight: -1}, {Group: "a", MaxRunning: -1}, {Group: "a", Type: "x*"}, {Group: "a", Weight: 1e6}} {
+		for _, bad := range []store.GroupConfig{{Group: "a", Weight: -1}, {Group: "a", MaxRunning: -1}, {Group: "a", Type: "x\x01"}, {Group: "a", Weight: 1e6}} {
 			wantErr(t, fmt.Sprintf("SetGroupConfig(%+v)", bad), s.SetGroupConfig(t.Context(), bad), store.ErrInvalid)
 		}
 	})

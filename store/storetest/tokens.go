@@ -35,7 +35,7 @@ func testTokens(t *testing.T, open func(t *testing.T) store.Store) {
 		{store.Token{Name: "acme"}, "other"},                 // the name is taken
 		{store.Token{Name: "other"}, "hash-acme"},            // the hash is taken
 		{store.Token{Name: ""}, "x"},                         // no name
-		{store.Token{Name: "p", Groups: []string{"["}}, "y"}, // a bad pattern
+		{store.Token{Name: "p", Groups: []string{"a\tb"}}, "y"}, // a bad pattern
 	} {
 		if err := ts.CreateToken(ctx, bad.tok, []byte(bad.hash)); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("CreateToken(%+v) = %v, want ErrInvalid", bad.tok, err)
@@ -99,7 +99,7 @@ func testAcceptGroups(t *testing.T, open func(t *testing.T) store.Store) {
 	if len(res.Jobs) != 0 {
 		t.Errorf("accept of a group with no jobs took %d", len(res.Jobs))
 	}
-	if _, err := s.Accept(t.Context(), store.AcceptParams{Types: []string{"t"}, Groups: []string{"["}}); !errors.Is(err, store.ErrInvalid) {
+	if _, err := s.Accept(t.Context(), store.AcceptParams{Types: []string{"t"}, Groups: []string{"a\x01"}}); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("a bad group pattern: %v, want ErrInvalid", err)
 	}
 	res = accept(t, s, store.AcceptParams{Types: []string{"t"}, Limit: 10})

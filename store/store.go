@@ -306,7 +306,7 @@ const (
 
 // AddParams describes a job to add.
 type AddParams struct {
-	Type string // required; no GLOB metacharacters
+	Type string // required; 1..255 bytes of UTF-8, no control characters (CheckType)
 	// Key, when set, is unique within Type and Group: adding a job whose
 	// type, group and key exist re-adds the existing job (see Outcome).
 	// The same key in another group is another job: a re-add never moves

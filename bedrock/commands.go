@@ -965,29 +965,32 @@ func (s *Server) deleteJob(ctx context.Context, c *call) *Response {
 	return success()
 }
 
-// requeueJobs makes the listed jobs due again (at their creation time, so
-// they keep their place): a running one is handed back by its lease (and
-// renamed when asked), a pending one moved, an ended one run again. Like
-// Bedrock it answers 200 whatever the ids; unlike Bedrock it leaves a
+// requeueJobs makes the listed jobs due again at their created time as
+// Bedrock shows it (whole seconds), so that they keep their place, and
+// gives each the new name when there is one: a running job is handed back
+// by its lease, a pending one moved, an ended one run again (its count of
+// runs starts again). decrementFailures gives back the run a handed-out
+// job's count holds (Bedrock's retryAfterCount), which stays otherwise.
+// Like Bedrock it answers 200 whatever the ids; unlike Bedrock it leaves a
 // paused job (a family's) to the family's rules.
 func (s *Server) requeueJobs(ctx context.Context, c *call) *Response {
 	name := c.Get("name")
 	if name != "" && store.CheckType(name) != nil {
 		return reply("402 Malformed name")
 	}
+	keep := !test(c.Get("decrementfailures"))
 	for _, item := range splitList(c.Get("jobids")) {
 		j, err := s.byBedrockID(ctx, atoi(item))
 		if err != nil {
 			return s.engineError(err, "")
 		}
+		created := j.CreatedAt.Truncate(time.Second)
 		switch {
 		case j.ID == 0:
 		case j.State == rota.Running:
-			err = s.c.Finish(ctx, rota.FinishParams{Lease: j.Lease(), As: rota.Snooze, RunAt: j.CreatedAt, Rename: name})
-		case j.State == rota.Pending:
-			_, err = s.c.Update(ctx, rota.UpdateParams{ID: j.ID, RunAt: j.CreatedAt})
-		case j.State.Terminal():
-			_, err = s.c.Resubmit(ctx, rota.ResubmitParams{ID: j.ID, RunAt: j.CreatedAt})
+			err = s.c.Finish(ctx, rota.FinishParams{Lease: j.Lease(), As: rota.Snooze, RunAt: created, Rename: name, KeepAttempt: keep})
+		case j.State == rota.Pending, j.State.Terminal():
+			_, err = s.c.Resubmit(ctx, rota.ResubmitParams{ID: j.ID, RunAt: created, Rename: name})
 		}
 		if err != nil && !errors.Is(err, store.ErrWorkerConflict) && !errors.Is(err, store.ErrNotFound) {
 			return s.engineError(err, "")

@@ -739,3 +739,37 @@ func TestNames(t *testing.T) {
 		tr.expect("402 Malformed name", "CreateJob", "name", "tab\there")
 	})
 }
+
+// TestRequeueJobsRenamesAndCounts: RequeueJobs with a name renames every
+// job it requeues, whatever its state, and makes it due at its created
+// time exactly (as Bedrock shows it); decrementFailures gives back one
+// run of a retryAfter job's count, and without it the count stays.
+func TestRequeueJobsRenamesAndCounts(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		queued := tr.create("name", "queued", "firstRun", "2042-01-01 00:00:00")
+		running := tr.create("name", "running")
+		failed := tr.create("name", "failed")
+		tr.ok("GetJob", "name", "running")
+		tr.ok("GetJob", "name", "failed")
+		tr.ok("FailJob", "jobID", failed)
+		tr.ok("RequeueJobs", "jobIDs", queued+","+running+","+failed, "name", "www/renamed?x=1")
+		for _, id := range []string{queued, running, failed} {
+			q := tr.query(id)
+			eq(t, id+" state", q["state"], "QUEUED")
+			eq(t, id+" name", q["name"], "www/renamed?x=1")
+			eq(t, id+" nextRun", q["nextRun"], q["created"])
+		}
+
+		ra := tr.create("name", "ra", "retryAfter", "+1 HOUR")
+		tr.ok("GetJob", "name", "ra")
+		eq(t, "count after a run", tr.query(ra)["data"], `{"retryAfterCount":1}`)
+		tr.ok("RequeueJobs", "jobIDs", ra)
+		eq(t, "count kept", tr.query(ra)["data"], `{"retryAfterCount":1}`)
+		tr.ok("GetJob", "name", "ra")
+		eq(t, "count after two runs", tr.query(ra)["data"], `{"retryAfterCount":2}`)
+		tr.ok("RequeueJobs", "jobIDs", ra, "decrementFailures", "true")
+		q := tr.query(ra)
+		eq(t, "count given back", q["data"], `{"retryAfterCount":1}`)
+		eq(t, "state", q["state"], "QUEUED")
+	})
+}

@@ -496,6 +496,10 @@ type ResubmitParams struct {
 	RunAt time.Time
 	// Data, when set, replaces the job's data for the next run.
 	Data json.RawMessage
+	// Rename, when set, gives a pending, paused or ended job a new type
+	// (Bedrock's RequeueJobs with a name); a running job is renamed by
+	// its worker's snooze (FinishParams.Rename).
+	Rename string
 }
 
 // UpdateParams changes a job in place, in any state, without moving it
@@ -665,6 +669,11 @@ type FinishParams struct {
 	// (Bedrock's RetryJob with a name). A keyed job cannot take a type
 	// whose job of its group holds its key (ErrInvalid, for the item).
 	Rename string
+	// KeepAttempt, with Snooze or Release, leaves the run counted in the
+	// job's attempts, which they otherwise give back (Bedrock's
+	// RequeueJobs without decrementFailures keeps a retryAfter job's
+	// count of runs).
+	KeepAttempt bool
 }
 
 // TypeConfig is per-type configuration.

@@ -478,6 +478,11 @@ func CheckResubmits(ps []ResubmitParams) ([][]byte, error) {
 		if err := CheckTime("run_at", p.RunAt); err != nil {
 			return nil, err
 		}
+		if p.Rename != "" {
+			if err := CheckType(p.Rename); err != nil {
+				return nil, fmt.Errorf("job %d: rename: %w", p.ID, err)
+			}
+		}
 		if p.Data != nil {
 			d, err := NormalizeData("data", p.Data)
 			if err != nil {

@@ -262,7 +262,11 @@ func Finish(r *Row, p *store.FinishParams, result []byte, now time.Time) (Plan, 
 		if p.Rename != "" {
 			ev.Type = p.Rename
 		}
-		return Plan{Kind: Requeue, State: store.Pending, RunAt: runAt, Attempt: max(r.Attempt-1, 0), Type: p.Rename,
+		attempt := max(r.Attempt-1, 0) // the run is given back
+		if p.KeepAttempt {
+			attempt = r.Attempt
+		}
+		return Plan{Kind: Requeue, State: store.Pending, RunAt: runAt, Attempt: attempt, Type: p.Rename,
 			Event: ev}, nil
 	case store.Cancel:
 		return Plan{Kind: CancelRun, State: store.Cancelled, RunAt: r.RunAt, Attempt: r.Attempt, Error: errText,
@@ -271,7 +275,7 @@ func Finish(r *Row, p *store.FinishParams, result []byte, now time.Time) (Plan, 
 	return Plan{}, store.Invalidf("job %d: unknown ending %d", p.ID, p.As)
 }
 
-// KeyTaken is the refusal of a snooze that would rename job id, whose key
+// KeyTaken is the refusal of a snooze or resubmit that would rename job id, whose key
 // is key, to type typ in its group, where another job holds that key: a
 // key is unique within a type and a group (store.AddParams.Key). The job
 // is left as it is. Stores look the key up when a plan renames a job.
@@ -362,6 +366,9 @@ type Readd struct {
 	// always sets them; a resubmit keeps them).
 	Schedule *string
 	Missed   *store.Missed
+	// Type, when set, renames a job that is not running (a resubmit's
+	// Rename).
+	Type string
 }
 
 // ReaddOf is the re-add that an add of p, whose type, group and key
@@ -396,8 +403,11 @@ func ReaddTo(r *Row, a Readd, now time.Time) Plan {
 		}
 		a.RunAt = runAt
 		ev := event(r, r.State, runAt)
+		if a.Type != "" {
+			ev.Type = a.Type
+		}
 		return Plan{Kind: Update, State: r.State, RunAt: runAt, Slot: slotOf(sched, r, runAt, keep), Attempt: r.Attempt, Set: a,
-			Outcome: store.Updated, Event: ev}
+			Type: a.Type, Outcome: store.Updated, Event: ev}
 	case r.State == store.Running:
 		// Only the next run's time and data, and the schedule: the job
 		// keeps its group and settings, and nothing is published until
@@ -410,8 +420,11 @@ func ReaddTo(r *Row, a Readd, now time.Time) Plan {
 	}
 	a.RunAt = runAt
 	ev := event(r, store.Pending, runAt)
+	if a.Type != "" {
+		ev.Type = a.Type
+	}
 	return Plan{Kind: Revive, State: store.Pending, RunAt: runAt, Slot: slotOf(sched, r, runAt, false), Attempt: 0, Set: a,
-		Outcome: store.Requeued, Event: ev}
+		Type: a.Type, Outcome: store.Requeued, Event: ev}
 }
 
 // slotOf is the slot of a job re-added with schedule sched to run at
@@ -599,5 +612,8 @@ func Resubmit(id int64, r *Row, p *store.ResubmitParams, data []byte, now time.T
 	if r == nil {
 		return Plan{}, store.NotFound(id)
 	}
-	return ReaddTo(r, Readd{RunAt: p.RunAt, KeepRunAt: true, Data: data}, now), nil
+	if p.Rename != "" && r.State == store.Running {
+		return Plan{}, store.Invalidf("job %d is running: only its worker can rename it, when it snoozes it", id)
+	}
+	return ReaddTo(r, Readd{RunAt: p.RunAt, KeepRunAt: true, Data: data, Type: p.Rename}, now), nil
 }

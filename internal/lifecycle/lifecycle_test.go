@@ -171,6 +171,12 @@ func TestFinishOutcomes(t *testing.T) {
 					t.Errorf("run at %v attempt %d", p.RunAt, p.Attempt)
 				}
 			}},
+		{name: "snooze keeping the attempt", p: store.FinishParams{As: store.Snooze, RunAt: later, KeepAttempt: true, Rename: "u"}, kind: Requeue, state: store.Pending,
+			check: func(t *testing.T, p Plan) {
+				if !p.RunAt.Equal(later) || p.Attempt != 1 || p.Type != "u" || p.Event.Type != "u" {
+					t.Errorf("run at %v attempt %d type %q (event %q)", p.RunAt, p.Attempt, p.Type, p.Event.Type)
+				}
+			}},
 		{name: "snooze without a time", p: store.FinishParams{As: store.Snooze}, kind: Requeue, state: store.Pending,
 			check: func(t *testing.T, p Plan) {
 				if !p.RunAt.Equal(now) {
@@ -444,3 +450,27 @@ func TestMoves(t *testing.T) {
 }
 
 func samePlace(a, b *Place) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }
+
+// TestResubmitRename: a resubmit renames a pending, paused or ended job
+// (its plan and event carry the new type, and its count moves with it),
+// and refuses to rename a running one, which its worker renames.
+func TestResubmitRename(t *testing.T) {
+	for _, st := range states {
+		r := row(st)
+		p, err := Resubmit(7, r, &store.ResubmitParams{ID: 7, RunAt: later, Rename: "u"}, nil, now)
+		if st == store.Running {
+			if errOf(err) != store.ErrInvalid.Error() {
+				t.Errorf("running: %v, want ErrInvalid", err)
+			}
+			continue
+		}
+		if err != nil || p.Type != "u" || p.Event.Type != "u" {
+			t.Errorf("%s: plan type %q event %q err %v", st, p.Type, p.Event.Type, err)
+			continue
+		}
+		from, to := Moves(r, &p)
+		if from == nil || to == nil || to.Type != "u" || from.Type != "t" {
+			t.Errorf("%s: moves %v → %v, want from t to u", st, from, to)
+		}
+	}
+}

@@ -583,6 +583,18 @@ func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]stor
 				errs[i] = err
 				continue
 			}
+			if plan.Type != "" {
+				// A rename keeps the job's key, which must be free in the
+				// new type, in its group.
+				taken, err := t.keyTaken(rs[p.ID], plan.Type)
+				if err != nil {
+					return err
+				}
+				if taken != nil {
+					errs[i] = taken
+					continue
+				}
+			}
 			j, err := t.apply(rs[p.ID], &plan)
 			if err != nil {
 				return err
@@ -1111,10 +1123,11 @@ FROM d`
 	// reviveSQL moves an ended job back to the hot table as a new cycle
 	// (Revive). Args: id, run_at, data, priority, max attempts,
 	// back-off base and max, meta (NULL keeps each), whether to set the
-	// schedule and to what, the missed-slot policy (NULL keeps it), slot.
+	// schedule and to what, the missed-slot policy (NULL keeps it), slot,
+	// a new type (NULL keeps it).
 	reviveSQL = `WITH d AS (DELETE FROM rota.jobs_ended j WHERE j.id = $1 RETURNING j.*)
 INSERT INTO rota.jobs (` + endedColumns + `)
-SELECT d.id, d.type, d.key, d.grp, coalesce($4, d.priority), 0, $2::timestamptz, 0,
+SELECT d.id, coalesce($13::text, d.type), d.key, d.grp, coalesce($4, d.priority), 0, $2::timestamptz, 0,
 	coalesce($5, d.max_attempts), coalesce($6, d.backoff_base), coalesce($7, d.backoff_max), d.lease_timeout, NULL,
 	d.token, d.worker, false, d.resubmit, d.resubmit_at, 0, d.created_at, d.started_at, NULL, now(), d.retry_after,
 	d.parent_id, CASE WHEN $9::boolean THEN $10::text ELSE d.repeat END, coalesce($3, d.data), d.next_data, NULL, NULL, NULL,
@@ -1142,7 +1155,7 @@ WHERE id = $1`
 WHERE id = $1`
 
 	// updateSQL gives a pending or paused job a re-add's values (Update).
-	updateSQL = `UPDATE rota.jobs SET run_at = $2::timestamptz, data = coalesce($3, data), priority = coalesce($4, priority),
+	updateSQL = `UPDATE rota.jobs SET run_at = $2::timestamptz, data = coalesce($3, data), priority = coalesce($4, priority), type = coalesce($13::text, type),
 	max_attempts = coalesce($5, max_attempts), backoff_base = coalesce($6, backoff_base),
 	backoff_max = coalesce($7, backoff_max), meta = coalesce($8, meta),
 	repeat = CASE WHEN $9::boolean THEN $10::text ELSE repeat END, missed = coalesce($11::smallint, missed), slot = $12::timestamptz,
@@ -1229,15 +1242,8 @@ func (t *txn) applyOne(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
 	case lifecycle.Retry:
 		n, err = t.exec(retrySQL, r.ID, p.RunAt, cleanText(p.Error), p.DropToken)
 	case lifecycle.Requeue:
-		if p.Type != "" {
-			// The new type is registered here, and known to this node once
-			// the transaction commits.
-			if _, err = t.exec(`INSERT INTO rota.types (name, updated_at) VALUES ($1, now()) ON CONFLICT DO NOTHING`, p.Type); err != nil {
-				break
-			}
-			if !t.user {
-				t.after = append(t.after, func() { t.s.addTypes([]string{p.Type}) })
-			}
+		if err = t.registerRename(p.Type); err != nil {
+			break
 		}
 		n, err = t.exec(requeueSQL, r.ID, p.RunAt, p.Attempt, optString(p.Type))
 	case lifecycle.RunAgain:
@@ -1267,9 +1273,12 @@ func (t *txn) applyOne(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
 			v := string(m)
 			meta = &v
 		}
+		if err = t.registerRename(p.Type); err != nil {
+			break
+		}
 		set, text, missed := scheduleArgs(a)
 		jobs, err = scanJobs(t.query(q, r.ID, a.RunAt, a.Data, prio, optInt(int64(a.MaxAttempts)),
-			optInt(us(a.BackoffBase)), optInt(us(a.BackoffMax)), meta, set, text, missed, optTime(p.Slot)))
+			optInt(us(a.BackoffBase)), optInt(us(a.BackoffMax)), meta, set, text, missed, optTime(p.Slot), optString(p.Type)))
 		n = int64(len(jobs))
 	case lifecycle.MarkResubmit:
 		set, text, missed := scheduleArgs(&p.Set)
@@ -1510,7 +1519,7 @@ func (t *txn) finish(p *store.FinishParams, r *lifecycle.Row, result []byte) (er
 // do (lockKeys), so that the key stays free until the rename commits.
 func (t *txn) keyTaken(r *lifecycle.Row, typ string) (error, error) {
 	var key *string
-	if _, err := t.queryRow(`SELECT key FROM rota.jobs WHERE id = $1`, []any{r.ID}, &key); err != nil {
+	if _, err := t.queryRow(`SELECT key FROM rota.jobs WHERE id = $1 UNION ALL SELECT key FROM rota.jobs_ended WHERE id = $1`, []any{r.ID}, &key); err != nil {
 		return nil, fmt.Errorf("rename job %d: %w", r.ID, err)
 	}
 	if key == nil {
@@ -1668,4 +1677,19 @@ func (s *Store) Update(ctx context.Context, ps []store.UpdateParams) ([]store.Jo
 		return nil, nil, err
 	}
 	return out, errs, nil
+}
+
+// registerRename registers the type a plan renames a job to ("" for
+// none); this node knows it once the transaction commits.
+func (t *txn) registerRename(typ string) error {
+	if typ == "" {
+		return nil
+	}
+	if _, err := t.exec(`INSERT INTO rota.types (name, updated_at) VALUES ($1, now()) ON CONFLICT DO NOTHING`, typ); err != nil {
+		return err
+	}
+	if !t.user {
+		t.after = append(t.after, func() { t.s.addTypes([]string{typ}) })
+	}
+	return nil
 }

@@ -81,13 +81,13 @@ const (
 	finished_at = ?, updated_at = ? WHERE id = ?`
 	// updateSQL and reviveSQL set the schedule with CASE, since NULL is a
 	// value there (no schedule): the flag says whether to set it.
-	updateSQL = `UPDATE rota_jobs SET run_at = ?, data = coalesce(?, data), priority = coalesce(?, priority),
+	updateSQL = `UPDATE rota_jobs SET run_at = ?, data = coalesce(?, data), priority = coalesce(?, priority), type = coalesce(?, type),
 	max_attempts = coalesce(?, max_attempts), backoff_base = coalesce(?, backoff_base),
 	backoff_max = coalesce(?, backoff_max), meta = coalesce(?, meta),
 	repeat = CASE WHEN ? THEN ? ELSE repeat END, missed = coalesce(?, missed), slot = ?, updated_at = ? WHERE id = ?`
 	markResubmitSQL = `UPDATE rota_jobs SET resubmit = 1, resubmit_at = ?, next_data = coalesce(?, next_data),
 	repeat = CASE WHEN ? THEN ? ELSE repeat END, missed = coalesce(?, missed), updated_at = ? WHERE id = ?`
-	reviveSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, data = coalesce(?, data), priority = coalesce(?, priority),
+	reviveSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, data = coalesce(?, data), priority = coalesce(?, priority), type = coalesce(?, type),
 	max_attempts = coalesce(?, max_attempts), backoff_base = coalesce(?, backoff_base),
 	backoff_max = coalesce(?, backoff_max), meta = coalesce(?, meta),
 	repeat = CASE WHEN ? THEN ? ELSE repeat END, missed = coalesce(?, missed), slot = ?, attempt = 0, errors = NULL, last_error = NULL, result = NULL,
@@ -168,7 +168,14 @@ func (w *writeTx) apply(r *lifecycle.Row, p *lifecycle.Plan, data []byte, progre
 		if p.Kind == lifecycle.Revive {
 			q = reviveSQL
 		}
-		args := []any{micros(a.RunAt), a.Data, a.Priority, nonZero(int64(a.MaxAttempts)),
+		var rename any
+		if p.Type != "" {
+			if err := w.registerType(p.Type); err != nil {
+				return err
+			}
+			rename = p.Type
+		}
+		args := []any{micros(a.RunAt), a.Data, a.Priority, rename, nonZero(int64(a.MaxAttempts)),
 			nonZero(a.BackoffBase.Microseconds()), nonZero(a.BackoffMax.Microseconds()), store.MetaJSON(a.Meta)}
 		args = append(append(args, scheduleArgs(a)...), nullTime(p.Slot), now, r.ID)
 		_, err = w.exec(q, args...)
@@ -638,6 +645,18 @@ func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]stor
 				errs[i] = err
 				continue
 			}
+			if plan.Type != "" {
+				// A rename keeps the job's key, which must be free in the
+				// new type, in its group.
+				taken, err := w.keyTaken(r, plan.Type)
+				if err != nil {
+					return err
+				}
+				if taken != nil {
+					errs[i] = taken
+					continue
+				}
+			}
 			if out[i], err = w.readd(r, plan); err != nil {
 				return err
 			}
@@ -1010,22 +1029,33 @@ func (w *writeTx) finish(p *store.FinishParams, result []byte) (error, error) {
 		return err, nil
 	}
 	if plan.Type != "" {
-		var key sql.NullString
-		var other int64
-		if err := w.queryRow(`SELECT key FROM rota_jobs WHERE id = ?`, r.ID).Scan(&key); err != nil {
-			return nil, fmt.Errorf("sqlite: rename job %d: %w", r.ID, err)
-		}
-		if key.Valid {
-			err := w.queryRow(`SELECT id FROM rota_jobs WHERE type = ? AND grp = ? AND key = ?`, plan.Type, r.Group, key.String).Scan(&other)
-			switch {
-			case err == nil:
-				return lifecycle.KeyTaken(r.ID, key.String, plan.Type, r.Group), nil
-			case !errors.Is(err, sql.ErrNoRows):
-				return nil, fmt.Errorf("sqlite: rename job %d: %w", r.ID, err)
-			}
+		if taken, err := w.keyTaken(r, plan.Type); err != nil || taken != nil {
+			return taken, err
 		}
 	}
 	return nil, w.apply(r, &plan, nil, nil)
+}
+
+// keyTaken is the refusal (lifecycle.KeyTaken) of a rename of job r to
+// type typ when its key is held there, in its group, by another job; nil
+// when r has no key or the key is free.
+func (w *writeTx) keyTaken(r *lifecycle.Row, typ string) (error, error) {
+	var key sql.NullString
+	var other int64
+	if err := w.queryRow(`SELECT key FROM rota_jobs WHERE id = ?`, r.ID).Scan(&key); err != nil {
+		return nil, fmt.Errorf("sqlite: rename job %d: %w", r.ID, err)
+	}
+	if !key.Valid {
+		return nil, nil
+	}
+	err := w.queryRow(`SELECT id FROM rota_jobs WHERE type = ? AND grp = ? AND key = ?`, typ, r.Group, key.String).Scan(&other)
+	switch {
+	case err == nil:
+		return lifecycle.KeyTaken(r.ID, key.String, typ, r.Group), nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return nil, fmt.Errorf("sqlite: rename job %d: %w", r.ID, err)
+	}
+	return nil, nil
 }
 
 // ExpireLeases takes back running jobs whose lease ended before now.

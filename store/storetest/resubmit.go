@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +12,51 @@ import (
 // ---- resubmit ----
 
 func testResubmit(t *testing.T, open func(t *testing.T) store.Store) {
+	t.Run("Rename", func(t *testing.T) {
+		// Bedrock's RequeueJobs with a name: a pending job and an ended
+		// one take the new type, and accepts of it take them (the
+		// suite checks the group counts after every test).
+		s := open(t)
+		pending := addOne(t, s, store.AddParams{Type: "old", RunAt: time.Now().Add(time.Hour)})
+		failed := addOne(t, s, store.AddParams{Type: "old", Key: "k"})
+		running := accept(t, s, store.AcceptParams{Types: []string{"old"}})
+		if len(running.Jobs) != 1 || running.Jobs[0].ID != failed.ID {
+			t.Fatalf("accept took %d jobs", len(running.Jobs))
+		}
+		if _, errs, err := s.Resubmit(t.Context(), []store.ResubmitParams{{ID: failed.ID, Rename: "new?x"}}); err != nil {
+			t.Fatal(err)
+		} else if !errors.Is(errs[0], store.ErrInvalid) {
+			t.Errorf("rename of a running job by resubmit: %v, want ErrInvalid", errs[0])
+		}
+		if err := finish(t, s, store.FinishParams{Lease: running.Jobs[0].Lease(), As: store.Fail, Permanent: true}); err != nil {
+			t.Fatal(err)
+		}
+		// Its key must be free in the new type (and its group).
+		addOne(t, s, store.AddParams{Type: "taken", Key: "k", RunAt: time.Now().Add(time.Hour)})
+		if _, errs, err := s.Resubmit(t.Context(), []store.ResubmitParams{{ID: failed.ID, Rename: "taken"}}); err != nil {
+			t.Fatal(err)
+		} else if !errors.Is(errs[0], store.ErrInvalid) || !strings.Contains(errs[0].Error(), `key "k"`) {
+			t.Errorf("rename to a type where the key is taken: %v, want ErrInvalid naming the key", errs[0])
+		}
+		if got := get(t, s, failed.ID); got.Type != "old" || got.State != store.Failed {
+			t.Errorf("after a refused rename the job is %s %s, want old failed", got.Type, got.State)
+		}
+		for _, id := range []int64{pending.ID, failed.ID} {
+			r := resubmit(t, s, store.ResubmitParams{ID: id, RunAt: time.Now().Add(-time.Second), Rename: "new?x"})
+			if r.Job.Type != "new?x" || r.Job.State != store.Pending {
+				t.Errorf("job %d after a renaming resubmit: %s %s, want new?x pending", id, r.Job.Type, r.Job.State)
+			}
+		}
+		if got := accept(t, s, store.AcceptParams{Types: []string{"old"}, Limit: 5}); len(got.Jobs) != 0 {
+			t.Errorf("accept of the old type took %d jobs", len(got.Jobs))
+		}
+		if got := accept(t, s, store.AcceptParams{Types: []string{store.QuotePattern("new?x")}, Limit: 5}); len(got.Jobs) != 2 {
+			t.Errorf("accept of the new type took %d jobs, want 2", len(got.Jobs))
+		}
+		if _, _, err := s.Resubmit(t.Context(), []store.ResubmitParams{{ID: pending.ID, Rename: "bad\x01"}}); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("rename to a bad type: %v, want ErrInvalid", err)
+		}
+	})
 	t.Run("Pending", func(t *testing.T) {
 		s := open(t)
 		j := addOne(t, s, store.AddParams{Type: "t", RunAt: time.Now().Add(time.Hour), Priority: 3, Data: raw(`{"v":1}`)})

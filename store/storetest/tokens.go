@@ -32,9 +32,9 @@ func testTokens(t *testing.T, open func(t *testing.T) store.Store) {
 		tok  store.Token
 		hash string
 	}{
-		{store.Token{Name: "acme"}, "other"},                 // the name is taken
-		{store.Token{Name: "other"}, "hash-acme"},            // the hash is taken
-		{store.Token{Name: ""}, "x"},                         // no name
+		{store.Token{Name: "acme"}, "other"},                    // the name is taken
+		{store.Token{Name: "other"}, "hash-acme"},               // the hash is taken
+		{store.Token{Name: ""}, "x"},                            // no name
 		{store.Token{Name: "p", Groups: []string{"a\tb"}}, "y"}, // a bad pattern
 	} {
 		if err := ts.CreateToken(ctx, bad.tok, []byte(bad.hash)); !errors.Is(err, store.ErrInvalid) {

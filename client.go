@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -687,9 +689,20 @@ func (c *Client) SubscribeTypes(ctx context.Context, patterns ...string) (*Subsc
 	return s, nil
 }
 
-// Wait blocks until the job reaches a terminal state and returns it. A job
-// removed meanwhile gives ErrNotFound.
-func (c *Client) Wait(ctx context.Context, id int64) (Job, error) {
+// Wait blocks until the job is in one of states (a terminal state when
+// none is given: completed, failed or cancelled) and returns it, its data
+// included, as couch_jobs' wait gives the job's data with its state: the
+// job as read when Wait saw it reach the state (it may have moved on
+// since, as its State then says). A job already in one of them returns at
+// once. A job that ends in another state without reaching them gives
+// ErrFinished with the job; a job removed meanwhile gives ErrNotFound.
+func (c *Client) Wait(ctx context.Context, id int64, states ...State) (Job, error) {
+	if err := checkStates(states); err != nil {
+		return Job{}, err
+	}
+	if w, ok := c.st.(JobWaiter); ok {
+		return w.WaitJob(ctx, id, states)
+	}
 	sub, err := c.Subscribe(ctx, id)
 	if err != nil {
 		return Job{}, err
@@ -699,8 +712,19 @@ func (c *Client) Wait(ctx context.Context, id int64) (Job, error) {
 		if ev.Removed {
 			return Job{}, store.JobErrorf(ErrNotFound, "job %d was removed", id)
 		}
+		if WaitedFor(ev.State, states) {
+			j, err := c.Get(ctx, id)
+			if errors.Is(err, ErrNotFound) {
+				return Job{}, fmt.Errorf("job %d was removed: %w", id, ErrNotFound)
+			}
+			return j, err
+		}
 		if ev.State.Terminal() {
-			return c.Get(ctx, id)
+			j, err := c.Get(ctx, id)
+			if err != nil {
+				return Job{}, err
+			}
+			return j, fmt.Errorf("job %d ended %s without being %s: %w", id, ev.State, statesText(states), ErrFinished)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -709,5 +733,44 @@ func (c *Client) Wait(ctx context.Context, id int64) (Job, error) {
 	if c.life.Err() != nil {
 		return Job{}, fmt.Errorf("job %d: %w", id, ErrClosed)
 	}
+	if sub.Err() != nil {
+		return Job{}, fmt.Errorf("job %d: %w", id, sub.Err())
+	}
 	return Job{}, fmt.Errorf("job %d: subscription ended", id)
+}
+
+// JobWaiter is implemented by stores that wait for a job's state
+// themselves, such as a remote server's long-polling get; Client.Wait
+// defers to them.
+type JobWaiter interface {
+	WaitJob(ctx context.Context, id int64, states []State) (Job, error)
+}
+
+// WaitedFor reports whether state is one that a Wait for states ends at:
+// one of them, or a terminal state when there are none.
+func WaitedFor(state State, states []State) bool {
+	if len(states) == 0 {
+		return state.Terminal()
+	}
+	return slices.Contains(states, state)
+}
+
+func checkStates(states []State) error {
+	for _, st := range states {
+		if !st.Valid() {
+			return store.Invalidf("wait: unknown state %d", st)
+		}
+	}
+	return nil
+}
+
+func statesText(states []State) string {
+	if len(states) == 0 {
+		return "completed, failed or cancelled"
+	}
+	names := make([]string, len(states))
+	for i, st := range states {
+		names[i] = st.String()
+	}
+	return strings.Join(names, " or ")
 }

@@ -919,3 +919,61 @@ func TestWorkerTakesItsTypesExactly(t *testing.T) {
 		t.Errorf("the other type's job is %s after %d attempts (%q): the worker took it", j.State, j.Attempt, j.LastError)
 	}
 }
+
+// TestWaitForStates: Wait takes the states to wait for (terminal ones by
+// default), as couch_jobs' wait does, and gives the job with its data.
+func TestWaitForStates(t *testing.T) {
+	c := newClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	j := add(t, c, rota.AddParams{Type: "w", Data: json.RawMessage(`{"step":1}`)})
+	// Already in a state asked for: at once.
+	got, err := c.Wait(ctx, j.ID, rota.Pending, rota.Paused)
+	if err != nil || got.State != rota.Pending || string(got.Data) != `{"step":1}` {
+		t.Fatalf("wait for pending: %s %s %v", got.State, got.Data, err)
+	}
+	running := make(chan rota.Job, 1)
+	go func() {
+		j, err := c.Wait(ctx, j.ID, rota.Running)
+		if err != nil {
+			t.Errorf("wait for running: %v", err)
+		}
+		running <- j
+	}()
+	time.Sleep(50 * time.Millisecond)
+	jobs, err := c.Accept(ctx, rota.AcceptParams{Types: []string{"w"}})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("accept: %v %v", jobs, err)
+	}
+	if r := <-running; r.State != rota.Running || string(r.Data) != `{"step":1}` {
+		t.Errorf("wait for running gave %s %s", r.State, r.Data)
+	}
+	// Waiting for a state the job ends without reaching: ErrFinished,
+	// with the job.
+	pausedWait := make(chan error, 1)
+	go func() {
+		j, err := c.Wait(ctx, j.ID, rota.Paused)
+		if j.State != rota.Completed {
+			err = fmt.Errorf("job %s with %w", j.State, err)
+		}
+		pausedWait <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if _, err := c.Heartbeat(ctx, rota.HeartbeatParams{Lease: jobs[0].Lease(), Data: json.RawMessage(`{"step":2}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Complete(ctx, jobs[0].Lease(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-pausedWait; !errors.Is(err, rota.ErrFinished) {
+		t.Errorf("wait for paused of a job that completed: %v, want ErrFinished", err)
+	}
+	// By default, a terminal state, with the data the run left.
+	got, err = c.Wait(ctx, j.ID)
+	if err != nil || got.State != rota.Completed || string(got.Data) != `{"step":2}` {
+		t.Errorf("wait: %s %s %v", got.State, got.Data, err)
+	}
+	if _, err := c.Wait(ctx, j.ID, rota.State(99)); !errors.Is(err, rota.ErrInvalid) {
+		t.Errorf("wait for an unknown state: %v, want ErrInvalid", err)
+	}
+}

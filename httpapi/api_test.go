@@ -2304,3 +2304,64 @@ func TestAcceptAnswersRetryAfterAsADuration(t *testing.T) {
 		t.Fatalf("accept's answer read as %+v, %v; want one job with retry_after 1.5s", got, err)
 	}
 }
+
+// TestWaitForStates: GET /v1/jobs/{id}?wait=…&state=… is couch_jobs'
+// wait over HTTP: a long poll that answers the job, with its data, once
+// it is in one of the states (terminal ones by default), or as it is when
+// the wait passes; the remote client's Wait uses it.
+func TestWaitForStates(t *testing.T) {
+	s := newServer(t, httpapi.Config{})
+	ctx := t.Context()
+	j, err := s.c.Add(ctx, rota.AddParams{Type: "wait.t", Data: json.RawMessage(`{"step":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := strconv.FormatInt(j.Job.ID, 10)
+	got := make(chan reply, 1)
+	go func() { got <- s.do(t, "GET", "/v1/jobs/"+id+"?wait=10s&state=running", nil) }()
+	time.Sleep(100 * time.Millisecond)
+	jobs, err := s.c.Accept(ctx, rota.AcceptParams{Types: []string{"wait.t"}})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("accept: %v %v", jobs, err)
+	}
+	r := <-got
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"state":"running"`) || !strings.Contains(string(r.Body), `"data":{"step":1}`) {
+		t.Errorf("wait for running: %s", r)
+	}
+	// The wait passes: the job as it is.
+	start := time.Now()
+	r = s.do(t, "GET", "/v1/jobs/"+id+"?wait=200ms&state=paused,cancelled", nil)
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"state":"running"`) || time.Since(start) < 200*time.Millisecond {
+		t.Errorf("a wait that passes: %s after %v", r, time.Since(start))
+	}
+	for _, bad := range []string{"?wait=1s&state=sleeping", "?wait=2h", "?wait=-1s", "?state=running", "?other=1"} {
+		if r := s.do(t, "GET", "/v1/jobs/"+id+bad, nil); r.Status != 400 || !strings.Contains(string(r.Body), "invalid_input") {
+			t.Errorf("GET %s: %s, want 400", bad, r)
+		}
+	}
+
+	c := remoteClient(t, s, remote.Config{})
+	done := make(chan error, 1)
+	var waited rota.Job
+	go func() {
+		var err error
+		waited, err = c.Wait(ctx, j.Job.ID) // terminal
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if _, err := s.c.Heartbeat(ctx, rota.HeartbeatParams{Lease: jobs[0].Lease(), Data: json.RawMessage(`{"step":2}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.c.Complete(ctx, jobs[0].Lease(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil || waited.State != rota.Completed || string(waited.Data) != `{"step":2}` {
+		t.Errorf("remote Wait: %s %s %v", waited.State, waited.Data, err)
+	}
+	if j, err := c.Wait(ctx, j.Job.ID, rota.Running); !errors.Is(err, rota.ErrFinished) || j.State != rota.Completed {
+		t.Errorf("remote Wait for running of a completed job: %s %v, want ErrFinished", j.State, err)
+	}
+	if _, err := c.Wait(ctx, 999999, rota.Running); !errors.Is(err, rota.ErrNotFound) {
+		t.Errorf("remote Wait of a missing job: %v, want ErrNotFound", err)
+	}
+}

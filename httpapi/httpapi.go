@@ -347,9 +347,35 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = s.reach(r, id)
 	}
+	var wait time.Duration
+	var states []store.State
+	if err == nil {
+		wait, states, err = s.waitParams(r)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if wait > 0 {
+		// A long poll, couch_jobs' wait: the job once it is in one of
+		// the states (terminal ones by default), with its data; when the
+		// wait passes first, or the job ends in another state, the job
+		// as it is, which the caller tells by its state.
+		ctx, cancel := context.WithTimeout(r.Context(), wait)
+		j, werr := s.c.Wait(ctx, id, states...)
+		cancel()
+		if werr == nil && accessOf(r).reaches(j.Type, j.Group) {
+			writeJSON(w, http.StatusOK, wire.JobResponse{Job: hideToken(j)})
+			return
+		}
+		if errors.Is(werr, store.ErrNotFound) {
+			s.writeError(w, r, notFound(id))
+			return
+		}
+		if werr != nil && !errors.Is(werr, context.DeadlineExceeded) && !errors.Is(werr, store.ErrFinished) {
+			s.writeError(w, r, werr)
+			return
+		}
 	}
 	j, err := s.c.Get(r.Context(), id)
 	if err == nil && !accessOf(r).reaches(j.Type, j.Group) {
@@ -360,6 +386,38 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.JobResponse{Job: hideToken(j)})
+}
+
+// waitParams reads a get's long poll: wait (a duration up to the
+// server's MaxWait; none answers at once) and the states to wait for
+// (state, repeatable or comma-separated).
+func (s *Server) waitParams(r *http.Request) (time.Duration, []store.State, error) {
+	q := r.URL.Query()
+	for name := range q {
+		if name != "wait" && name != "state" {
+			return 0, nil, store.Invalidf("unknown query parameter %q (want wait, state)", name)
+		}
+	}
+	var states []store.State
+	for _, name := range queryList(r, "state") {
+		st, err := store.ParseState(name)
+		if err != nil {
+			return 0, nil, err
+		}
+		states = append(states, st)
+	}
+	v := q.Get("wait")
+	if v == "" {
+		if len(states) > 0 {
+			return 0, nil, store.Invalidf("state needs wait (how long to wait for the job to be in one of them)")
+		}
+		return 0, nil, nil
+	}
+	wait, err := time.ParseDuration(v)
+	if err != nil || wait < 0 || wait > s.cfg.MaxWait {
+		return 0, nil, store.Invalidf("wait %q is not a duration in 0..%v", v, s.cfg.MaxWait)
+	}
+	return wait, states, nil
 }
 
 // queryList reads a repeatable query parameter; values may also be

@@ -1055,6 +1055,8 @@ func TestOpenAPIOperations(t *testing.T) {
 			wantQuery = slices.Clone(listParams)
 		case "GET /v1/events":
 			wantQuery = []string{"job", "type", "running", "completed"}
+		case "GET /v1/jobs/{id}":
+			wantQuery = []string{"wait", "state"}
 		}
 		sort.Strings(gotQuery)
 		sort.Strings(wantQuery)

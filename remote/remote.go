@@ -104,6 +104,7 @@ var (
 var (
 	_ store.Store       = (*Store)(nil)
 	_ rota.WaitAccepter = (*Store)(nil)
+	_ rota.JobWaiter    = (*Store)(nil)
 	_ store.FullWatcher = (*Store)(nil)
 )
 
@@ -323,6 +324,38 @@ func (s *Store) Get(ctx context.Context, ids []int64) ([]store.Job, error) {
 		}
 	}
 	return out, nil
+}
+
+// waitPoll is how long one long poll of WaitJob lasts, well under the
+// server's bound on waits (60 s by default).
+const waitPoll = 10 * time.Second
+
+// WaitJob waits for the job to be in one of states (terminal ones when
+// none) with the server's long-polling get, GET /v1/jobs/{id}?wait=…;
+// rota.Client.Wait defers to it. The job comes with its data as the
+// server read it when it reached the state.
+func (s *Store) WaitJob(ctx context.Context, id int64, states []store.State) (store.Job, error) {
+	q := url.Values{"wait": {waitPoll.String()}}
+	for _, st := range states {
+		q.Add("state", st.String())
+	}
+	path := "/v1/jobs/" + strconv.FormatInt(id, 10)
+	for {
+		var resp wire.JobResponse
+		if err := s.do(ctx, "GET", path, q, nil, &resp); err != nil {
+			return store.Job{}, err
+		}
+		j := resp.Job
+		switch {
+		case rota.WaitedFor(j.State, states):
+			return j, nil
+		case j.State.Terminal():
+			return j, fmt.Errorf("job %d ended %s without being in a state waited for: %w", id, j.State, store.ErrFinished)
+		}
+		if err := ctx.Err(); err != nil {
+			return store.Job{}, err
+		}
+	}
 }
 
 // GetByKey returns the job with this type, group and key.

@@ -593,3 +593,32 @@ func TestAddMeta(t *testing.T) {
 		t.Errorf("rota get does not show the metadata:\n%s", out)
 	}
 }
+
+// TestWaitForStates: rota wait --state waits until the job is in one of
+// the states (couch_jobs' wait) and prints its state and data; a job that
+// ends elsewhere exits 1.
+func TestWaitForStates(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	gate := filepath.Join(t.TempDir(), "gate")
+	s.start(t, "work", "--type", "e2e.states", "--shutdown-timeout", "2s", "--", "sh", "-c",
+		`while [ ! -e '`+gate+`' ]; do sleep 0.02; done; echo '{}'`)
+	jid := s.add(t, "e2e.states", `{"step":1}`)
+	r := s.run(t, "", "wait", id(jid), "--state", "running")
+	if r.code != 0 || !strings.Contains(r.stdout, "job "+id(jid)+" is running") || !strings.Contains(r.stdout, `data: {"step":1}`) {
+		t.Fatalf("wait --state running: %v", r)
+	}
+	waiter := s.start(t, "wait", id(jid), "--state", "paused,cancelled")
+	os.WriteFile(gate, nil, 0o644)
+	if code := waiter.wait(t); code != 1 || !strings.Contains(waiter.stderr.String(), "ended completed without being paused or cancelled") {
+		t.Errorf("wait --state paused,cancelled of a job that completed: exit %d\n%s", code, waiter.stderr)
+	}
+	var waited struct{ Job job }
+	r = s.run(t, "", "wait", id(jid), "--state", "completed", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &waited); err != nil || r.code != 0 || waited.Job.State != "completed" {
+		t.Errorf("wait --state completed --json: %v", r)
+	}
+	if r := s.run(t, "", "wait", id(jid), "--state", "sleeping"); r.code != 2 || !strings.Contains(r.stderr, `unknown state "sleeping"`) {
+		t.Errorf("wait --state sleeping: %v", r)
+	}
+}

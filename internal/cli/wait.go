@@ -14,17 +14,24 @@ import (
 
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/httpapi/wire"
+	"github.com/rotajobs/rota/store"
 )
 
 func waitCommand(g *globals) *cobra.Command {
 	var timeout time.Duration
+	var stateNames []string
 	cmd := &cobra.Command{
 		Use:   "wait ID",
-		Short: "Wait until a job ends",
+		Short: "Wait until a job ends, or is in the states given",
 		Long: `wait blocks until the job ends and says how: completed (with its result),
 failed (with its last error) or cancelled. While it waits, it shows the
 job's progress: a bar updated in place when standard output is a
 terminal, otherwise a line for every change of state or progress.
+
+With --state it waits until the job is in one of those states instead
+(couch_jobs' wait), and then prints the job's state and data as read
+when it got there; it exits 0 then, and 1 when the job ends in another
+state without reaching them.
 
 Exit status (the table every command keeps; docs/cli.md):
   0    the job completed
@@ -40,6 +47,7 @@ With --json it prints nothing while waiting and then the job as the API
 returns it, {"job": {...}}, whatever its end.`,
 		Example: `  rota wait 42
   rota wait 42 --timeout 10m && echo done
+  rota wait 42 --state running,completed
   id=$(rota add -q resize '{}') && rota wait "$id" --json | jq .job.result`,
 		Args: exactArgs(1, "one job ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -49,6 +57,14 @@ returns it, {"job": {...}}, whatever its end.`,
 			}
 			if timeout < 0 {
 				return usageErrorf("--timeout %v must not be negative", timeout)
+			}
+			var states []rota.State
+			for _, name := range splitList(stateNames) {
+				st, err := store.ParseState(name)
+				if err != nil {
+					return usageError{fmt.Errorf("--state: %w", err)}
+				}
+				states = append(states, st)
 			}
 			if _, err := g.baseURL(); err != nil {
 				return err
@@ -64,7 +80,7 @@ returns it, {"job": {...}}, whatever its end.`,
 			if !g.json {
 				d = newProgressDisplay(out, id)
 			}
-			last, err := followJob(ctx, g, id, d)
+			last, err := followJob(ctx, g, id, d, states)
 			if d != nil {
 				d.done()
 			}
@@ -98,17 +114,21 @@ returns it, {"job": {...}}, whatever its end.`,
 			if err != nil {
 				return g.explain(err)
 			}
+			if len(states) > 0 {
+				return reportReached(out, g.json, j, last.State, states)
+			}
 			return reportEnd(out, g.json, j)
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (exit status 124); 0 waits for ever")
+	cmd.Flags().StringSliceVar(&stateNames, "state", nil, "wait until the job is in one of these states (pending, running, paused, completed, failed, cancelled; repeatable or comma-separated) instead of until it ends")
 	return cmd
 }
 
 // followJob follows a job's events until it ends (a terminal state or its
-// removal) and returns the last event. It reconnects when the stream
-// breaks.
-func followJob(ctx context.Context, g *globals, id int64, d progressDisplay) (rota.Event, error) {
+// removal), or is in one of states when there are some, and returns the
+// last event. It reconnects when the stream breaks.
+func followJob(ctx context.Context, g *globals, id int64, d progressDisplay, states []rota.State) (rota.Event, error) {
 	q := url.Values{"job": {strconv.FormatInt(id, 10)}}
 	var last rota.Event
 	stream, err := g.openEvents(ctx, q)
@@ -139,11 +159,37 @@ func followJob(ctx context.Context, g *globals, id int64, d progressDisplay) (ro
 		if d != nil {
 			d.update(ev.Event)
 		}
-		if ev.Removed || ev.State.Terminal() {
+		if ev.Removed || ev.State.Terminal() || (len(states) > 0 && rota.WaitedFor(ev.State, states)) {
 			stream.Close()
 			return last, nil
 		}
 	}
+}
+
+// reportReached says that the job got to one of the states waited for,
+// with its data, or that it ended without doing so (exit status 1).
+func reportReached(w io.Writer, asJSON bool, j rota.Job, reached rota.State, states []rota.State) error {
+	if !rota.WaitedFor(reached, states) {
+		if asJSON {
+			if err := printJSON(w, wire.JobResponse{Job: j}); err != nil {
+				return err
+			}
+		}
+		names := make([]string, len(states))
+		for i, st := range states {
+			names[i] = st.String()
+		}
+		return &exitError{code: exitFailed, err: fmt.Errorf("job %d ended %s without being %s", j.ID, reached, strings.Join(names, " or "))}
+	}
+	if asJSON {
+		return printJSON(w, wire.JobResponse{Job: j})
+	}
+	fmt.Fprintf(w, "job %d is %s\n", j.ID, reached)
+	if j.State != reached {
+		fmt.Fprintf(w, "(and %s since)\n", j.State)
+	}
+	fmt.Fprintln(w, "data:", string(j.Data))
+	return nil
 }
 
 // reportEnd says how the job ended and returns the exit status for it.

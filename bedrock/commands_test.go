@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/bedrock"
 )
 
 // These tests follow Bedrock's own (test/tests/jobs/*.cpp), with the
@@ -772,4 +773,21 @@ func TestRequeueJobsRenamesAndCounts(t *testing.T) {
 		eq(t, "count given back", q["data"], `{"retryAfterCount":1}`)
 		eq(t, "state", q["state"], "QUEUED")
 	})
+}
+
+// TestImportRowNamesAndMocks: rota import bedrock takes every name
+// Bedrock has, and puts a mocked row's job with the other mocked jobs,
+// for mock requests only.
+func TestImportRowNamesAndMocks(t *testing.T) {
+	j, why := bedrock.ImportRow("www-prod/Evaluator?accountID=856", "QUEUED", "2026-01-01 00:00:00", "2026-01-01 00:00:00", "", `{"mockRequest":true}`, "", 500)
+	if why != "" || j.Type != "www-prod/Evaluator?accountID=856" || j.Group != bedrock.MockGroup {
+		t.Errorf("mocked row: %q in group %q (%s)", j.Type, j.Group, why)
+	}
+	j, why = bedrock.ImportRow("a,b[1]*", "QUEUED", "2026-01-01 00:00:00", "2026-01-01 00:00:00", "", `{}`, "", 500)
+	if why != "" || j.Type != "a,b[1]*" || j.Group != "" {
+		t.Errorf("row: %q in group %q (%s)", j.Type, j.Group, why)
+	}
+	if _, why = bedrock.ImportRow("tab\there", "QUEUED", "2026-01-01 00:00:00", "", "", `{}`, "", 500); !strings.Contains(why, "control character") {
+		t.Errorf("a name with a tab: %q, want it refused", why)
+	}
 }

@@ -714,7 +714,7 @@ func TestNames(t *testing.T) {
 		take("a[1]", "name", "a[[]1]")
 		take("a[1]", "name", "a[1],nothing")
 		take("a[b", "name", "a[b")     // a [ nothing closes: its own text
-		take("a,b", "name", "a[^?x]b") // a comma splits the header, so a class without it
+		take("a,b", "name", "a[^?x[]b") // a comma splits the header, so a class without it
 		take("{x,y}", "name", "{x?y}") // braces without a comma are plain
 		take(`back\slash`, "name", `back\slash`)
 		tr.expect("404 No job found", "GetJob", "name", "a[1]") // a1, as in Bedrock
@@ -734,7 +734,7 @@ func TestNames(t *testing.T) {
 		eq(t, "GetJob a?b took", strings.Join(got, " "), "a,b a?b a[b axb")
 
 		// RetryJob and RequeueJobs rename to any such name.
-		tr.ok("GetJob", "name", "a*")
+		tr.ok("GetJob", "name", "a[*]")
 		tr.ok("RetryJob", "jobID", ids["a*"], "name", "renamed?x=1")
 		eq(t, "renamed", tr.query(ids["a*"])["name"], "renamed?x=1")
 		tr.expect("402 Malformed name", "CreateJob", "name", "tab\there")

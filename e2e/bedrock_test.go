@@ -350,21 +350,22 @@ func TestBedrockImport(t *testing.T) {
 		{int64(7006), "FINISHED", "child", "2020-01-01 00:00:00", "", `{"c":2}`, 500, 7004, ""},
 		{int64(7007), "CANCELLED", "child", "2020-01-01 00:00:00", "", `{"c":3}`, 500, 7004, ""},
 		{int64(7008), "FAILED", "broken", "2020-01-01 00:00:00", "", `{}`, 500, 0, ""},
+		{int64(7010), "QUEUED", "www-prod/Evaluator?accountID=856,[1]*", "2042-01-01 00:00:00", "", `{}`, 500, 0, ""},
 	}
 	data := t.TempDir()
 	s := &server{}
 	// A row rota cannot take: nothing is imported, and the report says why.
-	bad := bedrockDB(t, append(slices.Clone(rows), []any{int64(7009), "QUEUED", "bad,name", "2020-01-01 00:00:00", "", `{}`, 500, 0, ""}))
+	bad := bedrockDB(t, append(slices.Clone(rows), []any{int64(7009), "QUEUED", "bad.data", "2020-01-01 00:00:00", "", `not json`, 500, 0, ""}))
 	r := s.run(t, "", "import", "bedrock", bad, "--data", data)
-	if r.code != 2 || !strings.Contains(r.stdout, "job 7009 (bad,name, QUEUED)") || !strings.Contains(r.stdout, "nothing was imported") {
+	if r.code != 2 || !strings.Contains(r.stdout, "job 7009 (bad.data, QUEUED)") || !strings.Contains(r.stdout, "nothing was imported") {
 		t.Fatalf("importing a bad row: %v", r)
 	}
 	good := bedrockDB(t, rows)
-	if r := s.run(t, "", "import", "bedrock", good, "--data", data, "--dry-run"); r.code != 0 || !strings.Contains(r.stdout, "all 8 jobs can be imported") {
+	if r := s.run(t, "", "import", "bedrock", good, "--data", data, "--dry-run"); r.code != 0 || !strings.Contains(r.stdout, "all 9 jobs can be imported") {
 		t.Fatalf("dry run: %v", r)
 	}
 	r = s.run(t, "", "import", "bedrock", good, "--data", data)
-	if r.code != 0 || !strings.Contains(r.stdout, "imported 8 jobs") || !strings.Contains(r.stdout, "1 were running") {
+	if r.code != 0 || !strings.Contains(r.stdout, "imported 9 jobs") || !strings.Contains(r.stdout, "1 were running") {
 		t.Fatalf("import: %v", r)
 	}
 	if r := s.run(t, "", "import", "bedrock", good, "--data", data); r.code != 2 || !strings.Contains(r.stdout, "imported before?") {
@@ -374,7 +375,7 @@ func TestBedrockImport(t *testing.T) {
 	srv := serveAt(t, "127.0.0.1:0", data, "--bedrock", "127.0.0.1:0")
 	addr := srv.bedrockAddr(t)
 	for id, want := range map[string]string{"7001": "QUEUED", "7002": "QUEUED", "7003": "QUEUED", "7004": "PAUSED",
-		"7005": "QUEUED", "7006": "FINISHED", "7007": "CANCELLED", "7008": "FAILED"} {
+		"7005": "QUEUED", "7006": "FINISHED", "7007": "CANCELLED", "7008": "FAILED", "7010": "QUEUED"} {
 		st, body := bedrockCall(t, addr, "QueryJob", "jobID", id)
 		if st != "200 OK" || !strings.Contains(body, `"state":"`+want+`"`) {
 			t.Errorf("job %s after the import: %s %s, want %s", id, st, body, want)
@@ -383,6 +384,10 @@ func TestBedrockImport(t *testing.T) {
 	if _, body := bedrockCall(t, addr, "QueryJob", "jobID", "7001"); !strings.Contains(body, `"nextRun":"2042-01-01 00:00:00"`) ||
 		!strings.Contains(body, `"repeat":"SCHEDULED, +1 HOUR"`) || !strings.Contains(body, `"priority":750`) || !strings.Contains(body, `"created":"2024-05-06 07:08:09"`) {
 		t.Errorf("the recurring job after the import: %s", body)
+	}
+	// Every name Bedrock has comes over as it is.
+	if _, body := bedrockCall(t, addr, "QueryJob", "jobID", "7010"); !strings.Contains(body, `"name":"www-prod\/Evaluator?accountID=856,[1]*"`) {
+		t.Errorf("the job with a path and a query string in its name: %s", body)
 	}
 	if st, body := bedrockCall(t, addr, "GetJob", "name", "child"); st != "200 OK" || !strings.Contains(body, `"jobID":7005`) || !strings.Contains(body, `"parentJobID":7004`) {
 		t.Errorf("the imported child: %s %s", st, body)

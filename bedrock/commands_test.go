@@ -713,9 +713,9 @@ func TestNames(t *testing.T) {
 		take("axb", "name", "axb,nothing")
 		take("a[1]", "name", "a[[]1]")
 		take("a[1]", "name", "a[1],nothing")
-		take("a[b", "name", "a[b")     // a [ nothing closes: its own text
+		take("a[b", "name", "a[b")      // a [ nothing closes: its own text
 		take("a,b", "name", "a[^?x[]b") // a comma splits the header, so a class without it
-		take("{x,y}", "name", "{x?y}") // braces without a comma are plain
+		take("{x,y}", "name", "{x?y}")  // braces without a comma are plain
 		take(`back\slash`, "name", `back\slash`)
 		tr.expect("404 No job found", "GetJob", "name", "a[1]") // a1, as in Bedrock
 		tr.expect("404 No job found", "GetJob", "name", "a,b")  // a or b

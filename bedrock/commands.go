@@ -185,7 +185,11 @@ func (s *Server) peekJob(ctx context.Context, n *newJob, batch, mocked bool) *Re
 		n.p.Unique = true
 		ov, ok := n.fields["overwrite"], n.has("overwrite")
 		n.p.Overwrite = !ok || ov == "true" || ov == ""
-		existing, err := s.uniqueMatch(ctx, name)
+		group := ""
+		if n.mocked {
+			group = MockGroup
+		}
+		existing, err := s.uniqueMatch(ctx, name, group)
 		if err != nil {
 			return s.engineError(err, "")
 		}
@@ -244,12 +248,14 @@ func (s *Server) processJob(n *newJob) *Response {
 }
 
 // uniqueMatch is the job a unique add of this name would find (the
-// engine's rule: the lowest id not completed), to check its parent.
-func (s *Server) uniqueMatch(ctx context.Context, name string) (rota.Job, error) {
+// engine's rule: the lowest id not completed, in the add's group: the
+// default one, or MockGroup for a mocked add, so that mocked and real
+// jobs never match, as in Bedrock), to check its parent.
+func (s *Server) uniqueMatch(ctx context.Context, name, group string) (rota.Job, error) {
 	if store.CheckType(name) != nil {
 		return rota.Job{}, nil
 	}
-	res, err := s.c.List(ctx, rota.ListParams{Types: []string{name}, Limit: 1,
+	res, err := s.c.List(ctx, rota.ListParams{Types: []string{name}, Groups: []string{group}, Limit: 1,
 		States: []rota.State{rota.Pending, rota.Running, rota.Paused, rota.Failed, rota.Cancelled}})
 	if err != nil || len(res.Jobs) == 0 {
 		return rota.Job{}, err

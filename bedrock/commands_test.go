@@ -791,3 +791,18 @@ func TestImportRowNamesAndMocks(t *testing.T) {
 		t.Errorf("a name with a tab: %q, want it refused", why)
 	}
 }
+
+// TestUniqueByMockedness: as in Bedrock, a unique add finds only jobs as
+// mocked as itself.
+func TestUniqueByMockedness(t *testing.T) {
+	forEachStore(t, func(t *testing.T, tr *tester) {
+		real := tr.create("name", "u", "unique", "true", "data", `{"a":1}`)
+		mocked := tr.create("name", "u", "unique", "true", "data", `{"a":1}`, "mockRequest", "true")
+		if mocked == real {
+			t.Fatalf("a mocked unique add found the real job %s", real)
+		}
+		eq(t, "again, mocked", tr.create("name", "u", "unique", "true", "data", `{"a":1}`, "mockRequest", "true"), mocked)
+		eq(t, "again, real", tr.create("name", "u", "unique", "true", "data", `{"a":1}`), real)
+		eq(t, "real data", tr.query(real)["data"], `{"a":1}`)
+	})
+}

@@ -57,7 +57,8 @@ type (
 	// a unique add; Parent to add a child of a running job.
 	AddParams = store.AddParams
 	// AcceptParams asks for due jobs, optionally waiting for them: Types,
-	// Limit, DueBy, Worker, LeaseTimeout, Priority, Groups and Wait.
+	// Limit, DueBy, Worker, LeaseTimeout, Priority, Groups, SkipGroups
+	// (groups passed over, as Bedrock's mocked jobs') and Wait.
 	AcceptParams = store.AcceptParams
 	// AddResult is the result of adding one job: Job, the job as stored
 	// (its id is res.Job.ID), and Outcome, what the add did (Inserted,
@@ -66,7 +67,8 @@ type (
 	// Outcome says what an add or resubmit did.
 	Outcome = store.Outcome
 	// ResubmitParams asks for job ID to run again, at RunAt (zero: now),
-	// with Data (nil keeps the job's).
+	// with Data (nil keeps the job's), and Rename, a new type for a job
+	// that is not running (Bedrock's RequeueJobs with a name).
 	ResubmitParams = store.ResubmitParams
 	// UpdateParams changes job ID in place (Client.Update): Data, Priority,
 	// RunAt, Schedule and Missed, each left unchanged when nil or zero.
@@ -88,9 +90,10 @@ type (
 	// this heartbeat's error.
 	HeartbeatResult = store.HeartbeatResult
 	// FinishParams ends a worker's hold on a job: Lease, As (the Ending),
-	// Result, Error and Permanent for a failure, RunAt for a snooze, and
+	// Result, Error and Permanent for a failure, RunAt for a snooze,
 	// Rename, with a snooze, for a new type (Bedrock's RetryJob with a
-	// name).
+	// name), and KeepAttempt, with a snooze or release, to leave the run
+	// counted (Bedrock's RequeueJobs without decrementFailures).
 	FinishParams = store.FinishParams
 	// Ending is how a worker ends its hold on a job.
 	Ending = store.Ending

@@ -7,7 +7,7 @@ from ._base import Model, RotaError
 
 API_VERSION = "1"
 # The SHA-256 of the document this module was generated from.
-OPENAPI_SHA256 = "1977b393fd90c38dffa0e3f7e90a25482552a90228e8244577597f32dd872b08"
+OPENAPI_SHA256 = "56fa51c70eb162d9d54b0f30f214a0f621df9f318fb48afc98ffc33fd53ae86e"
 
 # How a worker ends its hold on a job: complete (done, result stored); fail (retried with back-off unless permanent or out of attempts); snooze (pending again at run_at, the attempt is given back); release (pending again at once, the attempt is given back; used on shutdown); cancel (the worker cancels the job).
 ENDINGS = ("complete", "fail", "snooze", "release", "cancel")
@@ -787,7 +787,7 @@ ROUTES = {
     "failJob": ("POST", "/v1/jobs/{id}/fail", ()),
     "finishBatch": ("POST", "/v1/finish", ()),
     "finishJob": ("POST", "/v1/jobs/{id}/finish", ()),
-    "getJob": ("GET", "/v1/jobs/{id}", ()),
+    "getJob": ("GET", "/v1/jobs/{id}", ("wait", "state")),
     "healthz": ("GET", "/healthz", ()),
     "heartbeatBatch": ("POST", "/v1/heartbeat", ()),
     "heartbeatJob": ("POST", "/v1/jobs/{id}/heartbeat", ()),

@@ -86,3 +86,21 @@ def events_path(job=None, types=None, running=True, completed=True):
 
 
 TERMINAL = frozenset(("completed", "failed", "cancelled"))
+
+
+def wait_states(states):
+    """The states a wait waits for: the given ones, or the terminal ones."""
+    if isinstance(states, str):
+        states = [states]
+    return frozenset(states) if states else TERMINAL
+
+
+def settled(id, state, want, finished_error):
+    """Whether a job in state satisfies a wait for want; raises
+    finished_error when it has ended in another state, which it can never
+    leave for one of them."""
+    if state in want:
+        return True
+    if state in TERMINAL:
+        raise finished_error("job %d has ended (%s) without being %s" % (id, state, " or ".join(sorted(want))), 409)
+    return False

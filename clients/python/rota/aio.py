@@ -24,7 +24,7 @@ from ._base import RotaError
 from ._http import RotaConnectionError, base_headers, parse_url, ssl_context
 from ._runtime import (MAX_DEFAULT_PREFETCH, MAX_FINISH_BATCH, RETRY_FIRST, RETRY_MAX, Cancel, Pace, Permanent, Snooze,
                        ending, finish_body, lease_tag, retryable)
-from ._sse import TERMINAL, Decoder, StreamReset, event_of, events_path
+from ._sse import TERMINAL, Decoder, StreamReset, event_of, events_path, settled, wait_states
 from .client import READ_RETRIES, from_env, READ_RETRY_FIRST, READ_RETRY_MAX, STREAM_IDLE
 
 __all__ = ["AsyncClient", "AsyncWorker", "AsyncLeasedJob"]
@@ -349,16 +349,18 @@ class AsyncClient:
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 5.0)
 
-    async def wait(self, id, timeout=None):
-        """Waits until job id ends and returns it; raises
-        asyncio.TimeoutError after timeout seconds, NotFoundError if there
-        is no such job or it is removed."""
+    async def wait(self, id, timeout=None, states=None):
+        """Waits until job id is in one of states (by default: once it has
+        ended) and returns it; raises asyncio.TimeoutError after timeout
+        seconds, NotFoundError if there is no such job or it is removed,
+        FinishedError if it ends in a state not asked for."""
+        want = wait_states(states)
 
         async def follow():
             async for ev in self.subscribe(job=id):
                 if ev.removed:
                     raise m.NotFoundError("job %d was removed" % id, 404)
-                if ev.state in TERMINAL:
+                if settled(id, ev.state, want, m.FinishedError):
                     return
 
         await asyncio.wait_for(follow(), timeout)

@@ -10,8 +10,8 @@ import time
 from . import _ops
 from ._base import RotaError
 from ._http import RotaConnectionError, Transport
-from ._models import ForbiddenError, NotFoundError, UnavailableError
-from ._sse import TERMINAL, Decoder, StreamReset, event_of, events_path
+from ._models import FinishedError, ForbiddenError, NotFoundError, UnavailableError
+from ._sse import TERMINAL, Decoder, StreamReset, event_of, events_path, settled, wait_states
 
 # Reads (GET) that find the server's store unavailable (503) are tried
 # again this many times, with back-off, as the Go client does. Other
@@ -230,14 +230,17 @@ class Client:
                 time.sleep(backoff)
             backoff = min(backoff * 2, 5.0)
 
-    def wait(self, id, timeout=None):
-        """Blocks until job id ends and returns it (completed, failed or
-        cancelled: look at .state). Raises TimeoutError after timeout
-        seconds, NotFoundError if there is no such job or it is removed."""
+    def wait(self, id, timeout=None, states=None):
+        """Blocks until job id is in one of states (by default: once it has
+        ended, completed, failed or cancelled: look at .state) and returns
+        it, as couch_jobs' wait does. Raises TimeoutError after timeout
+        seconds, NotFoundError if there is no such job or it is removed,
+        FinishedError if it ends in a state not asked for."""
+        want = wait_states(states)
         deadline = None if timeout is None else time.monotonic() + timeout
         for ev in self.subscribe(job=id, _deadline=deadline):
             if ev.removed:
                 raise NotFoundError("job %d was removed" % id, 404)
-            if ev.state in TERMINAL:
+            if settled(id, ev.state, want, FinishedError):
                 break
         return self.get(id)

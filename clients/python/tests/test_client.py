@@ -54,7 +54,7 @@ def test_add_many_is_one_batch_and_invalid_input_changes_nothing(client, typ):
     assert [j.data["i"] for j in jobs] == list(range(5))
     assert all(j.outcome == "inserted" for j in jobs)
     with pytest.raises(rota.InvalidInputError) as e:
-        client.add_many([{"type": typ}, {"type": "bad*type"}])
+        client.add_many([{"type": typ}, {"type": "bad\x01type"}])
     assert e.value.status == 400 and e.value.code == "invalid_input" and "type" in e.value.message
     assert len(client.list(type=typ).jobs) == 5
     with pytest.raises(ValueError):
@@ -234,6 +234,22 @@ def test_wait_returns_the_ended_job(client, typ):
     assert time.monotonic() - t0 < 3
     with pytest.raises(rota.NotFoundError):
         client.wait(10 ** 12, timeout=5)
+
+
+def test_wait_takes_states(client, typ):
+    job = client.add(typ, data={"n": 1})
+
+    def take():
+        time.sleep(0.3)
+        client.accept([typ])
+
+    threading.Thread(target=take).start()
+    running = client.wait(job.id, timeout=10, states=["running"])
+    assert running.id == job.id and running.data == {"n": 1}
+    client.cancel(job.id)
+    with pytest.raises(rota.FinishedError):
+        client.wait(job.id, timeout=10, states="running")
+    assert client.wait(job.id, timeout=10, states=["cancelled"]).state == "cancelled"
 
 
 def test_subscribe_to_a_job_ends_with_it(client, typ):

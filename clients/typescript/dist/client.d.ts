@@ -1,4 +1,4 @@
-import type { AcceptRequest, AddRequest, CreateTokenRequest, CreateTokenResponse, Event, FinishItem, GroupConfig, HeartbeatItem, HeartbeatResult, Job, ListJobsQuery, ListResponse, Outcome, ResubmitRequest, StatsResponse, Token, TypeConfig, UpdateRequest } from "./openapi.js";
+import type { AcceptRequest, AddRequest, CreateTokenRequest, CreateTokenResponse, Event, FinishItem, GroupConfig, HeartbeatItem, HeartbeatResult, Job, ListJobsQuery, ListResponse, Outcome, ResubmitRequest, State, StatsResponse, Token, TypeConfig, UpdateRequest } from "./openapi.js";
 import { RotaError } from "./errors.js";
 import { Transport } from "./transport.js";
 /** ClientOptions says where the server is and how to reach it. */
@@ -103,11 +103,14 @@ export declare class Client {
         signal?: AbortSignal;
     }): Promise<void>;
     /**
-     * wait answers the job once it has ended (completed, failed or
-     * cancelled), following it on the event stream; NotFoundError when it is
-     * removed first.
+     * wait answers the job once it is in one of `states` (by default once it
+     * has ended: completed, failed or cancelled), following it on the event
+     * stream, as couch_jobs' wait does. NotFoundError when it is removed
+     * first; FinishedError when it ends in a state not asked for (it can
+     * never reach one of them then).
      */
     wait(id: number, opts?: {
+        states?: State[];
         signal?: AbortSignal;
     }): Promise<Job>;
     /** stats counts jobs by type, group and state, and in total by state. */

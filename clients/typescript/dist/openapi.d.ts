@@ -5,8 +5,9 @@ export declare const apiVersion = "1";
  */
 export interface AcceptRequest {
     /**
-     * Required. Type names or GLOB patterns: * any run, ? one character, [abc]
-     * [a-z] [!abc] classes, {a,b} alternatives.
+     * Required. Type names or GLOB patterns, as SQLite's GLOB (Bedrock's GetJob):
+     * * any run, ? one character, [abc] [a-z] [^abc] classes (a [ nothing closes
+     * is a plain character; [?] matches ? exactly), and {a,b} alternatives.
      */
     types: string[];
     /**
@@ -69,8 +70,8 @@ export interface AddBatchResponse {
  */
 export interface AddRequest {
     /**
-     * Required. The job type: 1..255 bytes of UTF-8, no control characters and
-     * none of the GLOB metacharacters * ? [ ] { } \.
+     * Required. The job type: 1..255 bytes of UTF-8 without control characters
+     * (any other character, as Bedrock's job names: paths, ?, *, [, commas).
      */
     type: string;
     /**
@@ -1102,10 +1103,24 @@ export interface EventsQuery {
      */
     completed?: boolean;
 }
+/** The query parameters of GET /v1/jobs/{id} (getJob). */
+export interface GetJobQuery {
+    /**
+     * How long to wait for the job to be in one of the states, a Go duration up to
+     * the server's maximum (60s by default); absent answers at once.
+     */
+    wait?: string;
+    /**
+     * The states to wait for (repeatable, or comma-separated); needs wait.
+     * Terminal states by default.
+     */
+    state?: State[];
+}
 /** The query parameters of GET /v1/jobs (listJobs). */
 export interface ListJobsQuery {
     /**
-     * Exact type names (repeatable, or comma-separated).
+     * Exact type names (repeatable, or comma-separated: a type whose name has a
+     * comma cannot be listed by it).
      */
     type?: string[];
     /**

@@ -20,6 +20,7 @@ import type {
   OperationId,
   Outcome,
   ResubmitRequest,
+  State,
   StatsResponse,
   Token,
   TokensResponse,
@@ -29,7 +30,7 @@ import type {
   EventsQuery,
 } from "./openapi.js";
 import { operations } from "./openapi.js";
-import { ConnectionError, ForbiddenError, NotFoundError, RotaError, UnavailableError, errorOf } from "./errors.js";
+import { ConnectionError, FinishedError, ForbiddenError, NotFoundError, RotaError, UnavailableError, errorOf } from "./errors.js";
 import { SSEParser } from "./sse.js";
 import { Transport, answerError, readAll, sleep } from "./transport.js";
 
@@ -212,22 +213,30 @@ export class Client {
   }
 
   /**
-   * wait answers the job once it has ended (completed, failed or
-   * cancelled), following it on the event stream; NotFoundError when it is
-   * removed first.
+   * wait answers the job once it is in one of `states` (by default once it
+   * has ended: completed, failed or cancelled), following it on the event
+   * stream, as couch_jobs' wait does. NotFoundError when it is removed
+   * first; FinishedError when it ends in a state not asked for (it can
+   * never reach one of them then).
    */
-  async wait(id: number, opts: { signal?: AbortSignal } = {}): Promise<Job> {
+  async wait(id: number, opts: { states?: State[]; signal?: AbortSignal } = {}): Promise<Job> {
     jobID(id);
+    const want = new Set<string>(opts.states?.length ? opts.states : terminal);
+    const settled = (state: string): boolean => {
+      if (want.has(state)) return true;
+      if (terminal.has(state)) throw new FinishedError(`job ${id} has ended (${state}) without being ${[...want].join(" or ")}`, "finished", 409);
+      return false;
+    };
     for (;;) {
       for await (const ev of this.subscribe({ job: id, signal: opts.signal })) {
         if (ev.removed) throw new NotFoundError(`job ${id} was removed`, "not_found", 404);
-        if (terminal.has(ev.state)) return this.get(id, opts);
+        if (settled(ev.state)) return this.get(id, opts);
       }
       if (opts.signal?.aborted) throw opts.signal.reason;
       // The stream ended without the job ending (a server shutting down):
       // look, and follow it again.
       const j = await this.get(id, opts);
-      if (terminal.has(j.state)) return j;
+      if (settled(j.state)) return j;
     }
   }
 

@@ -160,6 +160,19 @@ for (const store of stores()) {
       await assert.rejects(stopped, /gave up/);
     });
 
+    test("wait takes the states to wait for, and FinishedError when the job ends in another", async () => {
+      const type = uniq("waitstates");
+      const j = await c.add({ type, data: { n: 1 } });
+      const running = c.wait(j.id, { states: ["running"] });
+      const [leased] = await c.accept({ types: [type], limit: 1 });
+      const seen = await running;
+      assert.equal(seen.id, j.id);
+      assert.deepEqual(seen.data, { n: 1 });
+      await c.finish([{ id: j.id, token: leased.token!, as: "complete" }]);
+      await assert.rejects(c.wait(j.id, { states: ["running"] }), FinishedError);
+      assert.equal((await c.wait(j.id, { states: ["completed", "failed"] })).state, "completed");
+    });
+
     test("stats counts jobs by type, group and state", async () => {
       const type = uniq("stats");
       await c.addMany([{ type, group: "a" }, { type, group: "a" }, { type, group: "b" }]);

@@ -180,6 +180,9 @@ type Reach = store.Reach
 func NewReach(groups, types []string) (*Reach, error) { return store.NewReach(groups, types) }
 
 // WithReach returns ctx carrying reach r: the Client's operations with it
-// see only jobs in reach (listings page over them, counts count them, a
-// parent out of reach is answered as a missing one).
+// see only jobs in reach (listings page over them, counts count them; a
+// job out of reach, by id, by key or as a parent, is answered as a missing
+// one by Get, GetMany, GetByKey, Cancel, Remove, Update and Resubmit,
+// inside the store's transaction). Worker calls are fenced by the lease
+// token, which only the job's own worker holds.
 func WithReach(ctx context.Context, r *Reach) context.Context { return store.WithReach(ctx, r) }

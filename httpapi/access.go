@@ -264,7 +264,13 @@ func (s *Server) reachEach(r *http.Request, ids []int64, missing func(int64) err
 	if !a.scoped() {
 		return out
 	}
-	jobs, err := s.c.GetMany(r.Context(), ids)
+	// Read past the reach (which would answer a job out of reach as
+	// missing), so that a job out of reach is answered by missing here,
+	// before the operation: a worker call's fencing would answer it as a
+	// lease it does not hold. The stores apply the reach again inside
+	// each producer operation (lifecycle.Reached), so a job added after
+	// this read is out of reach there too.
+	jobs, err := s.c.GetMany(store.WithReach(r.Context(), nil), ids)
 	for i, id := range ids {
 		switch {
 		case err != nil:

@@ -610,8 +610,87 @@ func TestTokenGoAPIAgrees(t *testing.T) {
 				t.Errorf("%s: acme's counts: %+v, %v", name, c, err)
 			}
 		}
+		// By id and by key, beta's job is a missing one to every operation.
+		_, err = cl.c.Get(cl.ctx, theirs.ID)
+		wantNotFound(t, name+": get", err)
+		_, err = cl.c.GetByKey(cl.ctx, "report", "beta", "inv-1001")
+		wantNotFound(t, name+": get by key", err)
+		if got, err := cl.c.GetMany(cl.ctx, []int64{theirs.ID}); err != nil || len(got) != 1 || got[0].ID != 0 {
+			t.Errorf("%s: GetMany of beta's job: %+v, %v; want a missing job", name, got, err)
+		}
+		wantNotFound(t, name+": cancel", cl.c.Cancel(cl.ctx, theirs.ID))
+		prio := 9
+		_, err = cl.c.Update(cl.ctx, rota.UpdateParams{ID: theirs.ID, Priority: &prio, Data: json.RawMessage(`{"acme":1}`)})
+		wantNotFound(t, name+": update", err)
+		_, err = cl.c.Resubmit(cl.ctx, rota.ResubmitParams{ID: theirs.ID, Data: json.RawMessage(`{"acme":1}`)})
+		wantNotFound(t, name+": resubmit", err)
+		wantNotFound(t, name+": remove", cl.c.Remove(cl.ctx, theirs.ID))
 		if after, _ := e.c.Get(ctx, theirs.ID); !reflect.DeepEqual(before, after) {
 			t.Errorf("%s: acme changed beta's job:\nbefore %+v\nafter  %+v", name, before, after)
 		}
 	}
+}
+
+func wantNotFound(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, rota.ErrNotFound) {
+		t.Errorf("%s of beta's job: %v; want ErrNotFound, as for a missing job", what, err)
+	}
+}
+
+// TestTokenRaceWithAnAdd: a scoped token that names an id before another
+// tenant's job gets it (ids come from one sequence, so the next one is
+// easy to guess) cannot remove, cancel, change or resubmit that job
+// however its request and the other tenant's add interleave: the store
+// applies the reach inside the operation, not only the front end before
+// it.
+func TestTokenRaceWithAnAdd(t *testing.T) {
+	e := newTokenEnv(t)
+	ctx := t.Context()
+	ops := []struct{ method, suffix string }{{"DELETE", ""}, {"POST", "/cancel"}, {"PATCH", ""}, {"POST", "/resubmit"}}
+	deadline := time.Now().Add(4 * time.Second)
+	rounds := 0
+	for ; rounds < 400 && time.Now().Before(deadline); rounds++ {
+		mine, err := e.c.Add(ctx, rota.AddParams{Type: "report", Group: "acme-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := mine.Job.ID + 1
+		op := ops[rounds%len(ops)]
+		var body any
+		switch op.suffix {
+		case "":
+			if op.method == "PATCH" {
+				body = map[string]any{"priority": 9, "data": map[string]any{"acme": "wrote this"}}
+			}
+		case "/resubmit":
+			body = map[string]any{"data": map[string]any{"acme": "wrote this"}}
+		}
+		// acme asks again and again for the id beta's add is about to get,
+		// while beta adds it.
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := 0; i < 50; i++ {
+				r, err := e.send(ctx, op.method, fmt.Sprintf("/v1/jobs/%d%s", next, op.suffix), body, "Authorization", "Bearer "+e.secrets["acme"])
+				if err != nil || r.Status != http.StatusNotFound {
+					return
+				}
+			}
+		}()
+		time.Sleep(time.Duration(rounds%7) * 100 * time.Microsecond)
+		theirs, err := e.c.Add(ctx, rota.AddParams{Type: "report", Group: "beta", Data: json.RawMessage(`{"secret":"beta-only"}`)})
+		<-done
+		if err != nil {
+			t.Fatal(err)
+		}
+		if theirs.Job.ID != next {
+			continue
+		}
+		after, err := e.c.Get(ctx, next)
+		if err != nil || after.State != store.Pending || after.Priority != 0 || string(after.Data) != `{"secret":"beta-only"}` {
+			t.Fatalf("round %d: acme's %s %s of the id beta's add took reached beta's job: %+v, %v", rounds, op.method, op.suffix, after, err)
+		}
+	}
+	t.Logf("%d rounds", rounds)
 }

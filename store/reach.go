@@ -159,6 +159,20 @@ func ListInReach(p ListParams, r *Reach, page func(ListParams) ([]Job, error)) (
 // reachScan is how many jobs ListInReach reads from the store at a time.
 const reachScan = 500
 
+// JobsInReach makes the jobs out of reach r missing ones (a Job with ID
+// 0), as Get answers an id that does not exist.
+func JobsInReach(jobs []Job, r *Reach) []Job {
+	if !r.Scoped() {
+		return jobs
+	}
+	for i, j := range jobs {
+		if j.ID != 0 && !r.Has(j.Type, j.Group) {
+			jobs[i] = Job{}
+		}
+	}
+	return jobs
+}
+
 // CountsInReach keeps the counts of types and groups in reach r.
 func CountsInReach(counts []Count, r *Reach) []Count {
 	if !r.Scoped() {

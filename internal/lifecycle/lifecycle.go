@@ -439,6 +439,18 @@ func slotOf(sched string, r *Row, runAt time.Time, keep bool) time.Time {
 	return runAt
 }
 
+// Reached is job r as a caller with this reach finds it: nil, a missing
+// job, when it is out of reach, so that every rule answers it word for
+// word as it answers a missing one. Stores apply it to the rows they load
+// for an operation by id, inside its transaction, so that a job added
+// after a front end checked an id is as safe as one added before.
+func Reached(r *Row, reach *store.Reach) *Row {
+	if r != nil && !reach.Has(r.Type, r.Group) {
+		return nil
+	}
+	return r
+}
+
 // CancelJob decides a producer's cancel of job id (r nil when it does not
 // exist). A job already cancelled stays so without an error or an event;
 // another ended job is ErrFinished.

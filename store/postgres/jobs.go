@@ -58,6 +58,23 @@ func (t *txn) lock(ids []int64) (map[int64]*lifecycle.Row, error) {
 }
 
 // readRows runs a query of rowColumns and reads its rows (scanRows).
+// lockInReach is lock for an operation by id of the caller whose reach
+// t's context carries: a job out of reach is left out, as a missing one
+// (lifecycle.Reached).
+func (t *txn) lockInReach(ids []int64) (map[int64]*lifecycle.Row, error) {
+	rs, err := t.lock(ids)
+	if err != nil {
+		return nil, err
+	}
+	reach := store.ReachOf(t.ctx)
+	for id, r := range rs {
+		if lifecycle.Reached(r, reach) == nil {
+			delete(rs, id)
+		}
+	}
+	return rs, nil
+}
+
 func (t *txn) readRows(at *time.Time, query string, args ...any) ([]*lifecycle.Row, error) {
 	r, err := t.query(query, args...)
 	return scanRows(r, err, at)
@@ -569,7 +586,7 @@ func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]stor
 		for i, p := range ps {
 			ids[i] = p.ID
 		}
-		rs, err := t.lock(ids)
+		rs, err := t.lockInReach(ids)
 		if err != nil {
 			return err
 		}
@@ -632,7 +649,7 @@ func (s *Store) decide(ctx context.Context, op string, ids []int64, rule func(in
 	var errs []error
 	err := s.inTx(ctx, op, func(t *txn) error {
 		errs = make([]error, len(ids))
-		rs, err := t.lock(ids)
+		rs, err := t.lockInReach(ids)
 		if err != nil {
 			return err
 		}
@@ -1646,7 +1663,7 @@ func (s *Store) Update(ctx context.Context, ps []store.UpdateParams) ([]store.Jo
 	err = s.inTx(ctx, "update", func(t *txn) error {
 		clear(out)
 		clear(errs)
-		rs, err := t.lock(ids)
+		rs, err := t.lockInReach(ids)
 		if err != nil {
 			return err
 		}

@@ -170,7 +170,7 @@ func (s *Store) Get(ctx context.Context, ids []int64) ([]store.Job, error) {
 	for i, id := range ids {
 		out[i] = byID[id]
 	}
-	return out, nil
+	return store.JobsInReach(out, store.ReachOf(ctx)), nil
 }
 
 // GetByKey returns the job with this type, group and key.
@@ -194,7 +194,7 @@ func (s *Store) GetByKey(ctx context.Context, typ, group, key string) (store.Job
 	if err != nil {
 		return store.Job{}, err
 	}
-	if len(jobs) == 0 {
+	if len(jobs) == 0 || !store.ReachOf(ctx).Has(typ, group) {
 		return store.Job{}, notFound
 	}
 	return jobs[0], nil

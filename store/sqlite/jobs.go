@@ -634,12 +634,14 @@ func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]stor
 	}
 	out := make([]store.AddResult, len(ps))
 	errs := make([]error, len(ps))
+	reach := store.ReachOf(ctx)
 	err = s.write(ctx, true, func(w *writeTx) error {
 		for i, p := range ps {
 			r, _, err := w.load(p.ID)
 			if err != nil {
 				return err
 			}
+			r = lifecycle.Reached(r, reach)
 			plan, err := lifecycle.Resubmit(p.ID, r, &p, datas[i], w.now)
 			if err != nil {
 				errs[i] = err
@@ -690,12 +692,14 @@ func (s *Store) Remove(ctx context.Context, ids []int64) ([]error, error) {
 // remove), with per-item errors.
 func (s *Store) decide(ctx context.Context, ids []int64, rule func(int64, *lifecycle.Row) (lifecycle.Plan, error)) ([]error, error) {
 	errs := make([]error, len(ids))
+	reach := store.ReachOf(ctx)
 	err := s.write(ctx, true, func(w *writeTx) error {
 		for i, id := range ids {
 			r, _, err := w.load(id)
 			if err != nil {
 				return err
 			}
+			r = lifecycle.Reached(r, reach)
 			plan, err := rule(id, r)
 			if err != nil {
 				errs[i] = err
@@ -1139,12 +1143,14 @@ func (s *Store) Update(ctx context.Context, ps []store.UpdateParams) ([]store.Jo
 	}
 	out := make([]store.Job, len(ps))
 	errs := make([]error, len(ps))
+	reach := store.ReachOf(ctx)
 	err = s.write(ctx, true, func(w *writeTx) error {
 		for i := range ps {
 			r, _, err := w.load(ps[i].ID)
 			if err != nil {
 				return err
 			}
+			r = lifecycle.Reached(r, reach)
 			plan, err := lifecycle.UpdateJob(ps[i].ID, r, &ps[i], datas[i])
 			if err != nil {
 				errs[i] = err

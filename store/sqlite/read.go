@@ -122,7 +122,7 @@ func (s *Store) Get(ctx context.Context, ids []int64) ([]store.Job, error) {
 			return nil, s.readErr(err)
 		}
 	}
-	return out, nil
+	return store.JobsInReach(out, store.ReachOf(ctx)), nil
 }
 
 // GetByKey returns the job with this type, group and key.
@@ -131,7 +131,7 @@ func (s *Store) GetByKey(ctx context.Context, typ, group, key string) (store.Job
 		return store.Job{}, store.Invalidf("type and key are both required")
 	}
 	j, err := scanJob(s.reader.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM rota_jobs WHERE type = ? AND grp = ? AND key = ?`, typ, group, key))
-	if errors.Is(err, sql.ErrNoRows) {
+	if errors.Is(err, sql.ErrNoRows) || err == nil && !store.ReachOf(ctx).Has(typ, group) {
 		return store.Job{}, fmt.Errorf("type %q group %q key %q: %w", typ, group, key, store.ErrNotFound)
 	}
 	if err != nil {

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -173,6 +174,82 @@ func testTenants(t *testing.T, open func(t *testing.T) store.Store) {
 		res, err := s.Add(acme, []store.AddParams{{Type: "report.part", Group: "acme-1", Parent: mine.ID}})
 		if err != nil || res[0].Job.Parent != mine.ID || res[0].Job.State != store.Paused {
 			t.Errorf("a child of a parent in reach: %+v, %v; want a paused child", res, err)
+		}
+	})
+
+	// A job out of the caller's reach is a missing job to every operation
+	// by id, inside its transaction: reads, cancel, remove, update and
+	// resubmit answer it word for word as a missing one and change
+	// nothing, so that a job added between a front end's check and the
+	// operation is as safe as one added before.
+	t.Run("ByIDOutOfReach", func(t *testing.T) {
+		s := open(t)
+		pending := addOne(t, s, store.AddParams{Type: "invoice", Key: "inv-1", Group: "globex-hr", Data: raw(`{"who":"globex"}`)})
+		running := start(t, s, store.AddParams{Type: "report", Group: "globex-hr"})
+		mail := addOne(t, s, store.AddParams{Type: "mail.send", Group: "acme-1"})
+		const missing = 987654321
+		acme := store.WithReach(t.Context(), reachOf(t, []string{"acme-*"}, nil))
+		typed := store.WithReach(t.Context(), reachOf(t, nil, []string{"report.*"}))
+		same := func(what string, id int64, errOut, errMissing error) {
+			t.Helper()
+			if !errors.Is(errOut, store.ErrNotFound) || !errors.Is(errMissing, store.ErrNotFound) {
+				t.Errorf("%s of job %d out of reach: %v; of a missing job: %v; want both ErrNotFound", what, id, errOut, errMissing)
+				return
+			}
+			if a, b := strings.ReplaceAll(errOut.Error(), strconv.FormatInt(id, 10), "N"),
+				strings.ReplaceAll(errMissing.Error(), strconv.Itoa(missing), "N"); a != b {
+				t.Errorf("%s: out of reach %q, missing %q: they must read the same", what, a, b)
+			}
+		}
+		for _, c := range []struct {
+			name string
+			ctx  context.Context
+			job  store.Job
+		}{{"acme-*", acme, pending}, {"acme-* (running)", acme, running}, {"report.*", typed, mail}} {
+			ctx, j := c.ctx, c.job
+			before := get(t, s, j.ID)
+			jobs, err := s.Get(ctx, []int64{j.ID})
+			if err != nil || len(jobs) != 1 || jobs[0].ID != 0 {
+				t.Errorf("%s: Get of job %d out of reach: %+v, %v; want a missing job", c.name, j.ID, jobs, err)
+			}
+			if j.Key != "" {
+				_, err := s.GetByKey(ctx, j.Type, j.Group, j.Key)
+				wantErr(t, c.name+": GetByKey out of reach", err, store.ErrNotFound)
+			}
+			e1, err := s.Cancel(ctx, []int64{j.ID})
+			e2, err2 := s.Cancel(ctx, []int64{missing})
+			if err != nil || err2 != nil {
+				t.Fatal(err, err2)
+			}
+			same(c.name+": cancel", j.ID, e1[0], e2[0])
+			prio := 9
+			_, e1, err = s.Update(ctx, []store.UpdateParams{{ID: j.ID, Data: raw(`{"who":"acme"}`), Priority: &prio}})
+			_, e2, err2 = s.Update(ctx, []store.UpdateParams{{ID: missing, Data: raw(`{"who":"acme"}`), Priority: &prio}})
+			if err != nil || err2 != nil {
+				t.Fatal(err, err2)
+			}
+			same(c.name+": update", j.ID, e1[0], e2[0])
+			_, e1, err = s.Resubmit(ctx, []store.ResubmitParams{{ID: j.ID, Data: raw(`{"who":"acme"}`)}})
+			_, e2, err2 = s.Resubmit(ctx, []store.ResubmitParams{{ID: missing, Data: raw(`{"who":"acme"}`)}})
+			if err != nil || err2 != nil {
+				t.Fatal(err, err2)
+			}
+			same(c.name+": resubmit", j.ID, e1[0], e2[0])
+			e1, err = s.Remove(ctx, []int64{j.ID})
+			e2, err2 = s.Remove(ctx, []int64{missing})
+			if err != nil || err2 != nil {
+				t.Fatal(err, err2)
+			}
+			same(c.name+": remove", j.ID, e1[0], e2[0])
+			unchanged(t, c.name+": operations out of reach", before, get(t, s, j.ID))
+		}
+		// In reach, the same operations act.
+		mine := addOne(t, s, store.AddParams{Type: "report", Group: "acme-1"})
+		if errs, err := s.Cancel(acme, []int64{mine.ID}); err != nil || errs[0] != nil {
+			t.Errorf("acme cancelling its own job: %v, %v", errs, err)
+		}
+		if jobs, err := s.Get(acme, []int64{mine.ID}); err != nil || jobs[0].ID != mine.ID {
+			t.Errorf("acme reading its own job: %+v, %v", jobs, err)
 		}
 	})
 

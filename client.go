@@ -292,7 +292,29 @@ func (c *Client) SetTypeConfig(ctx context.Context, tc TypeConfig) error {
 
 // SetGroupConfig sets a group's weight and bound on running jobs, for one
 // type or for all (Type ""); the next accept applies it.
+//
+// A caller with a scoped reach (WithReach: a tenant) may lower its groups'
+// weights but not raise one above the default (1) or above what it is
+// now: a weight is a share taken from every other group of the type,
+// other tenants' included, so only a caller of every group (the admin
+// token) gives a group more than its turn.
 func (c *Client) SetGroupConfig(ctx context.Context, gc GroupConfig) error {
+	if r := store.ReachOf(ctx); r.Scoped() && gc.Weight > 1 {
+		gcs, err := c.GroupConfigs(store.WithReach(ctx, nil))
+		if err != nil {
+			return err
+		}
+		now := 1.0
+		for _, x := range gcs {
+			if x.Group == gc.Group && x.Type == gc.Type && x.Weight > now {
+				now = x.Weight
+			}
+		}
+		if gc.Weight > now {
+			return store.Invalidf("weight %g of group %q is more than %g: a token scoped to some groups or types may lower a group's weight, not raise it above %g (a weight takes a share from other tenants' groups; ask for it with the admin token)",
+				gc.Weight, gc.Group, now, now)
+		}
+	}
 	return c.st.SetGroupConfig(ctx, gc)
 }
 

@@ -694,3 +694,60 @@ func TestTokenRaceWithAnAdd(t *testing.T) {
 	}
 	t.Logf("%d rounds", rounds)
 }
+
+// TestTokenGroupWeight: a scoped token may lower its groups' weights, or
+// keep what the admin token gave them, but not raise a group's share of a
+// type above other tenants' groups: weight 1000 in acme-1 would leave
+// beta one job in a thousand of the type while both have due jobs.
+func TestTokenGroupWeight(t *testing.T) {
+	e := newTokenEnv(t)
+	set := func(kind string, weight float64, paused bool) reply {
+		return e.as(t, kind, "PUT", "/v1/groups", map[string]any{"group": "acme-1", "type": "report", "weight": weight, "paused": paused})
+	}
+	weight := func() float64 {
+		gcs, err := e.c.GroupConfigs(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range gcs {
+			if g.Group == "acme-1" && g.Type == "report" {
+				return g.Weight
+			}
+		}
+		return 0
+	}
+	for _, kind := range []string{"acme", "mail-only"} {
+		r := e.as(t, kind, "PUT", "/v1/groups", map[string]any{"group": "acme-1", "type": "mail.send", "weight": 1000})
+		if kind == "mail-only" && r.Status != http.StatusBadRequest || kind == "acme" && r.Status != http.StatusBadRequest {
+			t.Errorf("%s raising acme-1's weight of mail.send to 1000: %s, want 400", kind, r)
+		}
+	}
+	wantError(t, set("acme", 1000, false), http.StatusBadRequest, wire.CodeInvalid, "may lower a group's weight, not raise it")
+	if w := weight(); w != 0 {
+		t.Errorf("after a refused raise, acme-1's weight is %g", w)
+	}
+	if r := set("acme", 0.5, false); r.Status != 200 || weight() != 0.5 {
+		t.Errorf("acme lowering its weight to 0.5: %s, weight %g", r, weight())
+	}
+	if r := set("acme", 1, false); r.Status != 200 {
+		t.Errorf("acme setting its weight back to 1: %s", r)
+	}
+	// What the admin token gave, acme keeps (a pause sends it back) and
+	// may lower, not raise.
+	if r := set("admin", 5, false); r.Status != 200 {
+		t.Fatalf("admin: %s", r)
+	}
+	if r := set("acme", 5, true); r.Status != 200 || weight() != 5 {
+		t.Errorf("acme pausing with the weight the admin set: %s, weight %g", r, weight())
+	}
+	wantError(t, set("acme", 6, false), http.StatusBadRequest, wire.CodeInvalid, "more than 5")
+	if w := weight(); w != 5 {
+		t.Errorf("after a refused raise, acme-1's weight is %g, want 5", w)
+	}
+	// The Go API with acme's reach agrees.
+	reach, _ := rota.NewReach([]string{"acme-*"}, nil)
+	err := e.c.SetGroupConfig(rota.WithReach(t.Context(), reach), rota.GroupConfig{Group: "acme-1", Type: "report", Weight: 1000})
+	if !errors.Is(err, rota.ErrInvalid) {
+		t.Errorf("the Go API with acme's reach raising the weight: %v, want ErrInvalid", err)
+	}
+}

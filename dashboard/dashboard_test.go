@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,7 +11,9 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -403,5 +406,50 @@ func TestOverviewByReach(t *testing.T) {
 	case <-changed:
 	case <-time.After(5 * time.Second):
 		t.Errorf("acme's page was not told of its own change")
+	}
+}
+
+// TestOutOfReachLikeMissing: to a scoped token, another tenant's job on
+// the dashboard is a missing job word for word: its page and each of its
+// actions answer the same status and text as for an id no job has, and
+// change nothing.
+func TestOutOfReachLikeMissing(t *testing.T) {
+	s := newSite(t, "adm")
+	ctx := context.Background()
+	theirs, _ := s.c.Add(ctx, rota.AddParams{Type: "t", Group: "beta", Data: json.RawMessage(`{"secret":"beta-only"}`)})
+	id := theirs.Job.ID
+	before, _ := s.c.Get(ctx, id)
+	tok := createToken(t, s, wire.CreateTokenRequest{Name: "acme", Groups: []string{"acme"}})
+	cl, csrf := signIn(t, s, tok)
+	const missing = 987654321
+	norm := func(body string, id int64) string {
+		body = regexp.MustCompile(`name="csrf" value="[^"]*"`).ReplaceAllString(body, "")
+		return regexp.MustCompile(`(?i)(job |/jobs/)`+strconv.FormatInt(id, 10)+`\b`).ReplaceAllString(body, "${1}N")
+	}
+	for _, action := range []string{"", "cancel", "retry", "reschedule", "edit", "remove"} {
+		do := func(id int64) (*http.Response, string) {
+			if action == "" {
+				return get(t, cl, fmt.Sprintf("%s/jobs/%d", s.url, id))
+			}
+			return postForm(t, cl, fmt.Sprintf("%s/jobs/%d/%s", s.url, id, action),
+				url.Values{"csrf": {csrf}, "data": {`{"acme":1}`}, "run_at": {"2030-01-01T00:00"}})
+		}
+		out, outBody := do(id)
+		miss, missBody := do(missing)
+		if out.StatusCode != miss.StatusCode || norm(outBody, id) != norm(missBody, missing) {
+			a, b := norm(outBody, id), norm(missBody, missing)
+			i := 0
+			for i < min(len(a), len(b)) && a[i] == b[i] {
+				i++
+			}
+			t.Errorf("action %q: beta's job is answered %d, a missing one %d; the pages differ at %q / %q", action,
+				out.StatusCode, miss.StatusCode, a[max(0, i-80):min(len(a), i+80)], b[max(0, i-80):min(len(b), i+80)])
+		}
+		if strings.Contains(outBody, "beta-only") {
+			t.Errorf("action %q shows beta's data", action)
+		}
+	}
+	if after, _ := s.c.Get(ctx, id); !reflect.DeepEqual(before, after) {
+		t.Errorf("acme changed beta's job:\nbefore %+v\nafter  %+v", before, after)
 	}
 }

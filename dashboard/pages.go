@@ -488,7 +488,7 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 	}
 	j, err := s.c.Get(r.Context(), id)
 	if err == nil && !u.Access.Reaches(j.Type, j.Group) {
-		err = fmt.Errorf("job %d: %w", id, rota.ErrNotFound)
+		err = store.NotFound(id) // as a missing job, word for word
 	}
 	if err != nil {
 		s.fail(w, r, fmt.Sprintf("Job %d", id), err)
@@ -550,7 +550,7 @@ func (s *Server) jobAction(w http.ResponseWriter, r *http.Request) {
 	}
 	j, err := s.c.Get(ctx, id)
 	if err == nil && !u.Access.Reaches(j.Type, j.Group) {
-		err = fmt.Errorf("job %d: %w", id, rota.ErrNotFound)
+		err = store.NotFound(id) // as a missing job, word for word
 	}
 	if err != nil {
 		s.fail(w, r, fmt.Sprintf("Job %d", id), err)

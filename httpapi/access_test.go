@@ -751,3 +751,122 @@ func TestTokenGroupWeight(t *testing.T) {
 		t.Errorf("the Go API with acme's reach raising the weight: %v, want ErrInvalid", err)
 	}
 }
+
+// TestTokenFieldsNameNoOtherJob: every query field and body field that
+// names a job, a key, a group or a type pattern, tried by acme (and its
+// read-only twin) and by mail-only against beta's jobs, answers exactly
+// what the same request answers when the job does not exist: the same
+// status, the same body (ids aside), no next_cursor, nothing of beta's.
+// An accept asking for beta's group or for every type gets nothing of
+// beta's, or is refused.
+func TestTokenFieldsNameNoOtherJob(t *testing.T) {
+	e := newTokenEnv(t)
+	ctx := t.Context()
+	add := func(p rota.AddParams) store.Job {
+		res, err := e.c.Add(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Job
+	}
+	parent := add(rota.AddParams{Type: "report", Key: "r-7", Group: "beta", Data: json.RawMessage(`{"secret":"beta-only"}`)})
+	jobs, err := e.c.Accept(ctx, rota.AcceptParams{Types: []string{"report"}, Limit: 1})
+	if err != nil || len(jobs) != 1 || jobs[0].ID != parent.ID {
+		t.Fatalf("accept beta's parent: %v %v", jobs, err)
+	}
+	add(rota.AddParams{Type: "report.part", Key: "p-1", Group: "beta", Parent: parent.ID, Data: json.RawMessage(`{"secret":"beta-only"}`)})
+	add(rota.AddParams{Type: "report.daily", Group: "beta", Schedule: "@daily", Data: json.RawMessage(`{"secret":"beta-only"}`)})
+	for range 3 {
+		add(rota.AddParams{Type: "invoice", Group: "beta", Data: json.RawMessage(`{"secret":"beta-only"}`)})
+	}
+	const missing = 987654321
+	id := strconv.FormatInt(parent.ID, 10)
+	// Each target names beta's job (or key, or group); its twin names
+	// something that does not exist.
+	pairs := [][2]string{
+		{"/v1/jobs?id=" + id, "/v1/jobs?id=987654321"},
+		{"/v1/jobs?id=" + id + "&id=1", "/v1/jobs?id=987654321&id=1"},
+		{"/v1/jobs?parent=" + id, "/v1/jobs?parent=987654321"},
+		{"/v1/jobs?parent=" + id + "&limit=1", "/v1/jobs?parent=987654321&limit=1"},
+		{"/v1/jobs?type=report&key=r-7&group=beta", "/v1/jobs?type=report&key=r-8&group=beta"},
+		{"/v1/jobs?type=report.part&key=p-1&group=beta", "/v1/jobs?type=report.part&key=p-2&group=beta"},
+		{"/v1/jobs?group=beta&limit=1", "/v1/jobs?group=nobody&limit=1"},
+		{"/v1/jobs?group=beta&limit=1&cursor=1", "/v1/jobs?group=nobody&limit=1&cursor=1"},
+		{"/v1/jobs?type=invoice&limit=1&cursor=" + id, "/v1/jobs?type=nothing&limit=1&cursor=" + id},
+		{"/v1/jobs?type=invoice&state=pending&limit=1&order=desc", "/v1/jobs?type=nothing&state=pending&limit=1&order=desc"},
+		{"/v1/jobs?recurring=true&limit=1", "/v1/jobs?recurring=true&type=nothing&limit=1"},
+		{"/v1/jobs?updated_since=2000-01-01T00:00:00Z&group=beta&limit=1", "/v1/jobs?updated_since=2000-01-01T00:00:00Z&group=nobody&limit=1"},
+		{"/v1/events?job=" + id, "/v1/events?job=987654321"},
+	}
+	for _, kind := range []string{"acme", "acme-read-only", "mail-only"} {
+		for _, p := range pairs {
+			out := e.as(t, kind, "GET", p[0], nil)
+			miss := e.as(t, kind, "GET", p[1], nil)
+			a := strings.ReplaceAll(string(out.Body), id, "N")
+			b := strings.ReplaceAll(string(miss.Body), strconv.Itoa(missing), "N")
+			if out.Status != miss.Status || a != b {
+				t.Errorf("GET %s as %s: %s; for what does not exist: %s", p[0], kind, out, miss)
+			}
+			if strings.Contains(a, "beta-only") || strings.Contains(a, `"group":"beta"`) {
+				t.Errorf("GET %s as %s shows beta's job: %s", p[0], kind, out)
+			}
+		}
+	}
+	// Accepts: acme asking for beta's types, or for every type, gets
+	// nothing of beta's (an accept has no groups field: a token's groups
+	// are its own); mail-only may ask only for its own patterns.
+	for _, c := range []struct {
+		kind   string
+		body   map[string]any
+		status int
+	}{
+		{"acme", map[string]any{"types": []string{"invoice"}, "limit": 10}, 200},
+		{"acme", map[string]any{"types": []string{"*"}, "limit": 10}, 200},
+		{"acme", map[string]any{"types": []string{"invoice", "report*", "*"}, "limit": 10}, 200},
+		{"mail-only", map[string]any{"types": []string{"*"}, "limit": 10}, 403},
+		{"mail-only", map[string]any{"types": []string{"invoice"}, "limit": 10}, 403},
+		{"mail-only", map[string]any{"types": []string{"mail.*", "invoice"}, "limit": 10}, 403},
+		{"mail-only", map[string]any{"types": []string{"mail.[a-z]*"}, "limit": 10}, 403},
+		{"acme-read-only", map[string]any{"types": []string{"invoice"}, "limit": 10}, 403},
+	} {
+		r := e.as(t, c.kind, "POST", "/v1/accept", c.body)
+		if r.Status != c.status {
+			t.Errorf("accept %v as %s: %s, want %d", c.body, c.kind, r, c.status)
+		}
+		if r.Status == 200 && strings.Contains(string(r.Body), "beta-only") {
+			t.Errorf("accept %v as %s took beta's job: %s", c.body, c.kind, r)
+		}
+	}
+	if n := len(listAll(t, e, "invoice")); n != 3 {
+		t.Errorf("beta's invoices: %d pending, want 3 (none accepted by another tenant)", n)
+	}
+	// Group settings of beta's group, and group settings for every type
+	// by a token of some types, are refused whatever the field.
+	for _, c := range []struct {
+		kind string
+		body map[string]any
+	}{
+		{"acme", map[string]any{"group": "beta", "type": "invoice", "paused": true}},
+		{"acme", map[string]any{"group": "beta", "max_running": 1}},
+		{"acme", map[string]any{"group": "", "paused": true}},
+		{"mail-only", map[string]any{"group": "beta", "paused": true}},
+		{"mail-only", map[string]any{"group": "beta", "type": "invoice", "paused": true}},
+	} {
+		if r := e.as(t, c.kind, "PUT", "/v1/groups", c.body); r.Status != http.StatusForbidden {
+			t.Errorf("PUT /v1/groups %v as %s: %s, want 403", c.body, c.kind, r)
+		}
+	}
+	if gcs, _ := e.c.GroupConfigs(ctx); len(gcs) != 0 {
+		t.Errorf("refused group settings were set: %+v", gcs)
+	}
+}
+
+// listAll lists the pending jobs of a type with the admin token.
+func listAll(t *testing.T, e *tokenEnv, typ string) []store.Job {
+	t.Helper()
+	jobs, err := e.c.List(t.Context(), rota.ListParams{Types: []string{typ}, States: []rota.State{rota.Pending}, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jobs.Jobs
+}

@@ -417,6 +417,9 @@ func (c *Client) accept(ctx context.Context, p AcceptParams) ([]Job, error) {
 	if p.Wait < 0 {
 		return nil, store.Invalidf("wait %v must not be negative", p.Wait)
 	}
+	if what, pat := store.ReachOf(ctx).NarrowAccept(&p); pat != "" {
+		return nil, store.Invalidf("%s pattern %q is out of the caller's reach: accept names in reach, or the reach's own patterns", what, pat)
+	}
 	if p.Wait == 0 {
 		res, err := c.st.Accept(ctx, p)
 		return res.Jobs, err
@@ -681,6 +684,7 @@ func (c *Client) SubscribeTypes(ctx context.Context, patterns ...string) (*Subsc
 	}
 	c.watchAll()
 	sub := c.watch().SubscribeTypes(pats)
+	reach := store.ReachOf(ctx)
 	out := make(chan Event, 64)
 	ctx, cancel := context.WithCancel(ctx)
 	endWithClient := context.AfterFunc(c.life, cancel)
@@ -699,6 +703,9 @@ func (c *Client) SubscribeTypes(ctx context.Context, patterns ...string) (*Subsc
 						s.err = ErrFellBehind
 					}
 					return
+				}
+				if !reach.Has(ev.Type, ev.Group) {
+					continue // another tenant's change
 				}
 				select {
 				case out <- ev:

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -297,20 +296,15 @@ func mayAdd(a *access, ps []store.AddParams) error {
 // type the token reaches or one of its own patterns.
 func scopeAccept(a *access, p *store.AcceptParams) error {
 	if a.groups != nil {
-		p.Groups = a.groups
-	}
-	if a.types == nil {
-		return nil
+		p.Groups = a.groups // an accept names no groups over HTTP
 	}
 	for _, t := range p.Types {
-		pat, err := store.CompilePattern(t)
-		if err != nil {
+		if _, err := store.CompilePattern(t); err != nil {
 			return err
 		}
-		ok := slices.Contains(a.types, t) || pat.Literal() && a.reach.HasType(t)
-		if !ok {
-			return fmt.Errorf("%w: %s may accept types matching %s, not %q", wire.ErrForbidden, a, strings.Join(a.types, ", "), t)
-		}
+	}
+	if _, pat := a.reach.NarrowAccept(p); pat != "" {
+		return fmt.Errorf("%w: %s may accept types matching %s, not %q", wire.ErrForbidden, a, strings.Join(a.types, ", "), pat)
 	}
 	return nil
 }

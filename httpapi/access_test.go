@@ -870,3 +870,65 @@ func listAll(t *testing.T, e *tokenEnv, typ string) []store.Job {
 	}
 	return jobs.Jobs
 }
+
+// TestTokenGoAPIAcceptAndEvents: a program that serves tenants through one
+// Client (rota.WithReach) takes and hears only the tenant's jobs: an
+// accept of every type takes acme's job and leaves beta's, a type pattern
+// out of reach is refused, and a subscription carries only acme's
+// changes. A remote client applies its token's reach, not a WithReach of
+// its caller: it refuses one rather than seem to apply it.
+func TestTokenGoAPIAcceptAndEvents(t *testing.T) {
+	e := newTokenEnv(t)
+	ctx := t.Context()
+	acme, _ := rota.NewReach([]string{"acme-*"}, nil)
+	mail, _ := rota.NewReach(nil, []string{"mail.*"})
+	inAcme := rota.WithReach(ctx, acme)
+	sub, err := e.c.SubscribeTypes(inAcme, "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	theirs, _ := e.c.Add(ctx, rota.AddParams{Type: "report", Group: "beta", Data: json.RawMessage(`{"secret":"beta-only"}`)})
+	mine, _ := e.c.Add(ctx, rota.AddParams{Type: "report", Group: "acme-1"})
+	jobs, err := e.c.Accept(inAcme, rota.AcceptParams{Types: []string{"*"}, Limit: 10})
+	if err != nil || len(jobs) != 1 || jobs[0].ID != mine.Job.ID {
+		t.Errorf("acme's accept of every type: %v, %v; want acme's job %d alone", ids(jobs), err, mine.Job.ID)
+	}
+	jobs, err = e.c.Accept(inAcme, rota.AcceptParams{Types: []string{"report"}, Groups: []string{"beta"}, Limit: 10})
+	if !errors.Is(err, rota.ErrInvalid) || len(jobs) != 0 {
+		t.Errorf("acme's accept of group beta: %v, %v; want ErrInvalid", ids(jobs), err)
+	}
+	jobs, err = e.c.Accept(rota.WithReach(ctx, mail), rota.AcceptParams{Types: []string{"*"}, Limit: 10})
+	if !errors.Is(err, rota.ErrInvalid) || len(jobs) != 0 {
+		t.Errorf("mail.*'s accept of every type: %v, %v; want ErrInvalid", ids(jobs), err)
+	}
+	jobs, err = e.c.Accept(inAcme, rota.AcceptParams{Types: []string{"report"}, Limit: 10, Wait: 50 * time.Millisecond})
+	if err != nil || len(jobs) != 0 {
+		t.Errorf("acme's waiting accept: %v, %v; want nothing (beta's job is not acme's)", ids(jobs), err)
+	}
+	if j, _ := e.c.Get(ctx, theirs.Job.ID); j.State != rota.Pending {
+		t.Errorf("beta's job is %s after acme's accepts", j.State)
+	}
+	timeout := time.After(10 * time.Second)
+	for seen := false; !seen; {
+		select {
+		case ev := <-sub.C:
+			if ev.ID == theirs.Job.ID || ev.Group == "beta" {
+				t.Fatalf("acme's subscription carried beta's change: %+v", ev)
+			}
+			seen = ev.ID == mine.Job.ID && ev.State == rota.Running
+		case <-timeout:
+			t.Fatal("acme's subscription did not carry its own job's start")
+		}
+	}
+	rc := remoteClient(t, e.testServer, remote.Config{Token: e.secrets["admin"]})
+	if _, err := rc.Get(inAcme, theirs.Job.ID); !errors.Is(err, rota.ErrInvalid) {
+		t.Errorf("a remote client's Get with a reach: %v; want ErrInvalid (it cannot apply it)", err)
+	}
+	if err := rc.Cancel(inAcme, theirs.Job.ID); !errors.Is(err, rota.ErrInvalid) {
+		t.Errorf("a remote client's Cancel with a reach: %v; want ErrInvalid", err)
+	}
+	if j, _ := e.c.Get(ctx, theirs.Job.ID); j.State != rota.Pending {
+		t.Errorf("beta's job is %s after a remote cancel with acme's reach", j.State)
+	}
+}

@@ -214,6 +214,11 @@ func (s *Store) doOnce(ctx context.Context, method, path string, query url.Value
 	if s.isClosed() {
 		return store.ErrClosed
 	}
+	if store.ReachOf(ctx).Scoped() {
+		// The server applies the token's reach; one this client cannot
+		// send is refused rather than seem applied.
+		return store.Invalidf("remote: %s %s with a reach (rota.WithReach): a remote client reaches what its token reaches; use a token created with those groups and types", method, path)
+	}
 	u := *s.base
 	u.Path += path
 	u.RawQuery = query.Encode()

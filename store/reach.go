@@ -173,6 +173,35 @@ func JobsInReach(jobs []Job, r *Reach) []Job {
 	return jobs
 }
 
+// NarrowAccept limits an accept to reach r: to r's groups when p names
+// none, and each group and type pattern p names must be one of r's own
+// patterns or a name in reach. It returns the first that is not ("group"
+// or "type", and the pattern), or two empty strings when p is in reach; p
+// must have passed CheckAccept.
+func (r *Reach) NarrowAccept(p *AcceptParams) (what, pattern string) {
+	if !r.Scoped() {
+		return "", ""
+	}
+	if r.groups != nil {
+		if len(p.Groups) == 0 {
+			p.Groups = r.groups
+		}
+		for _, g := range p.Groups {
+			if !slices.Contains(r.groups, g) && !(isLiteral(g) && r.HasGroup(g)) {
+				return "group", g
+			}
+		}
+	}
+	if r.types != nil {
+		for _, t := range p.Types {
+			if !slices.Contains(r.types, t) && !(isLiteral(t) && r.HasType(t)) {
+				return "type", t
+			}
+		}
+	}
+	return "", ""
+}
+
 // CountsInReach keeps the counts of types and groups in reach r.
 func CountsInReach(counts []Count, r *Reach) []Count {
 	if !r.Scoped() {

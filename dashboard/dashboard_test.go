@@ -453,3 +453,28 @@ func TestOutOfReachLikeMissing(t *testing.T) {
 		t.Errorf("acme changed beta's job:\nbefore %+v\nafter  %+v", before, after)
 	}
 }
+
+// TestScopedTokenCannotRaiseAWeight: on the Groups page, a tenant lowers
+// its group's weight but cannot raise it above other tenants' groups.
+func TestScopedTokenCannotRaiseAWeight(t *testing.T) {
+	s := newSite(t, "adm")
+	ctx := context.Background()
+	tok := createToken(t, s, wire.CreateTokenRequest{Name: "acme", Groups: []string{"acme"}})
+	cl, csrf := signIn(t, s, tok)
+	weight := func() float64 {
+		gcs, _ := s.c.GroupConfigs(ctx)
+		for _, g := range gcs {
+			if g.Group == "acme" && g.Type == "t" {
+				return g.Weight
+			}
+		}
+		return 0
+	}
+	resp, page := postForm(t, cl, s.url+"/groups", url.Values{"csrf": {csrf}, "group": {"acme"}, "type": {"t"}, "weight": {"1000"}})
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "not raise it above 1") || weight() != 0 {
+		t.Errorf("acme raising its weight to 1000: %d, weight %g", resp.StatusCode, weight())
+	}
+	if resp, _ := postForm(t, cl, s.url+"/groups", url.Values{"csrf": {csrf}, "group": {"acme"}, "type": {"t"}, "weight": {"0.5"}}); resp.StatusCode != http.StatusSeeOther || weight() != 0.5 {
+		t.Errorf("acme lowering its weight to 0.5: %d, weight %g", resp.StatusCode, weight())
+	}
+}

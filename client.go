@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -286,19 +287,32 @@ func (c *Client) Remove(ctx context.Context, id int64) error {
 }
 
 // SetTypeConfig sets per-type configuration, such as the lease timeout.
+// A type's settings apply to every tenant: a caller with a scoped reach
+// (WithReach) may not set them (ErrUnauthorized).
 func (c *Client) SetTypeConfig(ctx context.Context, tc TypeConfig) error {
+	if store.ReachOf(ctx).Scoped() {
+		return fmt.Errorf("%w: type %q: a type's settings apply to every tenant, and a caller of some groups or types may not set them", ErrUnauthorized, tc.Type)
+	}
 	return c.st.SetTypeConfig(ctx, tc)
 }
 
 // SetGroupConfig sets a group's weight and bound on running jobs, for one
 // type or for all (Type ""); the next accept applies it.
 //
-// A caller with a scoped reach (WithReach: a tenant) may lower its groups'
-// weights but not raise one above the default (1) or above what it is
+// A caller with a scoped reach (WithReach: a tenant) sets only the
+// settings in its reach (Reach.HasGroupConfig; others are
+// ErrUnauthorized), and may lower its groups' weights but not raise one above the default (1) or above what it is
 // now: a weight is a share taken from every other group of the type,
 // other tenants' included, so only a caller of every group (the admin
 // token) gives a group more than its turn.
 func (c *Client) SetGroupConfig(ctx context.Context, gc GroupConfig) error {
+	if r := store.ReachOf(ctx); !r.HasGroupConfig(gc) {
+		what := "type " + strconv.Quote(gc.Type)
+		if gc.Type == "" {
+			what = "every type"
+		}
+		return fmt.Errorf("%w: the setting of group %q for %s is out of the caller's reach", ErrUnauthorized, gc.Group, what)
+	}
 	if r := store.ReachOf(ctx); r.Scoped() && gc.Weight > 1 {
 		gcs, err := c.GroupConfigs(store.WithReach(ctx, nil))
 		if err != nil {
@@ -318,14 +332,24 @@ func (c *Client) SetGroupConfig(ctx context.Context, gc GroupConfig) error {
 	return c.st.SetGroupConfig(ctx, gc)
 }
 
-// GroupConfigs lists the group settings.
+// GroupConfigs lists the group settings (those in the caller's reach).
 func (c *Client) GroupConfigs(ctx context.Context) ([]GroupConfig, error) {
-	return read(ctx, c, func() ([]GroupConfig, error) { return c.st.GroupConfigs(ctx) })
+	gcs, err := read(ctx, c, func() ([]GroupConfig, error) { return c.st.GroupConfigs(ctx) })
+	if r := store.ReachOf(ctx); r.Scoped() {
+		gcs = slices.DeleteFunc(gcs, func(g GroupConfig) bool { return !r.HasGroupConfig(g) })
+	}
+	return gcs, err
 }
 
-// TypeConfigs lists the known types and their settings.
+// TypeConfigs lists the known types and their settings: for a caller
+// whose reach names types, those types only (one of some groups sees
+// every type's).
 func (c *Client) TypeConfigs(ctx context.Context) ([]TypeConfig, error) {
-	return read(ctx, c, func() ([]TypeConfig, error) { return c.st.TypeConfigs(ctx) })
+	tcs, err := read(ctx, c, func() ([]TypeConfig, error) { return c.st.TypeConfigs(ctx) })
+	if r := store.ReachOf(ctx); r.Types() != nil {
+		tcs = slices.DeleteFunc(tcs, func(tc TypeConfig) bool { return !r.HasType(tc.Type) })
+	}
+	return tcs, err
 }
 
 // ---- transactional forms ----

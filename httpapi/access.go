@@ -393,15 +393,7 @@ func (a *access) reachesType(typ string) bool { return a.reach.HasType(typ) }
 // reachesGroupConfig reports whether the token reaches a group setting:
 // its group, and its type (a setting for every type needs a token of
 // every type).
-func (a *access) reachesGroupConfig(g store.GroupConfig) bool {
-	if !a.reach.HasGroup(g.Group) {
-		return false
-	}
-	if g.Type == "" {
-		return a.types == nil
-	}
-	return a.reachesType(g.Type)
-}
+func (a *access) reachesGroupConfig(g store.GroupConfig) bool { return a.reach.HasGroupConfig(g) }
 
 // groupName names a group in a message: `group "acme"`, or the default
 // group, whose name is empty.

@@ -932,3 +932,60 @@ func TestTokenGoAPIAcceptAndEvents(t *testing.T) {
 		t.Errorf("beta's job is %s after a remote cancel with acme's reach", j.State)
 	}
 }
+
+// TestTokenGoAPISettings: with a tenant's reach (rota.WithReach), the Go
+// API sets and reads settings as the HTTP API lets the tenant's token: a
+// type's settings, which every tenant shares, are refused; so are another
+// tenant's group settings, and a setting for every type from a reach of
+// some types; a listing shows only the settings in reach.
+func TestTokenGoAPISettings(t *testing.T) {
+	e := newTokenEnv(t)
+	ctx := t.Context()
+	for _, g := range []rota.GroupConfig{{Group: "beta", Type: "report", MaxRunning: 3}, {Group: "acme-1", Type: "report", MaxRunning: 2}, {Group: "beta", Type: "mail.send", MaxRunning: 1}} {
+		if err := e.c.SetGroupConfig(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, typ := range []string{"report", "mail.send"} {
+		if err := e.c.SetTypeConfig(ctx, rota.TypeConfig{Type: typ, LeaseTimeout: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acme, _ := rota.NewReach([]string{"acme-*"}, nil)
+	mail, _ := rota.NewReach(nil, []string{"mail.*"})
+	inAcme, inMail := rota.WithReach(ctx, acme), rota.WithReach(ctx, mail)
+	groupsBefore, _ := e.c.GroupConfigs(ctx)
+	typesBefore, _ := e.c.TypeConfigs(ctx)
+	refused := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, rota.ErrUnauthorized) {
+			t.Errorf("%s: %v; want ErrUnauthorized", what, err)
+		}
+	}
+	refused("acme pausing type report", e.c.SetTypeConfig(inAcme, rota.TypeConfig{Type: "report", Paused: true}))
+	refused("mail.* pausing type mail.send", e.c.SetTypeConfig(inMail, rota.TypeConfig{Type: "mail.send", Paused: true}))
+	refused("acme pausing beta's group", e.c.SetGroupConfig(inAcme, rota.GroupConfig{Group: "beta", Type: "report", Paused: true}))
+	refused("mail.* pausing beta's group of every type", e.c.SetGroupConfig(inMail, rota.GroupConfig{Group: "beta", Paused: true}))
+	refused("mail.* pausing beta's reports", e.c.SetGroupConfig(inMail, rota.GroupConfig{Group: "beta", Type: "report", Paused: true}))
+	if g, _ := e.c.GroupConfigs(ctx); !reflect.DeepEqual(g, groupsBefore) {
+		t.Errorf("refused settings changed the groups: %+v, was %+v", g, groupsBefore)
+	}
+	if tc, _ := e.c.TypeConfigs(ctx); !reflect.DeepEqual(tc, typesBefore) {
+		t.Errorf("refused settings changed the types: %+v, was %+v", tc, typesBefore)
+	}
+	if err := e.c.SetGroupConfig(inAcme, rota.GroupConfig{Group: "acme-1", Type: "report", MaxRunning: 1}); err != nil {
+		t.Errorf("acme setting its own group: %v", err)
+	}
+	if err := e.c.SetGroupConfig(inMail, rota.GroupConfig{Group: "beta", Type: "mail.send", MaxRunning: 2}); err != nil {
+		t.Errorf("mail.* setting beta's mail.send: %v", err)
+	}
+	if g, err := e.c.GroupConfigs(inAcme); err != nil || len(g) != 1 || g[0].Group != "acme-1" {
+		t.Errorf("acme's group settings: %+v, %v; want acme-1's alone", g, err)
+	}
+	if g, err := e.c.GroupConfigs(inMail); err != nil || len(g) != 1 || g[0].Type != "mail.send" {
+		t.Errorf("mail.*'s group settings: %+v, %v; want mail.send's alone", g, err)
+	}
+	if tc, err := e.c.TypeConfigs(inMail); err != nil || len(tc) != 1 || tc[0].Type != "mail.send" {
+		t.Errorf("mail.*'s types: %+v, %v; want mail.send alone", tc, err)
+	}
+}

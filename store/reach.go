@@ -173,6 +173,18 @@ func JobsInReach(jobs []Job, r *Reach) []Job {
 	return jobs
 }
 
+// HasGroupConfig reports whether a group setting is in reach: its group,
+// and its type (a setting for every type needs a reach of every type).
+func (r *Reach) HasGroupConfig(g GroupConfig) bool {
+	if !r.HasGroup(g.Group) {
+		return false
+	}
+	if g.Type == "" {
+		return r.Types() == nil
+	}
+	return r.HasType(g.Type)
+}
+
 // NarrowAccept limits an accept to reach r: to r's groups when p names
 // none, and each group and type pattern p names must be one of r's own
 // patterns or a name in reach. It returns the first that is not ("group"

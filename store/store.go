@@ -54,8 +54,10 @@ var (
 	ErrUnavailable = errors.New("store unavailable")
 	// ErrUnauthorized: the server behind a remote store refused the call's
 	// credentials (no token, or a wrong or revoked one: HTTP 401) or
-	// their permission (a token that may not make this call: 403).
-	// Sending the call again does not help; it needs another token.
+	// their permission (a token that may not make this call: 403), or a
+	// caller's reach (WithReach) does not allow the call (a type's
+	// settings, another tenant's group settings). Sending the call again
+	// does not help; it needs another token.
 	ErrUnauthorized = errors.New("unauthorized")
 	// ErrTooLarge: the input is over a documented limit (MaxAddBatch);
 	// such errors match ErrInvalid too.

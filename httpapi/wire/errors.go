@@ -46,6 +46,9 @@ var codeErrors = []struct {
 	{CodeUnavailable, store.ErrUnavailable, http.StatusServiceUnavailable},
 	{CodeUnavailable, store.ErrClosed, http.StatusServiceUnavailable},
 	{CodeForbidden, ErrForbidden, http.StatusForbidden},
+	// What a caller's reach does not allow (rota.WithReach, a scoped
+	// token's requests): the same refusal, decided by the engine.
+	{CodeForbidden, store.ErrUnauthorized, http.StatusForbidden},
 	{CodeMediaType, ErrUnsupportedMediaType, http.StatusUnsupportedMediaType},
 }
 

@@ -255,7 +255,7 @@ func TestTokenRoutes(t *testing.T) {
 				case r.path == "/v1/types/{type}":
 					path, body = "/v1/types/mail.send", map[string]any{"lease_timeout": "1m"}
 				case r.path == "/v1/groups" && r.method == "PUT":
-					body = map[string]any{"group": "acme-1", "type": "mail.send", "weight": 2}
+					body = map[string]any{"group": "acme-1", "type": "mail.send", "weight": 0.5} // a lower share: raising one is the admin's (TestTokenGroupWeight)
 				case r.path == "/v1/accept":
 					body = map[string]any{"types": []string{"mail.send"}, "limit": 100}
 				case r.path == "/v1/tokens" && r.method == "POST":

@@ -259,7 +259,14 @@ func (c *Client) CancelMany(ctx context.Context, ids []int64) ([]error, error) {
 // Resubmit asks for a job to run again: a pending job moves to the new
 // time, a running one runs again after its worker ends, an ended one is
 // pending again.
+//
+// A caller with a scoped reach (WithReach) may rename a job only to a type
+// in its reach (ErrUnauthorized): a rename would otherwise put a job in
+// another tenant's types.
 func (c *Client) Resubmit(ctx context.Context, p ResubmitParams) (AddResult, error) {
+	if err := renameInReach(ctx, p.Rename); err != nil {
+		return AddResult{}, err
+	}
 	res, errs, err := c.st.Resubmit(ctx, []ResubmitParams{p})
 	if err != nil {
 		return AddResult{}, err
@@ -548,6 +555,9 @@ func (c *Client) HeartbeatMany(ctx context.Context, ps []HeartbeatParams) ([]Hea
 
 // Finish ends a worker's hold on a job as p.As says.
 func (c *Client) Finish(ctx context.Context, p FinishParams) error {
+	if err := renameInReach(ctx, p.Rename); err != nil {
+		return err
+	}
 	errs, err := c.st.Finish(ctx, []FinishParams{p})
 	if err != nil {
 		return err
@@ -557,7 +567,21 @@ func (c *Client) Finish(ctx context.Context, p FinishParams) error {
 
 // FinishMany ends several holds in one call; one error per item.
 func (c *Client) FinishMany(ctx context.Context, ps []FinishParams) ([]error, error) {
+	for _, p := range ps {
+		if err := renameInReach(ctx, p.Rename); err != nil {
+			return nil, err
+		}
+	}
 	return c.st.Finish(ctx, ps)
+}
+
+// renameInReach refuses a rename (a snooze's or a resubmit's) to a type
+// out of the caller's reach, as the HTTP API does for a scoped token.
+func renameInReach(ctx context.Context, typ string) error {
+	if typ != "" && !store.ReachOf(ctx).HasType(typ) {
+		return fmt.Errorf("%w: may not rename a job to type %q, which is out of its reach", ErrUnauthorized, typ)
+	}
+	return nil
 }
 
 // Complete finishes a running job successfully with an optional result.

@@ -989,3 +989,38 @@ func TestTokenGoAPISettings(t *testing.T) {
 		t.Errorf("mail.*'s types: %+v, %v; want mail.send alone", tc, err)
 	}
 }
+
+// TestTokenGoAPIRename: with a scoped reach, the Go API renames a job (a
+// resubmit's or a snooze's rename) only to a type in reach, as the HTTP
+// API's snooze does: a rename would put a job among another tenant's types.
+func TestTokenGoAPIRename(t *testing.T) {
+	e := newTokenEnv(t)
+	ctx := t.Context()
+	mail, _ := rota.NewReach(nil, []string{"mail.*"})
+	inMail := rota.WithReach(ctx, mail)
+	res, err := e.c.Add(inMail, rota.AddParams{Type: "mail.send"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Job.ID
+	if _, err := e.c.Resubmit(inMail, rota.ResubmitParams{ID: id, Rename: "billing"}); !errors.Is(err, rota.ErrUnauthorized) {
+		t.Errorf("a resubmit renaming mail.send to billing: %v; want ErrUnauthorized", err)
+	}
+	acc, err := e.c.Accept(inMail, rota.AcceptParams{Types: []string{"mail.send"}, Limit: 1})
+	if err != nil || len(acc) != 1 {
+		t.Fatalf("Accept = %v, %v", acc, err)
+	}
+	err = e.c.Finish(inMail, rota.FinishParams{Lease: acc[0].Lease(), As: rota.Snooze, Rename: "billing"})
+	if !errors.Is(err, rota.ErrUnauthorized) {
+		t.Errorf("a snooze renaming mail.send to billing: %v; want ErrUnauthorized", err)
+	}
+	if j, err := e.c.Get(ctx, id); err != nil || j.Type != "mail.send" || j.State != rota.Running {
+		t.Errorf("after the refused renames the job is %s %s, %v; want mail.send, running", j.Type, j.State, err)
+	}
+	if err := e.c.Finish(inMail, rota.FinishParams{Lease: acc[0].Lease(), As: rota.Snooze, Rename: "mail.digest"}); err != nil {
+		t.Errorf("a snooze renaming within reach: %v", err)
+	}
+	if j, err := e.c.Get(ctx, id); err != nil || j.Type != "mail.digest" {
+		t.Errorf("after a rename within reach the job is %s, %v; want mail.digest", j.Type, err)
+	}
+}

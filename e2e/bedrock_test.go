@@ -21,6 +21,8 @@ import (
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // to write a Bedrock database
+
+	"github.com/rotajobs/rota/internal/pgtest"
 )
 
 var bedrockRE = regexp.MustCompile(`msg="rota serving Bedrock::Jobs" bedrock=(\S+)`)
@@ -186,8 +188,8 @@ func TestBedrockWorkerLoop(t *testing.T) {
 		if testing.Short() {
 			t.Skip("starts a PostgreSQL of its own")
 		}
-		pg := startPostgres(t)
-		bedrockWorkerLoop(t, "--store", pg.dsn())
+		pg := pgtest.Start(t)
+		bedrockWorkerLoop(t, "--store", pg.DSN("postgres"))
 	})
 }
 
@@ -402,8 +404,8 @@ func TestBedrockCommands(t *testing.T) {
 		if testing.Short() {
 			t.Skip("starts a PostgreSQL of its own")
 		}
-		pg := startPostgres(t)
-		bedrockCommands(t, "--store", pg.dsn())
+		pg := pgtest.Start(t)
+		bedrockCommands(t, "--store", pg.DSN("postgres"))
 	})
 }
 

@@ -4,101 +4,15 @@ package e2e_test
 
 import (
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/internal/pgtest"
 	"github.com/rotajobs/rota/remote"
 )
-
-// privatePostgres is a PostgreSQL server of the test's own, in a
-// temporary directory on a free port, so that restarting it disturbs no
-// other test.
-type privatePostgres struct {
-	bin, data, port string
-	asPostgres      bool // the test runs as root; PostgreSQL refuses to
-}
-
-// startPostgres initialises and starts a private PostgreSQL, or skips
-// (fails, when ROTA_REQUIRE_POSTGRES=1) when its binaries are missing.
-func startPostgres(t *testing.T) *privatePostgres {
-	t.Helper()
-	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
-	if len(bins) == 0 {
-		if os.Getenv("ROTA_REQUIRE_POSTGRES") == "1" {
-			t.Fatal("no PostgreSQL binaries in /usr/lib/postgresql/*/bin (scripts/setup.sh installs them)")
-		}
-		t.Skip("no PostgreSQL binaries in /usr/lib/postgresql/*/bin")
-	}
-	sort.Strings(bins)
-	dir, err := os.MkdirTemp("", "rota-chaos-pg-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pg := &privatePostgres{bin: filepath.Dir(bins[len(bins)-1]), data: filepath.Join(dir, "data"), port: freePort(t), asPostgres: os.Geteuid() == 0}
-	if pg.asPostgres {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			t.Skipf("running as root without a postgres user to run PostgreSQL as: %v", err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chown(dir, uid, gid); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		pg.ctl(t, "stop", "-m", "immediate")
-		os.RemoveAll(dir)
-	})
-	if out, err := pg.cmd("initdb", "-D", pg.data, "-A", "trust", "-U", "rota", "--no-sync").CombinedOutput(); err != nil {
-		t.Fatalf("initdb: %v\n%s", err, out)
-	}
-	pg.ctl(t, "start")
-	return pg
-}
-
-func (pg *privatePostgres) cmd(name string, args ...string) *exec.Cmd {
-	path := filepath.Join(pg.bin, name)
-	if pg.asPostgres {
-		return exec.Command("runuser", append([]string{"-u", "postgres", "--", path}, args...)...)
-	}
-	return exec.Command(path, args...)
-}
-
-// ctl runs pg_ctl: start, stop -m immediate (a crash), restart.
-func (pg *privatePostgres) ctl(t *testing.T, args ...string) {
-	t.Helper()
-	opts := fmt.Sprintf("-p %s -k %s -c listen_addresses=127.0.0.1 -c fsync=on", pg.port, filepath.Dir(pg.data))
-	full := append([]string{"-D", pg.data, "-w", "-t", "60", "-o", opts, "-l", pg.data + ".log"}, args...)
-	if out, err := pg.cmd("pg_ctl", full...).CombinedOutput(); err != nil && args[0] != "stop" {
-		log, _ := os.ReadFile(pg.data + ".log")
-		t.Fatalf("pg_ctl %s: %v\n%s\n%s", strings.Join(args, " "), err, out, log)
-	}
-}
-
-func (pg *privatePostgres) dsn() string {
-	return "postgres://rota@127.0.0.1:" + pg.port + "/postgres?sslmode=disable"
-}
-
-func freePort(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	return port
-}
 
 // TestChaosPostgres runs two `rota serve` nodes on one PostgreSQL under
 // load (producers on both nodes, a `rota work` worker on each, an event
@@ -112,11 +26,11 @@ func TestChaosPostgres(t *testing.T) {
 		t.Skip("restarts PostgreSQL for a while")
 	}
 	t.Parallel()
-	pg := startPostgres(t)
+	pg := pgtest.Start(t)
 	dir := t.TempDir()
 	var nodes []*server
 	for range 2 {
-		nodes = append(nodes, startServer(t, "--store", pg.dsn()))
+		nodes = append(nodes, startServer(t, "--store", pg.DSN("postgres")))
 	}
 	runs := filepath.Join(dir, "runs")
 	program := chaosProgram(runs)
@@ -148,11 +62,11 @@ func TestChaosPostgres(t *testing.T) {
 	prod := startProducers(clients, 4, "chaos")
 	const interval = 2500 * time.Millisecond
 	time.Sleep(interval)
-	pg.ctl(t, "restart", "-m", "fast")
+	pg.Ctl(t, "restart", "-m", "fast")
 	time.Sleep(interval)
-	pg.ctl(t, "stop", "-m", "immediate") // a crash: recovery replays the WAL
+	pg.Ctl(t, "stop", "-m", "immediate") // a crash: recovery replays the WAL
 	time.Sleep(500 * time.Millisecond)
-	pg.ctl(t, "start")
+	pg.Ctl(t, "start")
 	time.Sleep(interval)
 	ids, failedAdds := prod.halt()
 	for i, n := range nodes {

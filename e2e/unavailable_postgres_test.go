@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/rotajobs/rota/internal/pgtest"
 )
 
 // TestPostgresNotNow takes a rota server's PostgreSQL away in each way
@@ -31,12 +33,12 @@ func TestPostgresNotNow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts and crashes a PostgreSQL of its own")
 	}
-	pg := startPostgres(t)
+	pg := pgtest.Start(t)
 	ctx := t.Context()
 	top := t
 	admin := func(t *testing.T, db string) *pgx.Conn {
 		t.Helper()
-		c, err := pgx.Connect(ctx, strings.Replace(pg.dsn(), "/postgres?", "/"+db+"?", 1))
+		c, err := pgx.Connect(ctx, pg.DSN(db))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +59,7 @@ func TestPostgresNotNow(t *testing.T) {
 		t.Helper()
 		sql(t, a, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'app' AND pid <> pg_backend_pid()`)
 	}
-	dsn := "postgres://app@127.0.0.1:" + pg.port + "/app?sslmode=disable"
+	dsn := "postgres://app@127.0.0.1:" + pg.Port + "/app?sslmode=disable"
 	s := serveAt(t, "127.0.0.1:0", t.TempDir(), "--store", dsn)
 	jid := s.add(t, "e2e.t")
 
@@ -227,7 +229,7 @@ func TestPostgresNotNow(t *testing.T) {
 		var c2 *pgx.Conn
 		eventually(t, "PostgreSQL recovers", func() bool {
 			var err error
-			c2, err = pgx.Connect(ctx, pg.dsn())
+			c2, err = pgx.Connect(ctx, pg.DSN("postgres"))
 			return err == nil
 		})
 		top.Cleanup(func() { c2.Close(context.Background()) })
@@ -238,35 +240,35 @@ func TestPostgresNotNow(t *testing.T) {
 		// A smart shutdown waits for the sessions open; until they end,
 		// PostgreSQL turns new connections away with 57P03.
 		hold := admin(t, "postgres")
-		pg.ctl(t, "stop", "-m", "smart", "-W")
+		pg.Ctl(t, "stop", "-m", "smart", "-W")
 		terminate(t)
 		unavailable(t, "57P03", some...)
 		hold.Close(ctx)
 		a.Close(ctx)
 		eventually(t, "PostgreSQL stops", func() bool {
-			_, err := os.Stat(pg.data + "/postmaster.pid")
+			_, err := os.Stat(pg.Data + "/postmaster.pid")
 			return os.IsNotExist(err)
 		})
 		t.Run("08 nobody listening", func(t *testing.T) {
 			unavailable(t, "", some...)
 		})
-		pg.ctl(t, "start")
+		pg.Ctl(t, "start")
 		a = admin(t, "postgres")
 		available(t)
 	})
 }
 
 // killBackend kills c's backend with SIGKILL, as a crash would.
-func killBackend(t *testing.T, pg *privatePostgres, c *pgx.Conn) {
+func killBackend(t *testing.T, pg *pgtest.Server, c *pgx.Conn) {
 	t.Helper()
 	pid := c.PgConn().PID()
-	if pg.asPostgres || os.Geteuid() == 0 {
+	if pg.AsPostgres || os.Geteuid() == 0 {
 		if err := syscall.Kill(int(pid), syscall.SIGKILL); err != nil {
 			t.Fatalf("kill backend %d: %v", pid, err)
 		}
 		return
 	}
-	if out, err := pg.cmd("kill", "-9", strconv.Itoa(int(pid))).CombinedOutput(); err != nil {
+	if out, err := pg.Command("kill", "-9", strconv.Itoa(int(pid))).CombinedOutput(); err != nil {
 		t.Fatalf("kill backend %d: %v %s", pid, err, fmt.Sprint(string(out)))
 	}
 }

@@ -37,7 +37,13 @@ func testDSN(t testing.TB) string {
 // newSchema returns the name of a fresh schema, dropped when the test ends.
 func newSchema(t testing.TB) string {
 	t.Helper()
-	dsn := testDSN(t)
+	return newSchemaAt(t, testDSN(t))
+}
+
+// newSchemaAt returns the name of a fresh schema in the database at dsn,
+// dropped when the test ends.
+func newSchemaAt(t testing.TB, dsn string) string {
+	t.Helper()
 	name := fmt.Sprintf("rota_test_%016x", rand.Uint64())
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -58,13 +64,20 @@ func newSchema(t testing.TB) string {
 // openIn opens a store on schema and closes it when the test ends.
 func openIn(t testing.TB, schema string, cfg postgres.Config) *postgres.Store {
 	t.Helper()
+	return openAt(t, testDSN(t), schema, cfg)
+}
+
+// openAt opens a store on schema in the database at dsn and closes it when
+// the test ends.
+func openAt(t testing.TB, dsn, schema string, cfg postgres.Config) *postgres.Store {
+	t.Helper()
 	cfg.Schema = schema
 	if cfg.MaxConns == 0 {
 		cfg.MaxConns = 4
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := postgres.Open(ctx, testDSN(t), cfg)
+	s, err := postgres.Open(ctx, dsn, cfg)
 	if err != nil {
 		t.Fatalf("Open(schema %s): %v", schema, err)
 	}

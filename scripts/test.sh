@@ -36,6 +36,9 @@ export ROTA_REQUIRE_POSTGRES=1
 export ROTA_REQUIRE_CHROMIUM=1
 # bench/peers's smoke test fails rather than skips without redis-server.
 export ROTA_REQUIRE_REDIS=1
+# The Python client's interop test fails rather than skips without node
+# and the TypeScript client's dist/ (its TypeScript worker).
+export ROTA_REQUIRE_NODE=1
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './tools/*'))
 if [ -n "$unformatted" ]; then
@@ -56,7 +59,8 @@ go test -race -count=1 -timeout 10m ./...
 (cd clients/typescript && npm run --silent check && npm test)
 
 # The Python client's suite (Debian's pytest, for /usr/bin/python3) against
-# a real rota serve, on SQLite and on ROTA_TEST_POSTGRES. Its models'
+# a real rota serve, on SQLite and on ROTA_TEST_POSTGRES, with the interop
+# test (a Go producer; Python, TypeScript and Go workers). Its models'
 # drift from the OpenAPI document is checked above, by go test
 # (clients/python/gen).
 /usr/bin/python3 -m pytest -q -p no:cacheprovider clients/python

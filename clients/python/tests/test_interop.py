@@ -1,6 +1,6 @@
 """A Go producer, and a Python, a TypeScript and a Go worker on one rota
-serve: jobs in several groups, each done once, the small groups not held
-up by the flooding one.
+serve (SQLite, and PostgreSQL): jobs in several groups, each done once, the
+small groups not held up by the flooding one.
 
 The TypeScript worker is clients/typescript/test/fixtures/interop-worker.mjs,
 run by node from the package's committed dist/. Without node (or dist/) the
@@ -84,8 +84,8 @@ def stop(proc, name):
     assert code == 0, "the %s worker exited with %s: %s" % (name, code, err)
 
 
-def test_go_producer_python_typescript_and_go_workers(sqlite_server, godrain, node, typ):
-    url = sqlite_server.url
+def test_go_producer_python_typescript_and_go_workers(server, godrain, node, typ):
+    url = server.url
     small = ["a", "b", "c", "d", "e"]
     total = 600 + 15 * len(small)
     c = rota.Client(url)
@@ -116,7 +116,11 @@ def test_go_producer_python_typescript_and_go_workers(sqlite_server, godrain, no
         wait_for(lambda: sum(x.jobs for x in c.stats().counts if x.type == typ and x.state == "completed") == total,
                  timeout=60, what="every job to complete")
     finally:
+        # SIGTERM to every worker at once, then each is waited for.
         w.stop()
+        for p in (gw, ts):
+            if p.poll() is None:
+                p.terminate()
         t.join(15)
         stop(gw, "Go")
         stop(ts, "TypeScript")

@@ -69,10 +69,11 @@ class Lines:
             return list(self.lines)
 
 
-def stop(proc, name):
-    """Ends proc with SIGTERM, as a deployment stops a worker, and checks
-    that it exits cleanly."""
-    if proc.poll() is None:
+def stop(proc, name, signalled=False):
+    """Ends proc with SIGTERM (unless it was sent already: a second one may
+    find the worker past its handler, on its way out, and kill it), as a
+    deployment stops a worker, and checks that it exits cleanly."""
+    if not signalled and proc.poll() is None:
         proc.terminate()
     try:
         code = proc.wait(15)
@@ -122,8 +123,8 @@ def test_go_producer_python_typescript_and_go_workers(server, godrain, node, typ
             if p.poll() is None:
                 p.terminate()
         t.join(15)
-        stop(gw, "Go")
-        stop(ts, "TypeScript")
+        stop(gw, "Go", signalled=True)
+        stop(ts, "TypeScript", signalled=True)
     assert not t.is_alive(), "the Python worker did not stop"
     ts_lines = ts_out.join(5)
     assert ts_lines[-1:] == ["stopped"], ts_lines[-3:]

@@ -697,10 +697,15 @@ type TypeConfig struct {
 	// its running jobs finish, until it is resumed. Recurring jobs whose
 	// slots pass meanwhile follow their missed-slot policy.
 	Paused bool
-	// Retention is how long the type's completed, failed and cancelled
-	// jobs are kept after they end, before they are deleted in the
-	// background (Retirer); zero means DefaultRetention.
+	// Retention is how long the type's completed and cancelled jobs are
+	// kept after they end, before they are deleted in the background
+	// (Retirer); zero means DefaultRetention.
 	Retention time.Duration
+	// FailedRetention is how long the type's failed jobs are kept after
+	// they fail, before they are deleted in the background; zero keeps
+	// them until they are removed (Bedrock's promise: failed jobs are a
+	// dead-letter list that people triage, never deleted automatically).
+	FailedRetention time.Duration
 }
 
 // BedrockIDs is a store that gives jobs Bedrock's ids: random positive
@@ -749,9 +754,10 @@ const (
 // has passed. Both stores are; the lease monitor (internal/expiry) calls
 // it. On PostgreSQL only the elected leader deletes.
 type Retirer interface {
-	// Retire deletes up to limit completed, failed and cancelled jobs that
-	// ended more than their type's retention before now, and returns how
-	// many it deleted. A child whose parent has not ended is kept: the
+	// Retire deletes up to limit completed and cancelled jobs that ended
+	// more than their type's Retention before now, and failed jobs that
+	// failed more than their type's FailedRetention before now (none when
+	// it is zero), and returns how many it deleted. A child whose parent has not ended is kept: the
 	// parent has yet to see it. Jobs that have not ended (recurring jobs
 	// between runs, parents waiting for children) are never deleted.
 	Retire(ctx context.Context, now time.Time, limit int) (int, error)

@@ -511,6 +511,9 @@ func CheckTypeConfig(c TypeConfig) error {
 	if c.Retention != 0 && (c.Retention < MinRetention || c.Retention > MaxRetention) {
 		return Invalidf("retention %v must be within %v..%v, or zero for the default (%v)", c.Retention, MinRetention, MaxRetention, DefaultRetention)
 	}
+	if c.FailedRetention != 0 && (c.FailedRetention < MinRetention || c.FailedRetention > MaxRetention) {
+		return Invalidf("failed retention %v must be within %v..%v, or zero to keep failed jobs until removed", c.FailedRetention, MinRetention, MaxRetention)
+	}
 	return c.Bands.check()
 }
 

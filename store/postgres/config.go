@@ -18,12 +18,12 @@ func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
 		return err
 	}
 	err := s.autocommit(ctx, "set type "+c.Type, func(t *txn) error {
-		_, err := t.exec(`INSERT INTO rota.types (name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, now())
+		_, err := t.exec(`INSERT INTO rota.types (name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention, failed_retention, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now())
 			ON CONFLICT (name) DO UPDATE SET lease_timeout = excluded.lease_timeout, bands_high = excluded.bands_high,
 			bands_low = excluded.bands_low, group_max_running = excluded.group_max_running, paused = excluded.paused,
-			retention = excluded.retention, updated_at = excluded.updated_at`,
-			c.Type, us(c.LeaseTimeout), c.Bands.High, c.Bands.Low, c.GroupMaxRunning, c.Paused, us(c.Retention))
+			retention = excluded.retention, failed_retention = excluded.failed_retention, updated_at = excluded.updated_at`,
+			c.Type, us(c.LeaseTimeout), c.Bands.High, c.Bands.Low, c.GroupMaxRunning, c.Paused, us(c.Retention), us(c.FailedRetention))
 		return err
 	})
 	if err != nil {

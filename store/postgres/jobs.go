@@ -1613,8 +1613,8 @@ func (t *txn) expire(delta time.Duration) (int, time.Time, error) {
 
 // retireSQL deletes ended jobs past their type's retention (store.Retirer).
 // $1 is how far the caller's now is ahead of this node's clock.
-const retireSQL = `DELETE FROM rota.jobs_ended WHERE id IN (SELECT e.id FROM rota.jobs_ended e LEFT JOIN rota.types t ON t.name = e.type
-	WHERE e.finished_at < now() + $1 * interval '1 microsecond' - coalesce(nullif(t.retention, 0), $2) * interval '1 microsecond'
+var retireSQL = `DELETE FROM rota.jobs_ended WHERE id IN (SELECT e.id FROM rota.jobs_ended e LEFT JOIN rota.types t ON t.name = e.type
+	WHERE e.finished_at < now() + $1 * interval '1 microsecond' - ` + store.KeptForSQL("e", "t", "$2") + ` * interval '1 microsecond'
 		AND (e.parent_id IS NULL OR NOT EXISTS (SELECT FROM rota.jobs p WHERE p.id = e.parent_id))
 	LIMIT $3)`
 

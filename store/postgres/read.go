@@ -296,7 +296,7 @@ func (s *Store) Stats(ctx context.Context) ([]store.Count, error) {
 	err := s.read(ctx, "stats", func(t *txn) error {
 		out = out[:0]
 		r, err := t.query(`SELECT j.type, j.grp, j.state, count(*),
-			count(*) FILTER (WHERE j.state IN (3, 4, 5) AND j.finished_at < now() - coalesce(nullif(y.retention, 0), $1) * interval '1 microsecond')
+			count(*) FILTER (WHERE j.state IN (3, 4, 5) AND j.finished_at < now() - `+store.KeptForSQL("j", "y", "$1")+` * interval '1 microsecond')
 			FROM (`+bothTables(`SELECT type, grp, state, finished_at FROM %s`)+`) j LEFT JOIN rota.types y ON y.name = j.type
 			GROUP BY j.type, j.grp, j.state ORDER BY j.type, j.grp, j.state`, us(store.DefaultRetention))
 		if err != nil {
@@ -328,21 +328,22 @@ func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
 	var out []store.TypeConfig
 	err := s.read(ctx, "type configs", func(t *txn) error {
 		out = out[:0]
-		r, err := t.query(`SELECT name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention FROM rota.types`)
+		r, err := t.query(`SELECT name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention, failed_retention FROM rota.types`)
 		if err != nil {
 			return err
 		}
 		defer r.Close()
 		for r.Next() {
 			var c store.TypeConfig
-			var us, high, low, gmax, ret int64
-			if err := r.Scan(&c.Type, &us, &high, &low, &gmax, &c.Paused, &ret); err != nil {
+			var us, high, low, gmax, ret, fret int64
+			if err := r.Scan(&c.Type, &us, &high, &low, &gmax, &c.Paused, &ret, &fret); err != nil {
 				return err
 			}
 			c.Bands = store.Bands{High: int(high), Low: int(low)}
 			c.GroupMaxRunning = int(gmax)
 			c.LeaseTimeout = time.Duration(us) * time.Microsecond
 			c.Retention = cmp.Or(time.Duration(ret)*time.Microsecond, store.DefaultRetention)
+			c.FailedRetention = time.Duration(fret) * time.Microsecond
 			if c.LeaseTimeout == 0 {
 				c.LeaseTimeout = store.DefaultLeaseTimeout
 			}

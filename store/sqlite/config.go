@@ -18,25 +18,27 @@ type typeConfig struct {
 	groupMaxRunning int
 	paused          bool
 	retention       time.Duration // 0: the default
+	failedRetention time.Duration // 0: until removed
 }
 
 type groupKey struct{ grp, typ string }
 
 func (s *Store) loadConfig() error {
-	rows, err := s.reader.Query(`SELECT name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention FROM rota_types`)
+	rows, err := s.reader.Query(`SELECT name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention, failed_retention FROM rota_types`)
 	if err != nil {
 		return fmt.Errorf("sqlite: load types: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var name string
-		var lt, ret int64
+		var lt, ret, fret int64
 		var c typeConfig
-		if err := rows.Scan(&name, &lt, &c.bands.High, &c.bands.Low, &c.groupMaxRunning, &c.paused, &ret); err != nil {
+		if err := rows.Scan(&name, &lt, &c.bands.High, &c.bands.Low, &c.groupMaxRunning, &c.paused, &ret, &fret); err != nil {
 			return fmt.Errorf("sqlite: load types: %w", err)
 		}
 		c.lease = time.Duration(lt) * time.Microsecond
 		c.retention = time.Duration(ret) * time.Microsecond
+		c.failedRetention = time.Duration(fret) * time.Microsecond
 		s.types[name] = c
 	}
 	if err := rows.Err(); err != nil {
@@ -114,12 +116,12 @@ func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
 	}
 	err := s.write(ctx, true, func(w *writeTx) error {
 		_, err := w.exec(`INSERT INTO rota_types (name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention,
-			updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			failed_retention, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET lease_timeout = excluded.lease_timeout, bands_high = excluded.bands_high,
 			bands_low = excluded.bands_low, group_max_running = excluded.group_max_running, paused = excluded.paused,
-			retention = excluded.retention, updated_at = excluded.updated_at`,
+			retention = excluded.retention, failed_retention = excluded.failed_retention, updated_at = excluded.updated_at`,
 			c.Type, c.LeaseTimeout.Microseconds(), c.Bands.High, c.Bands.Low, c.GroupMaxRunning, c.Paused,
-			c.Retention.Microseconds(), micros(w.now))
+			c.Retention.Microseconds(), c.FailedRetention.Microseconds(), micros(w.now))
 		return err
 	})
 	if err != nil {
@@ -127,7 +129,7 @@ func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
 	}
 	s.typesMu.Lock()
 	s.types[c.Type] = typeConfig{lease: c.LeaseTimeout, bands: c.Bands, groupMaxRunning: c.GroupMaxRunning, paused: c.Paused,
-		retention: c.Retention}
+		retention: c.Retention, failedRetention: c.FailedRetention}
 	s.typesMu.Unlock()
 	return nil
 }
@@ -148,7 +150,7 @@ func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
 			lt = store.DefaultLeaseTimeout
 		}
 		out = append(out, store.TypeConfig{Type: name, LeaseTimeout: lt, Bands: c.bands, GroupMaxRunning: c.groupMaxRunning, Paused: c.paused,
-			Retention: cmp.Or(c.retention, store.DefaultRetention)})
+			Retention: cmp.Or(c.retention, store.DefaultRetention), FailedRetention: c.failedRetention})
 	}
 	slices.SortFunc(out, func(a, b store.TypeConfig) int { return cmp.Compare(a.Type, b.Type) })
 	return out, nil

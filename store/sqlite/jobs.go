@@ -1115,8 +1115,8 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 }
 
 // retireSQL deletes ended jobs past their type's retention (store.Retirer).
-const retireSQL = `DELETE FROM rota_jobs WHERE id IN (SELECT j.id FROM rota_jobs j LEFT JOIN rota_types t ON t.name = j.type
-	WHERE j.state IN (3, 4, 5) AND j.finished_at < ?1 - coalesce(nullif(t.retention, 0), ?2)
+var retireSQL = `DELETE FROM rota_jobs WHERE id IN (SELECT j.id FROM rota_jobs j LEFT JOIN rota_types t ON t.name = j.type
+	WHERE j.state IN (3, 4, 5) AND j.finished_at < ?1 - ` + store.KeptForSQL("j", "t", "?2") + `
 		AND (j.parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM rota_jobs p WHERE p.id = j.parent_id AND p.state IN (0, 1, 2)))
 	LIMIT ?3)`
 

@@ -318,7 +318,7 @@ func (s *Store) listQuery(ctx context.Context, q querier, from string, where []s
 // the table: fine for an operator's view, not for a hot path.
 func (s *Store) Stats(ctx context.Context) ([]store.Count, error) {
 	rows, err := s.reader.QueryContext(ctx, `SELECT j.type, j.grp, j.state, count(*),
-		sum(j.state IN (3, 4, 5) AND j.finished_at < ? - coalesce(nullif(t.retention, 0), ?))
+		coalesce(sum(j.state IN (3, 4, 5) AND j.finished_at < ? - `+store.KeptForSQL("j", "t", "?")+`), 0)
 		FROM rota_jobs j LEFT JOIN rota_types t ON t.name = j.type
 		GROUP BY j.type, j.grp, j.state ORDER BY j.type, j.grp, j.state`, micros(s.cfg.Clock()), store.DefaultRetention.Microseconds())
 	if err != nil {

@@ -1,0 +1,2 @@
+-- How long a type's failed jobs are kept (microseconds; 0: until removed).
+ALTER TABLE types ADD COLUMN failed_retention bigint NOT NULL DEFAULT 0;

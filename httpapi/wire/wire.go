@@ -277,6 +277,7 @@ type TypeConfig struct {
 	GroupMaxRunning int      `json:"group_max_running,omitempty"`
 	Paused          bool     `json:"paused,omitempty"`
 	Retention       Duration `json:"retention,omitempty"`
+	FailedRetention Duration `json:"failed_retention,omitempty"`
 }
 
 // Params converts the wire form to store settings.
@@ -286,13 +287,13 @@ func (t TypeConfig) Params() (store.TypeConfig, error) {
 		return store.TypeConfig{}, err
 	}
 	return store.TypeConfig{Type: t.Type, LeaseTimeout: time.Duration(t.LeaseTimeout), Bands: b, GroupMaxRunning: t.GroupMaxRunning,
-		Paused: t.Paused, Retention: time.Duration(t.Retention)}, nil
+		Paused: t.Paused, Retention: time.Duration(t.Retention), FailedRetention: time.Duration(t.FailedRetention)}, nil
 }
 
 // NewTypeConfig converts store settings to the wire form.
 func NewTypeConfig(c store.TypeConfig) TypeConfig {
 	t := TypeConfig{Type: c.Type, LeaseTimeout: Duration(c.LeaseTimeout), GroupMaxRunning: c.GroupMaxRunning, Paused: c.Paused,
-		Retention: Duration(c.Retention)}
+		Retention: Duration(c.Retention), FailedRetention: Duration(c.FailedRetention)}
 	if !c.Bands.IsZero() {
 		t.Bands = c.Bands.String()
 	}

@@ -87,7 +87,7 @@ certificate authority with --ca.
 same shapes as PUT /v1/types/{type} and PUT /v1/groups):
 
   {"types":  [{"type": "email.send", "lease_timeout": "1m", "bands": "2,1",
-               "group_max_running": 5}],
+               "group_max_running": 5, "failed_retention": "720h"}],
    "groups": [{"group": "acme", "weight": 2},
               {"group": "free-tier", "max_running": 3}]}
 

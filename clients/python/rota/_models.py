@@ -7,7 +7,7 @@ from ._base import Model, RotaError
 
 API_VERSION = "1"
 # The SHA-256 of the document this module was generated from.
-OPENAPI_SHA256 = "56fa51c70eb162d9d54b0f30f214a0f621df9f318fb48afc98ffc33fd53ae86e"
+OPENAPI_SHA256 = "6bda6215027a322115e6e15aeea46e06a48ba0a5698ddcbd90d61202140411ca"
 
 # How a worker ends its hold on a job: complete (done, result stored); fail (retried with back-off unless permanent or out of attempts); snooze (pending again at run_at, the attempt is given back); release (pending again at once, the attempt is given back; used on shutdown); cancel (the worker cancels the job).
 ENDINGS = ("complete", "fail", "snooze", "release", "cancel")
@@ -734,6 +734,7 @@ class TypeConfig(Model):
 
     _fields = {
         "bands": "json",
+        "failed_retention": "duration",
         "group_max_running": "json",
         "lease_timeout": "duration",
         "paused": "json",
@@ -742,6 +743,7 @@ class TypeConfig(Model):
     }
     _required = ()
     bands = ""
+    failed_retention = None
     group_max_running = 0
     lease_timeout = None
     paused = False

@@ -957,14 +957,21 @@ export interface TypeConfig {
    */
   paused?: boolean;
   /**
-   * How long the type's completed, failed and cancelled jobs are kept after they
-   * end, before a background sweep deletes them (in batches, on one node);
-   * 1s..100y, absent or 0 for the default of 7 days (168h). Children whose
-   * parent has not ended are kept until it has; jobs that have not ended
-   * (recurring jobs between runs, parents waiting for children) are never
-   * deleted.
+   * How long the type's completed and cancelled jobs are kept after they end,
+   * before a background sweep deletes them (in batches, on one node); 1s..100y,
+   * absent or 0 for the default of 7 days (168h). Children whose parent has not
+   * ended are kept until it has; jobs that have not ended (recurring jobs
+   * between runs, parents waiting for children) are never deleted. Failed jobs
+   * follow failed_retention.
    */
   retention?: Duration;
+  /**
+   * How long the type's failed jobs are kept after they fail, before the
+   * background sweep deletes them; 1s..100y, absent or 0 to keep them until they
+   * are removed (the default: failed jobs are a dead-letter list to triage,
+   * retry or remove).
+   */
+  failed_retention?: Duration;
 }
 
 /**

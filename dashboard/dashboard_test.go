@@ -478,3 +478,37 @@ func TestScopedTokenCannotRaiseAWeight(t *testing.T) {
 		t.Errorf("acme lowering its weight to 0.5: %d, weight %g", resp.StatusCode, weight())
 	}
 }
+
+// TestWaitingLongestOnlyDue: the overview's "Waiting longest" lists due
+// jobs only, with how long they have waited since due; a daily job due
+// tomorrow is not waiting.
+func TestWaitingLongestOnlyDue(t *testing.T) {
+	s := newSite(t, "adm")
+	ctx := context.Background()
+	daily, err := s.c.Add(ctx, rota.AddParams{Type: "report.daily", RunAt: time.Now().Add(18 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	late, err := s.c.Add(ctx, rota.AddParams{Type: "email.send", RunAt: time.Now().Add(-90 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A later job of email.send, due now: the one due first waits longest.
+	if _, err := s.c.Add(ctx, rota.AddParams{Type: "email.send"}); err != nil {
+		t.Fatal(err)
+	}
+	admin, _ := signIn(t, s, "adm")
+	_, page := get(t, admin, s.url+"/ui/overview")
+	start := strings.Index(page, "<h2>Waiting longest</h2>")
+	if start < 0 {
+		t.Fatalf("no Waiting longest section on the overview:\n%s", page)
+	}
+	section := page[start:]
+	section = section[:strings.Index(section, "</section>")]
+	if strings.Contains(section, "report.daily") || strings.Contains(section, fmt.Sprintf("#%d<", daily.Job.ID)) {
+		t.Errorf("Waiting longest lists the daily job due in 18h:\n%s", section)
+	}
+	if !strings.Contains(section, fmt.Sprintf("/jobs/%d\">#%d<", late.Job.ID, late.Job.ID)) || !strings.Contains(section, "1m3") {
+		t.Errorf("Waiting longest does not show job %d of email.send waiting 1m30s since due:\n%s", late.Job.ID, section)
+	}
+}

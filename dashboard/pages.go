@@ -60,11 +60,14 @@ type countRow struct {
 	Total       int64
 }
 
-// typeLatency is how long the oldest pending job of a type has waited.
+// typeLatency is how long the due job of a type that has waited longest
+// has waited since it became due: a job not yet due (a daily job due
+// tomorrow) is not waiting.
 type typeLatency struct {
-	Type   string
-	Oldest time.Time
-	ID     int64
+	Type string
+	Due  time.Time
+	Wait time.Duration
+	ID   int64
 }
 
 // workerRow is a worker holding leases.
@@ -74,6 +77,10 @@ type workerRow struct {
 	LeaseUntil    time.Time
 	LastHeartbeat time.Time
 }
+
+// latencyScan is how many of a type's oldest pending jobs the overview
+// reads to find the one due longest ago.
+const latencyScan = 200
 
 type overviewData struct {
 	Rows    []countRow
@@ -114,24 +121,29 @@ func (s *Server) overviewData(r *http.Request) (overviewData, error) {
 		d.Totals[c.State] += c.Jobs
 	}
 	d.Empty = len(d.Rows) == 0
-	// The oldest pending job of each type: the lowest id pending (ids
-	// grow with time), one indexed read per type.
+	// The due job of each type that became due first, among its oldest
+	// pending jobs (the lowest ids: ids grow with time), one indexed read
+	// per type.
+	now := time.Now()
 	for _, t := range types {
 		if len(d.Latency) >= 50 {
 			break
 		}
-		res, err := s.c.List(ctx, rota.ListParams{Types: []string{t}, States: []rota.State{rota.Pending}, Limit: 20})
+		res, err := s.c.List(ctx, rota.ListParams{Types: []string{t}, States: []rota.State{rota.Pending}, Limit: latencyScan})
 		if err != nil {
 			return d, err
 		}
+		var l typeLatency
 		for _, j := range res.Jobs {
-			if u.Access.Reaches(j.Type, j.Group) {
-				d.Latency = append(d.Latency, typeLatency{Type: t, Oldest: j.CreatedAt, ID: j.ID})
-				break
+			if u.Access.Reaches(j.Type, j.Group) && !j.RunAt.After(now) && (l.ID == 0 || j.RunAt.Before(l.Due)) {
+				l = typeLatency{Type: t, Due: j.RunAt, Wait: now.Sub(j.RunAt).Truncate(time.Second), ID: j.ID}
 			}
 		}
+		if l.ID != 0 {
+			d.Latency = append(d.Latency, l)
+		}
 	}
-	slices.SortFunc(d.Latency, func(a, b typeLatency) int { return a.Oldest.Compare(b.Oldest) })
+	slices.SortFunc(d.Latency, func(a, b typeLatency) int { return a.Due.Compare(b.Due) })
 	// Workers: who holds leases now, from the running jobs.
 	res, err := s.c.List(ctx, rota.ListParams{States: []rota.State{rota.Running}, Limit: store.MaxListLimit})
 	if err != nil {

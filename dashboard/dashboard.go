@@ -143,6 +143,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /ui/overview", s.page(s.overviewFragment))
 	s.mux.HandleFunc("GET /ui/stream", s.page(s.stream))
 	s.mux.HandleFunc("GET /jobs", s.page(s.jobs))
+	s.mux.HandleFunc("GET /failed", s.page(s.failed))
 	s.mux.HandleFunc("POST /jobs/bulk", s.action(s.bulkAction))
 	s.mux.HandleFunc("GET /bulk/{n}", s.page(s.bulkPage))
 	s.mux.HandleFunc("GET /jobs/{id}", s.page(s.job))

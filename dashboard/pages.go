@@ -426,12 +426,29 @@ type jobsData struct {
 	Tasks     []*bulkTask
 	CanAct    bool
 	AllFilter string
+	// Failed is the Failed page: the failed jobs, a dead-letter list to
+	// retry or remove (Path is /failed rather than /jobs).
+	Failed bool
+	Path   string
 }
 
-func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
+func (s *Server) jobs(w http.ResponseWriter, r *http.Request) { s.jobList(w, r, false) }
+
+// failed lists the failed jobs, which are kept until removed (unless their
+// type sets a failed retention): people triage them, retrying or removing
+// them in bulk.
+func (s *Server) failed(w http.ResponseWriter, r *http.Request) { s.jobList(w, r, true) }
+
+func (s *Server) jobList(w http.ResponseWriter, r *http.Request, failed bool) {
 	u := userOf(r)
 	f := parseFilter(r.URL.Query())
-	d := jobsData{Filter: f, States: stateNames(), First: "/jobs?" + f.query(0), CanAct: !u.Access.ReadOnly(), AllFilter: f.query(0)}
+	path, title, nav := "/jobs", "Jobs", "jobs"
+	if failed {
+		f.States = []string{rota.Failed.String()}
+		path, title, nav = "/failed", "Failed jobs", "failed"
+	}
+	d := jobsData{Filter: f, States: stateNames(), First: path + "?" + f.query(0), CanAct: !u.Access.ReadOnly(), AllFilter: f.query(0),
+		Failed: failed, Path: path}
 	// A search: an id opens the job; type:key finds a job by key.
 	if f.Q != "" {
 		if id, err := strconv.ParseInt(strings.TrimPrefix(f.Q, "#"), 10, 64); err == nil && id > 0 {
@@ -450,12 +467,12 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 		} else {
 			d.Note = fmt.Sprintf("Search takes a job id (1234) or a type and key (email.send:welcome-42); %q is neither. To search job data, filter by type and open the jobs.", f.Q)
 		}
-		s.render(w, r, http.StatusOK, "jobs", view{Title: "Jobs", Nav: "jobs", Data: d})
+		s.render(w, r, http.StatusOK, "jobs", view{Title: title, Nav: nav, Data: d})
 		return
 	}
 	q, err := s.query(r, f)
 	if err != nil {
-		s.render(w, r, http.StatusBadRequest, "jobs", view{Title: "Jobs", Nav: "jobs", Error: err.Error(), Data: d})
+		s.render(w, r, http.StatusBadRequest, "jobs", view{Title: title, Nav: nav, Error: err.Error(), Data: d})
 		return
 	}
 	// The store lists only the jobs the token reaches (the request carries
@@ -463,7 +480,7 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 	// follows; a priority filter may leave a page short.
 	res, err := s.c.List(r.Context(), q.ListParams)
 	if err != nil {
-		s.fail(w, r, "Jobs", err)
+		s.fail(w, r, title, err)
 		return
 	}
 	for _, j := range res.Jobs {
@@ -472,10 +489,10 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if res.Next != 0 {
-		d.Next = "/jobs?" + f.query(res.Next)
+		d.Next = path + "?" + f.query(res.Next)
 	}
 	d.Tasks = s.bulk.recent(u.Token)
-	s.render(w, r, http.StatusOK, "jobs", view{Title: "Jobs", Nav: "jobs", Data: d, Notice: notice(r)})
+	s.render(w, r, http.StatusOK, "jobs", view{Title: title, Nav: nav, Data: d, Notice: notice(r)})
 }
 
 // ---- one job ----
@@ -687,6 +704,9 @@ func (s *Server) setType(w http.ResponseWriter, r *http.Request) {
 	default:
 		if tc.LeaseTimeout, err = formDuration(f, "lease_timeout"); err == nil {
 			if tc.Retention, err = formDuration(f, "retention"); err == nil {
+				tc.FailedRetention, err = formDuration(f, "failed_retention")
+			}
+			if err == nil {
 				if tc.Bands, err = store.ParseBands(strings.TrimSpace(f.Get("bands"))); err == nil {
 					tc.GroupMaxRunning, err = formInt(f, "group_max_running")
 				}

@@ -512,3 +512,38 @@ func TestWaitingLongestOnlyDue(t *testing.T) {
 		t.Errorf("Waiting longest does not show job %d of email.send waiting 1m30s since due:\n%s", late.Job.ID, section)
 	}
 }
+
+// TestTypesFailedRetention: the Types page shows how long a type's failed
+// jobs are kept ("until removed" by default) and the admin sets it; a bad
+// value is refused, naming the field, and changes nothing.
+func TestTypesFailedRetention(t *testing.T) {
+	s := newSite(t, "adm")
+	ctx := context.Background()
+	if _, err := s.c.Add(ctx, rota.AddParams{Type: "mail"}); err != nil {
+		t.Fatal(err)
+	}
+	admin, csrf := signIn(t, s, "adm")
+	if _, page := get(t, admin, s.url+"/types"); !strings.Contains(page, "Failed jobs kept") || !strings.Contains(page, "until removed") {
+		t.Errorf("the Types page does not say failed jobs are kept until removed")
+	}
+	failedRetention := func() time.Duration {
+		tcs, err := s.c.TypeConfigs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range tcs {
+			if tc.Type == "mail" {
+				return tc.FailedRetention
+			}
+		}
+		return -1
+	}
+	resp, _ := postForm(t, admin, s.url+"/types/mail", url.Values{"csrf": {csrf}, "failed_retention": {"720h"}})
+	if resp.StatusCode != http.StatusSeeOther || failedRetention() != 720*time.Hour {
+		t.Errorf("setting failed jobs kept 720h: %d, now %v", resp.StatusCode, failedRetention())
+	}
+	resp, page := postForm(t, admin, s.url+"/types/mail", url.Values{"csrf": {csrf}, "failed_retention": {"10ms"}})
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "failed retention 10ms") || failedRetention() != 720*time.Hour {
+		t.Errorf("a failed retention of 10ms: %d, now %v:\n%s", resp.StatusCode, failedRetention(), page)
+	}
+}

@@ -812,9 +812,9 @@ func formDuration(f url.Values, name string) (time.Duration, error) {
 	if v == "" || v == "0" {
 		return 0, nil
 	}
-	d, err := time.ParseDuration(v)
+	d, err := parseDuration(v)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s %q is not a duration such as 30s, 5m or 168h", rota.ErrInvalid, name, v)
+		return 0, fmt.Errorf("%s: %w", name, err)
 	}
 	return d, nil
 }

@@ -22,6 +22,7 @@ func parseTemplates() (map[string]*template.Template, error) {
 		"abs":    abs,
 		"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"num":    num,
+		"clock":  func(t time.Time) string { return t.UTC().Format("15:04:05 UTC") },
 		"dur":    dur,
 		"state":  func(s rota.State) string { return s.String() },
 		"add":    func(a, b int) int { return a + b },
@@ -56,39 +57,6 @@ func parseTemplates() (map[string]*template.Template, error) {
 // character that would end the segment (/, ?, #) or change its meaning is
 // escaped. html/template escapes query values by itself, not path parts.
 func seg(v any) string { return url.PathEscape(fmt.Sprint(v)) }
-
-// rel is a time relative to now, for people: "3m ago", "in 2h".
-func rel(t time.Time) string {
-	if t.IsZero() {
-		return "—"
-	}
-	d := time.Until(t)
-	if d > 50*365*24*time.Hour {
-		return "never"
-	}
-	if d.Abs() < time.Second {
-		return "just now"
-	}
-	s := short(d.Abs())
-	if d < 0 {
-		return s + " ago"
-	}
-	return "in " + s
-}
-
-func short(d time.Duration) string {
-	switch {
-	case d < time.Second:
-		return "now"
-	case d < time.Minute:
-		return strconv.Itoa(int(d.Seconds())) + "s"
-	case d < time.Hour:
-		return strconv.Itoa(int(d.Minutes())) + "m"
-	case d < 48*time.Hour:
-		return strconv.Itoa(int(d.Hours())) + "h"
-	}
-	return strconv.Itoa(int(d.Hours()/24)) + "d"
-}
 
 // abs is a time in full, in UTC; the page shows it in the browser's zone.
 func abs(t time.Time) string {
@@ -125,9 +93,10 @@ func num(v any) string {
 	return b.String()
 }
 
+// dur is a setting's duration, blank when unset.
 func dur(d time.Duration) string {
 	if d == 0 {
 		return ""
 	}
-	return d.String()
+	return duration(d)
 }

@@ -848,6 +848,10 @@ type Event struct {
 	State    State   `json:"state"`
 	Removed  bool    `json:"removed,omitempty"` // the job was removed; State is its last state
 	Progress float64 `json:"progress"`          // set with running changes
+	// Failed says the change ends a run that failed: the job failed for
+	// good, or is pending again for another attempt or its next slot. It
+	// tells a retry from a job queued anew.
+	Failed bool `json:"failed,omitempty"`
 	// Lease fingerprints the lease the change concerns (LeaseTag of its
 	// token; empty when none): a worker acts only on changes about its
 	// own lease, so that a late event about an earlier run (over a

@@ -34,6 +34,9 @@ func AppendEvent(buf []byte, ev Event) []byte {
 	}
 	o.lit(`,"progress":`)
 	o.float(ev.Progress)
+	if ev.Failed {
+		o.lit(`,"failed":true`)
+	}
 	if ev.Lease != "" {
 		o.lit(`,"lease":`)
 		o.str(ev.Lease)
@@ -168,6 +171,9 @@ func parseEventFast(d []byte) (Event, error) {
 	ok = ok && p.lit(`,"progress":`)
 	if ok {
 		ev.Progress, ok = p.float()
+	}
+	if ok && p.lit(`,"failed":true`) {
+		ev.Failed = true
 	}
 	if ok && p.lit(`,"lease":`) {
 		ev.Lease, ok = p.str()

@@ -318,13 +318,15 @@ func Expire(r *Row, now time.Time) Plan {
 }
 
 func retry(r *Row, runAt time.Time, errText string, drop bool) Plan {
-	return Plan{Kind: Retry, State: store.Pending, RunAt: runAt, Attempt: r.Attempt, Error: errText, DropToken: drop,
-		Event: event(r, store.Pending, runAt)}
+	ev := event(r, store.Pending, runAt)
+	ev.Failed = true
+	return Plan{Kind: Retry, State: store.Pending, RunAt: runAt, Attempt: r.Attempt, Error: errText, DropToken: drop, Event: ev}
 }
 
 func discard(r *Row, errText string, drop bool) Plan {
-	return Plan{Kind: Discard, State: store.Failed, RunAt: r.RunAt, Attempt: r.Attempt, Error: errText, DropToken: drop,
-		Event: event(r, store.Failed, r.RunAt)}
+	ev := event(r, store.Failed, r.RunAt)
+	ev.Failed = true
+	return Plan{Kind: Discard, State: store.Failed, RunAt: r.RunAt, Attempt: r.Attempt, Error: errText, DropToken: drop, Event: ev}
 }
 
 // runAgain ends a run whose job was resubmitted meanwhile: it is pending

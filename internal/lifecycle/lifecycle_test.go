@@ -236,6 +236,11 @@ func TestFinishOutcomes(t *testing.T) {
 			if plan.Event.ID != 7 || plan.Event.State != tt.state || plan.Event.Lease != store.LeaseTag(tok) || !plan.Event.RunAt.Equal(plan.RunAt) {
 				t.Errorf("event %+v", plan.Event)
 			}
+			// The event tells a failed run (retried or not) from a job
+			// queued anew: the dashboard's chart counts it as a failure.
+			if failed := plan.Kind == Retry || plan.Kind == Discard || (plan.Kind == Recur && plan.Error != ""); plan.Event.Failed != failed {
+				t.Errorf("plan %s: event.Failed = %v, want %v", plan.Kind, plan.Event.Failed, failed)
+			}
 			if plan.DropToken {
 				t.Error("a finish drops the token")
 			}

@@ -65,8 +65,10 @@ func NextSlot(r *Row, now time.Time) time.Time {
 // cycle, with the run's result or error.
 func recur(r *Row, result []byte, errText string, drop bool, now time.Time) Plan {
 	next := NextSlot(r, now)
+	ev := event(r, store.Pending, next)
+	ev.Failed = errText != "" // a run that failed, or one that completed
 	return Plan{Kind: Recur, State: store.Pending, RunAt: next, Slot: next, Attempt: 0, Result: result, Error: errText,
-		DropToken: drop, Event: event(r, store.Pending, next)}
+		DropToken: drop, Event: ev}
 }
 
 // Late reports whether a job just claimed must not run because it missed

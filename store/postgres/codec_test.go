@@ -16,6 +16,7 @@ func TestPayloadRoundTrip(t *testing.T) {
 		{ID: 1, Type: "email.send", Group: "tenant 1", State: store.Pending, RunAt: at},
 		{ID: 2, Type: "a,b;c", Group: "", State: store.Running, Progress: 42.5, Lease: store.LeaseTag("tok")},
 		{ID: 3, Type: "x", Group: "g", State: store.Completed, Removed: true},
+		{ID: 4, Type: "x", Group: "g", State: store.Pending, Failed: true, RunAt: at}, // a failed run, retried
 	}
 	payloads := encode("node1", in, 16)
 	if len(payloads) != 1 {
@@ -27,7 +28,7 @@ func TestPayloadRoundTrip(t *testing.T) {
 	}
 	if !slices.EqualFunc(in, out, func(a, b store.Event) bool {
 		return a.ID == b.ID && a.Type == b.Type && a.Group == b.Group && a.State == b.State &&
-			a.Removed == b.Removed && a.Progress == b.Progress && a.RunAt.Equal(b.RunAt) && a.Lease == b.Lease
+			a.Removed == b.Removed && a.Failed == b.Failed && a.Progress == b.Progress && a.RunAt.Equal(b.RunAt) && a.Lease == b.Lease
 	}) {
 		t.Errorf("round trip = %+v, want %+v", out, in)
 	}

@@ -57,9 +57,12 @@ func encodeChange(b []byte, c store.Event) []byte {
 	b = strconv.AppendInt(b, c.ID, 10)
 	b = append(b, '\t')
 	b = strconv.AppendInt(b, int64(c.State), 10)
-	if c.Removed {
+	switch {
+	case c.Removed:
 		b = append(b, "\t1\t"...)
-	} else {
+	case c.Failed: // a run that failed; older nodes read it as not removed
+		b = append(b, "\tf\t"...)
+	default:
 		b = append(b, "\t0\t"...)
 	}
 	if c.RunAt.IsZero() {
@@ -139,7 +142,7 @@ func decode(payload string) (node string, changes []store.Event, ok bool) {
 			if err1 != nil || err2 != nil || err3 != nil || !store.State(st).Valid() || id <= 0 {
 				continue
 			}
-			c := store.Event{ID: id, State: store.State(st), Removed: f[3] == "1", Progress: prog, Type: f[6], Group: f[7]}
+			c := store.Event{ID: id, State: store.State(st), Removed: f[3] == "1", Failed: f[3] == "f", Progress: prog, Type: f[6], Group: f[7]}
 			if len(f) == 9 {
 				c.Lease = f[8]
 			}

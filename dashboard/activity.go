@@ -18,7 +18,8 @@ type activity struct {
 	mu      sync.Mutex
 	minutes [60]minute // a ring, by minute of the hour
 	subs    map[chan struct{}]reachFunc
-	version uint64 // changes seen
+	version uint64    // changes seen
+	since   time.Time // when counting started: the chart covers no earlier minute
 }
 
 // reachFunc says whether a token reaches jobs of a type and group.
@@ -45,7 +46,7 @@ type minute struct {
 const maxPlaces = 10000
 
 func watchActivity(ctx context.Context, c *rota.Client) (*activity, error) {
-	a := &activity{subs: map[chan struct{}]reachFunc{}}
+	a := &activity{subs: map[chan struct{}]reachFunc{}, since: time.Now()}
 	// The store's own feed, a batch at a time under one lock: it costs the
 	// commit path little, and cannot fall behind as a queued subscriber can.
 	// The charts count starts and completions, which a remote store's feed
@@ -79,14 +80,16 @@ func (a *activity) count(ev rota.Event) {
 	i := -1
 	switch {
 	case ev.Removed:
+	case ev.Failed:
+		// A failed run, whether the job runs again or not: a retry is no
+		// new job in the queue.
+		m.failed, i = m.failed+1, 3
 	case ev.State == rota.Pending:
 		m.queued, i = m.queued+1, 0
 	case ev.State == rota.Running && ev.Progress == 0:
 		m.started, i = m.started+1, 1
 	case ev.State == rota.Completed:
 		m.completed, i = m.completed+1, 2
-	case ev.State == rota.Failed:
-		m.failed, i = m.failed+1, 3
 	}
 	k := [2]string{ev.Type, ev.Group}
 	if _, ok := m.byPlace[k]; i >= 0 && (ok || len(m.byPlace) < maxPlaces) {
@@ -118,12 +121,17 @@ type point struct {
 }
 
 // lastHour returns the last 60 minutes, oldest first, counting only the
-// types and groups reach allows.
-func (a *activity) lastHour(reach reachFunc) []point {
+// types and groups reach allows, and when the counts start: an hour ago,
+// or when counting started if that is later.
+func (a *activity) lastHour(reach reachFunc) ([]point, time.Time) {
 	now := time.Now().Truncate(time.Minute)
 	out := make([]point, 60)
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	from := now.Add(-59 * time.Minute)
+	if a.since.After(from) {
+		from = a.since
+	}
 	for i := range out {
 		at := now.Add(time.Duration(i-59) * time.Minute)
 		out[i].At = at
@@ -140,7 +148,7 @@ func (a *activity) lastHour(reach reachFunc) []point {
 			}
 		}
 	}
-	return out
+	return out, from
 }
 
 // wake returns a channel that receives after changes of jobs in reach,

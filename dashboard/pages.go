@@ -85,6 +85,7 @@ const latencyScan = 200
 type overviewData struct {
 	Rows    []countRow
 	Totals  [6]int64
+	Total   int64 // every job in reach
 	States  []string
 	Latency []typeLatency
 	Workers []workerRow
@@ -173,6 +174,7 @@ func (s *Server) overviewData(r *http.Request) (overviewData, error) {
 	}
 	slices.SortFunc(d.Workers, func(a, b workerRow) int { return cmp.Compare(a.Worker, b.Worker) })
 	d.Chart = newChart(s.act.lastHour(u.Access.Reaches))
+	d.Total = d.Totals[0] + d.Totals[1] + d.Totals[2] + d.Totals[3] + d.Totals[4] + d.Totals[5]
 	return d, nil
 }
 
@@ -251,7 +253,12 @@ type chart struct {
 	Series        []series
 	Max           int64
 	Total         [4]int64
-	Start, End    time.Time
+	// From is when the counts start: an hour ago, or when the server
+	// started if that is later (Partial), so that the legend says what
+	// the chart covers.
+	From    time.Time
+	Partial bool
+	End     time.Time
 }
 
 type series struct {
@@ -260,8 +267,8 @@ type series struct {
 	Total       int64
 }
 
-func newChart(pts []point) chart {
-	c := chart{Width: 600, Height: 120, Start: pts[0].At, End: pts[len(pts)-1].At.Add(time.Minute)}
+func newChart(pts []point, from time.Time) chart {
+	c := chart{Width: 600, Height: 120, From: from, Partial: from.After(pts[0].At), End: pts[len(pts)-1].At.Add(time.Minute)}
 	for _, p := range pts {
 		c.Max = max(c.Max, p.Queued, p.Started, p.Completed, p.Failed)
 		c.Total[0] += p.Queued
@@ -506,6 +513,7 @@ type jobData struct {
 	LeaseTag string
 	CanAct   bool
 	Ended    bool
+	Opened   time.Time // when the page was drawn: its history starts then
 }
 
 func (s *Server) job(w http.ResponseWriter, r *http.Request) {
@@ -524,7 +532,7 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := jobData{Job: j, Data: pretty(j.Data), Result: pretty(j.Result), LeaseTag: store.LeaseTag(j.Token),
-		CanAct: !u.Access.ReadOnly(), Ended: j.State.Terminal()}
+		CanAct: !u.Access.ReadOnly(), Ended: j.State.Terminal(), Opened: time.Now()}
 	if j.HasChildren {
 		res, err := s.c.List(r.Context(), rota.ListParams{Parent: j.ID, Limit: 100})
 		if err == nil {

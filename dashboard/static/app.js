@@ -8,7 +8,10 @@ function localTimes(root) {
   const fmt = new Intl.DateTimeFormat(undefined, {year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short"});
   for (const t of root.querySelectorAll("time[datetime]")) {
     const d = new Date(t.getAttribute("datetime"));
-    if (!isNaN(d)) t.title = fmt.format(d) + " (" + t.title + ")";
+    if (isNaN(d)) continue;
+    t.title = fmt.format(d) + " (" + t.title + ")";
+    // A time of day, as the page's later changes show theirs.
+    if (t.hasAttribute("data-clock")) t.textContent = d.toLocaleTimeString();
   }
 }
 

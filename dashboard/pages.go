@@ -732,8 +732,19 @@ func (s *Server) setType(w http.ResponseWriter, r *http.Request) {
 }
 
 type groupsData struct {
-	Groups  []rota.GroupConfig
+	InUse   []groupRow         // the groups that have jobs
+	Groups  []rota.GroupConfig // the settings
+	States  []string
 	CanEdit bool
+}
+
+// groupRow is a group that has jobs: its jobs by state, over every type,
+// and its settings.
+type groupRow struct {
+	Group    string
+	ByState  [6]int64
+	Total    int64
+	Settings []rota.GroupConfig
 }
 
 func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
@@ -743,12 +754,39 @@ func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "Groups", err)
 		return
 	}
-	d := groupsData{CanEdit: !u.Access.ReadOnly()}
+	counts, err := s.counts.get(r.Context(), s.c, s.act.changes())
+	if err != nil {
+		s.fail(w, r, "Groups", err)
+		return
+	}
+	d := groupsData{CanEdit: !u.Access.ReadOnly(), States: stateNames()}
 	for _, g := range gcs {
 		if u.Access.ReachesGroupConfig(g) {
 			d.Groups = append(d.Groups, g)
 		}
 	}
+	// The groups in use, from the jobs the token reaches; a group with
+	// settings but no job is in the settings table only.
+	index := map[string]int{}
+	for _, c := range counts {
+		if c.Jobs == 0 || !u.Access.Reaches(c.Type, c.Group) {
+			continue
+		}
+		i, ok := index[c.Group]
+		if !ok {
+			i = len(d.InUse)
+			index[c.Group] = i
+			d.InUse = append(d.InUse, groupRow{Group: c.Group})
+		}
+		d.InUse[i].ByState[c.State] += c.Jobs
+		d.InUse[i].Total += c.Jobs
+	}
+	for _, g := range d.Groups {
+		if i, ok := index[g.Group]; ok {
+			d.InUse[i].Settings = append(d.InUse[i].Settings, g)
+		}
+	}
+	slices.SortFunc(d.InUse, func(a, b groupRow) int { return cmp.Compare(a.Group, b.Group) })
 	s.render(w, r, http.StatusOK, "groups", view{Title: "Groups", Nav: "groups", Data: d, Notice: notice(r)})
 }
 

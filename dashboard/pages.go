@@ -425,6 +425,7 @@ func (s *Server) query(r *http.Request, f filter) (listQuery, error) {
 
 type jobsData struct {
 	Filter    filter
+	Counts    map[string]int64 // jobs by state, of the type and group filtered, in reach
 	Jobs      []rota.Job
 	Next      string
 	First     string
@@ -498,8 +499,38 @@ func (s *Server) jobList(w http.ResponseWriter, r *http.Request, failed bool) {
 	if res.Next != 0 {
 		d.Next = path + "?" + f.query(res.Next)
 	}
+	if d.Counts, err = s.stateCounts(r, f); err != nil {
+		s.fail(w, r, "Jobs", err)
+		return
+	}
 	d.Tasks = s.bulk.recent(u.Token)
 	s.render(w, r, http.StatusOK, "jobs", view{Title: title, Nav: nav, Data: d, Notice: notice(r)})
+}
+
+// stateCounts counts the jobs of each state that the filter's type (a name
+// or pattern) and group select, among those the token reaches: the counts
+// beside the state filters. They come from the overview's shared count,
+// so a page costs no count of its own while jobs do not change.
+func (s *Server) stateCounts(r *http.Request, f filter) (map[string]int64, error) {
+	u := userOf(r)
+	counts, err := s.counts.get(r.Context(), s.c, s.act.changes())
+	if err != nil {
+		return nil, err
+	}
+	var pat store.Pattern
+	if f.Type != "" {
+		if pat, err = store.CompilePattern(f.Type); err != nil {
+			return nil, err
+		}
+	}
+	out := map[string]int64{}
+	for _, c := range counts {
+		if !u.Access.Reaches(c.Type, c.Group) || (f.Type != "" && !pat.Match(c.Type)) || (f.Group != "" && c.Group != f.Group) {
+			continue
+		}
+		out[c.State.String()] += c.Jobs
+	}
+	return out, nil
 }
 
 // ---- one job ----

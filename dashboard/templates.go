@@ -22,6 +22,7 @@ func parseTemplates() (map[string]*template.Template, error) {
 		"abs":    abs,
 		"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"num":    num,
+		"pct":    func(p float64) string { return fmt.Sprintf("%.0f%%", p) },
 		"clock":  func(t time.Time) string { return t.UTC().Format("15:04:05 UTC") },
 		"dur":    dur,
 		"state":  func(s rota.State) string { return s.String() },

@@ -277,15 +277,24 @@ func newChart(pts []point, from time.Time) chart {
 		c.Total[3] += p.Failed
 	}
 	scale := float64(c.Height-10) / float64(max(c.Max, 1))
+	// The chart spans the minutes counted: none before the counts start.
+	drawn := pts
+	for len(drawn) > 1 && drawn[0].At.Before(from.Truncate(time.Minute)) {
+		drawn = drawn[1:]
+	}
 	get := []func(point) int64{
 		func(p point) int64 { return p.Queued }, func(p point) int64 { return p.Started },
 		func(p point) int64 { return p.Completed }, func(p point) int64 { return p.Failed },
 	}
 	for i, name := range []string{"queued", "started", "completed", "failed"} {
 		var b strings.Builder
-		for k, p := range pts {
-			x := float64(k) * float64(c.Width) / float64(len(pts)-1)
+		for k, p := range drawn {
 			y := float64(c.Height) - 5 - float64(get[i](p))*scale
+			if len(drawn) == 1 { // one minute counted: it spans the chart
+				fmt.Fprintf(&b, "0,%.1f %d,%.1f", y, c.Width, y)
+				break
+			}
+			x := float64(k) * float64(c.Width) / float64(len(drawn)-1)
 			fmt.Fprintf(&b, "%.1f,%.1f ", x, y)
 		}
 		c.Series = append(c.Series, series{Name: name, Class: "s-" + name, Points: strings.TrimSpace(b.String()), Total: c.Total[i]})

@@ -104,6 +104,33 @@ func testWatch(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 	})
 
+	// A failed run's change says so, whether the job is retried or
+	// fails for good: a retry is not a job queued anew.
+	t.Run("FailedRuns", func(t *testing.T) {
+		s := open(t)
+		rec := newRecorder()
+		stop := s.Watch(rec.fn)
+		defer stop()
+		j := addOne(t, s, store.AddParams{Type: "t", MaxAttempts: 2})
+		for n := range 2 {
+			// The retry is due after its back-off: accept it early.
+			res := accept(t, s, store.AcceptParams{Types: []string{"t"}, DueBy: time.Now().Add(time.Hour)})
+			if len(res.Jobs) != 1 {
+				t.Fatalf("Accept took %d jobs, want 1", len(res.Jobs))
+			}
+			mustFinish(t, s, store.FinishParams{Lease: lease(res.Jobs[0]), As: store.Fail, Error: fmt.Sprint("boom ", n)})
+			rec.waitFor(t, j.ID, 3+2*n)
+		}
+		var got []string
+		for _, c := range rec.forJob(j.ID) {
+			got = append(got, fmt.Sprintf("%v/%v", c.State, c.Failed))
+		}
+		want := []string{"pending/false", "running/false", "pending/true", "running/false", "failed/true"}
+		if !slices.Equal(got, want) {
+			t.Errorf("changes of job %d (state/failed) = %v, want %v", j.ID, got, want)
+		}
+	})
+
 	t.Run("CommitOrder", func(t *testing.T) {
 		s := open(t)
 		rec := newRecorder()

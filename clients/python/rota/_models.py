@@ -7,7 +7,7 @@ from ._base import Model, RotaError
 
 API_VERSION = "1"
 # The SHA-256 of the document this module was generated from.
-OPENAPI_SHA256 = "6bda6215027a322115e6e15aeea46e06a48ba0a5698ddcbd90d61202140411ca"
+OPENAPI_SHA256 = "ebd3f86e3e799feaa23aeab7cf0bd45666c4d7097cef3850fb8c4b687ca74414"
 
 # How a worker ends its hold on a job: complete (done, result stored); fail (retried with back-off unless permanent or out of attempts); snooze (pending again at run_at, the attempt is given back); release (pending again at once, the attempt is given back; used on shutdown); cancel (the worker cancels the job).
 ENDINGS = ("complete", "fail", "snooze", "release", "cancel")
@@ -335,6 +335,7 @@ class Event(Model):
 
     _fields = {
         "at": "time",
+        "failed": "json",
         "group": "json",
         "id": "json",
         "lease": "json",
@@ -346,6 +347,7 @@ class Event(Model):
     }
     _required = ("at", "group", "id", "progress", "state", "type")
     at = None
+    failed = False
     group = ""
     id = 0
     lease = ""

@@ -349,6 +349,12 @@ export interface Event {
    */
   removed?: boolean;
   /**
+   * The change ends a run that failed: the job failed for good, or is pending
+   * again for another attempt or its next slot (tells a retry from a job queued
+   * anew).
+   */
+  failed?: boolean;
+  /**
    * The job's progress (set with running changes).
    */
   progress: number;

@@ -236,8 +236,20 @@ func TestRevocationEndsWatch(t *testing.T) {
 	temp := admin
 	temp.token = strings.TrimSpace(admin.rota(t, "token", "create", "temp"))
 	watch := temp.start(t, "watch", "--type", "mail")
-	admin.add(t, "mail", "{}")
-	eventually(t, "the watch shows the added job", func() bool { return strings.Contains(watch.stdout.String(), "mail") })
+	// The watch may not have subscribed yet when a job is added (a job
+	// stream starts at the moment it opens): add one every half second
+	// until it shows one.
+	last := time.Time{}
+	eventually(t, "the watch shows an added job", func() bool {
+		if strings.Contains(watch.stdout.String(), "mail") {
+			return true
+		}
+		if time.Since(last) > 500*time.Millisecond {
+			admin.add(t, "mail", "{}")
+			last = time.Now()
+		}
+		return false
+	})
 	start := time.Now()
 	admin.rota(t, "token", "revoke", "temp")
 	if code := watch.wait(t); code != 6 {

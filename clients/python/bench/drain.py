@@ -35,7 +35,7 @@ def build(tmp):
     env = dict(os.environ, CGO_ENABLED="1")
     rota_bin, godrain = os.path.join(tmp, "rota"), os.path.join(tmp, "godrain")
     subprocess.run([go, "build", "-o", rota_bin, "./cmd/rota"], cwd=REPO, env=env, check=True)
-    subprocess.run([go, "build", "-o", godrain, "./clients/python/bench/godrain"], cwd=REPO, env=env, check=True)
+    subprocess.run([go, "build", "-o", godrain, "./clients/godrain"], cwd=REPO, env=env, check=True)
     return rota_bin, godrain
 
 

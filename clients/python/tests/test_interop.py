@@ -24,7 +24,7 @@ TS_DIST = os.path.join(REPO, "clients", "typescript", "dist", "index.js")
 @pytest.fixture(scope="session")
 def godrain(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("godrain") / "godrain")
-    subprocess.run([go(), "build", "-o", out, "./clients/python/bench/godrain"], cwd=REPO,
+    subprocess.run([go(), "build", "-o", out, "./clients/godrain"], cwd=REPO,
                    env=dict(os.environ, CGO_ENABLED="1"), check=True)
     return out
 

@@ -7,7 +7,7 @@
 //
 //   node bench/drain.mjs [--jobs 20000] [--runs 3] [--concurrency 512]
 //
-// It needs build/rota and build/goworker (npm run bench builds them).
+// It needs build/rota and build/godrain (npm run bench builds them).
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir, cpus } from "node:os";
@@ -53,7 +53,7 @@ async function drain(kind, run) {
   const p =
     kind === "ts"
       ? spawn(process.execPath, ["bench/tsworker.mjs", url, type, String(concurrency)], { stdio: "inherit" })
-      : spawn("build/goworker", ["-server", url, "-type", type, "-concurrency", String(concurrency)], { stdio: "inherit" });
+      : spawn("build/godrain", ["-server", url, "-type", type, "-concurrency", String(concurrency)], { stdio: "inherit" });
   for (;;) {
     const s = await client.stats();
     const done = s.counts.filter((c) => c.type === type && c.state === "completed").reduce((n, c) => n + c.jobs, 0);

@@ -1,8 +1,10 @@
 // Command godrain runs the Go remote worker (remote.NewClient and
 // rota.NewWorker) with no-op handlers for one job type against a rota
-// server, until SIGTERM: the baseline of clients/python/bench/drain.py.
-// With -add it is a Go producer instead: it adds jobs in groups with one
-// AddMany and exits (the Python client's interop test).
+// server, until SIGTERM: the baseline the Python and TypeScript clients'
+// drain benchmarks (clients/python/bench/drain.py,
+// clients/typescript/bench/drain.mjs) measure their workers against, and
+// the Go worker of the clients' interop test. With -add it is a Go producer
+// instead: it adds jobs in groups with one AddMany and exits.
 //
 //	godrain -server http://127.0.0.1:7700 -type bench.drain -concurrency 64
 //	godrain -server http://127.0.0.1:7700 -type interop -add flood:1000,a:20,b:20

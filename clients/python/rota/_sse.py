@@ -62,6 +62,29 @@ def event_of(data, event_id):
     return ev
 
 
+# What a message tells a subscriber besides an event to yield.
+END = "end"  # the stream is over: the job has ended or is gone
+RECONNECT = "reconnect"  # the server ended this connection: open another
+
+
+def meaning(event, event_id, data):
+    """What one message of the stream means, the same for the blocking
+    and the asyncio client: an Event or a StreamReset to yield, END,
+    RECONNECT, or None (nothing to do). A revoked token raises
+    ForbiddenError: reconnecting would only be refused."""
+    if event == "job":
+        return event_of(data, event_id)
+    if event == "end":
+        return END
+    if event == "reset":
+        return StreamReset(json.loads(data).get("reason", ""))
+    if event == "resume":
+        return RECONNECT  # this client fell behind
+    if event == "revoked":
+        raise m.ForbiddenError("event stream: %s" % json.loads(data).get("reason", "the token was revoked"), 403)
+    return None
+
+
 def events_path(job=None, types=None, running=True, completed=True):
     from urllib.parse import urlencode
 

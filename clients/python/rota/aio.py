@@ -11,7 +11,6 @@ blocking client's (rota/_ops.py), so the two forms cannot differ."""
 import asyncio
 import email.utils
 import functools
-import json
 import logging
 import os
 import signal
@@ -24,7 +23,7 @@ from ._base import RotaError
 from ._http import RotaConnectionError, base_headers, parse_url, ssl_context
 from ._runtime import (MAX_DEFAULT_PREFETCH, MAX_FINISH_BATCH, RETRY_FIRST, RETRY_MAX, Cancel, Pace, Permanent, Snooze,
                        ending, finish_body, lease_tag, retryable)
-from ._sse import TERMINAL, Decoder, StreamReset, event_of, events_path, settled, wait_states
+from ._sse import END, RECONNECT, Decoder, StreamReset, events_path, meaning, settled, wait_states
 from .client import READ_RETRIES, from_env, READ_RETRY_FIRST, READ_RETRY_MAX, STREAM_IDLE
 
 __all__ = ["AsyncClient", "AsyncWorker", "AsyncLeasedJob"]
@@ -324,19 +323,16 @@ class AsyncClient:
                         event, eid, data = msg
                         if eid:
                             last = eid
-                        if event == "job":
-                            backoff = 0.1
-                            yield event_of(data, eid)
-                        elif event == "end":
+                        what = meaning(event, eid, data)
+                        if what is END:
                             return
-                        elif event == "reset":
-                            yield StreamReset(json.loads(data).get("reason", ""))
-                        elif event == "resume":
+                        if what is RECONNECT:
                             done = True
                             break
-                        elif event == "revoked":
-                            # The token was revoked: reconnecting would only be refused.
-                            raise m.ForbiddenError("event stream: %s" % json.loads(data).get("reason", "the token was revoked"), 403)
+                        if what is not None:
+                            if not isinstance(what, StreamReset):
+                                backoff = 0.1
+                            yield what
             except RotaError as e:
                 if not isinstance(e, (RotaConnectionError, m.UnavailableError)) or not reconnect:
                     raise

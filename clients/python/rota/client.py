@@ -3,15 +3,14 @@
 import email.utils
 import functools
 import http.client
-import json
 import os
 import time
 
 from . import _ops
 from ._base import RotaError
 from ._http import RotaConnectionError, Transport
-from ._models import FinishedError, ForbiddenError, NotFoundError, UnavailableError
-from ._sse import TERMINAL, Decoder, StreamReset, event_of, events_path, settled, wait_states
+from ._models import FinishedError, NotFoundError, UnavailableError
+from ._sse import END, RECONNECT, Decoder, StreamReset, events_path, meaning, settled, wait_states
 
 # Reads (GET) that find the server's store unavailable (503) are tried
 # again this many times, with back-off, as the Go client does. Other
@@ -195,18 +194,15 @@ class Client:
                     event, eid, data = msg
                     if eid:
                         last = eid
-                    if event == "job":
-                        backoff = 0.1
-                        yield event_of(data, eid)
-                    elif event == "end":
+                    what = meaning(event, eid, data)
+                    if what is END:
                         return
-                    elif event == "reset":
-                        yield StreamReset(json.loads(data).get("reason", ""))
-                    elif event == "resume":
-                        break  # the server ended the stream: this client fell behind
-                    elif event == "revoked":
-                        # The token was revoked: reconnecting would only be refused.
-                        raise ForbiddenError("event stream: %s" % json.loads(data).get("reason", "the token was revoked"), 403)
+                    if what is RECONNECT:
+                        break
+                    if what is not None:
+                        if not isinstance(what, StreamReset):
+                            backoff = 0.1
+                        yield what
             except RotaError as e:
                 if isinstance(e, RotaConnectionError) or isinstance(e, UnavailableError):
                     if not reconnect:

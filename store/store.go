@@ -502,6 +502,14 @@ type ResubmitParams struct {
 	// (Bedrock's RequeueJobs with a name); a running job is renamed by
 	// its worker's snooze (FinishParams.Rename).
 	Rename string
+	// HandBack makes a running job pending at once (at RunAt; now when
+	// zero), its run handed back and its worker fenced out, rather than
+	// run again after its run ends; it may then be renamed. A paused job
+	// (a family's) is left to its family's rules. Bedrock's RequeueJobs.
+	HandBack bool
+	// KeepAttempt, with HandBack, leaves a handed-back run counted in the
+	// job's attempts (Bedrock's RequeueJobs without decrementFailures).
+	KeepAttempt bool
 }
 
 // UpdateParams changes a job in place, in any state, without moving it
@@ -521,6 +529,16 @@ type UpdateParams struct {
 	// missed-slot policy; a pending job keeps its run time.
 	Schedule *string
 	Missed   *Missed
+	// RunIn, when RunAt is zero, moves a pending or paused job's run time
+	// to RunIn after the store's time, counted from its whole second.
+	RunIn time.Duration
+	// NextSlot, when RunAt and RunIn are zero, moves a pending or paused
+	// recurring job to its schedule's next slot after the store's time:
+	// from its run time under a new Schedule (Bedrock's UpdateJob with a
+	// repeat), from the slot its run stands for under its own (Bedrock's
+	// FinishJob of a job whose fixed lease ended). A job in another state
+	// keeps its run time.
+	NextSlot bool
 }
 
 // ListParams filters and pages a listing. Jobs come in id order.
@@ -676,6 +694,39 @@ type FinishParams struct {
 	// RequeueJobs without decrementFailures keeps a retryAfter job's
 	// count of runs).
 	KeepAttempt bool
+
+	// The fields below change the job in the same transaction as the
+	// finish, so that a command that ends a run and changes the job
+	// (Bedrock's FinishJob, RetryJob and FailJob) is applied whole or not
+	// at all. Times relative to now are resolved with the store's clock.
+
+	// Data, when set, replaces the job's data (as a heartbeat's would),
+	// with any ending.
+	Data json.RawMessage
+	// EndSchedule, with Complete, makes the run the job's last: its
+	// schedule is removed, so that the completion ends it (Bedrock's
+	// ignoreRepeat).
+	EndSchedule bool
+	// Priority, with Snooze, gives the job a new priority.
+	Priority *int
+	// RunIn, with Snooze and no RunAt, makes the job due RunIn after the
+	// store's time, counted from its whole second (Bedrock's delay).
+	RunIn time.Duration
+	// AtNextSlot, with Snooze, makes a recurring job due at its
+	// schedule's next slot, as if its run had ended (Bedrock's RetryJob of
+	// a repeating job); a job without a schedule runs at RunAt or RunIn.
+	AtNextSlot bool
+	// DropEndedChildren, with Snooze, deletes the job's ended children,
+	// as a completed run does, so that its next run sees only new ones
+	// (Bedrock's RetryJob).
+	DropEndedChildren bool
+}
+
+// Plain reports whether p only ends its run: it changes nothing else of
+// the job (no data, schedule, priority or children), so that a store may
+// complete it on its fast path.
+func (p *FinishParams) Plain() bool {
+	return p.Data == nil && !p.EndSchedule && p.Priority == nil && p.RunIn == 0 && !p.AtNextSlot && !p.DropEndedChildren
 }
 
 // TypeConfig is per-type configuration.

@@ -257,6 +257,14 @@ func CheckUpdates(ps []UpdateParams) ([][]byte, error) {
 		if err := CheckTime("run_at", p.RunAt); err != nil {
 			return nil, err
 		}
+		switch {
+		case p.RunIn < 0:
+			return nil, Invalidf("job %d: run_in %v is negative", p.ID, p.RunIn)
+		case p.RunIn > MaxRunIn:
+			return nil, Invalidf("job %d: run_in %v is more than %v", p.ID, p.RunIn, MaxRunIn)
+		case p.RunIn != 0 && !p.RunAt.IsZero():
+			return nil, Invalidf("job %d: run_at and run_in are exclusive", p.ID)
+		}
 		if p.Schedule != nil {
 			missed := MissedOnce
 			if p.Missed != nil {
@@ -415,8 +423,36 @@ func CheckFinish(p *FinishParams) error {
 			return fmt.Errorf("job %d: rename: %w", p.ID, err)
 		}
 	}
+	if p.Data != nil {
+		d, err := NormalizeData("data", p.Data)
+		if err != nil {
+			return fmt.Errorf("job %d: %w", p.ID, err)
+		}
+		p.Data = d
+	}
+	switch {
+	case p.EndSchedule && p.As != Complete:
+		return Invalidf("job %d: ending the schedule goes with complete only", p.ID)
+	case p.Priority != nil && p.As != Snooze:
+		return Invalidf("job %d: a new priority goes with snooze only", p.ID)
+	case (p.RunIn != 0 || p.AtNextSlot) && p.As != Snooze:
+		return Invalidf("job %d: a run time goes with snooze only", p.ID)
+	case p.DropEndedChildren && p.As != Snooze:
+		return Invalidf("job %d: dropping ended children goes with snooze only (a completion drops them)", p.ID)
+	case p.RunIn < 0:
+		return Invalidf("job %d: run_in %v is negative", p.ID, p.RunIn)
+	case p.RunIn != 0 && !p.RunAt.IsZero():
+		return Invalidf("job %d: run_at and run_in are exclusive", p.ID)
+	case p.RunIn > MaxRunIn:
+		return Invalidf("job %d: run_in %v is more than %v", p.ID, p.RunIn, MaxRunIn)
+	}
 	return CheckTime("run_at", p.RunAt)
 }
+
+// MaxRunIn bounds a relative run time (FinishParams.RunIn,
+// UpdateParams.RunIn): about a hundred years, which keeps the time it
+// makes within what every store holds.
+const MaxRunIn = 100 * 365 * 24 * time.Hour
 
 // NewToken returns a random 128-bit fencing token as 32 hex characters.
 func NewToken() string {
@@ -482,6 +518,9 @@ func CheckResubmits(ps []ResubmitParams) ([][]byte, error) {
 			if err := CheckType(p.Rename); err != nil {
 				return nil, fmt.Errorf("job %d: rename: %w", p.ID, err)
 			}
+		}
+		if p.KeepAttempt && !p.HandBack {
+			return nil, Invalidf("job %d: keeping the attempt goes with handing the run back only", p.ID)
 		}
 		if p.Data != nil {
 			d, err := NormalizeData("data", p.Data)

@@ -53,6 +53,9 @@ type FamilyWork struct {
 	// are deleted, so that its next run sees only new ones (as Bedrock
 	// deletes them).
 	DropEndedChildren bool
+	// KeepFailedChildren, with DropEndedChildren, keeps the failed ones
+	// (Bedrock's RetryJob deletes finished and cancelled children only).
+	KeepFailedChildren bool
 	// CancelChildren: the job ended for good, and its unfinished children
 	// are cancelled (CancelJob) rather than left waiting for it.
 	CancelChildren bool
@@ -81,6 +84,11 @@ func Family(r *Row, p *Plan) FamilyWork {
 		// completes.
 		if p.State.Terminal() && p.Kind != Complete && p.Kind != Keep {
 			w.CancelChildren = true
+		}
+		if p.DropEndedChildren && !w.DropEndedChildren {
+			// A snooze that asks for it: its completed and cancelled
+			// children go, its failed ones stay for its next run to see.
+			w.DropEndedChildren, w.KeepFailedChildren = true, true
 		}
 	}
 	if r.Parent != 0 && (p.Kind == Remove || (p.State.Terminal() && !r.State.Terminal())) {

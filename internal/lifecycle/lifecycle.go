@@ -169,10 +169,31 @@ type Plan struct {
 	Type string
 	// Outcome says what a re-add did (Update, MarkResubmit, Revive).
 	Outcome store.Outcome
+	// Touch is set in place before the transition, in the same
+	// transaction: a finish that changes the job as it ends its run
+	// (store.FinishParams' Data, Priority, EndSchedule).
+	Touch Touch
+	// DropEndedChildren deletes the job's ended children after the change
+	// (a snooze that asks for it: Family).
+	DropEndedChildren bool
 	// Event is published when the change commits; an Event with ID 0 is
 	// not published.
 	Event store.Event
 }
+
+// Touch is what a finish changes in the job besides its state. The zero
+// Touch changes nothing.
+type Touch struct {
+	// Data replaces the job's data (nil keeps it).
+	Data []byte
+	// Priority replaces the job's priority (nil keeps it).
+	Priority *int
+	// EndSchedule removes the job's schedule and slot.
+	EndSchedule bool
+}
+
+// Any reports whether t changes anything.
+func (t *Touch) Any() bool { return t.Data != nil || t.Priority != nil || t.EndSchedule }
 
 // event is the event of r moving to state at runAt. It carries the lease r
 // had before the change (store.Event.Lease).
@@ -198,14 +219,15 @@ func Fence(id int64, r *Row, token string) error {
 }
 
 // Completes reports whether Finish plans a plain completion for p on r:
-// p completes, and r is running under p's token with no resubmission
-// pending, no schedule and no family. Stores complete such items in one
+// p completes and changes nothing else (store.FinishParams.Plain), and r
+// is running under p's token with no resubmission pending, no schedule and
+// no family. Stores complete such items in one
 // set-based statement whose condition is exactly this (state = running
 // AND token = p.Token AND NOT resubmit AND no schedule, parent or
 // children), without reading the rows first; everything else takes
 // Finish.
 func Completes(r *Row, p *store.FinishParams) bool {
-	return p.As == store.Complete && r != nil && r.State == store.Running && r.Token == p.Token && !r.Resubmit &&
+	return p.As == store.Complete && p.Plain() && r != nil && r.State == store.Running && r.Token == p.Token && !r.Resubmit &&
 		r.Schedule == "" && r.Parent == 0 && !r.HasChildren
 }
 
@@ -220,6 +242,24 @@ func Finish(r *Row, p *store.FinishParams, result []byte, now time.Time) (Plan, 
 	}
 	if err := Fence(p.ID, r, p.Token); err != nil {
 		return Plan{}, err
+	}
+	plan, err := end(r, p, result, now)
+	if err != nil {
+		return Plan{}, err
+	}
+	plan.Touch = Touch{Data: p.Data, Priority: p.Priority, EndSchedule: p.EndSchedule}
+	plan.DropEndedChildren = p.DropEndedChildren
+	return plan, nil
+}
+
+// end decides the transition of a finish that passed its fence.
+func end(r *Row, p *store.FinishParams, result []byte, now time.Time) (Plan, error) {
+	if p.EndSchedule {
+		// The run is the job's last: it ends as a job without a schedule
+		// (the plan's Touch removes it).
+		last := *r
+		last.Schedule = ""
+		r = &last
 	}
 	if r.Resubmit && p.As != store.Cancel {
 		return runAgain(r, now, false), nil
@@ -252,27 +292,43 @@ func Finish(r *Row, p *store.FinishParams, result []byte, now time.Time) (Plan, 
 		// and with it its place in the queue. A snoozed one runs at the
 		// time asked for (now when none).
 		runAt := now
-		if p.As == store.Release && r.RunAt.Before(now) {
+		switch {
+		case p.As == store.Release && r.RunAt.Before(now):
 			runAt = r.RunAt
-		}
-		if p.As == store.Snooze && !p.RunAt.IsZero() {
+		case p.As != store.Snooze:
+		case p.AtNextSlot && r.Schedule != "":
+			runAt = NextSlot(r, now)
+		case !p.RunAt.IsZero():
 			runAt = p.RunAt
+		case p.RunIn > 0:
+			runAt = In(now, p.RunIn)
 		}
-		ev := event(r, store.Pending, runAt)
-		if p.Rename != "" {
-			ev.Type = p.Rename
-		}
-		attempt := max(r.Attempt-1, 0) // the run is given back
-		if p.KeepAttempt {
-			attempt = r.Attempt
-		}
-		return Plan{Kind: Requeue, State: store.Pending, RunAt: runAt, Attempt: attempt, Type: p.Rename,
-			Event: ev}, nil
+		return requeue(r, runAt, p.Rename, p.KeepAttempt), nil
 	case store.Cancel:
 		return Plan{Kind: CancelRun, State: store.Cancelled, RunAt: r.RunAt, Attempt: r.Attempt, Error: errText,
 			Event: event(r, store.Cancelled, r.RunAt)}, nil
 	}
 	return Plan{}, store.Invalidf("job %d: unknown ending %d", p.ID, p.As)
+}
+
+// requeue hands r's run back: pending at runAt, renamed to rename when
+// set, its attempt given back unless keep.
+func requeue(r *Row, runAt time.Time, rename string, keep bool) Plan {
+	ev := event(r, store.Pending, runAt)
+	if rename != "" {
+		ev.Type = rename
+	}
+	attempt := max(r.Attempt-1, 0) // the run is given back
+	if keep {
+		attempt = r.Attempt
+	}
+	return Plan{Kind: Requeue, State: store.Pending, RunAt: runAt, Attempt: attempt, Type: rename, Event: ev}
+}
+
+// In is the time d after now, counted from now's whole second (Bedrock's
+// times are whole seconds: a delay of 5 s from 12:00:00.7 is 12:00:05).
+func In(now time.Time, d time.Duration) time.Time {
+	return now.Truncate(time.Second).Add(d)
 }
 
 // KeyTaken is the refusal of a snooze or resubmit that would rename job id, whose key
@@ -531,6 +587,9 @@ func Backoff(base, max time.Duration, attempt int) time.Duration {
 // After makes r the row as it is once p is applied, for stores that apply
 // several items of one batch to the same job in turn.
 func After(r *Row, p *Plan) {
+	if p.Touch.EndSchedule {
+		r.Schedule, r.Slot = "", time.Time{}
+	}
 	switch p.Kind {
 	case Keep, Extend:
 		return
@@ -622,9 +681,19 @@ func ClaimedEvent(j *store.Job) store.Event {
 // Resubmit decides a resubmit of job id (r nil when it does not exist):
 // the job runs again (see ReaddTo), at p.RunAt or, when pending, at its
 // own run time, with data (p's normalized data, nil to keep the job's).
+// With p.HandBack a running job's run is handed back at once instead
+// (Bedrock's RequeueJobs), and a paused one is left to its family.
 func Resubmit(id int64, r *Row, p *store.ResubmitParams, data []byte, now time.Time) (Plan, error) {
 	if r == nil {
 		return Plan{}, store.NotFound(id)
+	}
+	if p.HandBack {
+		switch r.State {
+		case store.Running:
+			return requeue(r, FirstRun("", p.RunAt, now), p.Rename, p.KeepAttempt), nil
+		case store.Paused:
+			return Plan{Kind: Keep, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt, Outcome: store.Unchanged}, nil
+		}
 	}
 	if p.Rename != "" && r.State == store.Running {
 		return Plan{}, store.Invalidf("job %d is running: only its worker can rename it, when it snoozes it", id)

@@ -218,6 +218,63 @@ func TestFinishOutcomes(t *testing.T) {
 			}},
 		{name: "resubmitted but cancelled by its worker", row: func(r *Row) { r.Resubmit = true },
 			p: store.FinishParams{As: store.Cancel}, kind: CancelRun, state: store.Cancelled},
+		{name: "complete with data", p: store.FinishParams{As: store.Complete, Data: []byte(`{"d":1}`)}, kind: Complete, state: store.Completed,
+			check: func(t *testing.T, p Plan) {
+				if string(p.Touch.Data) != `{"d":1}` || p.Touch.EndSchedule || p.Touch.Priority != nil {
+					t.Errorf("touch %+v", p.Touch)
+				}
+			}},
+		{name: "complete ending the schedule", row: func(r *Row) { r.Schedule, r.Slot = "SCHEDULED, +1 HOUR", early },
+			p: store.FinishParams{As: store.Complete, EndSchedule: true}, kind: Complete, state: store.Completed,
+			check: func(t *testing.T, p Plan) {
+				if !p.Touch.EndSchedule {
+					t.Errorf("touch %+v", p.Touch)
+				}
+				r := row(store.Running)
+				r.Schedule, r.Slot = "SCHEDULED, +1 HOUR", early
+				After(r, &p)
+				if r.Schedule != "" || !r.Slot.IsZero() || r.State != store.Completed {
+					t.Errorf("after: %+v", r)
+				}
+			}},
+		{name: "recurring complete keeps its schedule", row: func(r *Row) { r.Schedule, r.Slot = "SCHEDULED, +1 HOUR", early },
+			p: store.FinishParams{As: store.Complete}, kind: Recur, state: store.Pending},
+		{name: "fail with data", p: store.FinishParams{As: store.Fail, Permanent: true, Data: []byte(`{}`)}, kind: Discard, state: store.Failed,
+			check: func(t *testing.T, p Plan) {
+				if string(p.Touch.Data) != `{}` {
+					t.Errorf("touch %+v", p.Touch)
+				}
+			}},
+		{name: "snooze with priority, in whole seconds from now", p: store.FinishParams{As: store.Snooze, RunIn: 5 * time.Second, Priority: new(int)},
+			kind: Requeue, state: store.Pending,
+			check: func(t *testing.T, p Plan) {
+				if p.Touch.Priority == nil || !p.RunAt.Equal(now.Add(5*time.Second)) {
+					t.Errorf("run at %v, touch %+v", p.RunAt, p.Touch)
+				}
+			}},
+		{name: "snooze to the next slot", row: func(r *Row) { r.Schedule, r.Slot, r.StartedAt = "SCHEDULED, +1 HOUR", now, now },
+			p: store.FinishParams{As: store.Snooze, AtNextSlot: true, RunIn: time.Minute}, kind: Requeue, state: store.Pending,
+			check: func(t *testing.T, p Plan) {
+				if !p.RunAt.Equal(now.Add(time.Hour)) {
+					t.Errorf("run at %v", p.RunAt)
+				}
+			}},
+		{name: "snooze to the next slot of no schedule", p: store.FinishParams{As: store.Snooze, AtNextSlot: true, RunIn: time.Minute},
+			kind: Requeue, state: store.Pending,
+			check: func(t *testing.T, p Plan) {
+				if !p.RunAt.Equal(now.Add(time.Minute)) {
+					t.Errorf("run at %v", p.RunAt)
+				}
+			}},
+		{name: "snooze dropping ended children", row: func(r *Row) { r.HasChildren = true },
+			p: store.FinishParams{As: store.Snooze, DropEndedChildren: true}, kind: Requeue, state: store.Pending,
+			check: func(t *testing.T, p Plan) {
+				r := row(store.Running)
+				r.HasChildren = true
+				if w := Family(r, &p); !w.DropEndedChildren || !w.KeepFailedChildren || w.CancelChildren || w.ReleaseChildren {
+					t.Errorf("family work %+v", w)
+				}
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -247,7 +304,7 @@ func TestFinishOutcomes(t *testing.T) {
 			if tt.check != nil {
 				tt.check(t, plan)
 			}
-			if Completes(r, &tt.p) != (plan.Kind == Complete) {
+			if Completes(r, &tt.p) != (plan.Kind == Complete && !plan.Touch.Any()) {
 				t.Errorf("Completes = %v for a %s plan", Completes(r, &tt.p), plan.Kind)
 			}
 		})
@@ -429,7 +486,7 @@ func TestMoves(t *testing.T) {
 			return ReaddTo(r, ReaddOf(&store.AddParams{Type: "t", Key: "k", Group: "g"}, nil), now), nil
 		}, &Place{"t", "g", store.Failed}, &Place{"t", "g", store.Pending}},
 		{"edit", store.Pending, func(r *Row) (Plan, error) {
-			return UpdateJob(7, r, &store.UpdateParams{ID: 7, RunAt: later}, nil)
+			return UpdateJob(7, r, &store.UpdateParams{ID: 7, RunAt: later}, nil, now)
 		}, nil, nil},
 		{"heartbeat", store.Running, func(r *Row) (Plan, error) {
 			return Plan{Kind: Extend, LeaseUntil: later}, nil
@@ -476,6 +533,62 @@ func TestResubmitRename(t *testing.T) {
 		from, to := Moves(r, &p)
 		if from == nil || to == nil || to.Type != "u" || from.Type != "t" {
 			t.Errorf("%s: moves %v → %v, want from t to u", st, from, to)
+		}
+	}
+}
+
+// TestUpdateRunTimes: an update's run time relative to the store's time
+// (RunIn, in whole seconds) and at the next slot: a new schedule's from
+// the job's run time, its own from its slot; only a pending or paused job
+// moves.
+func TestUpdateRunTimes(t *testing.T) {
+	sched := "SCHEDULED, +1 HOUR"
+	at := now.Add(700 * time.Millisecond)
+	r := row(store.Pending)
+	p, err := UpdateJob(7, r, &store.UpdateParams{ID: 7, RunIn: 5 * time.Second}, nil, at)
+	if err != nil || !p.RunAt.Equal(now.Add(5*time.Second)) {
+		t.Errorf("run in 5 s: %v %v", p.RunAt, err)
+	}
+	p, err = UpdateJob(7, r, &store.UpdateParams{ID: 7, Schedule: &sched, NextSlot: true}, nil, now)
+	if err != nil || !p.RunAt.Equal(early.Add(time.Hour)) || !p.Slot.Equal(p.RunAt) {
+		t.Errorf("a new schedule from the run time: %v (slot %v) %v", p.RunAt, p.Slot, err)
+	}
+	r.Schedule, r.Slot = sched, now.Add(-30*time.Minute) // overdue: run time before its slot
+	p, err = UpdateJob(7, r, &store.UpdateParams{ID: 7, NextSlot: true}, nil, now)
+	if err != nil || !p.RunAt.Equal(now.Add(30*time.Minute)) {
+		t.Errorf("its own schedule from its slot: %v %v", p.RunAt, err)
+	}
+	run := row(store.Running)
+	run.Schedule = sched
+	if p, err = UpdateJob(7, run, &store.UpdateParams{ID: 7, NextSlot: true}, nil, now); err != nil || !p.RunAt.Equal(run.RunAt) {
+		t.Errorf("a running job moved to %v %v", p.RunAt, err)
+	}
+	if _, err = UpdateJob(7, run, &store.UpdateParams{ID: 7, RunIn: time.Second}, nil, now); !errors.Is(err, store.ErrFinished) {
+		t.Errorf("run in on a running job: %v", err)
+	}
+}
+
+// TestResubmitHandBack: Bedrock's RequeueJobs hands a running job's run
+// back at once (keeping the attempt when asked), leaves a paused one, and
+// resubmits the others.
+func TestResubmitHandBack(t *testing.T) {
+	for _, st := range states {
+		for _, keep := range []bool{false, true} {
+			r := row(st)
+			p, err := Resubmit(7, r, &store.ResubmitParams{ID: 7, RunAt: early, HandBack: true, KeepAttempt: keep, Rename: "u"}, nil, now)
+			if err != nil {
+				t.Fatalf("%v: %v", st, err)
+			}
+			want := map[store.State]Kind{store.Running: Requeue, store.Paused: Keep, store.Pending: Update}[st]
+			if want == 0 && st != store.Paused {
+				want = Revive
+			}
+			if p.Kind != want {
+				t.Errorf("%v: plan %s, want %s", st, p.Kind, want)
+			}
+			if st == store.Running && (p.Attempt != map[bool]int{false: 0, true: 1}[keep] || !p.RunAt.Equal(early) || p.Type != "u") {
+				t.Errorf("running, keep %v: %+v", keep, p)
+			}
 		}
 	}
 }

@@ -46,29 +46,46 @@ func UniqueAdd(r *Row, p *store.AddParams, data, existing []byte) (Plan, error) 
 		Outcome: store.Updated, Event: event(r, r.State, r.RunAt)}, nil
 }
 
-// UpdateJob decides an update of job id (r nil when it does not exist):
-// the job changes in place, in any state (Bedrock's UpdateJob); data is
-// p's normalized data (nil keeps). A new run time needs a pending or
-// paused job.
-func UpdateJob(id int64, r *Row, p *store.UpdateParams, data []byte) (Plan, error) {
+// UpdateJob decides an update of job id (r nil when it does not exist)
+// at the store's time now: the job changes in place, in any state
+// (Bedrock's UpdateJob); data is p's normalized data (nil keeps). A new
+// run time (RunAt, RunIn) needs a pending or paused job; NextSlot moves
+// only such a job.
+func UpdateJob(id int64, r *Row, p *store.UpdateParams, data []byte, now time.Time) (Plan, error) {
 	if r == nil {
 		return Plan{}, store.NotFound(id)
 	}
-	runAt := r.RunAt
-	if !p.RunAt.IsZero() {
-		if r.State != store.Pending && r.State != store.Paused {
-			return Plan{}, store.JobErrorf(store.ErrFinished, "job %d is %s: only a pending or paused job's run time can change", id, r.State)
-		}
-		runAt = p.RunAt
-	}
-	sched := r.Schedule
+	movable := r.State == store.Pending || r.State == store.Paused
+	sched, missed := r.Schedule, r.Missed
 	if p.Schedule != nil {
 		sched = *p.Schedule
+	}
+	if p.Missed != nil {
+		missed = *p.Missed
+	}
+	runAt, moved := r.RunAt, false
+	switch {
+	case !p.RunAt.IsZero() || p.RunIn > 0:
+		if !movable {
+			return Plan{}, store.JobErrorf(store.ErrFinished, "job %d is %s: only a pending or paused job's run time can change", id, r.State)
+		}
+		runAt, moved = p.RunAt, true
+		if runAt.IsZero() {
+			runAt = In(now, p.RunIn)
+		}
+	case p.NextSlot && movable && sched != "":
+		// A new schedule starts from the job's run time; its own goes on
+		// from the slot its run stands for.
+		from := cmp.Or(r.Slot, r.RunAt)
+		if p.Schedule != nil {
+			from = r.RunAt
+		}
+		runAt, moved = NextSlot(&Row{Schedule: sched, Missed: missed, Slot: from, StartedAt: r.StartedAt}, now), true
 	}
 	var slot time.Time
 	if sched != "" {
 		slot = cmp.Or(r.Slot, runAt)
-		if !p.RunAt.IsZero() {
+		if moved {
 			slot = runAt
 		}
 	}

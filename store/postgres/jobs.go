@@ -616,6 +616,13 @@ func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]stor
 			if err != nil {
 				return err
 			}
+			if j.ID == 0 { // a run handed back, or a paused job left as it is
+				jobs, err := scanJobs(t.query(bothTables(`SELECT `+jobColumns+` FROM %s WHERE id = $1`), p.ID))
+				if err != nil || len(jobs) == 0 {
+					return cmp.Or(err, fmt.Errorf("resubmit: job %d is gone", p.ID))
+				}
+				j = jobs[0]
+			}
 			out[i] = store.AddResult{Job: j, Outcome: plan.Outcome}
 		}
 		return nil
@@ -967,7 +974,7 @@ func (s *Store) completeFast(ctx context.Context, ps []store.FinishParams, resul
 	tokens, res := newIDMap(), newIDMap()
 	byID := map[int64]string{}
 	for i, p := range ps {
-		if p.As != store.Complete || !utf8.Valid(results[i]) || !pgText(p.Token) { // the general path takes it
+		if p.As != store.Complete || !p.Plain() || !utf8.Valid(results[i]) || !pgText(p.Token) { // the general path takes it
 			continue
 		}
 		ids = append(ids, p.ID)
@@ -1211,6 +1218,13 @@ WHERE id = $1`
 	// resumeSQL makes a paused job pending (Resume). Args: id, run_at.
 	resumeSQL = `UPDATE rota.jobs SET state = 0, run_at = $2::timestamptz, updated_at = now() WHERE id = $1`
 
+	// touchSQL sets what a finish changes besides the job's state
+	// (lifecycle.Touch), on a job in the hot table. Args: id, data,
+	// priority (NULL keeps each), whether to end the schedule.
+	touchSQL = `UPDATE rota.jobs SET data = coalesce($2, data), priority = coalesce($3, priority),
+	repeat = CASE WHEN $4::boolean THEN NULL ELSE repeat END, slot = CASE WHEN $4::boolean THEN NULL ELSE slot END,
+	updated_at = now() WHERE id = $1`
+
 	removeHotSQL   = `DELETE FROM rota.jobs WHERE id = $1`
 	removeEndedSQL = `DELETE FROM rota.jobs_ended WHERE id = $1`
 )
@@ -1246,6 +1260,22 @@ func (t *txn) applyOne(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
 	var jobs []store.Job // for re-adds, whose callers get the job as it now is
 	var n int64          // rows written
 	var err error
+	if p.Touch.Any() && p.Kind != lifecycle.Keep {
+		// Before the transition, which may move the row to the ended
+		// table with what it holds.
+		var prio *int64
+		if p.Touch.Priority != nil {
+			v := int64(*p.Touch.Priority)
+			prio = &v
+		}
+		if n, err = t.exec(touchSQL, r.ID, p.Touch.Data, prio, p.Touch.EndSchedule); err == nil && n != 1 {
+			err = fmt.Errorf("%d rows changed, want 1", n)
+		}
+		if err != nil {
+			return store.Job{}, fmt.Errorf("%s job %d: set what the finish changes: %w", p.Kind, r.ID, err)
+		}
+		n = 0
+	}
 	switch p.Kind {
 	case lifecycle.Keep:
 	case lifecycle.Complete, lifecycle.Discard, lifecycle.CancelRun, lifecycle.Cancel:
@@ -1416,7 +1446,8 @@ func (t *txn) family(r *lifecycle.Row, p *lifecycle.Plan) error {
 	if fw.DropEndedChildren {
 		// One statement: ended jobs are in no count, and the parent is the
 		// job whose run just completed, so nothing else follows from it.
-		rows, err := t.query(`DELETE FROM rota.jobs_ended WHERE parent_id = $1 RETURNING id, type, grp, state`, r.ID)
+		rows, err := t.query(`DELETE FROM rota.jobs_ended WHERE parent_id = $1 AND (NOT $2 OR state <> 4) RETURNING id, type, grp, state`,
+			r.ID, fw.KeepFailedChildren)
 		if err != nil {
 			return fmt.Errorf("drop the ended children of job %d: %w", r.ID, err)
 		}
@@ -1667,8 +1698,12 @@ func (s *Store) Update(ctx context.Context, ps []store.UpdateParams) ([]store.Jo
 		if err != nil {
 			return err
 		}
+		now, err := t.now()
+		if err != nil {
+			return err
+		}
 		for i := range ps {
-			plan, err := lifecycle.UpdateJob(ps[i].ID, rs[ps[i].ID], &ps[i], datas[i])
+			plan, err := lifecycle.UpdateJob(ps[i].ID, rs[ps[i].ID], &ps[i], datas[i], now)
 			if err != nil {
 				errs[i] = err
 				continue

@@ -92,6 +92,11 @@ const (
 	backoff_max = coalesce(?, backoff_max), meta = coalesce(?, meta),
 	repeat = CASE WHEN ? THEN ? ELSE repeat END, missed = coalesce(?, missed), slot = ?, attempt = 0, errors = NULL, last_error = NULL, result = NULL,
 	progress = 0, finished_at = NULL, lease_until = NULL, cancel_requested = 0, updated_at = ? WHERE id = ?`
+	// touchSQL sets what a finish changes besides the job's state
+	// (lifecycle.Touch): data, priority (NULL keeps each), and whether to
+	// end the schedule.
+	touchSQL = `UPDATE rota_jobs SET data = coalesce(?1, data), priority = coalesce(?2, priority),
+	repeat = CASE WHEN ?3 THEN NULL ELSE repeat END, slot = CASE WHEN ?3 THEN NULL ELSE slot END, updated_at = ?4 WHERE id = ?5`
 	removeSQL = `DELETE FROM rota_jobs WHERE id = ?`
 	extendSQL = `UPDATE rota_jobs SET lease_until = ?, data = coalesce(?, data), progress = coalesce(?, progress),
 	updated_at = ? WHERE id = ?`
@@ -136,6 +141,11 @@ func scheduleArgs(a *lifecycle.Readd) []any {
 func (w *writeTx) apply(r *lifecycle.Row, p *lifecycle.Plan, data []byte, progress *float64) error {
 	now := micros(w.now)
 	var err error
+	if p.Touch.Any() && p.Kind != lifecycle.Keep {
+		if _, err := w.exec(touchSQL, p.Touch.Data, p.Touch.Priority, p.Touch.EndSchedule, now, r.ID); err != nil {
+			return fmt.Errorf("sqlite: %s job %d: set what the finish changes: %w", p.Kind, r.ID, err)
+		}
+	}
 	switch p.Kind {
 	case lifecycle.Keep:
 	case lifecycle.Complete:
@@ -262,7 +272,8 @@ func (w *writeTx) family(r *lifecycle.Row, p *lifecycle.Plan) error {
 	if fw.DropEndedChildren && !fw.RemoveChildren {
 		// One statement: ended jobs are in no count, and the parent is the
 		// job whose run just completed, so nothing else follows from it.
-		rows, err := w.query(`DELETE FROM rota_jobs WHERE parent_id = ? AND state IN (3, 4, 5) RETURNING id, type, grp, state`, r.ID)
+		rows, err := w.query(`DELETE FROM rota_jobs WHERE parent_id = ? AND state IN (3, 4, 5) AND NOT (? AND state = 4)
+			RETURNING id, type, grp, state`, r.ID, fw.KeepFailedChildren)
 		if err != nil {
 			return fmt.Errorf("sqlite: drop the ended children of job %d: %w", r.ID, err)
 		}
@@ -886,7 +897,7 @@ func (w *writeTx) completeMany(ps []store.FinishParams, results [][]byte) ([]boo
 	buf = append(buf, '[')
 	n := 0
 	for i, p := range ps {
-		if p.As != store.Complete || idx[p.ID] != i {
+		if p.As != store.Complete || !p.Plain() || idx[p.ID] != i {
 			continue
 		}
 		if n > 0 {
@@ -1151,7 +1162,7 @@ func (s *Store) Update(ctx context.Context, ps []store.UpdateParams) ([]store.Jo
 				return err
 			}
 			r = lifecycle.Reached(r, reach)
-			plan, err := lifecycle.UpdateJob(ps[i].ID, r, &ps[i], datas[i])
+			plan, err := lifecycle.UpdateJob(ps[i].ID, r, &ps[i], datas[i], w.now)
 			if err != nil {
 				errs[i] = err
 				continue

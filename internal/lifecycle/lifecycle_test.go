@@ -549,11 +549,15 @@ func TestUpdateRunTimes(t *testing.T) {
 	if err != nil || !p.RunAt.Equal(now.Add(5*time.Second)) {
 		t.Errorf("run in 5 s: %v %v", p.RunAt, err)
 	}
-	p, err = UpdateJob(7, r, &store.UpdateParams{ID: 7, Schedule: &sched, NextSlot: true}, nil, now)
-	if err != nil || !p.RunAt.Equal(early.Add(time.Hour)) || !p.Slot.Equal(p.RunAt) {
+	// Run time 11:00, slot 11:30, now 12:00: the hourly slot after 11:00
+	// that is to come is 13:00, after 11:30 it is 12:30.
+	r.Schedule, r.Slot = "SCHEDULED, +2 HOURS", now.Add(-30*time.Minute)
+	all := store.MissedAll
+	p, err = UpdateJob(7, r, &store.UpdateParams{ID: 7, Schedule: &sched, Missed: &all, NextSlot: true}, nil, now)
+	if err != nil || !p.RunAt.Equal(now.Add(time.Hour)) || !p.Slot.Equal(p.RunAt) {
 		t.Errorf("a new schedule from the run time: %v (slot %v) %v", p.RunAt, p.Slot, err)
 	}
-	r.Schedule, r.Slot = sched, now.Add(-30*time.Minute) // overdue: run time before its slot
+	r.Schedule = sched
 	p, err = UpdateJob(7, r, &store.UpdateParams{ID: 7, NextSlot: true}, nil, now)
 	if err != nil || !p.RunAt.Equal(now.Add(30*time.Minute)) {
 		t.Errorf("its own schedule from its slot: %v %v", p.RunAt, err)

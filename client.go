@@ -274,6 +274,17 @@ func (c *Client) Resubmit(ctx context.Context, p ResubmitParams) (AddResult, err
 	return res[0], errs[0]
 }
 
+// ResubmitMany resubmits jobs in one call, as Resubmit does each: one
+// transaction, a result and an error per item.
+func (c *Client) ResubmitMany(ctx context.Context, ps []ResubmitParams) ([]AddResult, []error, error) {
+	for _, p := range ps {
+		if err := renameInReach(ctx, p.Rename); err != nil {
+			return nil, nil, err
+		}
+	}
+	return c.st.Resubmit(ctx, ps)
+}
+
 // Update changes a job in place, in any state, without moving it to
 // another state (Bedrock's UpdateJob), and returns it as it now is.
 func (c *Client) Update(ctx context.Context, p UpdateParams) (Job, error) {
@@ -291,6 +302,12 @@ func (c *Client) Remove(ctx context.Context, id int64) error {
 		return err
 	}
 	return errs[0]
+}
+
+// RemoveMany deletes jobs in one call (one transaction); it returns one
+// error per id.
+func (c *Client) RemoveMany(ctx context.Context, ids []int64) ([]error, error) {
+	return c.st.Remove(ctx, ids)
 }
 
 // SetTypeConfig sets per-type configuration, such as the lease timeout.

@@ -598,6 +598,40 @@ func (s *Server) byBedrockID(ctx context.Context, bid int64) (rota.Job, error) {
 	return j, err
 }
 
+// byBedrockIDs is byBedrockID for several jobs, in two reads whatever
+// their number: each job in order, with ID 0 for one that is missing.
+func (s *Server) byBedrockIDs(ctx context.Context, bids []int64) ([]rota.Job, error) {
+	known := slices.DeleteFunc(slices.Clone(bids), func(b int64) bool { return b <= 0 })
+	if len(known) == 0 {
+		return make([]rota.Job, len(bids)), nil
+	}
+	m, err := s.ids.ByBedrockID(ctx, known)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int64, len(bids))
+	for i, b := range bids {
+		ids[i] = m[b]
+	}
+	var jobs []rota.Job
+	if slices.ContainsFunc(ids, func(id int64) bool { return id != 0 }) {
+		if jobs, err = s.c.GetMany(ctx, slices.DeleteFunc(slices.Clone(ids), func(id int64) bool { return id == 0 })); err != nil {
+			return nil, err
+		}
+	}
+	byID := make(map[int64]rota.Job, len(jobs))
+	for _, j := range jobs {
+		if j.ID != 0 && (j.State != rota.Completed || j.Parent != 0) {
+			byID[j.ID] = j
+		}
+	}
+	out := make([]rota.Job, len(bids))
+	for i, id := range ids {
+		out[i] = byID[id]
+	}
+	return out, nil
+}
+
 func (s *Server) queryJob(ctx context.Context, c *call) *Response {
 	j, _, r := s.lookup(ctx, c, "jobID")
 	if r != nil {
@@ -668,9 +702,9 @@ func (s *Server) updateJob(ctx context.Context, c *call) *Response {
 		p.Schedule = &text
 		all := rota.MissedAll
 		p.Missed = &all
-		if movable {
-			p.RunAt = sched.Next(schedule.Times{Scheduled: j.RunAt, Started: j.StartedAt, Now: time.Now()})
-		}
+		// A pending or paused job moves to the new repeat's next run from
+		// its run time, by the store's clock (lifecycle.UpdateJob).
+		p.NextSlot = true
 	}
 	if nr := c.Get("nextrun"); nr != "" {
 		t, err := parseTime(nr)
@@ -747,8 +781,7 @@ func (s *Server) finishJob(ctx context.Context, c *call, retry bool) *Response {
 			noRepeat = true
 		}
 	}
-	fp := rota.FinishParams{Lease: j.Lease(), As: rota.Complete}
-	var prio *int
+	fp := rota.FinishParams{Lease: j.Lease(), As: rota.Complete, Data: dataOrNil(data)}
 	if retry {
 		fp.As = rota.Snooze
 		if name := c.Get("name"); name != "" {
@@ -762,79 +795,64 @@ func (s *Server) finishJob(ctx context.Context, c *call, retry bool) *Response {
 			if !validPriority(p) {
 				return reply("402 Invalid priority value")
 			}
-			prio = new(int)
-			*prio = int(p)
+			fp.Priority = new(int)
+			*fp.Priority = int(p)
 		}
-		now := time.Now()
-		switch {
-		case j.Schedule != "" && !noRepeat:
-			fp.RunAt = lifecycle.NextSlotOf(&j, now)
-		case c.Get("nextrun") != "":
-			t, err := parseTime(c.Get("nextrun"))
-			if err != nil {
-				return reply("402 Malformed nextRun")
-			}
-			fp.RunAt = t
-		default:
-			delay := calc64(c.Get("delay"))
-			switch {
-			case delay < 0:
-				return reply("402 Must specify a non-negative delay when retrying")
-			case delay > 99999999:
-				return reply("402 Malformed delay")
-			}
-			fp.RunAt = now.Truncate(time.Second).Add(time.Duration(delay) * time.Second)
+		if r := nextRun(c, &j, noRepeat, &fp.AtNextSlot, &fp.RunAt, &fp.RunIn); r != nil {
+			return r
 		}
-	}
-	// Everything is checked; now the changes, each fenced by the lease.
-	if data != "" {
-		res, err := s.c.Heartbeat(ctx, rota.HeartbeatParams{Lease: j.Lease(), Data: json.RawMessage(data)})
-		if err == nil {
-			err = res.Err
-		}
-		if err != nil {
-			return s.engineError(err, refusedFinish)
-		}
-	}
-	if prio != nil {
-		if _, err := s.c.Update(ctx, rota.UpdateParams{ID: j.ID, Priority: prio}); err != nil {
-			return s.engineError(err, refusedFinish)
-		}
-	}
-	if !retry && noRepeat && j.Schedule != "" {
-		// The run is the job's last: without its schedule, completing it
-		// ends it.
-		if _, err := s.c.Update(ctx, rota.UpdateParams{ID: j.ID, Schedule: new(string)}); err != nil {
-			return s.engineError(err, refusedFinish)
-		}
-	}
-	if err := s.c.Finish(ctx, fp); err != nil {
-		return s.engineError(err, refusedFinish)
-	}
-	if retry && j.HasChildren {
 		// Bedrock's RetryJob, like its FinishJob, deletes the children
 		// the run has seen end; the engine deletes them when a parent's
-		// run completes, and keeps them across a snooze.
-		if err := s.dropEndedChildren(ctx, j.ID); err != nil {
-			return s.engineError(err, refusedFinish)
-		}
+		// run completes, and on a snooze when asked.
+		fp.DropEndedChildren = j.HasChildren
+	} else {
+		// Without its schedule, completing the run ends the job.
+		fp.EndSchedule = noRepeat && j.Schedule != ""
+	}
+	// One fenced finish: the data, priority, schedule, next run and the
+	// children go with it in its transaction, or nothing does.
+	if err := s.c.Finish(ctx, fp); err != nil {
+		return s.engineError(err, refusedFinish)
 	}
 	return success()
 }
 
-// dropEndedChildren removes a parent's finished and cancelled children.
-func (s *Server) dropEndedChildren(ctx context.Context, parent int64) error {
-	for {
-		res, err := s.c.List(ctx, rota.ListParams{Parent: parent, States: []rota.State{rota.Completed, rota.Cancelled}, Limit: store.MaxListLimit})
-		if err != nil || len(res.Jobs) == 0 {
-			return err
+// nextRun reads when a retried job runs again, in Bedrock's order: a
+// repeating job (unless ignoreRepeat) at its next slot, else at nextRun,
+// else delay seconds after now. The store resolves the relative times
+// with its own clock: it sets exactly one of atSlot, at and in.
+func nextRun(c *call, j *rota.Job, noRepeat bool, atSlot *bool, at *time.Time, in *time.Duration) *Response {
+	switch {
+	case j.Schedule != "" && !noRepeat:
+		*atSlot = true
+	case c.Get("nextrun") != "":
+		t, err := parseTime(c.Get("nextrun"))
+		if err != nil {
+			return reply("402 Malformed nextRun")
 		}
-		for _, ch := range res.Jobs {
-			if err := s.c.Remove(ctx, ch.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
-				return err
-			}
+		*at = t
+	default:
+		delay := calc64(c.Get("delay"))
+		switch {
+		case delay < 0:
+			return reply("402 Must specify a non-negative delay when retrying")
+		case delay > maxDelay:
+			return reply("402 Malformed delay")
 		}
+		*in = time.Duration(delay) * time.Second
 	}
+	return nil
+}
+
+// maxDelay bounds a RetryJob's delay, in seconds (about three years).
+const maxDelay = 99999999
+
+// dataOrNil is a data header as a finish carries it: nil when absent.
+func dataOrNil(data string) json.RawMessage {
+	if data == "" {
+		return nil
+	}
+	return json.RawMessage(data)
 }
 
 // overdue reports whether j is a retryAfter job whose run outlasted its
@@ -863,27 +881,14 @@ func (s *Server) finishOverdue(ctx context.Context, c *call, j rota.Job, retry b
 		}
 		p.Data = json.RawMessage(data)
 	}
-	now := time.Now()
-	switch {
-	case j.Schedule != "" && !noRepeat:
-		p.RunAt = lifecycle.NextSlotOf(&j, now)
-	case !retry:
+	if !retry && (j.Schedule == "" || noRepeat) {
 		if err := s.c.Remove(ctx, j.ID); err != nil {
 			return s.engineError(err, refusedFinish)
 		}
 		return success()
-	case c.Get("nextrun") != "":
-		t, err := parseTime(c.Get("nextrun"))
-		if err != nil {
-			return reply("402 Malformed nextRun")
-		}
-		p.RunAt = t
-	default:
-		delay := calc64(c.Get("delay"))
-		if delay < 0 {
-			return reply("402 Must specify a non-negative delay when retrying")
-		}
-		p.RunAt = now.Truncate(time.Second).Add(time.Duration(min(delay, 99999999)) * time.Second)
+	}
+	if r := nextRun(c, &j, noRepeat, &p.NextSlot, &p.RunAt, &p.RunIn); r != nil {
+		return r
 	}
 	if v, ok := c.Header("jobpriority"); ok && retry {
 		prio := calc64(v)
@@ -893,6 +898,7 @@ func (s *Server) finishOverdue(ctx context.Context, c *call, j rota.Job, retry b
 		p.Priority = new(int)
 		*p.Priority = int(prio)
 	}
+	// One update: the data, priority and next run together.
 	if _, err := s.c.Update(ctx, p); err != nil {
 		return s.engineError(err, refusedFinish)
 	}
@@ -905,19 +911,11 @@ func (s *Server) failJob(ctx context.Context, c *call) *Response {
 	if r != nil {
 		return r
 	}
-	if data, ok := c.Header("data"); ok && data != "" {
-		if !isObject(data) {
-			return reply("402 Malformed data")
-		}
-		res, err := s.c.Heartbeat(ctx, rota.HeartbeatParams{Lease: j.Lease(), Data: json.RawMessage(data)})
-		if err == nil {
-			err = res.Err
-		}
-		if err != nil {
-			return s.engineError(err, refused)
-		}
+	data := c.Get("data")
+	if data != "" && !isObject(data) {
+		return reply("402 Malformed data")
 	}
-	err := s.c.Finish(ctx, rota.FinishParams{Lease: j.Lease(), As: rota.Fail, Permanent: true, Error: "FailJob"})
+	err := s.c.Finish(ctx, rota.FinishParams{Lease: j.Lease(), As: rota.Fail, Permanent: true, Error: "FailJob", Data: dataOrNil(data)})
 	if err != nil {
 		return s.engineError(err, refused)
 	}
@@ -985,19 +983,31 @@ func (s *Server) requeueJobs(ctx context.Context, c *call) *Response {
 		return reply("402 Malformed name")
 	}
 	keep := !test(c.Get("decrementfailures"))
+	var bids []int64
 	for _, item := range splitList(c.Get("jobids")) {
-		j, err := s.byBedrockID(ctx, atoi(item))
-		if err != nil {
-			return s.engineError(err, "")
+		bids = append(bids, atoi(item))
+	}
+	jobs, err := s.byBedrockIDs(ctx, bids)
+	if err != nil {
+		return s.engineError(err, "")
+	}
+	var ps []rota.ResubmitParams
+	for _, j := range jobs {
+		if j.ID != 0 {
+			ps = append(ps, rota.ResubmitParams{ID: j.ID, RunAt: j.CreatedAt.Truncate(time.Second), Rename: name,
+				HandBack: true, KeepAttempt: keep})
 		}
-		created := j.CreatedAt.Truncate(time.Second)
-		switch {
-		case j.ID == 0:
-		case j.State == rota.Running:
-			err = s.c.Finish(ctx, rota.FinishParams{Lease: j.Lease(), As: rota.Snooze, RunAt: created, Rename: name, KeepAttempt: keep})
-		case j.State == rota.Pending, j.State.Terminal():
-			_, err = s.c.Resubmit(ctx, rota.ResubmitParams{ID: j.ID, RunAt: created, Rename: name})
-		}
+	}
+	if len(ps) == 0 {
+		return success()
+	}
+	// One call, one transaction: a running job is handed back, a pending
+	// one moved, an ended one run again, a paused one left to its family.
+	_, errs, err := s.c.ResubmitMany(ctx, ps)
+	if err != nil {
+		return s.engineError(err, "")
+	}
+	for _, err := range errs {
 		if err != nil && !errors.Is(err, store.ErrWorkerConflict) && !errors.Is(err, store.ErrNotFound) {
 			return s.engineError(err, "")
 		}

@@ -184,7 +184,10 @@ func parseTime(s string) (time.Time, error) {
 // modifier, which makes no time, and fails the job at its first run; rota
 // refuses such a list. A modifier that does not move time forward ("+0
 // SECONDS", "-5 MINUTES", "START OF DAY") makes the job due again at once,
-// as in Bedrock: rota's shortest retry-after, a second.
+// as in Bedrock: rota's shortest retry-after, a second. The duration is
+// measured from a fixed instant (retryAfterFrom), not from the clock of the
+// node that reads it, so that a text always makes the same duration: a
+// month of 30 days, a year of 365.
 func retryAfter(text string) (time.Duration, error) {
 	if err := schedule.ValidModifiers(text); err != nil {
 		return 0, err
@@ -192,13 +195,16 @@ func retryAfter(text string) (time.Duration, error) {
 	if strings.Contains(strings.Trim(text, ", "), ",") {
 		return 0, errors.New("more than one modifier")
 	}
-	now := time.Now().UTC().Truncate(time.Second)
-	t, err := schedule.Modify(now, text)
+	t, err := schedule.Modify(retryAfterFrom, text)
 	if err != nil {
 		return 0, err
 	}
-	return max(t.Sub(now), time.Second), nil
+	return max(t.Sub(retryAfterFrom), time.Second), nil
 }
+
+// retryAfterFrom is the instant retryAfter measures a modifier from: the
+// start of a 30-day month in a 365-day year.
+var retryAfterFrom = time.Date(2001, time.April, 1, 0, 0, 0, 0, time.UTC)
 
 // validPriority is Bedrock's set of priorities.
 func validPriority(p int64) bool {

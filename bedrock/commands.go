@@ -331,12 +331,13 @@ func (s *Server) createJobs(ctx context.Context, c *call) *Response {
 	return &Response{Status: "200 OK", Body: append(b, "]}"...)}
 }
 
-// add adds the jobs in one batch (all or none) and returns their
-// Bedrock ids.
+// add adds the jobs in one store call, one transaction (all or none),
+// which gives them their Bedrock ids.
 func (s *Server) add(ctx context.Context, jobs []*newJob) ([]int64, *Response) {
 	ps := make([]rota.AddParams, len(jobs))
 	for i, n := range jobs {
 		ps[i] = n.p
+		ps[i].BedrockID = true // in the add's transaction
 	}
 	res, err := s.c.AddMany(ctx, ps)
 	if err != nil {
@@ -351,17 +352,9 @@ func (s *Server) add(ctx context.Context, jobs []*newJob) ([]int64, *Response) {
 		}
 		return nil, s.engineError(err, "")
 	}
-	ids := make([]int64, len(res))
+	out := make([]int64, len(res))
 	for i, r := range res {
-		ids[i] = r.Job.ID
-	}
-	bm, err := s.ids.BedrockIDs(ctx, ids)
-	if err != nil {
-		return nil, s.engineError(err, "")
-	}
-	out := make([]int64, len(ids))
-	for i, id := range ids {
-		out[i] = bm[id]
+		out[i] = r.Job.BedrockID
 	}
 	return out, nil
 }

@@ -370,6 +370,11 @@ type AddParams struct {
 	// children is paused until the last of them ends; it then runs again
 	// and sees them (Job.Children). A child cannot have children.
 	Parent int64
+	// BedrockID gives the job a Bedrock id in the add's transaction
+	// (BedrockIDs; a job the add finds keeps the one it has), returned in
+	// the result's Job.BedrockID, so that Bedrock's CreateJob is one
+	// transaction. Only stores that implement BedrockIDs honour it.
+	BedrockID bool
 }
 
 // Child is a child job as its parent sees it when it runs again.

@@ -145,10 +145,12 @@ func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddRes
 	var out []store.AddResult
 	run := func(t *txn) error {
 		var err error
-		out, err = t.add(jobs, datas, newTypes)
-		return err
+		if out, err = t.add(jobs, datas, newTypes); err != nil {
+			return err
+		}
+		return withBedrockIDs(jobs, out, t.bedrockIDs)
 	}
-	if slices.ContainsFunc(jobs, func(p store.AddParams) bool { return p.Key != "" || p.Unique || p.Parent != 0 }) {
+	if slices.ContainsFunc(jobs, func(p store.AddParams) bool { return p.Key != "" || p.Unique || p.Parent != 0 || p.BedrockID }) {
 		if err := s.inTx(ctx, "add", run); err != nil {
 			return nil, err
 		}
@@ -190,6 +192,9 @@ func (s *Store) addIn(ctx context.Context, d db, jobs []store.AddParams) ([]stor
 	}
 	slices.Sort(types)
 	out, err := t.add(jobs, datas, slices.Compact(types))
+	if err == nil {
+		err = withBedrockIDs(jobs, out, t.bedrockIDs)
+	}
 	if err == nil {
 		err = t.flushCounts()
 	}

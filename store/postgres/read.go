@@ -440,45 +440,75 @@ func (s *Store) BedrockIDs(ctx context.Context, ids []int64) (map[int64]int64, e
 	out := map[int64]int64{}
 	err := s.inTx(ctx, "bedrock ids", func(t *txn) error {
 		clear(out)
-		rs, err := t.lock(ids)
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			if rs[id] == nil {
-				continue
-			}
-			var bid *int64
-			if _, err := t.queryRow(bothTables(`SELECT bedrock_id FROM %s WHERE id = $1`), []any{id}, &bid); err != nil {
-				return err
-			}
-			for tries := 0; bid == nil; tries++ {
-				if tries == 4 {
-					return fmt.Errorf("give job %d a bedrock id: four random ids were taken", id)
-				}
-				v := store.NewBedrockID()
-				var n int64
-				for _, table := range []string{"rota.jobs", "rota.jobs_ended"} {
-					k, err := t.exec(`UPDATE `+table+` SET bedrock_id = $2 WHERE id = $1 AND bedrock_id IS NULL
-						AND NOT EXISTS (SELECT FROM rota.jobs WHERE bedrock_id = $2)
-						AND NOT EXISTS (SELECT FROM rota.jobs_ended WHERE bedrock_id = $2)`, id, v)
-					if err != nil {
-						return err
-					}
-					n += k
-				}
-				if n == 1 {
-					bid = &v
-				}
-			}
-			out[id] = *bid
-		}
-		return nil
+		return t.bedrockIDs(ids, out)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// bedrockIDs puts the jobs' Bedrock ids in out, giving one to those that
+// have none.
+func (t *txn) bedrockIDs(ids []int64, out map[int64]int64) error {
+	rs, err := t.lock(ids)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if rs[id] == nil {
+			continue
+		}
+		var bid *int64
+		if _, err := t.queryRow(bothTables(`SELECT bedrock_id FROM %s WHERE id = $1`), []any{id}, &bid); err != nil {
+			return err
+		}
+		for tries := 0; bid == nil; tries++ {
+			if tries == 4 {
+				return fmt.Errorf("give job %d a bedrock id: four random ids were taken", id)
+			}
+			v := store.NewBedrockID()
+			var n int64
+			for _, table := range []string{"rota.jobs", "rota.jobs_ended"} {
+				k, err := t.exec(`UPDATE `+table+` SET bedrock_id = $2 WHERE id = $1 AND bedrock_id IS NULL
+						AND NOT EXISTS (SELECT FROM rota.jobs WHERE bedrock_id = $2)
+						AND NOT EXISTS (SELECT FROM rota.jobs_ended WHERE bedrock_id = $2)`, id, v)
+				if err != nil {
+					return err
+				}
+				n += k
+			}
+			if n == 1 {
+				bid = &v
+			}
+		}
+		out[id] = *bid
+	}
+	return nil
+}
+
+// withBedrockIDs gives the jobs added with AddParams.BedrockID their
+// Bedrock ids (by assign, in the add's transaction), in their results.
+func withBedrockIDs(ps []store.AddParams, out []store.AddResult, assign func([]int64, map[int64]int64) error) error {
+	var ids []int64
+	for i := range ps {
+		if ps[i].BedrockID {
+			ids = append(ids, out[i].Job.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	bids := make(map[int64]int64, len(ids))
+	if err := assign(ids, bids); err != nil {
+		return err
+	}
+	for i := range ps {
+		if ps[i].BedrockID {
+			out[i].Job.BedrockID = bids[out[i].Job.ID]
+		}
+	}
+	return nil
 }
 
 // ByBedrockID returns the rota ids of jobs by their Bedrock ids.

@@ -368,8 +368,10 @@ func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddRes
 	var out []store.AddResult
 	err = s.write(ctx, true, func(w *writeTx) error {
 		var err error
-		out, err = w.add(jobs, datas, store.ReachOf(ctx))
-		return err
+		if out, err = w.add(jobs, datas, store.ReachOf(ctx)); err != nil {
+			return err
+		}
+		return withBedrockIDs(jobs, out, w.bedrockIDs)
 	})
 	if err != nil {
 		return nil, err
@@ -386,7 +388,11 @@ func (s *Store) AddTx(ctx context.Context, tx *sql.Tx, jobs []store.AddParams) (
 		return nil, err
 	}
 	w := &writeTx{s: s, db: tx, now: s.cfg.Clock().UTC()}
-	return w.add(jobs, datas, store.ReachOf(ctx))
+	out, err := w.add(jobs, datas, store.ReachOf(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return out, withBedrockIDs(jobs, out, w.bedrockIDs)
 }
 
 // add adds jobs for a caller with reach (nil: everything), which a parent

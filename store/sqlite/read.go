@@ -369,28 +369,58 @@ func (s *Store) BedrockIDs(ctx context.Context, ids []int64) (map[int64]int64, e
 	out := map[int64]int64{}
 	err := s.write(ctx, true, func(w *writeTx) error {
 		clear(out)
-		for _, id := range ids {
-			var bid sql.NullInt64
-			err := w.queryRow(`SELECT bedrock_id FROM rota_jobs WHERE id = ?`, id).Scan(&bid)
-			if errors.Is(err, sql.ErrNoRows) {
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("sqlite: bedrock id of job %d: %w", id, err)
-			}
-			for tries := 0; !bid.Valid; tries++ {
-				v := store.NewBedrockID()
-				if _, err := w.exec(`UPDATE rota_jobs SET bedrock_id = ? WHERE id = ?`, v, id); err == nil {
-					bid = sql.NullInt64{Int64: v, Valid: true}
-				} else if tries == 3 {
-					return fmt.Errorf("sqlite: give job %d a bedrock id: %w", id, err)
-				}
-			}
-			out[id] = bid.Int64
-		}
-		return nil
+		return w.bedrockIDs(ids, out)
 	})
 	return out, err
+}
+
+// bedrockIDs puts the jobs' Bedrock ids in out, giving one to those that
+// have none.
+func (w *writeTx) bedrockIDs(ids []int64, out map[int64]int64) error {
+	for _, id := range ids {
+		var bid sql.NullInt64
+		err := w.queryRow(`SELECT bedrock_id FROM rota_jobs WHERE id = ?`, id).Scan(&bid)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: bedrock id of job %d: %w", id, err)
+		}
+		for tries := 0; !bid.Valid; tries++ {
+			v := store.NewBedrockID()
+			if _, err := w.exec(`UPDATE rota_jobs SET bedrock_id = ? WHERE id = ?`, v, id); err == nil {
+				bid = sql.NullInt64{Int64: v, Valid: true}
+			} else if tries == 3 {
+				return fmt.Errorf("sqlite: give job %d a bedrock id: %w", id, err)
+			}
+		}
+		out[id] = bid.Int64
+	}
+	return nil
+}
+
+// withBedrockIDs gives the jobs added with AddParams.BedrockID their
+// Bedrock ids (by assign, in the add's transaction), in their results.
+func withBedrockIDs(ps []store.AddParams, out []store.AddResult, assign func([]int64, map[int64]int64) error) error {
+	var ids []int64
+	for i := range ps {
+		if ps[i].BedrockID {
+			ids = append(ids, out[i].Job.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	bids := make(map[int64]int64, len(ids))
+	if err := assign(ids, bids); err != nil {
+		return err
+	}
+	for i := range ps {
+		if ps[i].BedrockID {
+			out[i].Job.BedrockID = bids[out[i].Job.ID]
+		}
+	}
+	return nil
 }
 
 // ByBedrockID returns the rota ids of jobs by their Bedrock ids.

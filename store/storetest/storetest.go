@@ -61,6 +61,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Retention", func(t *testing.T) { testRetention(t, open) })
 	t.Run("Update", func(t *testing.T) { testUpdate(t, open) })
 	t.Run("BedrockIDs", func(t *testing.T) { testBedrockIDs(t, open) })
+	t.Run("FinishCarries", func(t *testing.T) { testFinishCarries(t, open) })
+	t.Run("OneCallParams", func(t *testing.T) { testOneCallParams(t, open) })
 	t.Run("PrevStarted", func(t *testing.T) { testPrevStarted(t, open) })
 	t.Run("AcceptPriority", func(t *testing.T) { testAcceptPriority(t, open) })
 	t.Run("Rename", func(t *testing.T) { testRename(t, open) })

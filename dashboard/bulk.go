@@ -220,7 +220,11 @@ func (s *Server) applyBulk(ctx context.Context, t *bulkTask, access interface {
 		}
 		return nil
 	}
-	switch t.Action {
+	action := t.Action
+	if len(reach) == 0 {
+		action = "" // nothing of this batch to act on
+	}
+	switch action {
 	case "cancel":
 		errs, err := s.c.CancelMany(ctx, reach)
 		if err != nil {
@@ -232,15 +236,26 @@ func (s *Server) applyBulk(ctx context.Context, t *bulkTask, access interface {
 			}
 		}
 	case "retry":
-		for _, id := range reach {
-			_, err := s.c.Resubmit(ctx, rota.ResubmitParams{ID: id, RunAt: time.Now()})
-			if err := count(err); err != nil {
+		ps := make([]rota.ResubmitParams, len(reach))
+		for i, id := range reach {
+			ps[i] = rota.ResubmitParams{ID: id, RunNow: true}
+		}
+		_, errs, err := s.c.ResubmitMany(ctx, ps)
+		if err != nil {
+			return err
+		}
+		for _, e := range errs {
+			if err := count(e); err != nil {
 				return err
 			}
 		}
 	case "remove":
-		for _, id := range reach {
-			if err := count(s.c.Remove(ctx, id)); err != nil {
+		errs, err := s.c.RemoveMany(ctx, reach)
+		if err != nil {
+			return err
+		}
+		for _, e := range errs {
+			if err := count(e); err != nil {
 				return err
 			}
 		}

@@ -640,7 +640,7 @@ func (s *Server) jobAction(w http.ResponseWriter, r *http.Request) {
 	case "retry":
 		// Run again now: a pending job moves to now, a running one runs
 		// again after its run, an ended one is pending again.
-		_, err = s.c.Resubmit(ctx, rota.ResubmitParams{ID: id, RunAt: time.Now()})
+		_, err = s.c.Resubmit(ctx, rota.ResubmitParams{ID: id, RunNow: true})
 	case "reschedule":
 		var at time.Time
 		if at, err = parseLocalTime(r.PostFormValue("run_at"), r.PostFormValue("tz")); err == nil {

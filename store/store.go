@@ -515,6 +515,9 @@ type ResubmitParams struct {
 	// KeepAttempt, with HandBack, leaves a handed-back run counted in the
 	// job's attempts (Bedrock's RequeueJobs without decrementFailures).
 	KeepAttempt bool
+	// RunNow, with a zero RunAt, makes the job run at the store's time,
+	// a pending one too (the dashboard's "retry").
+	RunNow bool
 }
 
 // UpdateParams changes a job in place, in any state, without moving it

@@ -519,6 +519,9 @@ func CheckResubmits(ps []ResubmitParams) ([][]byte, error) {
 				return nil, fmt.Errorf("job %d: rename: %w", p.ID, err)
 			}
 		}
+		if p.RunNow && !p.RunAt.IsZero() {
+			return nil, Invalidf("job %d: run_at and run now are exclusive", p.ID)
+		}
 		if p.KeepAttempt && !p.HandBack {
 			return nil, Invalidf("job %d: keeping the attempt goes with handing the run back only", p.ID)
 		}

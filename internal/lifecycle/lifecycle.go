@@ -690,7 +690,7 @@ func Resubmit(id int64, r *Row, p *store.ResubmitParams, data []byte, now time.T
 	if p.HandBack {
 		switch r.State {
 		case store.Running:
-			return requeue(r, FirstRun("", p.RunAt, now), p.Rename, p.KeepAttempt), nil
+			return requeue(r, FirstRun("", p.RunAt, now), p.Rename, p.KeepAttempt), nil // RunNow: now too
 		case store.Paused:
 			return Plan{Kind: Keep, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt, Outcome: store.Unchanged}, nil
 		}
@@ -698,5 +698,9 @@ func Resubmit(id int64, r *Row, p *store.ResubmitParams, data []byte, now time.T
 	if p.Rename != "" && r.State == store.Running {
 		return Plan{}, store.Invalidf("job %d is running: only its worker can rename it, when it snoozes it", id)
 	}
-	return ReaddTo(r, Readd{RunAt: p.RunAt, KeepRunAt: true, Data: data, Type: p.Rename}, now), nil
+	runAt := p.RunAt
+	if p.RunNow {
+		runAt = now
+	}
+	return ReaddTo(r, Readd{RunAt: runAt, KeepRunAt: true, Data: data, Type: p.Rename}, now), nil
 }

@@ -108,6 +108,12 @@ func testOneCallParams(t *testing.T, open func(t *testing.T) store.Store) {
 		t.Fatalf("Update: %v %v", err, errs)
 	}
 	within(t, "run at", jobs[0].RunAt, before.Add(time.Hour-slack), time.Now().Add(time.Hour+slack))
+	// Run now: a pending job due later is due at the store's time.
+	before = time.Now()
+	if res := resubmit(t, s, store.ResubmitParams{ID: j.ID, RunNow: true}); res.Job.ID != j.ID {
+		t.Fatalf("resubmit returned job %d", res.Job.ID)
+	}
+	within(t, "run now", get(t, s, j.ID).RunAt, before.Add(-slack), time.Now().Add(slack))
 
 	// A running job is handed back (its attempt kept when asked), a
 	// pending one moved, a paused one left as it is.

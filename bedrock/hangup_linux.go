@@ -39,7 +39,7 @@ func watchHangup(conn net.Conn) (gone <-chan struct{}, stop func()) {
 		}
 	}()
 	return ch, func() {
-		conn.SetReadDeadline(time.Now()) // wakes the peek
+		conn.SetReadDeadline(aLongTimeAgo) // wakes the peek
 		<-done
 		conn.SetReadDeadline(time.Time{})
 	}

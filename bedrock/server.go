@@ -206,6 +206,10 @@ func (s *Server) untrack(conn net.Conn) {
 	conn.Close()
 }
 
+// aLongTimeAgo is a deadline in the past: set on a connection, it wakes
+// a read blocked on it at once (net/http's idiom).
+var aLongTimeAgo = time.Unix(1, 0)
+
 // Shutdown stops accepting connections and closes the idle ones; a
 // connection with a request under way is closed once its answer is
 // written. It returns when every connection is closed, or when ctx ends,
@@ -215,7 +219,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	for c, st := range s.conns {
 		if !st.busy.Load() {
-			c.SetReadDeadline(time.Now()) // wakes its read; it sees draining
+			c.SetReadDeadline(aLongTimeAgo) // wakes its read; it sees draining
 		}
 	}
 	s.mu.Unlock()

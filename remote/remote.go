@@ -294,6 +294,9 @@ func (s *Store) doOnce(ctx context.Context, method, path string, query url.Value
 func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddResult, error) {
 	req := wire.AddBatchRequest{Jobs: make([]wire.AddRequest, len(jobs))}
 	for i, p := range jobs {
+		if p.BedrockID {
+			return nil, notCarried("an add's Bedrock id (AddParams.BedrockID)")
+		}
 		req.Jobs[i] = wire.NewAddRequest(p)
 	}
 	var resp wire.AddBatchResponse
@@ -440,6 +443,9 @@ func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]stor
 	out := make([]store.AddResult, len(ps))
 	errs := make([]error, len(ps))
 	for i, p := range ps {
+		if p.HandBack || p.KeepAttempt || p.RunNow {
+			return nil, nil, notCarried("a resubmit's HandBack, KeepAttempt or RunNow")
+		}
 		req := wire.ResubmitRequest{Data: p.Data}
 		if !p.RunAt.IsZero() {
 			t := p.RunAt
@@ -462,6 +468,9 @@ func (s *Store) Update(ctx context.Context, ps []store.UpdateParams) ([]store.Jo
 	for i, p := range ps {
 		if p.ID <= 0 {
 			return nil, nil, store.Invalidf("job id %d is not valid", p.ID)
+		}
+		if p.RunIn != 0 || p.NextSlot {
+			return nil, nil, notCarried("an update's RunIn or NextSlot")
 		}
 		var resp wire.JobResponse
 		err := s.do(ctx, "PATCH", jobPath(p.ID, ""), nil, wire.NewUpdateRequest(p), &resp)
@@ -646,6 +655,11 @@ func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, e
 	if s.isClosed() {
 		return nil, store.ErrClosed
 	}
+	for _, p := range ps {
+		if !p.Plain() || p.KeepAttempt {
+			return nil, notCarried("what a finish changes besides the job's state (FinishParams.Data, EndSchedule, Priority, RunIn, AtNextSlot, DropEndedChildren, KeepAttempt)")
+		}
+	}
 	return s.finish.Do(ctx, ps...)
 }
 
@@ -666,6 +680,13 @@ func (s *Store) finishBatch(ctx context.Context, ps []store.FinishParams) ([]err
 		out[i] = wire.AsError(r.Error)
 	}
 	return out, nil
+}
+
+// notCarried refuses what the HTTP API does not carry (Bedrock's
+// protocol runs on a store of its own, not through a server), rather than
+// drop it.
+func notCarried(what string) error {
+	return store.Invalidf("remote: %s is not carried over the HTTP API", what)
 }
 
 // finishAnswer reads a batch finish's answer, without reflection when

@@ -103,10 +103,3 @@ func SkipLate(id int64, r *Row, token string, now time.Time) (Plan, error) {
 	return Plan{Kind: SkipSlots, State: store.Pending, RunAt: next, Slot: next, Attempt: max(r.Attempt-1, 0),
 		DropToken: true, Event: event(r, store.Pending, next)}, nil
 }
-
-// NextSlotOf is NextSlot for a job as a store returns it: where its
-// schedule would put its next run if its current run ended at now
-// (Bedrock's RetryJob of a repeating job).
-func NextSlotOf(j *store.Job, now time.Time) time.Time {
-	return NextSlot(&Row{Schedule: j.Schedule, Missed: j.Missed, Slot: j.Slot, StartedAt: j.StartedAt}, now)
-}

@@ -54,7 +54,8 @@ type (
 	// object), Key (unique within the type), Group, Priority, RunAt, Meta,
 	// MaxAttempts, BackoffBase and BackoffMax; Schedule and Missed for a
 	// recurring job; RetryAfter for a fixed lease; Unique and Overwrite for
-	// a unique add; Parent to add a child of a running job.
+	// a unique add; Parent to add a child of a running job; BedrockID to
+	// give it a Bedrock id in the add's transaction.
 	AddParams = store.AddParams
 	// AcceptParams asks for due jobs, optionally waiting for them: Types,
 	// Limit, DueBy, Worker, LeaseTimeout, Priority, Groups, SkipGroups
@@ -67,11 +68,15 @@ type (
 	// Outcome says what an add or resubmit did.
 	Outcome = store.Outcome
 	// ResubmitParams asks for job ID to run again, at RunAt (zero: now),
-	// with Data (nil keeps the job's), and Rename, a new type for a job
-	// that is not running (Bedrock's RequeueJobs with a name).
+	// or RunNow at the store's time, with Data (nil keeps the job's), and
+	// Rename, a new type for a job that is not running (Bedrock's
+	// RequeueJobs with a name); HandBack hands a running job's run back
+	// at once, KeepAttempt leaving it counted (Bedrock's RequeueJobs).
 	ResubmitParams = store.ResubmitParams
 	// UpdateParams changes job ID in place (Client.Update): Data, Priority,
-	// RunAt, Schedule and Missed, each left unchanged when nil or zero.
+	// RunAt, Schedule and Missed, each left unchanged when nil or zero;
+	// RunIn (a run time after the store's) and NextSlot (the schedule's
+	// next slot) move a pending job by the store's clock.
 	UpdateParams = store.UpdateParams
 	// ListParams filters and pages a listing: Types, States, Groups,
 	// Parent, Recurring, UpdatedSince; After (the cursor), Descending and
@@ -93,7 +98,10 @@ type (
 	// Result, Error and Permanent for a failure, RunAt for a snooze,
 	// Rename, with a snooze, for a new type (Bedrock's RetryJob with a
 	// name), and KeepAttempt, with a snooze or release, to leave the run
-	// counted (Bedrock's RequeueJobs without decrementFailures).
+	// counted (Bedrock's RequeueJobs without decrementFailures). What it
+	// changes besides the state goes in the same transaction: Data (any
+	// ending), EndSchedule (complete), and with a snooze Priority, RunIn (a
+	// delay from the store's time), AtNextSlot and DropEndedChildren.
 	FinishParams = store.FinishParams
 	// Ending is how a worker ends its hold on a job.
 	Ending = store.Ending

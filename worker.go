@@ -264,205 +264,170 @@ func (w *Worker) Handle(typ string, h Handler) {
 // Run returns an error that matches ErrUnauthorized. Jobs it could not
 // finish run again when their leases expire.
 func (w *Worker) Run(ctx context.Context) error {
+	ctx, types, err := w.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer w.halt(nil)
+	unwatch := w.c.watch().Watch(w.cancelChanged)
+	defer unwatch()
+	base := context.WithoutCancel(ctx) // handlers outlive ctx for the grace period
+	stopHeartbeats := w.startHeartbeats(base)
+	d := w.newDispatcher(ctx)
+
+	w.fetchLoop(ctx, base, types, d)
+
+	d.close()
+	w.settleAll()
+	stopHeartbeats()
+	d.wait()
+	if cause := context.Cause(ctx); errors.Is(cause, ErrUnauthorized) {
+		return cause
+	}
+	return nil
+}
+
+// begin marks the worker as running, fixes its handlers (each wrapped in
+// the middleware once, not per run), and returns Run's context, which
+// refuse can end, and the type patterns to accept: exactly the handlers'
+// types, quoted, since a type may hold pattern characters ("report?v=2")
+// that must not take other types.
+func (w *Worker) begin(ctx context.Context) (context.Context, []string, error) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.started {
-		w.mu.Unlock()
-		return errors.New("rota: worker already running")
+		return nil, nil, errors.New("rota: worker already running")
 	}
 	if len(w.handlers) == 0 {
-		w.mu.Unlock()
-		return errors.New("rota: worker has no handlers")
+		return nil, nil, errors.New("rota: worker has no handlers")
 	}
 	w.started = true
 	ctx, w.halt = context.WithCancelCause(ctx)
-	defer w.halt(nil)
 	types := make([]string, 0, len(w.handlers))
 	for t, h := range w.handlers {
-		// Exactly its handlers' types: a type may hold pattern
-		// characters ("report?v=2"), which must not take other types.
 		types = append(types, store.QuotePattern(t))
-		// Wrapped once here, not per run: handlers and middleware are
-		// fixed from now on.
 		w.handlers[t] = chain(h, w.cfg.Middleware)
 	}
-	w.mu.Unlock()
 	sort.Strings(types)
+	return ctx, types, nil
+}
 
-	// Cancel a handler as soon as its job is cancelled or removed, or
-	// taken back from it (its lease expired), without waiting for the
-	// next heartbeat. Only changes about the handler's own lease count: a
-	// late event about an earlier run must not cancel this one.
-	unwatch := w.c.watch().Watch(func(changes []Event) {
-		for _, ch := range changes {
-			if !ch.Removed && ch.State == Running {
-				continue
-			}
-			w.mu.Lock()
-			r := w.running[ch.ID]
-			w.mu.Unlock()
-			if r == nil || ch.Lease != r.tag {
-				continue
-			}
-			r.mu.Lock()
-			ended := r.ended
-			r.mu.Unlock()
-			switch {
-			case ch.Removed || ch.State == Cancelled:
-				r.cancel(ErrCanceled)
-			case !ended:
-				r.cancel(ErrLeaseLost)
-			}
-		}
-	})
-	defer unwatch()
-
-	base := context.WithoutCancel(ctx) // handlers outlive ctx for the grace period
-	hbCtx, stopHeartbeats := context.WithCancel(base)
-	hbDone := make(chan struct{})
-	go func() {
-		defer close(hbDone)
-		w.heartbeatLoop(hbCtx)
-	}()
-
-	// A job holds a lease slot from its accept until its handler returns,
-	// and a handler slot while its handler runs. There are Concurrency
-	// handler slots and up to Prefetch more lease slots: jobs leased ahead
-	// wait in the worker for a handler slot (see ahead), so that a slot
-	// that frees starts its next job at once instead of an accept later.
-	leases := make(chan struct{}, w.cfg.Concurrency+max(w.cfg.Prefetch, 0))
-	handlers := make(chan struct{}, w.cfg.Concurrency)
-	freed := make(chan struct{}, 1) // a lease slot was freed
-	var wg sync.WaitGroup
-	// Runners run handlers, one job at a time, and then wait for the next
-	// job: a goroutine per job would start on a small stack and grow it
-	// for every job.
-	//
-	// A job holds its slots while its handler runs, not while its finish
-	// reaches the store: they are free for the next job as soon as the
-	// handler returns, and finishing (a fsync away) is bounded separately,
-	// by twice as many finishes in flight as there are handler slots:
-	// short jobs end faster than a finish's round trip through the store
-	// (its queue, its batch, the fsync), and with only as many finishes as
-	// slots, a drain of short jobs found the bound full, its handlers'
-	// slots held by finishes waiting for room. A runner waits for its
-	// job's handler slot and then for its finish, so there are at most
-	// one runner per lease slot and one per finish.
-	finishing := make(chan struct{}, 2*w.cfg.Concurrency)
-	runq := make(chan *runningJob)
-	runners, maxRunners := 0, cap(leases)+cap(finishing)
-	runner := func(r *runningJob) {
-		defer wg.Done()
-		for ok := true; ok; r, ok = <-runq {
-			// A job cancelled while it waited (shutdown, or the job's own
-			// cancellation) needs no handler slot: it will not run.
-			handling := true
-			select {
-			case handlers <- struct{}{}:
-			case <-r.ctx.Done():
-				handling = false
-			}
-			if ctx.Err() != nil {
-				w.holdBack(r) // the shutdown began while r waited
-			}
-			w.execute(r, func() {
-				finishing <- struct{}{}
-				if handling {
-					<-handlers
-				}
-				<-leases
-				select {
-				case freed <- struct{}{}:
-				default:
-				}
-			})
-			<-finishing
-		}
-	}
-	backlog := false // the last accept filled every slot it asked for
-	for ctx.Err() == nil {
-		// Wait until enough lease slots are free, then take every free one
-		// the estimate allows. With jobs leased ahead, enough is half of
-		// them: the other half start while the accept travels, and the
-		// accepts stay large.
-		ahead := w.ahead()
-		limit := w.cfg.Concurrency + ahead
-		if len(leases) > limit-max(1, ahead/2) {
-			select {
-			case <-freed:
-			case <-ctx.Done():
-			}
+// cancelChanged cancels a handler as soon as its job is cancelled or
+// removed, or taken back from it (its lease expired), without waiting for
+// the next heartbeat. Only changes about the handler's own lease count: a
+// late event about an earlier run must not cancel this one.
+func (w *Worker) cancelChanged(changes []Event) {
+	for _, ch := range changes {
+		if !ch.Removed && ch.State == Running {
 			continue
 		}
-		// Only this loop takes lease slots, so these sends cannot block.
-		n := 0
-		for len(leases) < limit {
-			leases <- struct{}{}
-			n++
+		w.mu.Lock()
+		r := w.running[ch.ID]
+		w.mu.Unlock()
+		if r == nil || ch.Lease != r.tag {
+			continue
 		}
-		// After an accept that filled every slot there is likely more work:
-		// the next one does not wait for any, so that its time is the
-		// store's round trip, which ahead needs; an accept that waits
-		// could take any time. One that finds nothing is followed by one
-		// that waits.
-		wait := w.cfg.PollWait
-		if backlog {
-			wait = 0
+		r.mu.Lock()
+		ended := r.ended
+		r.mu.Unlock()
+		switch {
+		case ch.Removed || ch.State == Cancelled:
+			r.cancel(ErrCanceled)
+		case !ended:
+			r.cancel(ErrLeaseLost)
 		}
-		sent := time.Now()
-		jobs, err := w.c.Accept(ctx, AcceptParams{Types: types, Limit: n, Wait: wait, Worker: w.cfg.Name, LeaseTimeout: w.cfg.LeaseTimeout})
-		// The leases started at the store at most now (an accept may wait
-		// long before it takes jobs, so not when it was sent).
-		took := time.Now()
-		if wait == 0 && len(jobs) > 0 {
-			w.pace.accepted(took.Sub(sent))
+	}
+}
+
+// startHeartbeats runs the heartbeat loop until the returned function is
+// called, which waits for the loop to end. Heartbeats go on through the
+// shutdown, so that no lease runs out while its handler is being waited for.
+func (w *Worker) startHeartbeats(base context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(base)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.heartbeatLoop(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// fetchLoop leases jobs for the free slots and hands them to d, until ctx
+// ends or the server refuses the worker.
+func (w *Worker) fetchLoop(ctx, base context.Context, types []string, d *dispatcher) {
+	backlog := false // the last accept filled every slot it asked for
+	for ctx.Err() == nil {
+		n := d.reserve(ctx, w.ahead())
+		if n == 0 {
+			continue // it waited for a slot, or for the end
 		}
+		jobs, took, err := w.fetch(ctx, types, n, backlog)
 		backlog = err == nil && len(jobs) == n
-		for i := len(jobs); i < n; i++ { // an error comes with no jobs
-			<-leases
-		}
+		d.unreserve(n - len(jobs)) // an error comes with no jobs
 		if err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			if errors.Is(err, ErrUnauthorized) {
-				w.refuse(err)
-				break
-			}
-			w.log.Error("accept failed", "err", err)
-			select {
-			case <-time.After(time.Second):
-			case <-ctx.Done():
+			if !w.acceptFailed(ctx, err) {
+				return
 			}
 			continue
 		}
 		for i := range jobs {
-			r := w.start(base, jobs[i], took)
-			if runners == maxRunners {
-				// Some runner is between jobs: r holds a lease slot, so at
-				// most cap(leases)-1 others wait for or run handlers and at
-				// most cap(finishing) wait for finishes.
-				runq <- r
-				continue
-			}
-			select {
-			case runq <- r: // an idle runner takes it
-			default:
-				runners++
-				wg.Add(1)
-				go runner(r)
-			}
+			d.dispatch(w.start(base, jobs[i], took))
 		}
 	}
-	// Jobs leased ahead that have not started go back now, without using up
-	// an attempt (execute releases them), rather than start after the
-	// shutdown began.
-	w.releaseWaiting()
-	close(runq) // idle runners exit; busy ones after their job
+}
 
-	// Shutdown: wait for handlers, then cancel the rest and wait for them
-	// to return, heartbeats going on, so that no job is handed back while
-	// its handler still runs it. Only handlers that outlast the grace
-	// period too have their jobs handed back from under them.
+// fetch accepts up to n jobs, and returns them with the time by which
+// their leases started. After an accept that filled every slot (backlog)
+// there is likely more work: the next one does not wait for any, so that
+// its time is the store's round trip, which ahead needs; an accept that
+// waits could take any time. One that finds nothing is followed by one
+// that waits.
+func (w *Worker) fetch(ctx context.Context, types []string, n int, backlog bool) ([]Job, time.Time, error) {
+	wait := w.cfg.PollWait
+	if backlog {
+		wait = 0
+	}
+	sent := time.Now()
+	jobs, err := w.c.Accept(ctx, AcceptParams{Types: types, Limit: n, Wait: wait, Worker: w.cfg.Name, LeaseTimeout: w.cfg.LeaseTimeout})
+	// The leases started at the store at most now (an accept may wait
+	// long before it takes jobs, so not when it was sent).
+	took := time.Now()
+	if wait == 0 && len(jobs) > 0 {
+		w.pace.accepted(took.Sub(sent))
+	}
+	return jobs, took, err
+}
+
+// acceptFailed handles an accept's error and reports whether to go on
+// accepting: not after the end of ctx, nor after the server refused the
+// worker (ErrUnauthorized), which no retry can change. Other errors may
+// pass, and the next accept is a second later.
+func (w *Worker) acceptFailed(ctx context.Context, err error) bool {
+	switch {
+	case ctx.Err() != nil:
+		return false
+	case errors.Is(err, ErrUnauthorized):
+		w.refuse(err)
+		return false
+	}
+	w.log.Error("accept failed", "err", err)
+	select {
+	case <-time.After(time.Second):
+	case <-ctx.Done():
+	}
+	return true
+}
+
+// settleAll waits for the jobs Run took to be finished or handed back:
+// first for their handlers, up to ShutdownTimeout; then it cancels the
+// rest and waits for them to return, up to ShutdownGrace, heartbeats
+// going on, so that no job is handed back while its handler still runs
+// it. Only handlers that outlast the grace period too have their jobs
+// handed back from under them.
+func (w *Worker) settleAll() {
 	settled := make(chan struct{})
 	go func() {
 		w.unsettled.Wait()
@@ -480,22 +445,159 @@ func (w *Worker) Run(ctx context.Context) error {
 			<-settled
 		}
 	}
-	stopHeartbeats()
-	<-hbDone
+}
+
+// dispatcher hands the jobs fetchLoop leases to runners, within the
+// worker's slots.
+//
+// A job holds a lease slot from its accept until its handler returns, and
+// a handler slot while its handler runs. There are Concurrency handler
+// slots and up to Prefetch more lease slots: jobs leased ahead wait in the
+// worker for a handler slot (see ahead), so that a slot that frees starts
+// its next job at once instead of an accept later.
+//
+// Runners run handlers, one job at a time, and then wait for the next
+// job: a goroutine per job would start on a small stack and grow it for
+// every job.
+//
+// A job holds its slots while its handler runs, not while its finish
+// reaches the store: they are free for the next job as soon as the
+// handler returns, and finishing (a fsync away) is bounded separately, by
+// twice as many finishes in flight as there are handler slots: short jobs
+// end faster than a finish's round trip through the store (its queue, its
+// batch, the fsync), and with only as many finishes as slots, a drain of
+// short jobs finds the bound full, its handlers' slots held by finishes
+// waiting for room. A runner waits for its job's handler slot and then for
+// its finish, so there are at most one runner per lease slot and one per
+// finish.
+type dispatcher struct {
+	w          *Worker
+	stopping   context.Context // Run's: once it ends, jobs not started are held back
+	leases     chan struct{}
+	handlers   chan struct{}
+	finishing  chan struct{}
+	freed      chan struct{} // a lease slot was freed
+	runq       chan *runningJob
+	runners    int // only fetchLoop's goroutine starts runners
+	maxRunners int
+	wg         sync.WaitGroup
+}
+
+func (w *Worker) newDispatcher(stopping context.Context) *dispatcher {
+	d := &dispatcher{
+		w:         w,
+		stopping:  stopping,
+		leases:    make(chan struct{}, w.cfg.Concurrency+max(w.cfg.Prefetch, 0)),
+		handlers:  make(chan struct{}, w.cfg.Concurrency),
+		finishing: make(chan struct{}, 2*w.cfg.Concurrency),
+		freed:     make(chan struct{}, 1),
+		runq:      make(chan *runningJob),
+	}
+	d.maxRunners = cap(d.leases) + cap(d.finishing)
+	return d
+}
+
+// reserve takes lease slots for an accept: once enough are free, every
+// free one that ahead (the jobs to lease beyond the handler slots) allows.
+// With jobs leased ahead, enough is half of them: the other half start
+// while the accept travels, and the accepts stay large. It returns 0 after
+// waiting for a slot to free or for ctx to end.
+func (d *dispatcher) reserve(ctx context.Context, ahead int) int {
+	limit := d.w.cfg.Concurrency + ahead
+	if len(d.leases) > limit-max(1, ahead/2) {
+		select {
+		case <-d.freed:
+		case <-ctx.Done():
+		}
+		return 0
+	}
+	// Only fetchLoop takes lease slots, so these sends cannot block.
+	n := 0
+	for len(d.leases) < limit {
+		d.leases <- struct{}{}
+		n++
+	}
+	return n
+}
+
+// unreserve gives back n lease slots that an accept did not fill.
+func (d *dispatcher) unreserve(n int) {
+	for range n {
+		<-d.leases
+	}
+}
+
+// dispatch hands r, which holds a lease slot, to an idle runner, or to a
+// new one while there are fewer than maxRunners.
+func (d *dispatcher) dispatch(r *runningJob) {
+	if d.runners == d.maxRunners {
+		// Some runner is between jobs: r holds a lease slot, so at most
+		// cap(leases)-1 others wait for or run handlers and at most
+		// cap(finishing) wait for finishes.
+		d.runq <- r
+		return
+	}
+	select {
+	case d.runq <- r: // an idle runner takes it
+	default:
+		d.runners++
+		d.wg.Add(1)
+		go d.runner(r)
+	}
+}
+
+// runner runs r, then each job dispatch hands it, until close.
+func (d *dispatcher) runner(r *runningJob) {
+	defer d.wg.Done()
+	for ok := true; ok; r, ok = <-d.runq {
+		// A job cancelled while it waited (shutdown, or the job's own
+		// cancellation) needs no handler slot: it will not run.
+		handling := true
+		select {
+		case d.handlers <- struct{}{}:
+		case <-r.ctx.Done():
+			handling = false
+		}
+		if d.stopping.Err() != nil {
+			d.w.holdBack(r) // the shutdown began while r waited
+		}
+		d.w.execute(r, func() {
+			d.finishing <- struct{}{}
+			if handling {
+				<-d.handlers
+			}
+			<-d.leases
+			select {
+			case d.freed <- struct{}{}:
+			default:
+			}
+		})
+		<-d.finishing
+	}
+}
+
+// close ends dispatching: jobs leased ahead that have not started go back
+// now, without using up an attempt (execute releases them), rather than
+// start after the shutdown began; idle runners exit, busy ones after
+// their job.
+func (d *dispatcher) close() {
+	d.w.releaseWaiting()
+	close(d.runq)
+}
+
+// wait waits a second at most for the runners to exit after the shutdown
+// settled their jobs.
+func (d *dispatcher) wait() {
 	done := make(chan struct{})
 	go func() {
-		wg.Wait()
+		d.wg.Wait()
 		close(done)
 	}()
 	select {
 	case <-done:
 	case <-time.After(time.Second):
-		w.log.Warn("handlers still running after shutdown; their jobs were handed back")
+		d.w.log.Warn("handlers still running after shutdown; their jobs were handed back")
 	}
-	if cause := context.Cause(ctx); errors.Is(cause, ErrUnauthorized) {
-		return cause
-	}
-	return nil
 }
 
 // refuse stops the worker after the server refused a call with err

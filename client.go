@@ -35,9 +35,9 @@ type Config struct {
 	// CloseStore makes Close close the store too, for a client that is
 	// the store's only user.
 	CloseStore bool
-	// Hooks run at points of a job's life (see AddHook, FinishHook); each
-	// must implement at least one hook interface.
-	Hooks []any
+	// Hooks run at points of a job's life (see Hook): each an AddHook, a
+	// FinishHook, or both.
+	Hooks []Hook
 	// RetryUnavailable is how long a read (Get, List, Stats, the
 	// settings) goes on trying, with back-off, while the store answers
 	// ErrUnavailable (its database is unreachable, as during a restart):

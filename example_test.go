@@ -226,7 +226,7 @@ func ExampleMiddleware() {
 
 // stampTenant is an AddHook: it puts jobs without a group in the tenant of
 // the request's context.
-type stampTenant struct{}
+type stampTenant struct{ rota.HookDefaults }
 
 type tenantKey struct{}
 
@@ -250,7 +250,7 @@ func ExampleAddHook() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	client, err := rota.NewClient(st, rota.Config{Hooks: []any{stampTenant{}}, CloseStore: true})
+	client, err := rota.NewClient(st, rota.Config{Hooks: []rota.Hook{stampTenant{}}, CloseStore: true})
 	if err != nil {
 		log.Fatal(err)
 	}

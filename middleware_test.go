@@ -2,7 +2,6 @@ package rota_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -16,7 +15,7 @@ import (
 )
 
 // newHookedClient opens a client with hooks on a fresh SQLite file.
-func newHookedClient(t *testing.T, hooks ...any) *rota.Client {
+func newHookedClient(t *testing.T, hooks ...rota.Hook) *rota.Client {
 	t.Helper()
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "jobs.db"), sqlite.Config{})
 	if err != nil {
@@ -123,7 +122,7 @@ func TestTimeoutMiddleware(t *testing.T) {
 }
 
 // tenantHook stamps a group on jobs without one and rejects a type.
-type tenantHook struct{}
+type tenantHook struct{ rota.HookDefaults }
 
 func (tenantHook) BeforeAdd(ctx context.Context, p *rota.AddParams) error {
 	if p.Type == "forbidden" {
@@ -137,6 +136,7 @@ func (tenantHook) BeforeAdd(ctx context.Context, p *rota.AddParams) error {
 
 // finishLog records what FinishHook sees.
 type finishLog struct {
+	rota.HookDefaults
 	mu   sync.Mutex
 	seen []string
 }
@@ -149,7 +149,16 @@ func (l *finishLog) AfterFinish(ctx context.Context, job *rota.Job, p rota.Finis
 
 func TestHooks(t *testing.T) {
 	log := &finishLog{}
-	c := newHookedClient(t, tenantHook{}, log)
+	// A hook made of a function, listed after tenantHook: it sees the
+	// group tenantHook stamped.
+	stampGroup := rota.AddHookFunc(func(ctx context.Context, p *rota.AddParams) error {
+		p.Meta = map[string]string{"group_seen": p.Group}
+		return nil
+	})
+	var ended sync.WaitGroup
+	ended.Add(2)
+	countEnds := rota.FinishHookFunc(func(context.Context, *rota.Job, rota.FinishParams, time.Duration, error) { ended.Done() })
+	c := newHookedClient(t, tenantHook{}, log, stampGroup, countEnds)
 	ctx := context.Background()
 	in := []rota.AddParams{{Type: "ok"}, {Type: "ok", Group: "mine"}}
 	res, err := c.AddMany(ctx, in)
@@ -158,6 +167,9 @@ func TestHooks(t *testing.T) {
 	}
 	if res[0].Job.Group != "tenant-a" || res[1].Job.Group != "mine" || in[0].Group != "" {
 		t.Fatalf("groups %q %q; the caller's params became %+v", res[0].Job.Group, res[1].Job.Group, in[0])
+	}
+	if res[0].Job.Meta["group_seen"] != "tenant-a" || in[0].Meta != nil {
+		t.Fatalf("AddHookFunc after tenantHook: meta %v; the caller's params became %+v", res[0].Job.Meta, in[0])
 	}
 	// A rejected add adds nothing, not even the batch's other jobs.
 	_, err = c.AddMany(ctx, []rota.AddParams{{Type: "ok"}, {Type: "forbidden"}})
@@ -186,6 +198,7 @@ func TestHooks(t *testing.T) {
 			break
 		}
 	}
+	ended.Wait() // FinishHookFunc saw both runs
 	log.mu.Lock()
 	defer log.mu.Unlock()
 	got := strings.Join(log.seen, "|")
@@ -194,14 +207,31 @@ func TestHooks(t *testing.T) {
 	}
 }
 
+// misspeltHook is a Hook whose method has the wrong name, so it is of no
+// hook kind.
+type misspeltHook struct{ rota.HookDefaults }
+
+func (misspeltHook) BeforeAdds(ctx context.Context, p *rota.AddParams) error { return nil }
+
+// TestHooksMustBeHooks checks that what is not a hook does not compile in
+// Config.Hooks (see the assignments below) and that a Hook of no kind is
+// refused, naming its place in the list.
 func TestHooksMustBeHooks(t *testing.T) {
+	var (
+		_ rota.AddHook    = tenantHook{}
+		_ rota.FinishHook = (*finishLog)(nil)
+		_ rota.AddHook    = rota.AddHookFunc(nil)
+		_ rota.FinishHook = rota.FinishHookFunc(nil)
+		_ []rota.Hook     = rota.Config{}.Hooks
+	)
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "jobs.db"), sqlite.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if _, err := rota.NewClient(st, rota.Config{Hooks: []any{json.Marshal}}); err == nil || !strings.Contains(err.Error(), "Hooks[0]") {
-		t.Fatalf("NewClient with a function as a hook: %v", err)
+	_, err = rota.NewClient(st, rota.Config{Hooks: []rota.Hook{tenantHook{}, misspeltHook{}}})
+	if err == nil || !strings.Contains(err.Error(), "Hooks[1] (rota_test.misspeltHook) implements no hook kind") {
+		t.Fatalf("NewClient with a hook of no kind: %v", err)
 	}
 }
 

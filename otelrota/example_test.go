@@ -31,7 +31,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	client, err := rota.NewClient(st, rota.Config{Hooks: []any{tel}, CloseStore: true})
+	client, err := rota.NewClient(st, rota.Config{Hooks: []rota.Hook{tel}, CloseStore: true})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -5,7 +5,7 @@
 // of run durations, through the OpenTelemetry API. Plug it in once:
 //
 //	tel, err := otelrota.New(otelrota.Config{})
-//	client, err := rota.NewClient(st, rota.Config{Hooks: []any{tel}})
+//	client, err := rota.NewClient(st, rota.Config{Hooks: []rota.Hook{tel}})
 //	w := rota.NewWorker(client, rota.WorkerConfig{Middleware: []rota.Middleware{tel.Middleware}})
 //
 // It uses the global tracer and meter providers unless Config names others,
@@ -42,6 +42,7 @@ type Config struct {
 // Telemetry is a rota.AddHook, a rota.FinishHook and, with its
 // Middleware, a worker middleware. It is safe for concurrent use.
 type Telemetry struct {
+	rota.HookDefaults
 	tracer     trace.Tracer
 	propagator propagation.TextMapPropagator
 	added      metric.Int64Counter

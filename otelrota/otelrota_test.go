@@ -36,7 +36,7 @@ func setup(t *testing.T) (*rota.Client, *rota.Worker, *tracetest.SpanRecorder, *
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := rota.NewClient(st, rota.Config{Hooks: []any{tel}, CloseStore: true})
+	c, err := rota.NewClient(st, rota.Config{Hooks: []rota.Hook{tel}, CloseStore: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -320,42 +320,30 @@ func newSecret() string {
 	return "rota_" + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-func (s *Server) namedTokens(w http.ResponseWriter, r *http.Request) bool {
+// namedTokens refuses the token routes on a server that keeps no named
+// tokens.
+func (s *Server) namedTokens(*http.Request) error {
 	if s.tokens == nil {
-		s.writeError(w, r, fmt.Errorf("%w: this server's store keeps no tokens", wire.ErrForbidden))
-		return false
+		return fmt.Errorf("%w: this server's store keeps no tokens", wire.ErrForbidden)
 	}
 	if s.cfg.AuthToken == "" {
-		s.writeError(w, r, fmt.Errorf("%w: this server has no admin token (--auth-token), so it checks no token: start it with one to use named tokens", wire.ErrForbidden))
-		return false
+		return fmt.Errorf("%w: this server has no admin token (--auth-token), so it checks no token: start it with one to use named tokens", wire.ErrForbidden)
 	}
-	return true
+	return nil
 }
 
-func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
-	if !s.namedTokens(w, r) {
-		return
-	}
+func (s *Server) listTokens(r *http.Request, _ int64, _ *none) (answer, error) {
 	ts, err := s.tokens.st.Tokens(r.Context())
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return answer{}, err
 	}
 	if ts == nil {
 		ts = []store.Token{}
 	}
-	writeJSON(w, http.StatusOK, wire.TokensResponse{Tokens: ts})
+	return ok(wire.TokensResponse{Tokens: ts}), nil
 }
 
-func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
-	if !s.namedTokens(w, r) {
-		return
-	}
-	var req wire.CreateTokenRequest
-	if err := s.decode(w, r, &req, false); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+func (s *Server) createToken(r *http.Request, _ int64, req *wire.CreateTokenRequest) (answer, error) {
 	t := store.Token{Name: req.Name, Groups: req.Groups, Types: req.Types, ReadOnly: req.ReadOnly}
 	if len(t.Groups) == 0 {
 		t.Groups = nil
@@ -366,24 +354,19 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	secret := newSecret()
 	h := sha256.Sum256([]byte(secret))
 	if err := s.tokens.st.CreateToken(r.Context(), t, h[:]); err != nil {
-		s.writeError(w, r, err)
-		return
+		return answer{}, err
 	}
 	s.tokens.forget()
 	t.CreatedAt = time.Now().UTC()
-	writeJSON(w, http.StatusCreated, wire.CreateTokenResponse{Token: t, Secret: secret})
+	return answer{status: http.StatusCreated, body: wire.CreateTokenResponse{Token: t, Secret: secret}}, nil
 }
 
-func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
-	if !s.namedTokens(w, r) {
-		return
-	}
+func (s *Server) revokeToken(r *http.Request, _ int64, _ *none) (answer, error) {
 	if err := s.tokens.st.RevokeToken(r.Context(), r.PathValue("name")); err != nil {
-		s.writeError(w, r, err)
-		return
+		return answer{}, err
 	}
 	s.tokens.forget()
-	w.WriteHeader(http.StatusNoContent)
+	return noContent, nil
 }
 
 // reachesType reports whether the token reaches jobs of this type (in

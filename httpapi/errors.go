@@ -44,20 +44,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.Encode(v)
 }
 
-// decode reads a request body into v strictly: one JSON value, no unknown
-// fields, no wrong types, within the size limit. A body must be labelled
-// "Content-Type: application/json" (see jsonBody). Its errors say what is
-// wrong and match store.ErrInvalid (or wire.ErrUnsupportedMediaType, or
-// are *http.MaxBytesError).
-func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
-	body, err := s.readBody(w, r)
-	if err != nil {
-		return err
-	}
-	return decodeBody(body, v, optional)
-}
-
-// decodeBody decodes a body that decode read.
+// decodeBody decodes a request body (see readBody) into v strictly: one
+// JSON value, no unknown fields, no wrong types. Its errors say what is
+// wrong and match store.ErrInvalid. An empty body is refused unless
+// optional.
 func decodeBody(body []byte, v any, optional bool) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		if optional {

@@ -45,12 +45,11 @@ const MaxReplay = 10000
 // client that reads more slowly than changes come is not queued for
 // without bound: past the client's SubscriberQueue, its stream ends with a
 // "resume" event, and it reconnects with its Last-Event-ID.
-func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+func (s *Server) events(r *http.Request, _ int64, _ *none) (answer, error) {
 	q := r.URL.Query()
 	for name := range q {
 		if name != "job" && name != "type" && name != "running" && name != "completed" {
-			s.writeError(w, r, store.Invalidf("unknown query parameter %q (want job, type, running or completed)", name))
-			return
+			return answer{}, store.Invalidf("unknown query parameter %q (want job, type, running or completed)", name)
 		}
 	}
 	// leave[state] says the stream leaves out changes to that state
@@ -66,26 +65,18 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		}
 		b, err := strconv.ParseBool(v[0])
 		if err != nil || len(v) > 1 {
-			s.writeError(w, r, store.Invalidf("%s %q is not one boolean (true or false)", f.name, strings.Join(v, ",")))
-			return
+			return answer{}, store.Invalidf("%s %q is not one boolean (true or false)", f.name, strings.Join(v, ","))
 		}
 		if !b && q.Has("job") {
-			s.writeError(w, r, store.Invalidf("%s=false is for streams of types, not of one job (whose first event is its state, whatever it is)", f.name))
-			return
+			return answer{}, store.Invalidf("%s=false is for streams of types, not of one job (whose first event is its state, whatever it is)", f.name)
 		}
 		leave[f.state] = !b
-	}
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		s.writeError(w, r, fmt.Errorf("streaming is not supported by this connection"))
-		return
 	}
 	var since time.Time
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		us, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || us <= 0 {
-			s.writeError(w, r, store.Invalidf("Last-Event-ID %q is not an event id this server gave out", v))
-			return
+			return answer{}, store.Invalidf("Last-Event-ID %q is not an event id this server gave out", v)
 		}
 		since = time.UnixMicro(us)
 	}
@@ -112,11 +103,30 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		sub, err = s.c.SubscribeTypes(r.Context(), types...)
 	}
 	if err != nil {
-		s.writeError(w, r, err)
+		return answer{}, err
+	}
+	return answer{write: func(w http.ResponseWriter) {
+		defer sub.Close()
+		s.stream(w, r, sub, eventFilter{types: types, leave: leave, since: since})
+	}}, nil
+}
+
+// eventFilter is what an event stream leaves out, and where it starts.
+type eventFilter struct {
+	types []string                  // the patterns asked for (none for one job's stream)
+	leave [store.Cancelled + 1]bool // changes to these states are left out (not removals)
+	since time.Time                 // replay the changes since then first (zero: none)
+}
+
+// stream sends sub's changes as Server-Sent Events until the client goes,
+// the subscription ends or the token is revoked.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, sub *rota.Subscription, f eventFilter) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		s.writeError(w, r, fmt.Errorf("streaming is not supported by this connection"))
 		return
 	}
-	defer sub.Close()
-
+	types, leave, since := f.types, f.leave, f.since
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")

@@ -140,46 +140,50 @@ var Routes = []string{
 }
 
 func (s *Server) routes() {
+	var (
+		producer = route[none]{job: producerJob}
+		queries  = route[none]{}
+	)
 	handlers := map[string]http.HandlerFunc{
 		"GET /healthz":                 s.healthz,
 		"GET /metrics":                 s.metrics.handler.ServeHTTP,
 		"GET /v1/openapi.json":         s.openapi,
-		"POST /v1/jobs":                s.add,
-		"GET /v1/jobs":                 s.list,
-		"GET /v1/jobs/{id}":            s.get,
-		"DELETE /v1/jobs/{id}":         s.remove,
-		"PATCH /v1/jobs/{id}":          s.update,
-		"POST /v1/jobs/{id}/cancel":    s.cancel,
-		"POST /v1/jobs/{id}/resubmit":  s.resubmit,
-		"POST /v1/jobs/{id}/heartbeat": s.heartbeatOne,
-		"POST /v1/jobs/{id}/finish":    s.finishOne,
-		"POST /v1/jobs/{id}/fail":      s.failOne,
-		"POST /v1/jobs/{id}/snooze":    s.snoozeOne,
-		"POST /v1/jobs/{id}/release":   s.releaseOne,
-		"POST /v1/accept":              s.accept,
-		"POST /v1/heartbeat":           s.heartbeatBatch,
-		"POST /v1/finish":              s.finishBatch,
-		"GET /v1/stats":                s.stats,
-		"GET /v1/events":               s.events,
-		"GET /v1/types":                s.types,
-		"PUT /v1/types/{type}":         s.setType,
-		"GET /v1/groups":               s.groups,
-		"PUT /v1/groups":               s.setGroup,
-		"GET /v1/tokens":               s.listTokens,
-		"POST /v1/tokens":              s.createToken,
-		"DELETE /v1/tokens/{name}":     s.revokeToken,
+		"POST /v1/jobs":                handle(s, route[json.RawMessage]{body: needBody}, s.add),
+		"GET /v1/jobs":                 handle(s, queries, s.list),
+		"GET /v1/jobs/{id}":            handle(s, producer, s.get),
+		"DELETE /v1/jobs/{id}":         handle(s, producer, s.remove),
+		"PATCH /v1/jobs/{id}":          handle(s, route[wire.UpdateRequest]{job: producerJob, body: needBody}, s.update),
+		"POST /v1/jobs/{id}/cancel":    handle(s, producer, s.cancel),
+		"POST /v1/jobs/{id}/resubmit":  handle(s, route[wire.ResubmitRequest]{job: producerJob, body: mayBody}, s.resubmit),
+		"POST /v1/jobs/{id}/heartbeat": handle(s, route[wire.HeartbeatRequest]{job: workerJob, body: needBody}, s.heartbeatOne),
+		"POST /v1/jobs/{id}/finish":    handle(s, route[wire.FinishRequest]{job: workerJob, body: needBody}, s.finishOne),
+		"POST /v1/jobs/{id}/fail":      handle(s, route[wire.FailRequest]{job: workerJob, body: needBody}, s.failOne),
+		"POST /v1/jobs/{id}/snooze":    handle(s, route[wire.SnoozeRequest]{job: workerJob, body: needBody, check: checkSnooze}, s.snoozeOne),
+		"POST /v1/jobs/{id}/release":   handle(s, route[wire.TokenRequest]{job: workerJob, body: needBody}, s.releaseOne),
+		"POST /v1/accept":              handle(s, route[wire.AcceptRequest]{body: needBody}, s.accept),
+		"POST /v1/heartbeat":           handle(s, route[wire.HeartbeatBatchRequest]{body: needBody}, s.heartbeatBatch),
+		"POST /v1/finish":              handle(s, route[wire.FinishBatchRequest]{body: needBody, decode: decodeFinishBatch}, s.finishBatch),
+		"GET /v1/stats":                handle(s, queries, s.stats),
+		"GET /v1/events":               handle(s, queries, s.events),
+		"GET /v1/types":                handle(s, queries, s.types),
+		"PUT /v1/types/{type}":         handle(s, route[wire.TypeConfig]{body: needBody, check: typeOfPath}, s.setType),
+		"GET /v1/groups":               handle(s, queries, s.groups),
+		"PUT /v1/groups":               handle(s, route[wire.GroupConfig]{body: needBody, check: mayConfigureGroup}, s.setGroup),
+		"GET /v1/tokens":               handle(s, route[none]{allow: s.namedTokens}, s.listTokens),
+		"POST /v1/tokens":              handle(s, route[wire.CreateTokenRequest]{allow: s.namedTokens, body: needBody}, s.createToken),
+		"DELETE /v1/tokens/{name}":     handle(s, route[none]{allow: s.namedTokens}, s.revokeToken),
 	}
-	for _, route := range Routes {
-		h := handlers[route]
+	for _, pattern := range Routes {
+		h := handlers[pattern]
 		if h == nil {
-			panic("httpapi: no handler for " + route)
+			panic("httpapi: no handler for " + pattern)
 		}
-		s.mux.Handle(route, s.guard(route, h))
+		s.mux.Handle(pattern, s.guard(pattern, h))
 	}
 	// Anything else under /v1 is a JSON 404 or 405, never an HTML page.
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		for _, route := range Routes {
-			method, path, _ := strings.Cut(route, " ")
+		for _, pattern := range Routes {
+			method, path, _ := strings.Cut(pattern, " ")
 			if pathMatches(path, r.URL.Path) && method != r.Method {
 				writeErrorCode(w, http.StatusMethodNotAllowed, wire.CodeMethod, fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path))
 				return
@@ -272,89 +276,70 @@ func hideToken(j store.Job) store.Job {
 
 // ---- producer side ----
 
-func (s *Server) add(w http.ResponseWriter, r *http.Request) {
-	var raw json.RawMessage
-	if err := s.decode(w, r, &raw, false); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+func (s *Server) add(r *http.Request, _ int64, raw *json.RawMessage) (answer, error) {
 	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &probe); err != nil {
-		s.writeError(w, r, store.Invalidf("the body must be a JSON object: a job, or {\"jobs\": [...]}"))
-		return
+	if err := json.Unmarshal(*raw, &probe); err != nil {
+		return answer{}, store.Invalidf("the body must be a JSON object: a job, or {\"jobs\": [...]}")
 	}
 	if jobs, batch := probe["jobs"]; batch {
-		// Refuse an oversized batch before decoding its jobs.
-		if n := store.JSONArrayLen(jobs); n > store.MaxAddBatch {
-			s.writeError(w, r, store.TooLarge("a batch of %d jobs is more than %d", n, store.MaxAddBatch))
-			return
-		}
-		var req wire.AddBatchRequest
-		if err := decodeStrict(raw, &req); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		if len(req.Jobs) == 0 {
-			s.writeError(w, r, store.Invalidf("\"jobs\" is empty"))
-			return
-		}
-		ps := make([]store.AddParams, len(req.Jobs))
-		for i, j := range req.Jobs {
-			ps[i] = j.Params()
-		}
-		if err := mayAdd(accessOf(r), ps); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		res, err := s.c.AddMany(r.Context(), ps)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		out := wire.AddBatchResponse{Results: make([]wire.AddResponse, len(res))}
-		for i, x := range res {
-			out.Results[i] = wire.AddResponse{Job: hideToken(x.Job), Outcome: x.Outcome}
-			s.metrics.added.WithLabelValues(s.metrics.types.of(x.Job.Type)).Inc()
-		}
-		writeJSON(w, http.StatusOK, out)
-		return
+		return s.addBatch(r, *raw, jobs)
 	}
 	var req wire.AddRequest
-	if err := decodeStrict(raw, &req); err != nil {
-		s.writeError(w, r, err)
-		return
+	if err := decodeStrict(*raw, &req); err != nil {
+		return answer{}, err
 	}
 	p := req.Params()
 	if err := mayAdd(accessOf(r), []store.AddParams{p}); err != nil {
-		s.writeError(w, r, err)
-		return
+		return answer{}, err
 	}
 	res, err := s.c.Add(r.Context(), p)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return answer{}, err
 	}
 	s.metrics.added.WithLabelValues(s.metrics.types.of(res.Job.Type)).Inc()
 	status := http.StatusOK
 	if res.Outcome == store.Inserted {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, wire.AddResponse{Job: hideToken(res.Job), Outcome: res.Outcome})
+	return answer{status: status, body: wire.AddResponse{Job: hideToken(res.Job), Outcome: res.Outcome}}, nil
 }
 
-func (s *Server) get(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r)
-	if err == nil {
-		err = s.reach(r, id)
+// addBatch adds {"jobs": [...]}; an oversized batch is refused before its
+// jobs are decoded.
+func (s *Server) addBatch(r *http.Request, raw, jobs json.RawMessage) (answer, error) {
+	if n := store.JSONArrayLen(jobs); n > store.MaxAddBatch {
+		return answer{}, store.TooLarge("a batch of %d jobs is more than %d", n, store.MaxAddBatch)
 	}
-	var wait time.Duration
-	var states []store.State
-	if err == nil {
-		wait, states, err = s.waitParams(r)
+	var req wire.AddBatchRequest
+	if err := decodeStrict(raw, &req); err != nil {
+		return answer{}, err
 	}
+	if len(req.Jobs) == 0 {
+		return answer{}, store.Invalidf("\"jobs\" is empty")
+	}
+	ps := make([]store.AddParams, len(req.Jobs))
+	for i, j := range req.Jobs {
+		ps[i] = j.Params()
+	}
+	if err := mayAdd(accessOf(r), ps); err != nil {
+		return answer{}, err
+	}
+	res, err := s.c.AddMany(r.Context(), ps)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return answer{}, err
+	}
+	out := wire.AddBatchResponse{Results: make([]wire.AddResponse, len(res))}
+	for i, x := range res {
+		out.Results[i] = wire.AddResponse{Job: hideToken(x.Job), Outcome: x.Outcome}
+		s.metrics.added.WithLabelValues(s.metrics.types.of(x.Job.Type)).Inc()
+	}
+	return ok(out), nil
+}
+
+func (s *Server) get(r *http.Request, id int64, _ *none) (answer, error) {
+	wait, states, err := s.waitParams(r)
+	if err != nil {
+		return answer{}, err
 	}
 	if wait > 0 {
 		// A long poll, couch_jobs' wait: the job once it is in one of
@@ -364,17 +349,13 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), wait)
 		j, werr := s.c.Wait(ctx, id, states...)
 		cancel()
-		if werr == nil && accessOf(r).reaches(j.Type, j.Group) {
-			writeJSON(w, http.StatusOK, wire.JobResponse{Job: hideToken(j)})
-			return
-		}
-		if errors.Is(werr, store.ErrNotFound) {
-			s.writeError(w, r, notFound(id))
-			return
-		}
-		if werr != nil && !errors.Is(werr, context.DeadlineExceeded) && !errors.Is(werr, store.ErrFinished) {
-			s.writeError(w, r, werr)
-			return
+		switch {
+		case werr == nil && accessOf(r).reaches(j.Type, j.Group):
+			return ok(wire.JobResponse{Job: hideToken(j)}), nil
+		case errors.Is(werr, store.ErrNotFound):
+			return answer{}, notFound(id)
+		case werr != nil && !errors.Is(werr, context.DeadlineExceeded) && !errors.Is(werr, store.ErrFinished):
+			return answer{}, werr
 		}
 	}
 	j, err := s.c.Get(r.Context(), id)
@@ -382,10 +363,9 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		err = notFound(id)
 	}
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return answer{}, err
 	}
-	writeJSON(w, http.StatusOK, wire.JobResponse{Job: hideToken(j)})
+	return ok(wire.JobResponse{Job: hideToken(j)}), nil
 }
 
 // waitParams reads a get's long poll: wait (a duration up to the
@@ -436,91 +416,26 @@ func queryList(r *http.Request, name string) []string {
 
 var listParams = []string{"type", "state", "group", "parent", "recurring", "updated_since", "limit", "cursor", "order", "key", "id"}
 
-func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+func (s *Server) list(r *http.Request, _ int64, _ *none) (answer, error) {
 	q := r.URL.Query()
 	for name := range q {
 		if !slices.Contains(listParams, name) {
-			s.writeError(w, r, store.Invalidf("unknown query parameter %q (want one of %s)", name, strings.Join(listParams, ", ")))
-			return
+			return answer{}, store.Invalidf("unknown query parameter %q (want one of %s)", name, strings.Join(listParams, ", "))
 		}
 	}
 	if ids := queryList(r, "id"); len(ids) > 0 {
-		s.listByID(w, r, ids)
-		return
+		return s.listByID(r, ids)
 	}
-	p := store.ListParams{Types: queryList(r, "type"), Groups: r.URL.Query()["group"]} // group names may contain commas
 	if key := q.Get("key"); key != "" {
-		// A key is unique within a type and a group: the group is the
-		// default one ("") unless given.
-		if len(p.Types) != 1 || len(p.Groups) > 1 {
-			s.writeError(w, r, store.Invalidf("key needs exactly one type, and at most one group (the default group when none)"))
-			return
-		}
-		j, err := s.c.GetByKey(r.Context(), p.Types[0], q.Get("group"), key)
-		if errors.Is(err, store.ErrNotFound) || err == nil && !accessOf(r).reaches(j.Type, j.Group) {
-			writeJSON(w, http.StatusOK, wire.ListResponse{Jobs: []store.Job{}})
-			return
-		}
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, wire.ListResponse{Jobs: []store.Job{hideToken(j)}})
-		return
+		return s.listByKey(r, key)
 	}
-	for _, name := range queryList(r, "state") {
-		st, err := store.ParseState(name)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		p.States = append(p.States, st)
-	}
-	var err error
-	if v := q.Get("updated_since"); v != "" {
-		if p.UpdatedSince, err = time.Parse(time.RFC3339Nano, v); err != nil {
-			s.writeError(w, r, store.Invalidf("updated_since %q is not an RFC 3339 time", v))
-			return
-		}
-	}
-	switch q.Get("recurring") {
-	case "", "false":
-	case "true":
-		p.Recurring = true
-	default:
-		s.writeError(w, r, store.Invalidf("recurring %q: want true or false", q.Get("recurring")))
-		return
-	}
-	if v := q.Get("parent"); v != "" {
-		if p.Parent, err = strconv.ParseInt(v, 10, 64); err != nil || p.Parent <= 0 {
-			s.writeError(w, r, store.Invalidf("parent %q is not a job id", v))
-			return
-		}
-	}
-	if v := q.Get("limit"); v != "" {
-		if p.Limit, err = strconv.Atoi(v); err != nil || p.Limit <= 0 {
-			s.writeError(w, r, store.Invalidf("limit %q is not a number in 1..%d", v, store.MaxListLimit))
-			return
-		}
-	}
-	if v := q.Get("cursor"); v != "" {
-		if p.After, err = strconv.ParseInt(v, 10, 64); err != nil || p.After <= 0 {
-			s.writeError(w, r, store.Invalidf("cursor %q is not one this server gave out", v))
-			return
-		}
-	}
-	switch q.Get("order") {
-	case "", "asc":
-	case "desc":
-		p.Descending = true
-	default:
-		s.writeError(w, r, store.Invalidf("order %q: want asc or desc", q.Get("order")))
-		return
+	p, err := listFilter(r)
+	if err != nil {
+		return answer{}, err
 	}
 	res, err := s.c.List(r.Context(), p)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return answer{}, err
 	}
 	// The store pages over the jobs the token reaches (the request's
 	// context carries its reach): a cursor is given only when one of them
@@ -536,27 +451,90 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	if res.Next != 0 {
 		out.NextCursor = strconv.FormatInt(res.Next, 10)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return ok(out), nil
 }
 
-func (s *Server) listByID(w http.ResponseWriter, r *http.Request, raw []string) {
+// listFilter reads a listing's query parameters.
+func listFilter(r *http.Request) (store.ListParams, error) {
+	q := r.URL.Query()
+	p := store.ListParams{Types: queryList(r, "type"), Groups: q["group"]} // group names may contain commas
+	for _, name := range queryList(r, "state") {
+		st, err := store.ParseState(name)
+		if err != nil {
+			return p, err
+		}
+		p.States = append(p.States, st)
+	}
+	var err error
+	if v := q.Get("updated_since"); v != "" {
+		if p.UpdatedSince, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			return p, store.Invalidf("updated_since %q is not an RFC 3339 time", v)
+		}
+	}
+	switch q.Get("recurring") {
+	case "", "false":
+	case "true":
+		p.Recurring = true
+	default:
+		return p, store.Invalidf("recurring %q: want true or false", q.Get("recurring"))
+	}
+	if v := q.Get("parent"); v != "" {
+		if p.Parent, err = strconv.ParseInt(v, 10, 64); err != nil || p.Parent <= 0 {
+			return p, store.Invalidf("parent %q is not a job id", v)
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		if p.Limit, err = strconv.Atoi(v); err != nil || p.Limit <= 0 {
+			return p, store.Invalidf("limit %q is not a number in 1..%d", v, store.MaxListLimit)
+		}
+	}
+	if v := q.Get("cursor"); v != "" {
+		if p.After, err = strconv.ParseInt(v, 10, 64); err != nil || p.After <= 0 {
+			return p, store.Invalidf("cursor %q is not one this server gave out", v)
+		}
+	}
+	switch q.Get("order") {
+	case "", "asc":
+	case "desc":
+		p.Descending = true
+	default:
+		return p, store.Invalidf("order %q: want asc or desc", q.Get("order"))
+	}
+	return p, nil
+}
+
+// listByKey lists the job with a key: a key is unique within a type and a
+// group, the default one ("") unless given.
+func (s *Server) listByKey(r *http.Request, key string) (answer, error) {
+	types, groups := queryList(r, "type"), r.URL.Query()["group"]
+	if len(types) != 1 || len(groups) > 1 {
+		return answer{}, store.Invalidf("key needs exactly one type, and at most one group (the default group when none)")
+	}
+	j, err := s.c.GetByKey(r.Context(), types[0], r.URL.Query().Get("group"), key)
+	if errors.Is(err, store.ErrNotFound) || err == nil && !accessOf(r).reaches(j.Type, j.Group) {
+		return ok(wire.ListResponse{Jobs: []store.Job{}}), nil
+	}
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(wire.ListResponse{Jobs: []store.Job{hideToken(j)}}), nil
+}
+
+func (s *Server) listByID(r *http.Request, raw []string) (answer, error) {
 	if len(raw) > store.MaxListLimit {
-		s.writeError(w, r, store.Invalidf("at most %d ids at once", store.MaxListLimit))
-		return
+		return answer{}, store.Invalidf("at most %d ids at once", store.MaxListLimit)
 	}
 	ids := make([]int64, len(raw))
 	for i, v := range raw {
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || id <= 0 {
-			s.writeError(w, r, store.Invalidf("id %q is not a positive integer", v))
-			return
+			return answer{}, store.Invalidf("id %q is not a positive integer", v)
 		}
 		ids[i] = id
 	}
 	jobs, err := s.c.GetMany(r.Context(), ids)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return answer{}, err
 	}
 	out := wire.ListResponse{Jobs: []store.Job{}}
 	a := accessOf(r)
@@ -565,92 +543,48 @@ func (s *Server) listByID(w http.ResponseWriter, r *http.Request, raw []string) 
 			out.Jobs = append(out.Jobs, hideToken(j))
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	return ok(out), nil
 }
 
-func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r)
-	if err == nil {
-		err = s.reach(r, id)
+// cancel answers with the job as get does (a long poll, when asked).
+func (s *Server) cancel(r *http.Request, id int64, _ *none) (answer, error) {
+	if err := s.c.Cancel(r.Context(), id); err != nil {
+		return answer{}, err
 	}
-	if err == nil {
-		err = s.c.Cancel(r.Context(), id)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.get(w, r)
+	return s.get(r, id, nil)
 }
 
-func (s *Server) resubmit(w http.ResponseWriter, r *http.Request) {
-	// The body is read before the job's reach is checked, so that a job
-	// out of reach and a missing one are answered alike whatever the body.
-	id, err := pathID(r)
-	var req wire.ResubmitRequest
-	if err == nil {
-		err = s.decode(w, r, &req, true)
-	}
-	if err == nil {
-		err = s.reach(r, id)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+func (s *Server) resubmit(r *http.Request, id int64, req *wire.ResubmitRequest) (answer, error) {
 	p := store.ResubmitParams{ID: id, Data: req.Data}
 	if req.RunAt != nil {
 		p.RunAt = *req.RunAt
 	}
 	res, err := s.c.Resubmit(r.Context(), p)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return answer{}, err
 	}
-	writeJSON(w, http.StatusOK, wire.AddResponse{Job: hideToken(res.Job), Outcome: res.Outcome})
+	return ok(wire.AddResponse{Job: hideToken(res.Job), Outcome: res.Outcome}), nil
 }
 
-func (s *Server) update(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r)
-	var req wire.UpdateRequest
-	if err == nil {
-		err = s.decode(w, r, &req, false)
-	}
-	if err == nil {
-		err = s.reach(r, id)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+func (s *Server) update(r *http.Request, id int64, req *wire.UpdateRequest) (answer, error) {
 	j, err := s.c.Update(r.Context(), req.Params(id))
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return answer{}, err
 	}
-	writeJSON(w, http.StatusOK, wire.JobResponse{Job: hideToken(j)})
+	return ok(wire.JobResponse{Job: hideToken(j)}), nil
 }
 
-func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r)
-	if err == nil {
-		err = s.reach(r, id)
+func (s *Server) remove(r *http.Request, id int64, _ *none) (answer, error) {
+	if err := s.c.Remove(r.Context(), id); err != nil {
+		return answer{}, err
 	}
-	if err == nil {
-		err = s.c.Remove(r.Context(), id)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	return noContent, nil
 }
 
-func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
+func (s *Server) stats(r *http.Request, _ int64, _ *none) (answer, error) {
 	counts, err := s.c.Stats(r.Context())
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return answer{}, err
 	}
 	a := accessOf(r)
 	out := wire.StatsResponse{Counts: []store.Count{}, ByState: map[string]int64{}}
@@ -659,21 +593,19 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 			out.Counts = append(out.Counts, c)
 		}
 	}
-	counts = out.Counts
 	for st := store.Pending; st.Valid(); st++ {
 		out.ByState[st.String()] = 0
 	}
-	for _, c := range counts {
+	for _, c := range out.Counts {
 		out.ByState[c.State.String()] += c.Jobs
 	}
-	writeJSON(w, http.StatusOK, out)
+	return ok(out), nil
 }
 
-func (s *Server) types(w http.ResponseWriter, r *http.Request) {
+func (s *Server) types(r *http.Request, _ int64, _ *none) (answer, error) {
 	tcs, err := s.c.TypeConfigs(r.Context())
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return answer{}, err
 	}
 	a := accessOf(r)
 	out := wire.TypesResponse{Types: []wire.TypeConfig{}}
@@ -682,37 +614,35 @@ func (s *Server) types(w http.ResponseWriter, r *http.Request) {
 			out.Types = append(out.Types, wire.NewTypeConfig(tc))
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	return ok(out), nil
 }
 
-func (s *Server) setType(w http.ResponseWriter, r *http.Request) {
-	var req wire.TypeConfig
-	if err := s.decode(w, r, &req, false); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+// typeOfPath checks that a type's setting names the type of its path, if
+// any.
+func typeOfPath(r *http.Request, req *wire.TypeConfig) error {
 	typ := r.PathValue("type")
 	if req.Type != "" && req.Type != typ {
-		s.writeError(w, r, store.Invalidf("body names type %q but the path names %q", req.Type, typ))
-		return
+		return store.Invalidf("body names type %q but the path names %q", req.Type, typ)
 	}
 	req.Type = typ
+	return nil
+}
+
+func (s *Server) setType(r *http.Request, _ int64, req *wire.TypeConfig) (answer, error) {
 	tc, err := req.Params()
 	if err == nil {
 		err = s.c.SetTypeConfig(r.Context(), tc)
 	}
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return answer{}, err
 	}
-	writeJSON(w, http.StatusOK, wire.NewTypeConfig(tc))
+	return ok(wire.NewTypeConfig(tc)), nil
 }
 
-func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
+func (s *Server) groups(r *http.Request, _ int64, _ *none) (answer, error) {
 	gcs, err := s.c.GroupConfigs(r.Context())
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return answer{}, err
 	}
 	a := accessOf(r)
 	out := wire.GroupsResponse{Groups: []wire.GroupConfig{}}
@@ -721,43 +651,33 @@ func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
 			out.Groups = append(out.Groups, wire.NewGroupConfig(g))
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	return ok(out), nil
 }
 
-func (s *Server) setGroup(w http.ResponseWriter, r *http.Request) {
-	var req wire.GroupConfig
-	if err := s.decode(w, r, &req, false); err != nil {
-		s.writeError(w, r, err)
-		return
+// mayConfigureGroup checks that the token reaches the group it sets.
+func mayConfigureGroup(r *http.Request, req *wire.GroupConfig) error {
+	if a, gc := accessOf(r), req.Params(); !a.reachesGroupConfig(gc) {
+		return fmt.Errorf("%w: %s may not set %s of %s", wire.ErrForbidden, a, groupName(gc.Group), typeName(gc.Type))
 	}
-	gc := req.Params()
-	if a := accessOf(r); !a.reachesGroupConfig(gc) {
-		s.writeError(w, r, fmt.Errorf("%w: %s may not set %s of %s", wire.ErrForbidden, a, groupName(gc.Group), typeName(gc.Type)))
-		return
+	return nil
+}
+
+func (s *Server) setGroup(r *http.Request, _ int64, req *wire.GroupConfig) (answer, error) {
+	if err := s.c.SetGroupConfig(r.Context(), req.Params()); err != nil {
+		return answer{}, err
 	}
-	if err := s.c.SetGroupConfig(r.Context(), gc); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, req)
+	return ok(req), nil
 }
 
 // ---- worker side ----
 
-func (s *Server) accept(w http.ResponseWriter, r *http.Request) {
-	var req wire.AcceptRequest
-	if err := s.decode(w, r, &req, false); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+func (s *Server) accept(r *http.Request, _ int64, req *wire.AcceptRequest) (answer, error) {
 	if req.Wait < 0 || time.Duration(req.Wait) > s.cfg.MaxWait {
-		s.writeError(w, r, store.Invalidf("wait %v is out of range 0..%v", time.Duration(req.Wait), s.cfg.MaxWait))
-		return
+		return answer{}, store.Invalidf("wait %v is out of range 0..%v", time.Duration(req.Wait), s.cfg.MaxWait)
 	}
 	p := req.Params()
 	if err := scopeAccept(accessOf(r), &p); err != nil {
-		s.writeError(w, r, err)
-		return
+		return answer{}, err
 	}
 	start := time.Now()
 	ctx, stop := r.Context(), func() {}
@@ -770,8 +690,7 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request) {
 		if revoked(ctx) {
 			err = errRevoked
 		}
-		s.writeError(w, r, err)
-		return
+		return answer{}, err
 	}
 	if len(jobs) > 0 || req.Wait == 0 {
 		s.metrics.acceptLatency.Observe(time.Since(start).Seconds())
@@ -781,39 +700,18 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request) {
 	}
 	// The answer as encoding/json would write wire.AcceptWire, without
 	// its reflection: it carries every job a remote worker runs.
-	body := wire.AppendAccept(make([]byte, 0, 512*len(jobs)+16), jobs)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	w.Write(append(body, '\n'))
+	return rawJSON(wire.AppendAccept(make([]byte, 0, 512*len(jobs)+16), jobs)), nil
 }
 
-func (s *Server) heartbeatOne(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r)
-	var req wire.HeartbeatRequest
-	if err == nil {
-		err = s.decode(w, r, &req, false)
-	}
-	if err == nil {
-		err = s.reachLease(r, id)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+func (s *Server) heartbeatOne(r *http.Request, id int64, req *wire.HeartbeatRequest) (answer, error) {
 	res, err := s.c.Heartbeat(r.Context(), store.HeartbeatParams{Lease: store.Lease{ID: id, Token: req.Token}, Data: req.Data, Progress: req.Progress})
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return answer{}, err
 	}
-	writeJSON(w, http.StatusOK, wire.HeartbeatResponse{LeaseUntil: res.LeaseUntil, Resubmit: res.Resubmit})
+	return ok(wire.HeartbeatResponse{LeaseUntil: res.LeaseUntil, Resubmit: res.Resubmit}), nil
 }
 
-func (s *Server) heartbeatBatch(w http.ResponseWriter, r *http.Request) {
-	var req wire.HeartbeatBatchRequest
-	if err := s.decode(w, r, &req, false); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+func (s *Server) heartbeatBatch(r *http.Request, _ int64, req *wire.HeartbeatBatchRequest) (answer, error) {
 	ps := make([]store.HeartbeatParams, len(req.Items))
 	ids := make([]int64, len(req.Items))
 	for i, it := range req.Items {
@@ -834,148 +732,86 @@ func (s *Server) heartbeatBatch(w http.ResponseWriter, r *http.Request) {
 		done, err = s.c.HeartbeatMany(r.Context(), run)
 	}
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return answer{}, err
 	}
-	res := make([]store.HeartbeatResult, len(ps))
-	for i := range res {
+	out := wire.HeartbeatBatchResponse{Results: make([]wire.HeartbeatResult, len(ps))}
+	for i := range ps {
+		var x store.HeartbeatResult
 		if refused[i] != nil {
-			res[i].Err = refused[i]
+			x.Err = refused[i]
 		} else {
-			res[i], done = done[0], done[1:]
+			x, done = done[0], done[1:]
 		}
-	}
-	out := wire.HeartbeatBatchResponse{Results: make([]wire.HeartbeatResult, len(res))}
-	for i, x := range res {
 		out.Results[i] = wire.HeartbeatResult{LeaseUntil: x.LeaseUntil, Resubmit: x.Resubmit, Error: wire.ErrorOf(x.Err)}
 	}
-	writeJSON(w, http.StatusOK, out)
+	return ok(out), nil
 }
 
-// finish runs fenced endings and answers a single one.
-func (s *Server) finishSingle(w http.ResponseWriter, r *http.Request, p store.FinishParams) {
-	if err := s.finishMany(r.Context(), []store.FinishParams{p})[0]; err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (s *Server) finishMany(ctx context.Context, ps []store.FinishParams) []error {
+// finishSingle runs one fenced ending and answers it.
+func (s *Server) finishSingle(r *http.Request, p store.FinishParams) (answer, error) {
 	start := time.Now()
-	errs, err := s.c.FinishMany(ctx, ps)
+	errs, err := s.c.FinishMany(r.Context(), []store.FinishParams{p})
 	if err != nil {
-		errs = make([]error, len(ps))
-		for i := range errs {
-			errs[i] = err
-		}
-		return errs
+		return answer{}, err
 	}
 	s.metrics.finishLatency.Observe(time.Since(start).Seconds())
-	return errs
+	if errs[0] != nil {
+		return answer{}, errs[0]
+	}
+	return noContent, nil
 }
 
-func (s *Server) finishOne(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r)
-	var req wire.FinishRequest
-	if err == nil {
-		err = s.decode(w, r, &req, false)
-	}
-	if err == nil {
-		err = s.reachLease(r, id)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.finishSingle(w, r, store.FinishParams{Lease: store.Lease{ID: id, Token: req.Token}, As: store.Complete, Result: req.Result})
+func (s *Server) finishOne(r *http.Request, id int64, req *wire.FinishRequest) (answer, error) {
+	return s.finishSingle(r, store.FinishParams{Lease: store.Lease{ID: id, Token: req.Token}, As: store.Complete, Result: req.Result})
 }
 
-func (s *Server) failOne(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r)
-	var req wire.FailRequest
-	if err == nil {
-		err = s.decode(w, r, &req, false)
-	}
-	if err == nil {
-		err = s.reachLease(r, id)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.finishSingle(w, r, store.FinishParams{Lease: store.Lease{ID: id, Token: req.Token}, As: store.Fail, Error: req.Error, Permanent: req.Permanent})
+func (s *Server) failOne(r *http.Request, id int64, req *wire.FailRequest) (answer, error) {
+	return s.finishSingle(r, store.FinishParams{Lease: store.Lease{ID: id, Token: req.Token}, As: store.Fail, Error: req.Error, Permanent: req.Permanent})
 }
 
-func (s *Server) snoozeOne(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var req wire.SnoozeRequest
-	if err := s.decode(w, r, &req, false); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+// checkSnooze refuses a snooze that gives both a time and a delay, a
+// negative delay, or a rename to a type out of the token's reach.
+func checkSnooze(r *http.Request, req *wire.SnoozeRequest) error {
 	if req.RunAt != nil && req.Delay != 0 {
-		s.writeError(w, r, store.Invalidf("give run_at or delay, not both"))
-		return
+		return store.Invalidf("give run_at or delay, not both")
 	}
 	if req.Delay < 0 {
-		s.writeError(w, r, store.Invalidf("delay %v must not be negative", time.Duration(req.Delay)))
-		return
+		return store.Invalidf("delay %v must not be negative", time.Duration(req.Delay))
 	}
+	if a := accessOf(r); req.Rename != "" && a.types != nil && !a.reachesType(req.Rename) {
+		return fmt.Errorf("%w: %s may not rename a job to type %q", wire.ErrForbidden, a, req.Rename)
+	}
+	return nil
+}
+
+func (s *Server) snoozeOne(r *http.Request, id int64, req *wire.SnoozeRequest) (answer, error) {
 	runAt := time.Now().Add(time.Duration(req.Delay))
 	if req.RunAt != nil {
 		runAt = *req.RunAt
 	}
-	if a := accessOf(r); req.Rename != "" && a.types != nil && !a.reachesType(req.Rename) {
-		s.writeError(w, r, fmt.Errorf("%w: %s may not rename a job to type %q", wire.ErrForbidden, a, req.Rename))
-		return
-	}
-	if err := s.reachLease(r, id); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.finishSingle(w, r, store.FinishParams{Lease: store.Lease{ID: id, Token: req.Token}, As: store.Snooze, RunAt: runAt, Rename: req.Rename})
+	return s.finishSingle(r, store.FinishParams{Lease: store.Lease{ID: id, Token: req.Token}, As: store.Snooze, RunAt: runAt, Rename: req.Rename})
 }
 
-func (s *Server) releaseOne(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r)
-	var req wire.TokenRequest
-	if err == nil {
-		err = s.decode(w, r, &req, false)
-	}
-	if err == nil {
-		err = s.reachLease(r, id)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.finishSingle(w, r, store.FinishParams{Lease: store.Lease{ID: id, Token: req.Token}, As: store.Release})
+func (s *Server) releaseOne(r *http.Request, id int64, req *wire.TokenRequest) (answer, error) {
+	return s.finishSingle(r, store.FinishParams{Lease: store.Lease{ID: id, Token: req.Token}, As: store.Release})
 }
 
-func (s *Server) finishBatch(w http.ResponseWriter, r *http.Request) {
-	body, err := s.readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+// decodeFinishBatch reads a worker's batch as json.Marshal writes it,
+// without reflection (wire/finish.go), or else strictly, with errors that
+// name what is wrong.
+func decodeFinishBatch(body []byte, req *wire.FinishBatchRequest) error {
+	var ok bool
+	if *req, ok = wire.ParseFinishBatch(body); ok {
+		return nil
 	}
-	// A worker's batch comes as json.Marshal writes it: read it without
-	// reflection (wire/finish.go), or else strictly, with errors that
-	// name what is wrong.
-	req, ok := wire.ParseFinishBatch(body)
-	if !ok {
-		req = wire.FinishBatchRequest{}
-		if err := decodeBody(body, &req, false); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-	}
+	*req = wire.FinishBatchRequest{}
+	return decodeBody(body, req, false)
+}
+
+// finishParams are a finish batch's items, refused whole when one is
+// malformed or renames a job to a type out of the token's reach.
+func finishParams(r *http.Request, req *wire.FinishBatchRequest) ([]store.FinishParams, error) {
 	ps := make([]store.FinishParams, len(req.Items))
-	ids := make([]int64, len(req.Items))
 	a := accessOf(r)
 	for i, it := range req.Items {
 		p, err := it.Params()
@@ -983,10 +819,21 @@ func (s *Server) finishBatch(w http.ResponseWriter, r *http.Request) {
 			err = fmt.Errorf("%w: %s may not rename a job to type %q", wire.ErrForbidden, a, p.Rename)
 		}
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
 		}
-		ps[i], ids[i] = p, p.ID
+		ps[i] = p
+	}
+	return ps, nil
+}
+
+func (s *Server) finishBatch(r *http.Request, _ int64, req *wire.FinishBatchRequest) (answer, error) {
+	ps, err := finishParams(r, req)
+	if err != nil {
+		return answer{}, err
+	}
+	ids := make([]int64, len(ps))
+	for i, p := range ps {
+		ids[i] = p.ID
 	}
 	refused := s.reachEach(r, ids, noLease)
 	var run []store.FinishParams
@@ -1001,8 +848,7 @@ func (s *Server) finishBatch(w http.ResponseWriter, r *http.Request) {
 		done, err = s.c.FinishMany(r.Context(), run)
 	}
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return answer{}, err
 	}
 	errs := make([]error, len(ps))
 	for i := range errs {
@@ -1014,14 +860,11 @@ func (s *Server) finishBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	s.metrics.finishLatency.Observe(time.Since(start).Seconds())
 	if !slices.ContainsFunc(errs, func(e error) bool { return e != nil }) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
-		w.Write(append(wire.AppendFinishResults(nil, len(errs)), '\n')) // as writeJSON
-		return
+		return rawJSON(wire.AppendFinishResults(nil, len(errs))), nil
 	}
 	out := wire.FinishBatchResponse{Results: make([]wire.ItemResult, len(errs))}
 	for i, e := range errs {
 		out.Results[i] = wire.ItemResult{Error: wire.ErrorOf(e)}
 	}
-	writeJSON(w, http.StatusOK, out)
+	return ok(out), nil
 }

@@ -623,9 +623,8 @@ func (w *Worker) ahead() int {
 	}
 	n := aheadTrips * int64(w.cfg.Concurrency) * accept / run
 	if n < 2 {
-		// One job leased ahead hides little of an accept (measured: a few
-		// per cent more jobs a second with 10 ms jobs on 8 slots) and
-		// makes every accept one job long.
+		// One job leased ahead hides little of an accept and makes
+		// every accept one job long.
 		return 0
 	}
 	return int(min(n, int64(w.cfg.Prefetch)))
@@ -634,10 +633,10 @@ func (w *Worker) ahead() int {
 const aheadTrips = 4
 
 // maxDefaultPrefetch bounds the default Prefetch: a worker with many slots
-// already accepts in large batches. Leasing up to 256 ahead made a
-// 512-slot drain of no-op jobs about a tenth faster (larger accepts) once
-// finishes in flight were no longer bounded by the slots; 512 was no
-// faster than 256 (docs/benchmarks.md, "Round 3, fourth session").
+// already accepts in large batches, and leasing more than 256 ahead makes
+// its accepts no larger in effect (a 512-slot drain of no-op jobs runs
+// about a tenth faster with 256 than with none, and no faster with 512;
+// docs/benchmarks.md).
 const maxDefaultPrefetch = 256
 
 // pace keeps moving averages of how long handlers run and how long an

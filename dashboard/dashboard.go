@@ -176,7 +176,8 @@ const (
 	// loginCookie holds a random value the sign-in form's CSRF token is
 	// derived from, so that a page elsewhere cannot sign a browser in.
 	loginCookie = "rota_login"
-	// oldCookie held the raw token before sessions; sign-in clears it.
+	// oldCookie is where earlier versions kept the raw token: sign-in
+	// clears it, so that no browser keeps a token in a cookie.
 	oldCookie = "rota_token"
 )
 

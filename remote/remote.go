@@ -601,7 +601,7 @@ func (s *Store) AcceptWait(ctx context.Context, p store.AcceptParams) (store.Acc
 }
 
 // acceptAnswer is an accept's answer, read with wire.ParseAccept: it
-// carries every job a remote worker runs, and encoding/json took about
+// carries every job a remote worker runs, and encoding/json takes about
 // 6 µs per job to read it.
 type acceptAnswer struct{ jobs []store.Job }
 

@@ -12,8 +12,8 @@ import (
 
 // An accept's answer carries every job a remote worker runs, so, like the
 // event stream, it is on the hot path: with encoding/json, decoding the
-// answer took a remote worker about 6 µs per job and encoding it the
-// server 2.5 µs, a quarter of what running a job over HTTP cost beyond
+// answer takes a remote worker about 6 µs per job and encoding it the
+// server 2.5 µs, a quarter of what running a job over HTTP costs beyond
 // running it in process. AppendAccept and ParseAccept write and read the
 // JSON that encoding/json gives for an AcceptWire, byte for byte and value
 // for value, without reflection; what they do not know (an unknown or

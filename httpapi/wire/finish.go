@@ -8,7 +8,7 @@ import (
 
 // A remote worker ends every job it runs with a batch finish, so the
 // batch's request and answer are on the hot path like the accept's answer:
-// with encoding/json, the server spent about 1.6 µs per job decoding the
+// with encoding/json, the server spends about 1.6 µs per job decoding the
 // request alone. ParseFinishBatch reads the request as json.Marshal writes
 // it, and AppendFinishResults and ParseFinishResults the answer when every
 // item succeeded; anything else is left to encoding/json (ok false), so

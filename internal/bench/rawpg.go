@@ -67,10 +67,10 @@ func RawPostgresDrain(ctx context.Context, dsn string, n int) (float64, float64,
 		FROM picked WHERE j.id = picked.id
 		RETURNING j.id, j.type, j.grp, j.priority, j.run_at, j.data, j.attempt, j.max_attempts, j.token, j.created_at`
 	// The completion finds its rows by primary key and each row's token in
-	// a JSON object keyed by id. (Joined to unnest(ids, tokens) instead,
-	// the planner, misled by statistics that say no job runs, hashed the
-	// input and scanned the whole table per batch: 35 ms per 500 jobs,
-	// which made this baseline slower than rota itself.)
+	// a JSON object keyed by id, not joined to unnest(ids, tokens): for
+	// that join the planner, misled by statistics that say no job runs,
+	// hashes the input and scans the whole table per batch, which would
+	// make this baseline slower than rota itself.
 	complete := `UPDATE ` + schema + `.jobs j SET state = 3, result = NULL, lease_until = NULL, finished_at = now(), updated_at = now()
 		WHERE j.id = ANY($1::bigint[]) AND j.token = $2::jsonb ->> j.id::text AND j.state + 0 = 1`
 	type batch struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -264,6 +265,37 @@ func ExampleAddHook() {
 	// Output:
 	// acme <nil>
 	// rota: add hook rota_test.stampTenant: no tenant in the context
+}
+
+// A hook can be a function: AddHookFunc and FinishHookFunc make one. This
+// one stamps every job with the program that added it, in its metadata.
+func ExampleAddHookFunc() {
+	path, cleanup := dbPath()
+	defer cleanup()
+	st, err := sqlite.Open(path, sqlite.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	stamp := rota.AddHookFunc(func(ctx context.Context, p *rota.AddParams) error {
+		// A copy: the caller's map is the caller's.
+		meta := maps.Clone(p.Meta)
+		if meta == nil {
+			meta = map[string]string{}
+		}
+		meta["added_by"] = "billing"
+		p.Meta = meta
+		return nil
+	})
+	client, err := rota.NewClient(st, rota.Config{Hooks: []rota.Hook{stamp}, CloseStore: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	res, err := client.Add(context.Background(), rota.AddParams{Type: "invoice.send"})
+	fmt.Println(res.Job.Meta["added_by"], err)
+	// Output:
+	// billing <nil>
 }
 
 // A recurring job: each time a run completes, the job is pending again at

@@ -32,7 +32,9 @@ func (HookDefaults) IsHook() bool { return true }
 
 // AddHook runs before jobs are added (Add, AddMany, AddTx). It may change
 // the parameters, for example to stamp metadata into the data; an error
-// rejects the add, and nothing is added.
+// rejects the add, and nothing is added. It changes a copy of each job's
+// parameters, whose Meta map and Data are still the caller's: replace
+// them rather than change them in place.
 type AddHook interface {
 	Hook
 	BeforeAdd(ctx context.Context, p *AddParams) error

@@ -23,8 +23,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	code, status := wire.CodeOf(err)
 	msg := err.Error()
-	if status == http.StatusServiceUnavailable {
+	switch status {
+	case http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", "1") // seconds: the store reconnects by itself
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", "1") // seconds: long polls and streams end or go on; a client cannot know which
 	}
 	if status == http.StatusInternalServerError {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)

@@ -56,6 +56,12 @@ type Config struct {
 	// know may be another site's, rebound to this server's address. "*"
 	// lets every name through.
 	Hosts []string
+	// MaxTokenRequests bounds the requests one named token may have in
+	// flight at once (long polls, event streams and every other request),
+	// so that no tenant holds every connection the server serves; more
+	// are answered 429 with Retry-After. The admin token is not bounded.
+	// Zero means DefaultMaxTokenRequests; negative, no bound.
+	MaxTokenRequests int
 	// MaxMetricTypes bounds how many job types get a label of their own in
 	// the metrics; the types seen after that count as "other", so that
 	// clients cannot grow the metrics without bound. Zero means 100.
@@ -70,6 +76,7 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	mux     *http.ServeMux
+	flight  inflight // each named token's requests in flight
 	metrics *metrics
 	stop    func()
 	tokens  *tokenCache // nil when the store keeps no tokens
@@ -92,10 +99,13 @@ func New(c *rota.Client, cfg Config) *Server {
 	if cfg.MaxMetricTypes <= 0 {
 		cfg.MaxMetricTypes = 100
 	}
+	if cfg.MaxTokenRequests == 0 {
+		cfg.MaxTokenRequests = DefaultMaxTokenRequests
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{c: c, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+	s := &Server{c: c, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), flight: inflight{max: cfg.MaxTokenRequests, n: map[string]int{}}}
 	if ts, ok := c.Store().(store.Tokens); ok {
 		s.tokens = &tokenCache{st: ts, m: map[[32]byte]cachedToken{}}
 	}
@@ -237,6 +247,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeErrorCode(w, http.StatusServiceUnavailable, wire.CodeUnavailable, "cannot check the bearer token now: "+msg)
 		return
 	}
+	leave, err := s.flight.enter(a)
+	if err != nil {
+		// Refused before its body is read, as a refused token is.
+		closeAfter(w, r)
+		s.writeError(w, r, err)
+		return
+	}
+	defer leave()
 	if a != adminAccess {
 		r = r.WithContext(store.WithReach(context.WithValue(r.Context(), accessKey{}, a), a.reach))
 	}

@@ -798,7 +798,7 @@ func TestOpenAPIEnums(t *testing.T) {
 		}
 	}
 	codes := []string{wire.CodeInvalid, wire.CodeNotFound, wire.CodeWorkerConflict, wire.CodeCanceled, wire.CodeFinished, wire.CodeTooLarge,
-		wire.CodeUnauthorized, wire.CodeForbidden, wire.CodeMethod, wire.CodeMediaType, wire.CodeUnavailable, wire.CodeInternal}
+		wire.CodeUnauthorized, wire.CodeForbidden, wire.CodeMethod, wire.CodeMediaType, wire.CodeTooMany, wire.CodeUnavailable, wire.CodeInternal}
 	for _, c := range []struct {
 		schema string
 		want   []string
@@ -994,7 +994,7 @@ func TestOpenAPIOperations(t *testing.T) {
 			if op["security"] != nil {
 				t.Errorf("%s: overrides the document's security", route)
 			}
-			mustHave("401", "403")
+			mustHave("401", "403", "429")
 		}
 		if strings.TrimPrefix(want.req, "?") != "" {
 			mustHave("400", "413", "415")

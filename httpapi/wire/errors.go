@@ -21,12 +21,19 @@ const (
 	CodeMediaType      = "unsupported_media_type"
 	CodeUnavailable    = "unavailable"
 	CodeInternal       = "internal"
+	CodeTooMany        = "too_many_requests"
 )
 
 // ErrForbidden is a request the token may not make: a read-only token's
 // change, a scoped token's add outside its groups or types, an
 // administrator's route. It matches on both sides of the API.
 var ErrForbidden = errors.New("forbidden")
+
+// ErrTooManyRequests is a request refused because its token has as many
+// requests in flight as one token may (httpapi.Config.MaxTokenRequests).
+// It passes when one of them ends: on the client's side it matches
+// store.ErrUnavailable too, which callers try again.
+var ErrTooManyRequests = errors.New("too many requests")
 
 // ErrUnsupportedMediaType is a request body that is not labelled
 // "Content-Type: application/json".
@@ -50,6 +57,7 @@ var codeErrors = []struct {
 	// token's requests): the same refusal, decided by the engine.
 	{CodeForbidden, store.ErrUnauthorized, http.StatusForbidden},
 	{CodeMediaType, ErrUnsupportedMediaType, http.StatusUnsupportedMediaType},
+	{CodeTooMany, ErrTooManyRequests, http.StatusTooManyRequests},
 }
 
 // CodeOf maps an error to its code and HTTP status.
@@ -84,9 +92,13 @@ func AsError(e *Error) error {
 	}
 	for _, c := range codeErrors {
 		if c.code == e.Code {
-			if c.code == CodeForbidden {
+			switch c.code {
+			case CodeForbidden:
 				// A permission the token lacks: no retry will have it.
 				return &remoteError{msg: e.Message, sentinels: []error{c.err, store.ErrUnauthorized}}
+			case CodeTooMany:
+				// Passes as the token's other requests end.
+				return &remoteError{msg: e.Message, sentinels: []error{c.err, store.ErrUnavailable}}
 			}
 			return &remoteError{msg: e.Message, sentinels: []error{c.err}}
 		}

@@ -35,6 +35,7 @@ func serveCommand() *cobra.Command {
 		allowOpen                bool
 		maxBody                  int64
 		maxConns                 int
+		maxTokenRequests         int
 		idleTimeout, bodyTimeout time.Duration
 		writeTimeout             time.Duration
 		allowHosts               []string
@@ -151,7 +152,7 @@ lists the client networks, and a non-loopback ADDR needs that list.`,
 				bedrock: bedrock, ui: ui,
 				dataDir: dataDir, storeSpec: storeSpec, addr: addr, token: token,
 				allowOpen: allowOpen, maxBody: maxBody, settings: settings,
-				maxConns: maxConns, idleTimeout: idleTimeout, cert: cert,
+				maxConns: maxConns, maxTokenRequests: maxTokenRequests, idleTimeout: idleTimeout, cert: cert,
 				trustedProxies: proxies,
 				bodyTimeout:    bodyTimeout, writeTimeout: writeTimeout, allowHosts: allowHosts,
 			})
@@ -166,6 +167,7 @@ lists the client networks, and a non-loopback ADDR needs that list.`,
 	f.BoolVar(&allowOpen, "allow-unauthenticated", false, "allow a non-loopback address without a token")
 	f.Int64Var(&maxBody, "max-body", 8<<20, "largest request body in bytes")
 	f.IntVar(&maxConns, "max-conns", 1024, "most connections served at once; more wait to be accepted")
+	f.IntVar(&maxTokenRequests, "max-token-requests", httpapi.DefaultMaxTokenRequests, "most requests one named token may have in flight (long polls, event streams, any other); more are answered 429; 0 for no bound")
 	f.DurationVar(&idleTimeout, "idle-timeout", time.Minute, "close a keep-alive connection idle this long")
 	f.DurationVar(&bodyTimeout, "body-timeout", httpapi.DefaultBodyTimeout, "longest a request's body may take to arrive (--max-body at 8 MiB needs about 560 kbit/s in 2m)")
 	f.DurationVar(&writeTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "longest one write of an answer may wait for the client to take it (streams and long polls last longer)")
@@ -187,6 +189,7 @@ type serveOptions struct {
 	allowOpen                       bool
 	maxBody                         int64
 	maxConns                        int
+	maxTokenRequests                int // 0: no bound
 	idleTimeout, bodyTimeout        time.Duration
 	writeTimeout                    time.Duration
 	allowHosts                      []string
@@ -306,6 +309,9 @@ func serve(ctx context.Context, logger *slog.Logger, o serveOptions) error {
 	if o.bodyTimeout <= 0 {
 		return usageErrorf("--body-timeout %v must be positive", o.bodyTimeout)
 	}
+	if o.maxTokenRequests < 0 {
+		return usageErrorf("--max-token-requests %d must not be negative (0 for no bound)", o.maxTokenRequests)
+	}
 	if o.writeTimeout <= 0 {
 		return usageErrorf("--write-timeout %v must be positive", o.writeTimeout)
 	}
@@ -347,8 +353,12 @@ func serve(ctx context.Context, logger *slog.Logger, o serveOptions) error {
 		}
 		logger.Info("applied settings", "types", len(o.settings.Types), "groups", len(o.settings.Groups))
 	}
+	maxTokenRequests := o.maxTokenRequests
+	if maxTokenRequests == 0 {
+		maxTokenRequests = -1 // httpapi's no bound
+	}
 	api := httpapi.New(client, httpapi.Config{AuthToken: o.token, MaxBodyBytes: o.maxBody, Logger: logger,
-		BodyTimeout: o.bodyTimeout, WriteTimeout: o.writeTimeout, Hosts: o.allowHosts})
+		BodyTimeout: o.bodyTimeout, WriteTimeout: o.writeTimeout, Hosts: o.allowHosts, MaxTokenRequests: maxTokenRequests})
 	defer api.Close()
 	var handler http.Handler = api
 	if o.ui {

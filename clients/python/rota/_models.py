@@ -7,13 +7,13 @@ from ._base import Model, RotaError
 
 API_VERSION = "1"
 # The SHA-256 of the document this module was generated from.
-OPENAPI_SHA256 = "ebd3f86e3e799feaa23aeab7cf0bd45666c4d7097cef3850fb8c4b687ca74414"
+OPENAPI_SHA256 = "06f608b2b6d1a5f77e03f112ae346b54abee7221587536e3cb04befeacd661d7"
 
 # How a worker ends its hold on a job: complete (done, result stored); fail (retried with back-off unless permanent or out of attempts); snooze (pending again at run_at, the attempt is given back); release (pending again at once, the attempt is given back; used on shutdown); cancel (the worker cancels the job).
 ENDINGS = ("complete", "fail", "snooze", "release", "cancel")
 
 # A stable, matchable error code.
-ERROR_CODES = ("invalid_input", "not_found", "worker_conflict", "canceled", "finished", "too_large", "unauthorized", "forbidden", "method_not_allowed", "unsupported_media_type", "unavailable", "internal")
+ERROR_CODES = ("invalid_input", "not_found", "worker_conflict", "canceled", "finished", "too_large", "unauthorized", "forbidden", "method_not_allowed", "unsupported_media_type", "too_many_requests", "unavailable", "internal")
 
 # A recurring job's policy for slots that passed while it could not run (server down, type or group paused, a run longer than a slot); a slot counts as missed when the next one falls due before the job starts.
 MISSED_POLICIES = ("once", "skip", "all")
@@ -95,6 +95,13 @@ class UnsupportedMediaTypeError(RotaError):
     status = 415
 
 
+class TooManyRequestsError(RotaError):
+    """too_many_requests (429): the named token has as many requests in flight as one token may"""
+
+    code = "too_many_requests"
+    status = 429
+
+
 class UnavailableError(RotaError):
     """unavailable (503): the store is closed or unreachable"""
 
@@ -121,6 +128,7 @@ ERROR_CLASSES = {
     "forbidden": ForbiddenError,
     "method_not_allowed": MethodNotAllowedError,
     "unsupported_media_type": UnsupportedMediaTypeError,
+    "too_many_requests": TooManyRequestsError,
     "unavailable": UnavailableError,
     "internal": InternalError,
 }

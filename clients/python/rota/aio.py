@@ -227,13 +227,13 @@ class AsyncClient:
             if status < 300:
                 return req.read(status, body)
             retry_after = None
-            if status == 503:
+            if status in (429, 503):
                 try:
                     retry_after = float(headers.get("retry-after") or "")
                 except ValueError:
                     pass
             err = _ops.error_from(status, body, retry_after)
-            if req.method != "GET" or status != 503 or attempt == READ_RETRIES:
+            if req.method != "GET" or status not in (429, 503) or attempt == READ_RETRIES:
                 raise err
             await asyncio.sleep(min(retry_after, READ_RETRY_MAX) if retry_after else wait)
             wait = min(wait * 2, READ_RETRY_MAX)
@@ -334,7 +334,7 @@ class AsyncClient:
                                 backoff = 0.1
                             yield what
             except RotaError as e:
-                if not isinstance(e, (RotaConnectionError, m.UnavailableError)) or not reconnect:
+                if not isinstance(e, (RotaConnectionError, m.UnavailableError, m.TooManyRequestsError)) or not reconnect:
                     raise
             except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError) as e:
                 if not reconnect:

@@ -9,11 +9,12 @@ import time
 from . import _ops
 from ._base import RotaError
 from ._http import RotaConnectionError, Transport
-from ._models import FinishedError, NotFoundError, UnavailableError
+from ._models import FinishedError, NotFoundError, TooManyRequestsError, UnavailableError
 from ._sse import END, RECONNECT, Decoder, StreamReset, events_path, meaning, settled, wait_states
 
-# Reads (GET) that find the server's store unavailable (503) are tried
-# again this many times, with back-off, as the Go client does. Other
+# Reads (GET) that find the server's store unavailable (503), or the
+# token's requests at their bound (429), are tried again this many times,
+# with back-off, as the Go client does. Other
 # calls are not: the caller cannot know whether they took effect.
 READ_RETRIES = 4
 READ_RETRY_FIRST = 0.1
@@ -85,13 +86,13 @@ class Client:
             if status < 300:
                 return req.read(status, body)
             retry_after = None
-            if status == 503:
+            if status in (429, 503):
                 try:
                     retry_after = float(headers.get("Retry-After") or "")
                 except ValueError:
                     pass
             err = _ops.error_from(status, body, retry_after)
-            if req.method != "GET" or status != 503 or attempt == READ_RETRIES:
+            if req.method != "GET" or status not in (429, 503) or attempt == READ_RETRIES:
                 raise err
             time.sleep(min(retry_after, READ_RETRY_MAX) if retry_after else wait)
             wait = min(wait * 2, READ_RETRY_MAX)
@@ -204,7 +205,7 @@ class Client:
                             backoff = 0.1
                         yield what
             except RotaError as e:
-                if isinstance(e, RotaConnectionError) or isinstance(e, UnavailableError):
+                if isinstance(e, (RotaConnectionError, UnavailableError, TooManyRequestsError)):
                     if not reconnect:
                         raise
                 else:

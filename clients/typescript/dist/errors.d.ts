@@ -46,6 +46,13 @@ export declare class UnavailableError extends RotaError {
     /** The server's Retry-After, in milliseconds (0 when it sent none). */
     retryAfterMs: number;
 }
+/**
+ * too_many_requests (429): the token has as many requests in flight as one
+ * token may; it passes as they end. An UnavailableError, so that what
+ * tries those again (reads, event streams, a worker's calls) tries this too.
+ */
+export declare class TooManyRequestsError extends UnavailableError {
+}
 /** internal (500): anything else; the server's log has the details. */
 export declare class InternalError extends RotaError {
 }

@@ -6,7 +6,7 @@ export const apiVersion = "1";
 /** Every Ending, in the document's order. */
 export const endingValues = ["complete", "fail", "snooze", "release", "cancel"];
 /** Every ErrorCode, in the document's order. */
-export const errorCodeValues = ["invalid_input", "not_found", "worker_conflict", "canceled", "finished", "too_large", "unauthorized", "forbidden", "method_not_allowed", "unsupported_media_type", "unavailable", "internal"];
+export const errorCodeValues = ["invalid_input", "not_found", "worker_conflict", "canceled", "finished", "too_large", "unauthorized", "forbidden", "method_not_allowed", "unsupported_media_type", "too_many_requests", "unavailable", "internal"];
 /** Every Missed, in the document's order. */
 export const missedValues = ["once", "skip", "all"];
 /** Every Outcome, in the document's order. */

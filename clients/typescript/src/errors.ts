@@ -41,6 +41,12 @@ export class UnavailableError extends RotaError {
   /** The server's Retry-After, in milliseconds (0 when it sent none). */
   retryAfterMs = 0;
 }
+/**
+ * too_many_requests (429): the token has as many requests in flight as one
+ * token may; it passes as they end. An UnavailableError, so that what
+ * tries those again (reads, event streams, a worker's calls) tries this too.
+ */
+export class TooManyRequestsError extends UnavailableError {}
 /** internal (500): anything else; the server's log has the details. */
 export class InternalError extends RotaError {}
 
@@ -67,6 +73,7 @@ const classes: { [code in ErrorCode]: new (message: string, code: string, status
   forbidden: ForbiddenError,
   method_not_allowed: MethodNotAllowedError,
   unsupported_media_type: UnsupportedMediaTypeError,
+  too_many_requests: TooManyRequestsError,
   unavailable: UnavailableError,
   internal: InternalError,
 };

@@ -317,13 +317,15 @@ export interface Error {
  * body is over the server's limit; unauthorized (401): no Authorization
  * header; forbidden (403): wrong token; method_not_allowed (405);
  * unsupported_media_type (415): a request body not labelled Content-Type:
- * application/json; unavailable (503): the store is closed or unreachable;
- * internal (500): anything else (the server log has the details).
+ * application/json; too_many_requests (429): the named token has as many
+ * requests in flight as one token may; unavailable (503): the store is closed
+ * or unreachable; internal (500): anything else (the server log has the
+ * details).
  */
-export type ErrorCode = "invalid_input" | "not_found" | "worker_conflict" | "canceled" | "finished" | "too_large" | "unauthorized" | "forbidden" | "method_not_allowed" | "unsupported_media_type" | "unavailable" | "internal";
+export type ErrorCode = "invalid_input" | "not_found" | "worker_conflict" | "canceled" | "finished" | "too_large" | "unauthorized" | "forbidden" | "method_not_allowed" | "unsupported_media_type" | "too_many_requests" | "unavailable" | "internal";
 
 /** Every ErrorCode, in the document's order. */
-export const errorCodeValues: readonly ErrorCode[] = ["invalid_input","not_found","worker_conflict","canceled","finished","too_large","unauthorized","forbidden","method_not_allowed","unsupported_media_type","unavailable","internal"];
+export const errorCodeValues: readonly ErrorCode[] = ["invalid_input","not_found","worker_conflict","canceled","finished","too_large","unauthorized","forbidden","method_not_allowed","unsupported_media_type","too_many_requests","unavailable","internal"];
 
 /**
  * The body of every error response.

@@ -8,6 +8,7 @@ import time
 import pytest
 
 import rota
+from conftest import wait_for
 from rota import _ops
 
 
@@ -293,3 +294,32 @@ def test_subscribe_to_types_and_lease_tags(client, typ):
     from rota._runtime import lease_tag
 
     assert got[0].lease == lease_tag(j.token)  # the worker matches events to its leases by this
+
+
+def test_reads_wait_out_a_token_at_its_bound(own_server):
+    """A read refused with 429 (the token has as many requests in flight as
+    the server allows it, --max-token-requests) is tried again after
+    Retry-After and gets through once the request holding the token ends;
+    a write is not tried again, since its effect would be unknown."""
+    admin = "admin-secret-token-0123456789"
+    s = own_server("--auth-token", admin, "--max-token-requests", "1")
+    secret = rota.Client(s.url, token=admin).create_token("one-at-a-time").secret
+    holder, reader = rota.Client(s.url, token=secret), rota.Client(s.url, token=secret)
+    polling = threading.Thread(target=lambda: holder.accept(["nothing.here"], wait=1.5))
+    polling.start()
+    try:
+        wait_for(lambda: _refused(reader.add, "x"), what="the long poll to hold the token's one request")
+        started = time.monotonic()
+        assert reader.stats().by_state["pending"] == 0  # after the long poll ended
+        assert time.monotonic() - started > 0.3
+    finally:
+        polling.join()
+
+
+def _refused(call, *args):
+    try:
+        call(*args)
+    except rota.TooManyRequestsError as e:
+        assert e.status == 429 and "requests in flight" in str(e)
+        return True
+    return False

@@ -5,8 +5,17 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Client, ConnectionError, ForbiddenError, NotFoundError, UnauthorizedError, Worker } from "../src/index.js";
-import { RotaServer, makeCA, pkgDir, rota, uniq } from "./helpers.js";
+import {
+  Client,
+  ConnectionError,
+  ForbiddenError,
+  NotFoundError,
+  TooManyRequestsError,
+  UnauthorizedError,
+  UnavailableError,
+  Worker,
+} from "../src/index.js";
+import { RotaServer, makeCA, pkgDir, rota, uniq, until } from "./helpers.js";
 
 describe("tokens", () => {
   const admin = "admin-secret-for-tests";
@@ -15,6 +24,34 @@ describe("tokens", () => {
     server = await RotaServer.start({ token: admin });
   });
   after(() => server.close());
+
+  test("a token at its bound on requests in flight (429) is TooManyRequestsError, an UnavailableError, and reads wait it out", async () => {
+    const bounded = await RotaServer.start({ token: admin, args: ["--max-token-requests", "1"] });
+    try {
+      const { secret } = await bounded.client().createToken({ name: uniq("one-at-a-time") });
+      const holder = bounded.client({ token: secret });
+      const reader = bounded.client({ token: secret });
+      const poll = holder.accept({ types: [uniq("nothing.here")], wait: "1500ms" });
+      const refusal = await until("the long poll to hold the token's one request", async () => {
+        try {
+          await reader.add({ type: uniq("x") });
+          return undefined;
+        } catch (e) {
+          if (e instanceof TooManyRequestsError) return e;
+          throw e;
+        }
+      });
+      assert.ok(refusal instanceof UnavailableError && refusal.status === 429 && /requests in flight/.test(refusal.message));
+      const started = Date.now();
+      await reader.stats(); // tried again after Retry-After until the long poll ends
+      assert.ok(Date.now() - started > 300, "the read did not wait");
+      await poll;
+      holder.close();
+      reader.close();
+    } finally {
+      await bounded.close();
+    }
+  });
 
   test("no token is UnauthorizedError; a wrong one ForbiddenError", async () => {
     const none = new Client({ url: server.url });

@@ -44,6 +44,8 @@ export interface ServerOptions {
   tls?: { cert: string; key: string; ca: string };
   dir?: string;
   port?: number;
+  /** More flags of rota serve. */
+  args?: string[];
 }
 
 /** RotaServer is a `rota serve` process the test started. */
@@ -70,6 +72,7 @@ export class RotaServer {
     const store = o.store === "postgres" ? process.env.ROTA_TEST_POSTGRES! : join(o.dir, "rota.db");
     const args = ["serve", "--store", store, "--http", `127.0.0.1:${o.port}`, "--ui=false", "--log-level", "warn"];
     if (o.token) args.push("--auth-token", o.token);
+    if (o.args) args.push(...o.args);
     if (o.tls) args.push("--tls-cert", o.tls.cert, "--tls-key", o.tls.key);
     const p = spawn(rotaBin, args, { stdio: ["ignore", "pipe", "pipe"] });
     this.proc = p;

@@ -276,11 +276,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	d := w.newDispatcher(ctx)
 
 	w.fetchLoop(ctx, base, types, d)
-
-	d.close()
-	w.settleAll()
-	stopHeartbeats()
-	d.wait()
+	w.shutdown(d, stopHeartbeats)
 	if cause := context.Cause(ctx); errors.Is(cause, ErrUnauthorized) {
 		return cause
 	}
@@ -419,6 +415,15 @@ func (w *Worker) acceptFailed(ctx context.Context, err error) bool {
 	case <-ctx.Done():
 	}
 	return true
+}
+
+// shutdown ends dispatching, waits for the jobs Run took to be settled
+// (settleAll), then stops the heartbeats and waits for the runners.
+func (w *Worker) shutdown(d *dispatcher, stopHeartbeats func()) {
+	d.close()
+	w.settleAll()
+	stopHeartbeats()
+	d.wait()
 }
 
 // settleAll waits for the jobs Run took to be finished or handed back:

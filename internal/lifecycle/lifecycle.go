@@ -584,8 +584,8 @@ func Backoff(base, max time.Duration, attempt int) time.Duration {
 	return d + jitter
 }
 
-// After makes r the row as it is once p is applied, for stores that apply
-// several items of one batch to the same job in turn.
+// After makes r the row as it is once p is applied: where the job is
+// counted after it (Moves).
 func After(r *Row, p *Plan) {
 	if p.Touch.EndSchedule {
 		r.Schedule, r.Slot = "", time.Time{}

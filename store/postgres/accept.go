@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/rotajobs/rota/internal/engine"
 	"github.com/rotajobs/rota/internal/fair"
 	"github.com/rotajobs/rota/internal/lifecycle"
 	"github.com/rotajobs/rota/store"
@@ -1030,7 +1031,7 @@ func (s *Store) familyOf(ctx context.Context, jobs []store.Job) {
 }
 
 // skipLate takes back the jobs just claimed that missed slots under
-// store.MissedSkip (lifecycle.Late): they go to their next slot without
+// store.MissedSkip (engine.SkipLate): they go to their next slot without
 // running, and the rest are returned. It is a transaction of its own after
 // the claim's, fenced by the claim's token; should it fail, the job runs
 // (once, late) rather than wait for its lease to expire.
@@ -1044,42 +1045,11 @@ func (s *Store) skipLate(ctx context.Context, jobs []store.Job) []store.Job {
 	if len(late) == 0 {
 		return jobs
 	}
-	skipped := map[int64]bool{}
+	var skipped map[int64]bool
 	err := s.inTx(ctx, "skip missed slots", func(t *txn) error {
-		clear(skipped)
-		now, err := t.now()
-		if err != nil {
-			return err
-		}
-		var ids []int64
-		for _, i := range late {
-			if lifecycle.Late(&jobs[i], now) {
-				ids = append(ids, jobs[i].ID)
-			}
-		}
-		if len(ids) == 0 {
-			return nil
-		}
-		rows, err := t.lock(ids)
-		if err != nil {
-			return err
-		}
-		for _, i := range late {
-			j := &jobs[i]
-			r := rows[j.ID]
-			if r == nil || !lifecycle.Late(j, now) {
-				continue
-			}
-			plan, err := lifecycle.SkipLate(j.ID, r, j.Token, now)
-			if err != nil {
-				continue // no longer this claim's: nothing to take back
-			}
-			if _, err := t.apply(r, &plan); err != nil {
-				return err
-			}
-			skipped[j.ID] = true
-		}
-		return nil
+		var err error
+		skipped, err = engine.SkipLate(t, jobs)
+		return err
 	})
 	if err != nil || len(skipped) == 0 {
 		return jobs

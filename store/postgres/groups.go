@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/rotajobs/rota/internal/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -44,11 +45,14 @@ func (t *txn) count(typ, grp string, dp int64) {
 	t.counts[groupKey{typ, grp}] += dp
 }
 
-// countState records that a job of typ and grp left state (dir −1) or
-// entered it (dir +1).
-func (t *txn) countState(typ, grp string, state store.State, dir int64) {
-	if state == store.Pending {
-		t.count(typ, grp, dir)
+// move counts a job that left place from (nil: none) and entered place
+// to (nil: none, as when it was removed): only pending jobs are counted.
+func (t *txn) move(from, to *lifecycle.Place) {
+	if from != nil && from.State == store.Pending {
+		t.count(from.Type, from.Group, -1)
+	}
+	if to != nil && to.State == store.Pending {
+		t.count(to.Type, to.Group, 1)
 	}
 }
 

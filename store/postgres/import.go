@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/rotajobs/rota/internal/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -62,7 +63,7 @@ func (s *Store) Import(ctx context.Context, jobs []store.ImportJob) ([]int64, er
 			default:
 				continue
 			}
-			t.countState(j.Type, j.Group, store.Pending, -1)
+			t.move(&lifecycle.Place{Type: j.Type, Group: j.Group, State: store.Pending}, nil)
 		}
 		return nil
 	})

@@ -13,30 +13,31 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/rotajobs/rota/internal/engine"
 	"github.com/rotajobs/rota/internal/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
 
-// This file applies the job state machine (internal/lifecycle) to
-// PostgreSQL: each operation locks and reads the rows it concerns (FOR
-// UPDATE, in id order, so that concurrent batches cannot deadlock), asks
-// lifecycle what to do, and applies the plan with the statement for its
-// kind, moving a job to jobs_ended when it ends and back when it is
-// revived. The hot paths (add, accept, heartbeat, complete) are set-based
-// statements over arrays whose conditions are the rules' preconditions.
+// This file is PostgreSQL's side of internal/engine, which runs every job
+// operation: txn is engine.Tx. It locks the rows an operation concerns
+// (FOR UPDATE, in id order, so that concurrent batches cannot deadlock)
+// and applies each plan with the statement for its kind (Apply), moving a
+// job to jobs_ended when it ends and back when it is revived. The hot
+// paths (add, accept, heartbeat, complete) are set-based statements over
+// arrays whose conditions are the rules' preconditions.
 //
-// Plans are computed with the transaction's now() (txn.now), the time every
-// statement of the transaction writes, so a plan's times and the database's
-// agree.
+// Plans are timed by the transaction's now() (txn.Now), the time every
+// statement of the transaction writes, so a plan's times and the
+// database's agree.
 
 const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max,
 	resubmit, resubmit_at, run_at, coalesce(repeat, ''), missed, slot, started_at, coalesce(retry_after, 0), lease_until,
 	coalesce(parent_id, 0), has_children, now()`
 
-// lock locks and reads the jobs with these ids. A job moving between the
+// Lock locks and reads the jobs with these ids (engine.Tx). A job moving between the
 // hot and the ended table while this waits for its lock is looked for
 // again in the other table, so a job that exists is always found.
-func (t *txn) lock(ids []int64) (map[int64]*lifecycle.Row, error) {
+func (t *txn) Lock(ids []int64) (map[int64]*lifecycle.Row, error) {
 	want := slices.Clone(ids)
 	slices.Sort(want)
 	want = slices.Compact(want)
@@ -58,23 +59,6 @@ func (t *txn) lock(ids []int64) (map[int64]*lifecycle.Row, error) {
 }
 
 // readRows runs a query of rowColumns and reads its rows (scanRows).
-// lockInReach is lock for an operation by id of the caller whose reach
-// t's context carries: a job out of reach is left out, as a missing one
-// (lifecycle.Reached).
-func (t *txn) lockInReach(ids []int64) (map[int64]*lifecycle.Row, error) {
-	rs, err := t.lock(ids)
-	if err != nil {
-		return nil, err
-	}
-	reach := store.ReachOf(t.ctx)
-	for id, r := range rs {
-		if lifecycle.Reached(r, reach) == nil {
-			delete(rs, id)
-		}
-	}
-	return rs, nil
-}
-
 func (t *txn) readRows(at *time.Time, query string, args ...any) ([]*lifecycle.Row, error) {
 	r, err := t.query(query, args...)
 	return scanRows(r, err, at)
@@ -83,7 +67,7 @@ func (t *txn) readRows(at *time.Time, query string, args ...any) ([]*lifecycle.R
 // scanRows reads rows of rowColumns. Their last column is the
 // transaction's now(), kept in at when at is not nil, so that a
 // transaction that reads its rows knows its time without asking for it
-// (txn.now).
+// (txn.Now).
 func scanRows(r rows, err error, at *time.Time) ([]*lifecycle.Row, error) {
 	if err != nil {
 		return nil, err
@@ -231,7 +215,7 @@ func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]
 		for _, id := range existing {
 			ids = append(ids, id)
 		}
-		if held, err = t.lock(ids); err != nil {
+		if held, err = t.Lock(ids); err != nil {
 			return nil, err
 		}
 		for k, id := range existing {
@@ -272,7 +256,7 @@ func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]
 		}
 		r := held[id]
 		if r == nil { // inserted by an earlier item of this batch
-			rs, err := t.lock([]int64{id})
+			rs, err := t.Lock([]int64{id})
 			if err != nil {
 				return nil, err
 			}
@@ -281,9 +265,10 @@ func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]
 			}
 			held[id] = r
 		}
-		if out[i], err = t.readd(r, lifecycle.ReaddOf(&jobs[i], datas[i])); err != nil {
+		if out[i], err = engine.Readd(t, r, &jobs[i], datas[i]); err != nil {
 			return nil, err
 		}
+		delete(held, id) // an item after this one reads it as this one left it
 	}
 	if !t.user {
 		t.after = append(t.after, func() { t.s.addTypes(newTypes) })
@@ -291,74 +276,38 @@ func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]
 	return out, nil
 }
 
-// addInTurn adds a batch with unique adds one item at a time, so that
-// each finds what the items before it added. Unique adds are rare, and
-// each takes a lock anyway.
+// addInTurn adds a batch with unique adds or children one item at a time
+// (engine.Add), so that each finds what the items before it added. They
+// are rare, and each takes a lock anyway. The batch's new types are
+// registered first, as the batched insert does.
 func (t *txn) addInTurn(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]store.AddResult, error) {
-	out := make([]store.AddResult, len(jobs))
+	if err := t.insert(nil, nil, nil, newTypes, nil, nil); err != nil {
+		return nil, err
+	}
 	if !t.user {
 		t.after = append(t.after, func() { t.s.addTypes(newTypes) })
 	}
-	for i := range jobs {
-		if jobs[i].Unique {
-			res, found, err := t.addUnique(&jobs[i], datas[i])
-			if err != nil {
-				return nil, err
-			}
-			if found {
-				out[i] = res
-				continue
-			}
-			jobs[i].Unique = false
-		}
-		if jobs[i].Parent != 0 {
-			state, err := t.addChild(jobs[i].Parent)
-			if err != nil {
-				return nil, err
-			}
-			existing, err := t.lockKeys(jobs[i : i+1])
-			if err != nil {
-				return nil, err
-			}
-			if len(existing) == 0 {
-				if err := t.insert(jobs, datas, []int{i}, newTypes, out, []int16{int16(state)}); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			jobs[i].Parent = 0 // a re-add by key keeps the job's family
-		}
-		res, err := t.add(jobs[i:i+1], datas[i:i+1], newTypes)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = res[0]
-	}
-	return out, nil
+	return engine.Add(t, jobs, datas, store.ReachOf(t.ctx))
 }
 
-// addChild locks job parent, decides the state of a child of it added by
-// a caller with the reach the transaction's context carries
-// (lifecycle.AddChild) and marks it as having children.
-func (t *txn) addChild(parent int64) (store.State, error) {
-	rs, err := t.lock([]int64{parent})
+// KeyHolder finds the job that holds p's key in its type and group
+// (engine.Inserter), under the key's lock (lockKeys).
+func (t *txn) KeyHolder(p *store.AddParams) (int64, bool, error) {
+	existing, err := t.lockKeys([]store.AddParams{*p})
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	state, err := lifecycle.AddChild(parent, rs[parent], store.ReachOf(t.ctx))
-	if err != nil {
-		return 0, err
+	id, ok := existing[typeKey{p.Type, p.Group, p.Key}]
+	return id, ok, nil
+}
+
+// Insert inserts one job in state (engine.Inserter).
+func (t *txn) Insert(p *store.AddParams, data []byte, state store.State) (store.AddResult, error) {
+	out := make([]store.AddResult, 1)
+	if err := t.insert([]store.AddParams{*p}, [][]byte{data}, []int{0}, nil, out, []int16{int16(state)}); err != nil {
+		return store.AddResult{}, err
 	}
-	if !rs[parent].HasChildren {
-		// A column of its own, not a plan: the parent's state, times and
-		// lease do not change. Parents that can have children are running
-		// or paused, so in the hot table.
-		if _, err := t.exec(`UPDATE rota.jobs SET has_children = true WHERE id = $1`, parent); err != nil {
-			return 0, fmt.Errorf("add child of job %d: %w", parent, err)
-		}
-		rs[parent].HasChildren = true
-	}
-	return state, nil
+	return out[0], nil
 }
 
 // uniqueSQL finds a job that a unique add of a type and group finds
@@ -370,43 +319,26 @@ const uniqueSQL = `(SELECT id FROM rota.jobs WHERE type = $1 AND grp = $2 AND st
 	UNION ALL (SELECT id FROM rota.jobs WHERE type = $1 AND grp = $2 AND state = 2 LIMIT 1)
 	UNION ALL (SELECT id FROM rota.jobs_ended WHERE type = $1 AND grp = $2 AND state IN (4, 5) LIMIT 1) LIMIT 1`
 
-// addUnique looks for the job a unique add finds and, when there is one,
-// applies the add to it (lifecycle.UniqueAdd). A transaction-level lock
-// per type and group serialises unique adds of a type in a group across
-// nodes, so that two cannot both find none and insert.
-func (t *txn) addUnique(p *store.AddParams, data []byte) (store.AddResult, bool, error) {
+// FindUnique finds the job a unique add of p's type and group finds
+// (engine.Tx). A transaction-level lock per type and group serialises
+// unique adds of a type in a group across nodes, so that two cannot both
+// find none and insert.
+func (t *txn) FindUnique(p *store.AddParams) (int64, bool, error) {
 	if _, err := t.exec(`SELECT pg_advisory_xact_lock($1)`, hash64("unique", t.s.cfg.Schema, p.Type, p.Group)); err != nil {
-		return store.AddResult{}, false, fmt.Errorf("lock unique type %q in group %q: %w", p.Type, p.Group, err)
+		return 0, false, fmt.Errorf("lock unique type %q in group %q: %w", p.Type, p.Group, err)
 	}
 	var id int64
 	found, err := t.queryRow(uniqueSQL, []any{p.Type, p.Group}, &id)
-	if err != nil || !found {
-		return store.AddResult{}, false, err
-	}
-	rs, err := t.lock([]int64{id})
-	if err != nil {
-		return store.AddResult{}, false, err
-	}
-	r := rs[id]
-	if r == nil || !lifecycle.Matches(r.State) { // removed or completed meanwhile
-		return store.AddResult{}, false, nil
-	}
-	var existing []byte
-	if _, err := t.queryRow(bothTables(`SELECT data FROM %s WHERE id = $1`), []any{id}, &existing); err != nil {
-		return store.AddResult{}, false, err
-	}
-	plan, err := lifecycle.UniqueAdd(r, p, data, existing)
-	if err != nil {
-		return store.AddResult{}, false, err
-	}
-	if _, err := t.apply(r, &plan); err != nil {
-		return store.AddResult{}, false, err
-	}
+	return id, found, err
+}
+
+// Job reads job id as it now is (engine.Tx).
+func (t *txn) Job(id int64) (store.Job, error) {
 	jobs, err := scanJobs(t.query(bothTables(`SELECT `+jobColumns+` FROM %s WHERE id = $1`), id))
 	if err != nil || len(jobs) != 1 {
-		return store.AddResult{}, false, cmp.Or(err, fmt.Errorf("unique add: job %d vanished", id))
+		return store.Job{}, cmp.Or(err, fmt.Errorf("job %d vanished", id))
 	}
-	return store.AddResult{Job: jobs[0], Outcome: plan.Outcome}, true, nil
+	return jobs[0], nil
 }
 
 // lockKeys serialises adds of the same (type, group, key) across nodes with
@@ -496,13 +428,8 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 	for k, i := range ins {
 		p := &jobs[i]
 		repeats[k], misseds[k], retryAfters[k], parents[k] = optString(p.Schedule), int16(p.Missed), us(p.RetryAfter), p.Parent
-		if p.Schedule != "" && p.RunAt.IsZero() {
-			// A cron job's first run is its first match after now.
-			now, err := t.now()
-			if err != nil {
-				return err
-			}
-			p.RunAt = lifecycle.FirstRun(p.Schedule, time.Time{}, now)
+		if err := engine.FirstRun(t, p); err != nil {
+			return err
 		}
 		if m := store.MetaJSON(p.Meta); m != nil {
 			v := string(m)
@@ -563,20 +490,6 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 	return nil
 }
 
-// readd applies a re-add by key to r and returns the job as it now is.
-func (t *txn) readd(r *lifecycle.Row, a lifecycle.Readd) (store.AddResult, error) {
-	now, err := t.now()
-	if err != nil {
-		return store.AddResult{}, err
-	}
-	plan := lifecycle.ReaddTo(r, a, now)
-	j, err := t.apply(r, &plan)
-	if err != nil {
-		return store.AddResult{}, err
-	}
-	return store.AddResult{Job: j, Outcome: plan.Outcome}, nil
-}
-
 // Resubmit asks for jobs to run again.
 func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]store.AddResult, []error, error) {
 	datas, err := store.CheckResubmits(ps)
@@ -586,51 +499,9 @@ func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]stor
 	var out []store.AddResult
 	var errs []error
 	err = s.inTx(ctx, "resubmit", func(t *txn) error {
-		out, errs = make([]store.AddResult, len(ps)), make([]error, len(ps))
-		ids := make([]int64, len(ps))
-		for i, p := range ps {
-			ids[i] = p.ID
-		}
-		rs, err := t.lockInReach(ids)
-		if err != nil {
-			return err
-		}
-		for i, p := range ps {
-			now, err := t.now()
-			if err != nil {
-				return err
-			}
-			plan, err := lifecycle.Resubmit(p.ID, rs[p.ID], &p, datas[i], now)
-			if err != nil {
-				errs[i] = err
-				continue
-			}
-			if plan.Type != "" {
-				// A rename keeps the job's key, which must be free in the
-				// new type, in its group.
-				taken, err := t.keyTaken(rs[p.ID], plan.Type)
-				if err != nil {
-					return err
-				}
-				if taken != nil {
-					errs[i] = taken
-					continue
-				}
-			}
-			j, err := t.apply(rs[p.ID], &plan)
-			if err != nil {
-				return err
-			}
-			if j.ID == 0 { // a run handed back, or a paused job left as it is
-				jobs, err := scanJobs(t.query(bothTables(`SELECT `+jobColumns+` FROM %s WHERE id = $1`), p.ID))
-				if err != nil || len(jobs) == 0 {
-					return cmp.Or(err, fmt.Errorf("resubmit: job %d is gone", p.ID))
-				}
-				j = jobs[0]
-			}
-			out[i] = store.AddResult{Job: j, Outcome: plan.Outcome}
-		}
-		return nil
+		var err error
+		out, errs, err = engine.Resubmit(t, ps, datas, store.ReachOf(ctx))
+		return err
 	})
 	if err != nil {
 		return nil, nil, err
@@ -644,7 +515,7 @@ func (s *Store) Cancel(ctx context.Context, ids []int64) ([]error, error) {
 	if err := store.CheckIDs(ids); err != nil {
 		return nil, err
 	}
-	return s.decide(ctx, "cancel", ids, lifecycle.CancelJob)
+	return s.decide(ctx, "cancel", ids, engine.Cancel)
 }
 
 // Remove deletes jobs in any state.
@@ -652,34 +523,17 @@ func (s *Store) Remove(ctx context.Context, ids []int64) ([]error, error) {
 	if err := store.CheckIDs(ids); err != nil {
 		return nil, err
 	}
-	return s.decide(ctx, "remove", ids, lifecycle.RemoveJob)
+	return s.decide(ctx, "remove", ids, engine.Remove)
 }
 
-// decide applies a producer's decision about each job by id (cancel,
-// remove), with per-item errors.
-func (s *Store) decide(ctx context.Context, op string, ids []int64, rule func(int64, *lifecycle.Row) (lifecycle.Plan, error)) ([]error, error) {
+// decide runs a producer's operation on jobs by id (engine.Cancel,
+// engine.Remove) in one transaction, with per-item errors.
+func (s *Store) decide(ctx context.Context, op string, ids []int64, run func(engine.Tx, []int64, *store.Reach) ([]error, error)) ([]error, error) {
 	var errs []error
 	err := s.inTx(ctx, op, func(t *txn) error {
-		errs = make([]error, len(ids))
-		rs, err := t.lockInReach(ids)
-		if err != nil {
-			return err
-		}
-		for i, id := range ids {
-			r := rs[id]
-			plan, err := rule(id, r)
-			if err != nil {
-				errs[i] = err
-				continue
-			}
-			if _, err := t.apply(r, &plan); err != nil {
-				return err
-			}
-			if plan.Kind == lifecycle.Remove {
-				delete(rs, id) // a repeated id in the batch finds it gone
-			}
-		}
-		return nil
+		var err error
+		errs, err = run(t, ids, store.ReachOf(ctx))
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -884,10 +738,7 @@ func (s *Store) heartbeat(ctx context.Context, ps []store.HeartbeatParams, datas
 	}
 	for k, i := range items {
 		if !done[ids[k]] {
-			out[i].Err = lifecycle.Fence(ids[k], rs[ids[k]], tokens[k])
-			if out[i].Err == nil { // re-leased in between with this token: cannot happen, tokens are fresh
-				out[i].Err = fmt.Errorf("job %d: %w", ids[k], store.ErrWorkerConflict)
-			}
+			out[i].Err = engine.Fenced(ids[k], rs[ids[k]], tokens[k])
 		}
 	}
 	return nil
@@ -944,7 +795,7 @@ func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, e
 		}
 	}
 	err = s.inTx(ctx, "finish", func(t *txn) error {
-		return t.finishAll(ps, results, rest, errs)
+		return engine.Finish(t, ps, results, rest, errs)
 	})
 	if err != nil {
 		return nil, err
@@ -1095,7 +946,7 @@ func (s *Store) finishIn(ctx context.Context, d db, ps []store.FinishParams) ([]
 	}
 	t := &txn{s: s, ctx: ctx, db: d, user: true, deferCounts: true}
 	errs := make([]error, len(ps))
-	err = t.finishAll(ps, results, seq(0, len(ps)), errs)
+	err = engine.Finish(t, ps, results, seq(0, len(ps)), errs)
 	if err == nil {
 		err = t.flushCounts()
 	}
@@ -1106,24 +957,6 @@ func (s *Store) finishIn(ctx context.Context, d db, ps []store.FinishParams) ([]
 		return nil, s.wrap("finish", err)
 	}
 	return errs, nil
-}
-
-func (t *txn) finishAll(ps []store.FinishParams, results [][]byte, items []int, errs []error) error {
-	ids := make([]int64, len(items))
-	for k, i := range items {
-		ids[k] = ps[i].ID
-	}
-	rs, err := t.lock(ids)
-	if err != nil {
-		return err
-	}
-	for _, i := range items {
-		errs[i] = nil
-		if errs[i], err = t.finish(&ps[i], rs[ps[i].ID], results[i]); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // endedColumns are the columns of both job tables, in the order of the
@@ -1234,10 +1067,10 @@ WHERE id = $1`
 	removeEndedSQL = `DELETE FROM rota.jobs_ended WHERE id = $1`
 )
 
-// now is the transaction's now(), which every statement of it writes:
-// read with the rows it locked (scanRows), or asked for when it locked
-// none.
-func (t *txn) now() (time.Time, error) {
+// Now is the transaction's now(), which every statement of it writes
+// (engine.Tx): read with the rows it locked (scanRows), or asked for when
+// it locked none.
+func (t *txn) Now() (time.Time, error) {
 	if t.at.IsZero() {
 		if _, err := t.queryRow(`SELECT now()`, nil, &t.at); err != nil {
 			return time.Time{}, fmt.Errorf("read the time: %w", err)
@@ -1247,21 +1080,10 @@ func (t *txn) now() (time.Time, error) {
 	return t.at, nil
 }
 
-// apply writes plan p for the locked job r, keeps the group counts and
-// queues the event; r becomes the row as it now is, so that a repeated id
-// in a batch sees this item's effect. It returns the job as it now is for
-// the kinds whose statements return it.
-func (t *txn) apply(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
-	j, err := t.applyOne(r, p)
-	return j, err
-}
-
-func (t *txn) applyOne(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
-	var family *lifecycle.Row // r before the change, when it is in a family
-	if r.Parent != 0 || r.HasChildren {
-		before := *r
-		family = &before
-	}
+// Apply writes plan p for the locked job r with the statement for its
+// kind, keeps the group counts and queues the event (engine.Tx). It
+// returns the job as it now is for the kinds whose statements return it.
+func (t *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*store.Job, error) {
 	var jobs []store.Job // for re-adds, whose callers get the job as it now is
 	var n int64          // rows written
 	var err error
@@ -1277,7 +1099,7 @@ func (t *txn) applyOne(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
 			err = fmt.Errorf("%d rows changed, want 1", n)
 		}
 		if err != nil {
-			return store.Job{}, fmt.Errorf("%s job %d: set what the finish changes: %w", p.Kind, r.ID, err)
+			return nil, fmt.Errorf("%s job %d: set what the finish changes: %w", p.Kind, r.ID, err)
 		}
 		n = 0
 	}
@@ -1370,145 +1192,78 @@ func (t *txn) applyOne(r *lifecycle.Row, p *lifecycle.Plan) (store.Job, error) {
 		err = fmt.Errorf("%d rows changed, want 1", n)
 	}
 	if err != nil {
-		return store.Job{}, fmt.Errorf("%s job %d: %w", p.Kind, r.ID, err)
+		return nil, fmt.Errorf("%s job %d: %w", p.Kind, r.ID, err)
 	}
-	// The job leaves its old state's count and enters its new one's.
-	from, to := lifecycle.Moves(r, p)
-	if from != nil {
-		t.countState(from.Type, from.Group, from.State, -1)
-	}
-	if to != nil {
-		t.countState(to.Type, to.Group, to.State, 1)
-	}
-	lifecycle.After(r, p)
+	t.move(c.From, c.To)
 	if p.Event.ID != 0 {
 		t.changed(p.Event)
 	}
-	if family != nil {
-		if err := t.family(family, p); err != nil {
-			return store.Job{}, err
-		}
-	}
 	if jobs == nil {
-		return store.Job{}, nil
+		return nil, nil
 	}
-	return jobs[0], nil
+	return &jobs[0], nil
 }
 
-// family applies what a change to r (as it was before) asks of its family
-// (lifecycle.Family).
-func (t *txn) family(r *lifecycle.Row, p *lifecycle.Plan) error {
-	fw := lifecycle.Family(r, p)
-	now, err := t.now()
+// Children lists the ids of job parent's children of kin (engine.Tx):
+// the unended ones are in the hot table.
+func (t *txn) Children(parent int64, kin engine.Kin) ([]int64, error) {
+	q := `SELECT id FROM rota.jobs WHERE parent_id = $1 ORDER BY id`
+	switch kin {
+	case engine.Paused:
+		q = `SELECT id FROM rota.jobs WHERE parent_id = $1 AND state = 2 ORDER BY id`
+	case engine.All:
+		q = `SELECT id FROM (SELECT id FROM rota.jobs WHERE parent_id = $1 UNION ALL
+			SELECT id FROM rota.jobs_ended WHERE parent_id = $1) c ORDER BY id`
+	}
+	rows, err := t.query(q, parent)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// DropEnded deletes job parent's ended children in one statement
+// (engine.Tx): ended jobs are in no count.
+func (t *txn) DropEnded(parent int64, keepFailed bool) error {
+	rows, err := t.query(`DELETE FROM rota.jobs_ended WHERE parent_id = $1 AND (NOT $2 OR state <> 4) RETURNING id, type, grp, state`,
+		parent, keepFailed)
 	if err != nil {
 		return err
 	}
-	each := func(table, where string, rule func(c *lifecycle.Row) (lifecycle.Plan, error)) error {
-		var ids []int64
-		rows, err := t.query(`SELECT id FROM `+table+` WHERE parent_id = $1 AND `+where+` ORDER BY id`, r.ID)
-		if err != nil {
+	defer rows.Close()
+	for rows.Next() {
+		ev := store.Event{Removed: true}
+		var state int16
+		if err := rows.Scan(&ev.ID, &ev.Type, &ev.Group, &state); err != nil {
 			return err
 		}
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil || len(ids) == 0 {
-			return err
-		}
-		rs, err := t.lock(ids)
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			c := rs[id]
-			if c == nil {
-				continue
-			}
-			plan, err := rule(c)
-			if err != nil {
-				return err
-			}
-			if _, err := t.apply(c, &plan); err != nil {
-				return err
-			}
-		}
-		return nil
+		ev.State = store.State(state)
+		t.changed(ev)
 	}
-	if fw.ReleaseChildren {
-		if err := each("rota.jobs", "state = 2", func(c *lifecycle.Row) (lifecycle.Plan, error) {
-			return lifecycle.Wake(c, now), nil
-		}); err != nil {
-			return fmt.Errorf("release the children of job %d: %w", r.ID, err)
-		}
-	}
-	remove := func(c *lifecycle.Row) (lifecycle.Plan, error) { return lifecycle.RemoveJob(c.ID, c) }
-	if fw.DropEndedChildren {
-		// One statement: ended jobs are in no count, and the parent is the
-		// job whose run just completed, so nothing else follows from it.
-		rows, err := t.query(`DELETE FROM rota.jobs_ended WHERE parent_id = $1 AND (NOT $2 OR state <> 4) RETURNING id, type, grp, state`,
-			r.ID, fw.KeepFailedChildren)
-		if err != nil {
-			return fmt.Errorf("drop the ended children of job %d: %w", r.ID, err)
-		}
-		for rows.Next() {
-			ev := store.Event{Removed: true}
-			var state int16
-			if err := rows.Scan(&ev.ID, &ev.Type, &ev.Group, &state); err != nil {
-				rows.Close()
-				return fmt.Errorf("drop the ended children of job %d: %w", r.ID, err)
-			}
-			ev.State = store.State(state)
-			t.changed(ev)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("drop the ended children of job %d: %w", r.ID, err)
-		}
-	}
-	if fw.RemoveChildren {
-		for _, table := range []string{"rota.jobs", "rota.jobs_ended"} {
-			if err := each(table, "true", remove); err != nil {
-				return fmt.Errorf("remove the children of job %d: %w", r.ID, err)
-			}
-		}
-	}
-	if fw.CancelChildren {
-		if err := each("rota.jobs", "true", func(c *lifecycle.Row) (lifecycle.Plan, error) { return lifecycle.CancelJob(c.ID, c) }); err != nil {
-			return fmt.Errorf("cancel the children of job %d: %w", r.ID, err)
-		}
-	}
-	if fw.CheckParent {
-		rs, err := t.lock([]int64{r.Parent})
-		if err != nil {
-			return err
-		}
-		parent := rs[r.Parent]
-		if parent == nil || parent.State != store.Paused {
-			return nil
-		}
-		if parent.Unfinished, err = t.unfinished(parent.ID); err != nil {
-			return err
-		}
-		if plan, ok := lifecycle.ParentAfterChild(parent, now); ok {
-			if _, err := t.apply(parent, &plan); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return rows.Err()
 }
 
-// unfinished reports whether any of a parent's children is pending,
+// MarkParent records that job id has children (engine.Tx). Parents that
+// can have children are running or paused, so in the hot table.
+func (t *txn) MarkParent(id int64) error {
+	_, err := t.exec(`UPDATE rota.jobs SET has_children = true WHERE id = $1`, id)
+	return err
+}
+
+// Unfinished reports whether any of a parent's children is pending,
 // running or paused: in the hot table. It runs after every child's end, so
 // it asks whether one exists rather than count them all (that made a
 // fan-out of n children cost n² index steps).
-func (t *txn) unfinished(id int64) (bool, error) {
+func (t *txn) Unfinished(id int64) (bool, error) {
 	var found bool
 	if _, err := t.queryRow(`SELECT EXISTS (SELECT FROM rota.jobs WHERE parent_id = $1)`, []any{id}, &found); err != nil {
 		return false, fmt.Errorf("look for unfinished children of job %d: %w", id, err)
@@ -1539,53 +1294,23 @@ func optInt(v int64) *int64 {
 	return &v
 }
 
-// finish is the one fenced transition out of running. The first result is
-// the item's own error (fencing), the second a failure of the store. r is
-// the locked row, updated in place so that a repeated id in the batch sees
-// this item's effect.
-func (t *txn) finish(p *store.FinishParams, r *lifecycle.Row, result []byte) (error, error) {
-	now, err := t.now()
-	if err != nil {
-		return nil, err
-	}
-	if r != nil && r.HasChildren {
-		if r.Unfinished, err = t.unfinished(r.ID); err != nil {
-			return nil, err
-		}
-	}
-	plan, err := lifecycle.Finish(r, p, result, now)
-	if err != nil {
-		return err, nil
-	}
-	if plan.Type != "" {
-		if taken, err := t.keyTaken(r, plan.Type); err != nil || taken != nil {
-			return taken, err
-		}
-	}
-	_, err = t.apply(r, &plan)
-	return nil, err
-}
-
-// keyTaken is the refusal (lifecycle.KeyTaken) of a rename of job r to
-// type typ when its key is held there, in its group, by another job; nil
-// when r has no key or the key is free. It takes the key's lock, as adds
-// do (lockKeys), so that the key stays free until the rename commits.
-func (t *txn) keyTaken(r *lifecycle.Row, typ string) (error, error) {
+// KeyTaken looks up job r's key and whether another job holds it in type
+// typ and r's group (engine.Tx). It takes the key's lock, as adds do
+// (lockKeys), so that a key found free stays free until the rename
+// commits.
+func (t *txn) KeyTaken(r *lifecycle.Row, typ string) (string, bool, error) {
 	var key *string
 	if _, err := t.queryRow(`SELECT key FROM rota.jobs WHERE id = $1 UNION ALL SELECT key FROM rota.jobs_ended WHERE id = $1`, []any{r.ID}, &key); err != nil {
-		return nil, fmt.Errorf("rename job %d: %w", r.ID, err)
+		return "", false, fmt.Errorf("rename job %d: %w", r.ID, err)
 	}
 	if key == nil {
-		return nil, nil
+		return "", false, nil
 	}
 	existing, err := t.lockKeys([]store.AddParams{{Type: typ, Group: r.Group, Key: *key}})
 	if err != nil {
-		return nil, err
+		return "", false, err
 	}
-	if len(existing) > 0 {
-		return lifecycle.KeyTaken(r.ID, *key, typ, r.Group), nil
-	}
-	return nil, nil
+	return *key, len(existing) > 0, nil
 }
 
 // ExpireLeases takes back running jobs whose lease ended before now (read
@@ -1630,21 +1355,15 @@ func (t *txn) expire(delta time.Duration) (int, time.Time, error) {
 	if err != nil {
 		return 0, time.Time{}, err
 	}
-	now, err := t.now()
+	n, err := engine.Expire(t, expired)
 	if err != nil {
 		return 0, time.Time{}, err
-	}
-	for _, x := range expired {
-		plan := lifecycle.Expire(x, now)
-		if _, err := t.apply(x, &plan); err != nil {
-			return 0, time.Time{}, fmt.Errorf("expire job %d: %w", x.ID, err)
-		}
 	}
 	var next sql.NullTime
 	if _, err := t.queryRow(`SELECT min(lease_until) FROM rota.jobs WHERE lease_until IS NOT NULL`, nil, &next); err != nil {
 		return 0, time.Time{}, err
 	}
-	return len(expired), nullTime(next), nil
+	return n, nullTime(next), nil
 }
 
 // retireSQL deletes ended jobs past their type's retention (store.Retirer).
@@ -1690,45 +1409,12 @@ func (s *Store) Update(ctx context.Context, ps []store.UpdateParams) ([]store.Jo
 	if err != nil {
 		return nil, nil, err
 	}
-	out := make([]store.Job, len(ps))
-	errs := make([]error, len(ps))
-	ids := make([]int64, len(ps))
-	for i, p := range ps {
-		ids[i] = p.ID
-	}
+	var out []store.Job
+	var errs []error
 	err = s.inTx(ctx, "update", func(t *txn) error {
-		clear(out)
-		clear(errs)
-		rs, err := t.lockInReach(ids)
-		if err != nil {
-			return err
-		}
-		now, err := t.now()
-		if err != nil {
-			return err
-		}
-		for i := range ps {
-			plan, err := lifecycle.UpdateJob(ps[i].ID, rs[ps[i].ID], &ps[i], datas[i], now)
-			if err != nil {
-				errs[i] = err
-				continue
-			}
-			if _, err := t.apply(rs[ps[i].ID], &plan); err != nil {
-				return err
-			}
-		}
-		jobs, err := scanJobs(t.query(bothTables(`SELECT `+jobColumns+` FROM %s WHERE id = ANY($1)`), ids))
-		if err != nil {
-			return err
-		}
-		for _, j := range jobs {
-			for i := range ps {
-				if ps[i].ID == j.ID && errs[i] == nil {
-					out[i] = j
-				}
-			}
-		}
-		return nil
+		var err error
+		out, errs, err = engine.Update(t, ps, datas, store.ReachOf(ctx))
+		return err
 	})
 	if err != nil {
 		return nil, nil, err

@@ -451,7 +451,7 @@ func (s *Store) BedrockIDs(ctx context.Context, ids []int64) (map[int64]int64, e
 // bedrockIDs puts the jobs' Bedrock ids in out, giving one to those that
 // have none.
 func (t *txn) bedrockIDs(ids []int64, out map[int64]int64) error {
-	rs, err := t.lock(ids)
+	rs, err := t.Lock(ids)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rotajobs/rota/internal/engine"
 	"github.com/rotajobs/rota/internal/fair"
 	"github.com/rotajobs/rota/internal/lifecycle"
 	"github.com/rotajobs/rota/store"
@@ -51,7 +52,7 @@ const (
 	WHERE type = ? AND pending > 0 AND (turn > ? OR (turn = ? AND grp > ?)) ORDER BY turn, grp LIMIT ?`
 )
 
-func (w *writeTx) newQueue(typ string, first int, cross map[string]*fair.Bound) *queue {
+func (w *txn) newQueue(typ string, first int, cross map[string]*fair.Bound) *queue {
 	q := &queue{cfg: w.s.typeConfig(typ)}
 	q.Queue = fair.NewQueue(typ, q.cfg.bands, first, func(isFirst bool, turn float64, name string, limit int) ([]*fair.Group, error) {
 		var rows *sql.Rows
@@ -103,7 +104,7 @@ func (q *queue) served(g *fair.Group, n int) {
 }
 
 // save writes the turns back.
-func (q *queue) save(w *writeTx) error {
+func (q *queue) save(w *txn) error {
 	for _, g := range q.touched {
 		if _, err := w.exec(`UPDATE rota_groups SET turn = ?, band_count = ? WHERE type = ? AND grp = ?`,
 			g.Turn, g.BandCount, g.Type, g.Name); err != nil {
@@ -124,7 +125,7 @@ var bandSQL = map[fair.Band]string{fair.AnyBand: "", fair.HighBand: " AND priori
 // offer returns up to n of g's due jobs in order: due retries first, then
 // the rest; with a counting scheme, n is 1 and the band is the scheme's,
 // falling back to the other when it is empty.
-func (w *writeTx) offer(g *fair.Group, bands store.Bands, dueBy int64, n int) ([]fair.Candidate, error) {
+func (w *txn) offer(g *fair.Group, bands store.Bands, dueBy int64, n int) ([]fair.Candidate, error) {
 	band := fair.BandOf(bands, g.BandCount)
 	if band != fair.AnyBand {
 		n = 1
@@ -136,7 +137,7 @@ func (w *writeTx) offer(g *fair.Group, bands store.Bands, dueBy int64, n int) ([
 	return out, err
 }
 
-func (w *writeTx) offerFrom(g *fair.Group, dueBy int64, n int, band string) ([]fair.Candidate, error) {
+func (w *txn) offerFrom(g *fair.Group, dueBy int64, n int, band string) ([]fair.Candidate, error) {
 	var out []fair.Candidate
 	for _, retry := range []bool{true, false} {
 		if len(out) >= n {
@@ -181,7 +182,7 @@ func (w *writeTx) offerFrom(g *fair.Group, dueBy int64, n int, band string) ([]f
 // the writer knows them without reading them back. Jobs are read straight
 // into dst, which accept sizes for the whole batch, since a job is a large
 // struct and a drain claims tens of thousands a second.
-func (w *writeTx) claim(dst []store.Job, g *fair.Group, cands []fair.Candidate, worker string, leaseMicros, now int64) ([]store.Job, error) {
+func (w *txn) claim(dst []store.Job, g *fair.Group, cands []fair.Candidate, worker string, leaseMicros, now int64) ([]store.Job, error) {
 	tokens, err := newTokens(len(cands))
 	if err != nil {
 		return dst, fmt.Errorf("sqlite: accept: claim: %w", err)
@@ -302,7 +303,7 @@ var readClaimedColumns = []string{"id", "state", "token", "key", "data", "max_at
 // readClaimed fills in the jobs an accept claimed, after its commit, from
 // a connection of its own (see claim), calling snapshot once its read has
 // begun, so that it reads the claim's commit and nothing later (the
-// writer's next commit waits for that: writeTx.readAfter). A job is read
+// writer's next commit waits for that: txn.readAfter). A job is read
 // only while its lease is the one the accept made (running, under the
 // claim's token): one that is not (its claim was rolled back) is left out
 // of the answer.
@@ -382,7 +383,7 @@ func (s *Store) readClaimed(ctx context.Context, jobs []store.Job, snapshot func
 	return kept, nil
 }
 
-func (w *writeTx) accept(p store.AcceptParams, types []string) (res store.AcceptResult, err error) {
+func (w *txn) accept(p store.AcceptParams, types []string) (res store.AcceptResult, err error) {
 	if w.inScope, err = store.AcceptScope(&p); err != nil {
 		return res, err
 	}
@@ -457,7 +458,7 @@ type takeFunc func(q *queue, g *fair.Group, offers []fair.Candidate) error
 
 // acceptOneType serves one type's groups in turn order; a group that wins
 // several turns in a row gives that many jobs at once.
-func (w *writeTx) acceptOneType(q *queue, limit int, dueBy int64, res *store.AcceptResult, take takeFunc) error {
+func (w *txn) acceptOneType(q *queue, limit int, dueBy int64, res *store.AcceptResult, take takeFunc) error {
 	for len(res.Jobs) < limit {
 		g, err := q.Next()
 		if err != nil || g == nil {
@@ -483,7 +484,7 @@ func (w *writeTx) acceptOneType(q *queue, limit int, dueBy int64, res *store.Acc
 
 // acceptTypes serves several types: each offers the best job of its next
 // group, and the best offer across types (fair.Better) goes first.
-func (w *writeTx) acceptTypes(queues []*queue, limit int, dueBy int64, res *store.AcceptResult, take takeFunc) error {
+func (w *txn) acceptTypes(queues []*queue, limit int, dueBy int64, res *store.AcceptResult, take takeFunc) error {
 	type head struct {
 		g *fair.Group
 		c fair.Candidate
@@ -533,7 +534,7 @@ func (w *writeTx) acceptTypes(queues []*queue, limit int, dueBy int64, res *stor
 }
 
 // nextRunAt is the earliest run time among pending jobs of the types.
-func (w *writeTx) nextRunAt(types []string) (time.Time, error) {
+func (w *txn) nextRunAt(types []string) (time.Time, error) {
 	var next int64
 	for _, t := range types {
 		var v sql.NullInt64
@@ -551,34 +552,19 @@ func (w *writeTx) nextRunAt(types []string) (time.Time, error) {
 }
 
 // skipLate takes back the jobs just claimed that missed slots under
-// store.MissedSkip (lifecycle.Late): they go to their next slot without
+// store.MissedSkip (engine.SkipLate): they go to their next slot without
 // running, and the rest are returned.
-func (w *writeTx) skipLate(jobs []store.Job) ([]store.Job, error) {
-	kept := jobs[:0]
-	for i := range jobs {
-		j := &jobs[i]
-		if !lifecycle.Late(j, w.now) {
-			kept = append(kept, *j)
-			continue
-		}
-		r, _, err := w.load(j.ID)
-		if err != nil {
-			return nil, err
-		}
-		plan, err := lifecycle.SkipLate(j.ID, r, j.Token, w.now)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: skip missed slots of job %d: %w", j.ID, err)
-		}
-		if err := w.apply(r, &plan, nil, nil); err != nil {
-			return nil, err
-		}
+func (w *txn) skipLate(jobs []store.Job) ([]store.Job, error) {
+	skipped, err := engine.SkipLate(w, jobs)
+	if err != nil || len(skipped) == 0 {
+		return jobs, err
 	}
-	return kept, nil
+	return slices.DeleteFunc(jobs, func(j store.Job) bool { return skipped[j.ID] }), nil
 }
 
 // familyOf gives the children among jobs their parent's data and the
 // parents among them their children that ended (lifecycle's family rules).
-func (w *writeTx) familyOf(jobs []store.Job) error {
+func (w *txn) familyOf(jobs []store.Job) error {
 	for i := range jobs {
 		j := &jobs[i]
 		if j.Parent != 0 {

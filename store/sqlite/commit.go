@@ -32,7 +32,7 @@ import (
 // undoes only its own writes.
 type request struct {
 	ctx     context.Context
-	fn      func(w *writeTx) error
+	fn      func(w *txn) error
 	durable bool // must be fsynced before the caller is answered
 	done    chan error
 	err     error // fn's own outcome, answered after the commit
@@ -48,7 +48,7 @@ type committed struct {
 
 // write runs fn in the writer's next transaction and waits for its
 // commit (and, when durable, for the fsync that follows it).
-func (s *Store) write(ctx context.Context, durable bool, fn func(w *writeTx) error) error {
+func (s *Store) write(ctx context.Context, durable bool, fn func(w *txn) error) error {
 	r := &request{ctx: ctx, fn: fn, durable: durable, done: make(chan error, 1)}
 	// Check closing first: select picks at random among ready cases, and
 	// s.reqs has room even after the writer has stopped.
@@ -173,7 +173,7 @@ func (s *Store) runBatch(light, heavy []*request) {
 		answer(fmt.Errorf("sqlite: begin: %w", err))
 		return
 	}
-	w := &writeTx{s: s, db: c, now: s.cfg.Clock().UTC(), own: true}
+	w := &txn{s: s, db: c, now: s.cfg.Clock().UTC(), own: true}
 	single := len(light)+len(heavy) == 1
 	// ended is set when the transaction ended under a request: SQLite
 	// rolls the whole transaction back on some errors (a full disk, an I/O
@@ -295,7 +295,7 @@ func touched(earlier, later []store.Event, applied []int64) bool {
 // transaction has ended. They run whether or not it committed, so that
 // whoever waits for one is answered: a read of what a rolled-back
 // request wrote finds it undone.
-func (s *Store) startReads(w *writeTx) {
+func (s *Store) startReads(w *txn) {
 	for _, read := range w.reads {
 		taken := make(chan struct{})
 		s.snapshots = append(s.snapshots, taken)

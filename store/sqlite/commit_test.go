@@ -40,7 +40,7 @@ func testBatchEndedByARequest(t *testing.T, quiet bool) {
 		answers[i] = make(chan error, 1)
 		go func() {
 			if i == 1 {
-				answers[i] <- s.write(context.Background(), true, func(w *writeTx) error {
+				answers[i] <- s.write(context.Background(), true, func(w *txn) error {
 					if _, err := w.exec("ROLLBACK"); err != nil || quiet {
 						return err
 					}

@@ -78,7 +78,7 @@ func (s *Store) leaseFor(typ string, override time.Duration) time.Duration {
 // applyGroupConfig sets g's weight and bounds from the group settings
 // and the type's, reading its running jobs across types when a
 // cross-type bound applies (once per accept: cross holds them).
-func (s *Store) applyGroupConfig(w *writeTx, g *fair.Group, tc typeConfig, cross map[string]*fair.Bound) error {
+func (s *Store) applyGroupConfig(w *txn, g *fair.Group, tc typeConfig, cross map[string]*fair.Bound) error {
 	s.typesMu.RLock()
 	own, hasOwn := s.groups[groupKey{g.Name, g.Type}]
 	all, hasAll := s.groups[groupKey{g.Name, ""}]
@@ -114,7 +114,7 @@ func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
 	if err := store.CheckTypeConfig(c); err != nil {
 		return err
 	}
-	err := s.write(ctx, true, func(w *writeTx) error {
+	err := s.write(ctx, true, func(w *txn) error {
 		_, err := w.exec(`INSERT INTO rota_types (name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention,
 			failed_retention, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET lease_timeout = excluded.lease_timeout, bands_high = excluded.bands_high,
@@ -162,7 +162,7 @@ func (s *Store) SetGroupConfig(ctx context.Context, c store.GroupConfig) error {
 		return err
 	}
 	remove := c.MaxRunning == 0 && c.Weight == 0 && !c.Paused
-	err := s.write(ctx, true, func(w *writeTx) error {
+	err := s.write(ctx, true, func(w *txn) error {
 		if remove {
 			_, err := w.exec(`DELETE FROM rota_group_config WHERE grp = ? AND type = ?`, c.Group, c.Type)
 			return err

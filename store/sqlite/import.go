@@ -18,7 +18,7 @@ func (s *Store) Import(ctx context.Context, jobs []store.ImportJob) ([]int64, er
 		return nil, err
 	}
 	ids := make([]int64, len(jobs))
-	err = s.write(ctx, true, func(w *writeTx) error {
+	err = s.write(ctx, true, func(w *txn) error {
 		res, err := w.add(ps, datas, nil)
 		if err != nil {
 			return err

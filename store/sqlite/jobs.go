@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/hex"
@@ -10,26 +11,67 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rotajobs/rota/internal/engine"
 	"github.com/rotajobs/rota/internal/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
 
-// This file applies the job state machine (internal/lifecycle) to SQLite:
-// each operation loads the rows it concerns, asks lifecycle what to do, and
-// applies the plan with the statement for its kind. Each runs inside a
-// writeTx: the writer's group-commit transaction, or a caller's own
-// transaction (AddTx, FinishTx). Every statement that moves jobs into or
-// out of a group's pending or running count counts them in rota_groups in
-// the same transaction (count, enter, move); no trigger does (migration
-// 0014).
+// This file is SQLite's side of internal/engine, which runs every job
+// operation: txn is engine.Tx, in the writer's group-commit
+// transaction or a caller's own (AddTx, FinishTx), with one statement per
+// kind of plan (Apply). Every statement that moves jobs into or out of a
+// group's pending or running count counts them in rota_groups in the same
+// transaction (count, enter, move); no trigger does, since a row trigger's
+// mere presence slows every claim and completion.
 
 const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max,
 	resubmit, resubmit_at, run_at, coalesce(lease_timeout, 0), coalesce(repeat, ''), missed, slot, started_at,
 	coalesce(retry_after, 0), lease_until, coalesce(parent_id, 0), has_children`
 
-// load reads job id's row, nil when it does not exist, with its lease
+// Lock reads the rows of jobs ids: the writer's transaction holds the
+// whole database, so a row read is a row locked. It keeps each job's own
+// lease length, when it has one, for heartbeats (leaseOf).
+func (w *txn) Lock(ids []int64) (map[int64]*lifecycle.Row, error) {
+	out := make(map[int64]*lifecycle.Row, len(ids))
+	for _, id := range ids {
+		if _, ok := out[id]; ok {
+			continue
+		}
+		r, lease, err := w.readRow(id)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			continue
+		}
+		out[id] = r
+		switch {
+		case lease > 0:
+			if w.leases == nil {
+				w.leases = map[int64]time.Duration{}
+			}
+			w.leases[id] = lease
+		case w.leases != nil:
+			delete(w.leases, id)
+		}
+	}
+	return out, nil
+}
+
+// leaseOf is the length of job r's lease: its own, or its type's.
+func (w *txn) leaseOf(r *lifecycle.Row) time.Duration {
+	if d := w.leases[r.ID]; d > 0 {
+		return d
+	}
+	return w.s.leaseFor(r.Type, 0)
+}
+
+// Now is the writer's clock, read when the transaction began.
+func (w *txn) Now() (time.Time, error) { return w.now, nil }
+
+// readRow reads job id's row, nil when it does not exist, with its lease
 // length (zero: the type's).
-func (w *writeTx) load(id int64) (*lifecycle.Row, time.Duration, error) {
+func (w *txn) readRow(id int64) (*lifecycle.Row, time.Duration, error) {
 	var r lifecycle.Row
 	var state int
 	var base, maxB, runAt, lease int64
@@ -43,7 +85,7 @@ func (w *writeTx) load(id int64) (*lifecycle.Row, time.Duration, error) {
 		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("sqlite: load job %d: %w", id, err)
+		return nil, 0, fmt.Errorf("sqlite: read job %d: %w", id, err)
 	}
 	r.State = store.State(state)
 	r.BackoffBase, r.BackoffMax = time.Duration(base)*time.Microsecond, time.Duration(maxB)*time.Microsecond
@@ -54,8 +96,8 @@ func (w *writeTx) load(id int64) (*lifecycle.Row, time.Duration, error) {
 }
 
 // insertSQL adds a job. It is the only insert into rota_jobs, and no
-// trigger counts it: add counts the jobs it inserts (addCounts, migration
-// 0013).
+// trigger counts it: add counts the jobs it inserts (addCounts), since an
+// insert trigger's mere presence slows every insert.
 const insertSQL = `INSERT INTO rota_jobs (type, key, grp, priority, state, run_at, data, max_attempts,
 	backoff_base, backoff_max, created_at, updated_at, meta, repeat, missed, slot, retry_after, parent_id)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -114,8 +156,8 @@ const (
 	resumeSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, updated_at = ? WHERE id = ?`
 )
 
-// nullTime is t in microseconds, NULL when zero.
-func nullTime(t time.Time) any {
+// optTime is t in microseconds, NULL when zero.
+func optTime(t time.Time) any {
 	if t.IsZero() {
 		return nil
 	}
@@ -136,14 +178,15 @@ func scheduleArgs(a *lifecycle.Readd) []any {
 	return []any{a.Schedule != nil, text, missed}
 }
 
-// apply writes plan p for the job r and queues its event. data and
-// progress are a heartbeat's (Extend).
-func (w *writeTx) apply(r *lifecycle.Row, p *lifecycle.Plan, data []byte, progress *float64) error {
+// Apply writes plan p for the job r with the statement for its kind,
+// counts its move and queues its event (engine.Tx). It returns no job:
+// the engine reads it when it needs it.
+func (w *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*store.Job, error) {
 	now := micros(w.now)
 	var err error
 	if p.Touch.Any() && p.Kind != lifecycle.Keep {
 		if _, err := w.exec(touchSQL, p.Touch.Data, p.Touch.Priority, p.Touch.EndSchedule, now, r.ID); err != nil {
-			return fmt.Errorf("sqlite: %s job %d: set what the finish changes: %w", p.Kind, r.ID, err)
+			return nil, fmt.Errorf("sqlite: %s job %d: set what the finish changes: %w", p.Kind, r.ID, err)
 		}
 	}
 	switch p.Kind {
@@ -161,7 +204,7 @@ func (w *writeTx) apply(r *lifecycle.Row, p *lifecycle.Plan, data []byte, progre
 		var rename any
 		if p.Type != "" {
 			if err := w.registerType(p.Type); err != nil {
-				return err
+				return nil, err
 			}
 			rename = p.Type
 		}
@@ -169,7 +212,7 @@ func (w *writeTx) apply(r *lifecycle.Row, p *lifecycle.Plan, data []byte, progre
 	case lifecycle.CancelRun:
 		_, err = w.exec(cancelRunSQL, p.Error, now, now, r.ID)
 	case lifecycle.RunAgain:
-		_, err = w.exec(runAgainSQL, micros(p.RunAt), nullTime(p.Slot), p.DropToken, now, r.ID)
+		_, err = w.exec(runAgainSQL, micros(p.RunAt), optTime(p.Slot), p.DropToken, now, r.ID)
 	case lifecycle.Cancel:
 		_, err = w.exec(cancelSQL, p.CancelRequested, now, now, r.ID)
 	case lifecycle.Update, lifecycle.Revive:
@@ -181,49 +224,49 @@ func (w *writeTx) apply(r *lifecycle.Row, p *lifecycle.Plan, data []byte, progre
 		var rename any
 		if p.Type != "" {
 			if err := w.registerType(p.Type); err != nil {
-				return err
+				return nil, err
 			}
 			rename = p.Type
 		}
 		args := []any{micros(a.RunAt), a.Data, a.Priority, rename, nonZero(int64(a.MaxAttempts)),
 			nonZero(a.BackoffBase.Microseconds()), nonZero(a.BackoffMax.Microseconds()), store.MetaJSON(a.Meta)}
-		args = append(append(args, scheduleArgs(a)...), nullTime(p.Slot), now, r.ID)
+		args = append(append(args, scheduleArgs(a)...), optTime(p.Slot), now, r.ID)
 		_, err = w.exec(q, args...)
 	case lifecycle.MarkResubmit:
-		args := append([]any{nullTime(p.Set.RunAt), p.Set.Data}, scheduleArgs(&p.Set)...)
+		args := append([]any{optTime(p.Set.RunAt), p.Set.Data}, scheduleArgs(&p.Set)...)
 		_, err = w.exec(markResubmitSQL, append(args, now, r.ID)...)
 	case lifecycle.Recur:
 		var errText any
 		if p.Error != "" {
 			errText = p.Error
 		}
-		_, err = w.exec(recurSQL, micros(p.RunAt), nullTime(p.Slot), p.Result, errText, now, now, p.DropToken, r.ID)
+		_, err = w.exec(recurSQL, micros(p.RunAt), optTime(p.Slot), p.Result, errText, now, now, p.DropToken, r.ID)
 	case lifecycle.Edit:
 		a := &p.Set
 		args := append([]any{a.Data, a.Priority}, scheduleArgs(a)...)
-		_, err = w.exec(editSQL, append(args, nullTime(p.Slot), micros(p.RunAt), now, r.ID)...)
+		_, err = w.exec(editSQL, append(args, optTime(p.Slot), micros(p.RunAt), now, r.ID)...)
 	case lifecycle.Wait:
 		_, err = w.exec(waitSQL, micros(p.RunAt), p.Result, now, r.ID)
 	case lifecycle.Resume:
 		_, err = w.exec(resumeSQL, micros(p.RunAt), now, r.ID)
 	case lifecycle.SkipSlots:
-		_, err = w.exec(skipSlotsSQL, micros(p.RunAt), nullTime(p.Slot), p.Attempt, now, r.ID)
+		_, err = w.exec(skipSlotsSQL, micros(p.RunAt), optTime(p.Slot), p.Attempt, now, r.ID)
 	case lifecycle.Remove:
 		_, err = w.exec(removeSQL, r.ID)
 	case lifecycle.Extend:
 		var prog any
-		if progress != nil {
-			prog = *progress
+		if c.Progress != nil {
+			prog = *c.Progress
 		}
-		_, err = w.exec(extendSQL, micros(p.LeaseUntil), data, prog, now, r.ID)
+		_, err = w.exec(extendSQL, micros(p.LeaseUntil), c.Data, prog, now, r.ID)
 	default:
 		err = fmt.Errorf("unknown plan %s", p.Kind)
 	}
 	if err != nil {
-		return fmt.Errorf("sqlite: %s job %d: %w", p.Kind, r.ID, err)
+		return nil, fmt.Errorf("sqlite: %s job %d: %w", p.Kind, r.ID, err)
 	}
-	if err := w.move(lifecycle.Moves(r, p)); err != nil {
-		return err
+	if err := w.move(c.From, c.To); err != nil {
+		return nil, err
 	}
 	if p.Kind != lifecycle.Keep {
 		w.applied = append(w.applied, r.ID)
@@ -231,102 +274,61 @@ func (w *writeTx) apply(r *lifecycle.Row, p *lifecycle.Plan, data []byte, progre
 	if p.Event.ID != 0 {
 		w.changes = append(w.changes, p.Event)
 	}
-	if r.Parent != 0 || r.HasChildren {
-		return w.family(r, p)
-	}
-	return nil
+	return nil, nil
 }
 
-// family applies what a change to r asks of its family (lifecycle.Family).
-func (w *writeTx) family(r *lifecycle.Row, p *lifecycle.Plan) error {
-	fw := lifecycle.Family(r, p)
-	each := func(where string, rule func(c *lifecycle.Row) (lifecycle.Plan, bool, error)) error {
-		ids, err := w.ids(`SELECT id FROM rota_jobs WHERE parent_id = ? AND `+where+` ORDER BY id`, r.ID)
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			c, _, err := w.load(id)
-			if err != nil || c == nil {
-				return err
-			}
-			plan, ok, err := rule(c)
-			if err != nil {
-				return err
-			}
-			if ok {
-				if err := w.apply(c, &plan, nil, nil); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+// Children lists the ids of job parent's children of kin (engine.Tx).
+func (w *txn) Children(parent int64, kin engine.Kin) ([]int64, error) {
+	where := "state IN (0, 1, 2)"
+	switch kin {
+	case engine.Paused:
+		where = "state = 2"
+	case engine.All:
+		where = "true"
 	}
-	if fw.ReleaseChildren {
-		if err := each("state = 2", func(c *lifecycle.Row) (lifecycle.Plan, bool, error) {
-			return lifecycle.Wake(c, w.now), true, nil
-		}); err != nil {
-			return err
-		}
-	}
-	if fw.DropEndedChildren && !fw.RemoveChildren {
-		// One statement: ended jobs are in no count, and the parent is the
-		// job whose run just completed, so nothing else follows from it.
-		rows, err := w.query(`DELETE FROM rota_jobs WHERE parent_id = ? AND state IN (3, 4, 5) AND NOT (? AND state = 4)
-			RETURNING id, type, grp, state`, r.ID, fw.KeepFailedChildren)
-		if err != nil {
-			return fmt.Errorf("sqlite: drop the ended children of job %d: %w", r.ID, err)
-		}
-		for rows.Next() {
-			ev := store.Event{Removed: true}
-			if err := rows.Scan(&ev.ID, &ev.Type, &ev.Group, &ev.State); err != nil {
-				rows.Close()
-				return fmt.Errorf("sqlite: drop the ended children of job %d: %w", r.ID, err)
-			}
-			w.changes = append(w.changes, ev)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("sqlite: drop the ended children of job %d: %w", r.ID, err)
-		}
-	}
-	if fw.RemoveChildren {
-		if err := each("true", func(c *lifecycle.Row) (lifecycle.Plan, bool, error) {
-			plan, err := lifecycle.RemoveJob(c.ID, c)
-			return plan, true, err
-		}); err != nil {
-			return err
-		}
-	}
-	if fw.CancelChildren {
-		if err := each("state IN (0, 1, 2)", func(c *lifecycle.Row) (lifecycle.Plan, bool, error) {
-			plan, err := lifecycle.CancelJob(c.ID, c)
-			return plan, true, err
-		}); err != nil {
-			return err
-		}
-	}
-	if fw.CheckParent {
-		parent, _, err := w.load(r.Parent)
-		if err != nil || parent == nil || parent.State != store.Paused {
-			return err // only a waiting parent resumes; no need to look further
-		}
-		if parent.Unfinished, err = w.unfinished(parent.ID); err != nil {
-			return err
-		}
-		if plan, ok := lifecycle.ParentAfterChild(parent, w.now); ok {
-			return w.apply(parent, &plan, nil, nil)
-		}
-	}
-	return nil
+	return w.ids(`SELECT id FROM rota_jobs WHERE parent_id = ? AND `+where+` ORDER BY id`, parent)
 }
 
-// unfinished reports whether any of a parent's children is pending,
+// DropEnded deletes job parent's ended children in one statement
+// (engine.Tx): ended jobs are in no count.
+func (w *txn) DropEnded(parent int64, keepFailed bool) error {
+	rows, err := w.query(`DELETE FROM rota_jobs WHERE parent_id = ? AND state IN (3, 4, 5) AND NOT (? AND state = 4)
+		RETURNING id, type, grp, state`, parent, keepFailed)
+	if err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		ev := store.Event{Removed: true}
+		if err := rows.Scan(&ev.ID, &ev.Type, &ev.Group, &ev.State); err != nil {
+			return fmt.Errorf("sqlite: %w", err)
+		}
+		w.changes = append(w.changes, ev)
+	}
+	return rows.Err()
+}
+
+// MarkParent records that job id has children (engine.Tx).
+func (w *txn) MarkParent(id int64) error {
+	_, err := w.exec(`UPDATE rota_jobs SET has_children = 1 WHERE id = ?`, id)
+	return err
+}
+
+// Job reads job id as it now is (engine.Tx).
+func (w *txn) Job(id int64) (store.Job, error) {
+	j, err := scanJob(w.queryRow(`SELECT `+jobColumns+` FROM rota_jobs WHERE id = ?`, id))
+	if err != nil {
+		return store.Job{}, fmt.Errorf("sqlite: read job %d: %w", id, err)
+	}
+	return j, nil
+}
+
+// Unfinished reports whether any of a parent's children is pending,
 // running or paused. It runs after every child's end, so it must not count
 // them all (that made a fan-out of n children cost n² index steps): it
 // looks from the newest child back, and children mostly end oldest first,
 // so the first it meets is usually unfinished.
-func (w *writeTx) unfinished(id int64) (bool, error) {
+func (w *txn) Unfinished(id int64) (bool, error) {
 	var child int64
 	err := w.queryRow(`SELECT id FROM rota_jobs INDEXED BY rota_jobs_parent
 		WHERE parent_id = ? AND state IN (0, 1, 2) ORDER BY id DESC LIMIT 1`, id).Scan(&child)
@@ -340,7 +342,7 @@ func (w *writeTx) unfinished(id int64) (bool, error) {
 }
 
 // ids runs a query of one id column.
-func (w *writeTx) ids(query string, args ...any) ([]int64, error) {
+func (w *txn) ids(query string, args ...any) ([]int64, error) {
 	rows, err := w.query(query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
@@ -366,7 +368,7 @@ func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddRes
 		return nil, err
 	}
 	var out []store.AddResult
-	err = s.write(ctx, true, func(w *writeTx) error {
+	err = s.write(ctx, true, func(w *txn) error {
 		var err error
 		if out, err = w.add(jobs, datas, store.ReachOf(ctx)); err != nil {
 			return err
@@ -387,7 +389,7 @@ func (s *Store) AddTx(ctx context.Context, tx *sql.Tx, jobs []store.AddParams) (
 	if err != nil {
 		return nil, err
 	}
-	w := &writeTx{s: s, db: tx, now: s.cfg.Clock().UTC()}
+	w := &txn{s: s, db: tx, now: s.cfg.Clock().UTC()}
 	out, err := w.add(jobs, datas, store.ReachOf(ctx))
 	if err != nil {
 		return nil, err
@@ -396,117 +398,103 @@ func (s *Store) AddTx(ctx context.Context, tx *sql.Tx, jobs []store.AddParams) (
 }
 
 // add adds jobs for a caller with reach (nil: everything), which a parent
-// must be in.
-func (w *writeTx) add(jobs []store.AddParams, datas [][]byte, reach *store.Reach) (_ []store.AddResult, err error) {
-	out := make([]store.AddResult, len(jobs))
-	now := micros(w.now)
-	seen := map[string]bool{}
-	var counts addCounts
+// must be in (engine.Add). The pending jobs it inserts are counted once
+// per group (inserted), before anything else changes a count and at the
+// end.
+func (w *txn) add(jobs []store.AddParams, datas [][]byte, reach *store.Reach) (_ []store.AddResult, err error) {
 	defer func() {
-		if err != nil && !w.own {
+		switch {
+		case err == nil:
+		case w.own:
+			// The request rolls back, inserts and all; after an error
+			// that ended the transaction, a count would commit by itself.
+			w.inserted.reset()
+		default:
 			// Count what was inserted even so: a caller of AddTx that
 			// commits after an error keeps the jobs, and the counts must
-			// hold them. (The store's own adds roll the request back, and
-			// after an error that ended the transaction, a count would
-			// commit by itself.)
-			counts.save(w)
+			// hold them.
+			w.inserted.save(w)
 		}
 	}()
+	seen := map[string]bool{}
 	for i := range jobs {
-		p := &jobs[i]
-		if !seen[p.Type] {
-			seen[p.Type] = true
-			if err := w.registerType(p.Type); err != nil {
+		if typ := jobs[i].Type; !seen[typ] {
+			seen[typ] = true
+			if err := w.registerType(typ); err != nil {
 				return nil, err
 			}
-		}
-		if p.Unique || p.Parent != 0 || p.Key != "" {
-			// What follows may update jobs this add inserted, and apply
-			// counts such a change against the job's group row (move):
-			// the row must hold their counts first.
-			if err := counts.save(w); err != nil {
-				return nil, err
-			}
-		}
-		if p.Unique {
-			res, found, err := w.addUnique(p, datas[i])
-			if err != nil {
-				return nil, err
-			}
-			if found {
-				out[i] = res
-				continue
-			}
-		}
-		state, parent := store.Pending, any(nil)
-		if p.Parent != 0 {
-			var err error
-			if state, err = w.addChild(p.Parent, reach); err != nil {
-				return nil, err
-			}
-			parent = p.Parent
-		}
-		runAt := micros(lifecycle.FirstRun(p.Schedule, p.RunAt, w.now))
-		if p.Key != "" {
-			var id int64
-			err := w.queryRow(`SELECT id FROM rota_jobs WHERE type = ? AND grp = ? AND key = ?`, p.Type, p.Group, p.Key).Scan(&id)
-			if err == nil {
-				r, _, err := w.load(id)
-				if err != nil {
-					return nil, err
-				}
-				if out[i], err = w.readd(r, lifecycle.ReaddTo(r, lifecycle.ReaddOf(p, datas[i]), w.now)); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			if !errors.Is(err, sql.ErrNoRows) {
-				return nil, fmt.Errorf("sqlite: add: %w", err)
-			}
-		}
-		var key any
-		if p.Key != "" {
-			key = p.Key
-		}
-		var repeat, slot any
-		if p.Schedule != "" {
-			repeat, slot = p.Schedule, runAt
-		}
-		res, err := w.exec(insertSQL, p.Type, key, p.Group, p.Priority, int(state), runAt, datas[i], p.MaxAttempts,
-			p.BackoffBase.Microseconds(), p.BackoffMax.Microseconds(), now, now, store.MetaJSON(p.Meta), repeat, int(p.Missed), slot,
-			nonZero(p.RetryAfter.Microseconds()), parent)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: add: %w", err)
-		}
-		id, err := res.LastInsertId()
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: add: %w", err)
-		}
-		j := store.Job{
-			ID: id, Type: p.Type, Key: p.Key, Group: p.Group, Priority: p.Priority, State: state, Parent: p.Parent,
-			RunAt: fromMicros(runAt), Data: datas[i], MaxAttempts: p.MaxAttempts, Meta: p.Meta,
-			BackoffBase: p.BackoffBase.Truncate(time.Microsecond), BackoffMax: p.BackoffMax.Truncate(time.Microsecond),
-			CreatedAt: fromMicros(now), UpdatedAt: fromMicros(now), Schedule: p.Schedule, Missed: p.Missed,
-			RetryAfter: p.RetryAfter,
-		}
-		if p.Schedule != "" {
-			j.Slot = j.RunAt
-		}
-		out[i] = store.AddResult{Job: j, Outcome: store.Inserted}
-		w.changes = append(w.changes, store.Event{ID: id, Type: p.Type, Group: p.Group, State: state, RunAt: j.RunAt})
-		if state == store.Pending {
-			counts.add(p.Type, p.Group)
 		}
 	}
-	if err := counts.save(w); err != nil {
+	out, err := engine.Add(w, jobs, datas, reach)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.inserted.save(w); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
+// KeyHolder finds the job that holds p's key in its type and group
+// (engine.Inserter); the writer serialises adds.
+func (w *txn) KeyHolder(p *store.AddParams) (int64, bool, error) {
+	var id int64
+	err := w.queryRow(`SELECT id FROM rota_jobs WHERE type = ? AND grp = ? AND key = ?`, p.Type, p.Group, p.Key).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("sqlite: add: %w", err)
+	}
+	return id, true, nil
+}
+
+// Insert inserts a job (engine.Inserter). Its count waits in inserted,
+// with the others of its group.
+func (w *txn) Insert(p *store.AddParams, data []byte, state store.State) (store.AddResult, error) {
+	now := micros(w.now)
+	runAt := micros(cmp.Or(p.RunAt, w.now))
+	var key, parent any
+	if p.Key != "" {
+		key = p.Key
+	}
+	if p.Parent != 0 {
+		parent = p.Parent
+	}
+	var repeat, slot any
+	if p.Schedule != "" {
+		repeat, slot = p.Schedule, runAt
+	}
+	res, err := w.exec(insertSQL, p.Type, key, p.Group, p.Priority, int(state), runAt, data, p.MaxAttempts,
+		p.BackoffBase.Microseconds(), p.BackoffMax.Microseconds(), now, now, store.MetaJSON(p.Meta), repeat, int(p.Missed), slot,
+		nonZero(p.RetryAfter.Microseconds()), parent)
+	if err != nil {
+		return store.AddResult{}, fmt.Errorf("sqlite: add: %w", err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return store.AddResult{}, fmt.Errorf("sqlite: add: %w", err)
+	}
+	j := store.Job{
+		ID: id, Type: p.Type, Key: p.Key, Group: p.Group, Priority: p.Priority, State: state, Parent: p.Parent,
+		RunAt: fromMicros(runAt), Data: data, MaxAttempts: p.MaxAttempts, Meta: p.Meta,
+		BackoffBase: p.BackoffBase.Truncate(time.Microsecond), BackoffMax: p.BackoffMax.Truncate(time.Microsecond),
+		CreatedAt: fromMicros(now), UpdatedAt: fromMicros(now), Schedule: p.Schedule, Missed: p.Missed,
+		RetryAfter: p.RetryAfter,
+	}
+	if p.Schedule != "" {
+		j.Slot = j.RunAt
+	}
+	w.changes = append(w.changes, store.Event{ID: id, Type: p.Type, Group: p.Group, State: state, RunAt: j.RunAt})
+	if state == store.Pending {
+		w.inserted.add(p.Type, p.Group)
+	}
+	return store.AddResult{Job: j, Outcome: store.Inserted}, nil
+}
+
 // addCounts counts the pending jobs an add inserted, by type and group,
-// in the order the groups first came, for rota_groups (no trigger counts
-// inserts: migration 0013).
+// in the order the groups first came, for rota_groups: one count per
+// group and add, rather than one per job.
 type addCounts struct {
 	index  map[[2]string]int // type and group → groups[i]
 	groups []groupCount
@@ -531,40 +519,25 @@ func (c *addCounts) add(typ, grp string) {
 	c.groups[i].n++
 }
 
+// reset forgets the counts.
+func (c *addCounts) reset() {
+	clear(c.index)
+	c.groups = c.groups[:0]
+}
+
 // save adds the counts to rota_groups (enter) and starts counting again
 // from none.
-func (c *addCounts) save(w *writeTx) error {
-	defer func() {
-		clear(c.index)
-		c.groups = c.groups[:0]
-	}()
+func (c *addCounts) save(w *txn) error {
+	if len(c.groups) == 0 {
+		return nil
+	}
+	defer c.reset()
 	for _, g := range c.groups {
 		if err := w.enter(g.typ, g.grp, g.n, 0); err != nil {
 			return fmt.Errorf("sqlite: add: %w", err)
 		}
 	}
 	return nil
-}
-
-// addChild decides the state of a child of job parent added by a caller
-// with reach (lifecycle.AddChild) and marks the parent as having children.
-func (w *writeTx) addChild(parent int64, reach *store.Reach) (store.State, error) {
-	r, _, err := w.load(parent)
-	if err != nil {
-		return 0, err
-	}
-	state, err := lifecycle.AddChild(parent, r, reach)
-	if err != nil {
-		return 0, err
-	}
-	if !r.HasChildren {
-		// A column of its own, not a plan: the parent's state, times and
-		// lease do not change.
-		if _, err := w.exec(`UPDATE rota_jobs SET has_children = 1 WHERE id = ?`, parent); err != nil {
-			return 0, fmt.Errorf("sqlite: add child of job %d: %w", parent, err)
-		}
-	}
-	return state, nil
 }
 
 // uniqueSQL finds a job that a unique add of a type and group finds
@@ -580,34 +553,21 @@ const uniqueSQL = `SELECT id FROM (SELECT id FROM rota_jobs WHERE type = ?1 AND 
 	UNION ALL SELECT id FROM (SELECT id FROM rota_jobs WHERE type = ?1 AND grp = ?2 AND state = 1 LIMIT 1)
 	UNION ALL SELECT id FROM (SELECT id FROM rota_jobs WHERE type = ?1 AND grp = ?2 AND state IN (2, 4, 5) LIMIT 1) LIMIT 1`
 
-// addUnique looks for the job a unique add finds and, when there is one,
-// applies the add to it (lifecycle.UniqueAdd).
-func (w *writeTx) addUnique(p *store.AddParams, data []byte) (store.AddResult, bool, error) {
+// FindUnique finds the job a unique add of p's type and group finds
+// (engine.Tx); the writer serialises unique adds.
+func (w *txn) FindUnique(p *store.AddParams) (int64, bool, error) {
 	var id int64
 	err := w.queryRow(uniqueSQL, p.Type, p.Group).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.AddResult{}, false, nil
+		return 0, false, nil
 	}
 	if err != nil {
-		return store.AddResult{}, false, fmt.Errorf("sqlite: unique add: %w", err)
+		return 0, false, fmt.Errorf("sqlite: unique add: %w", err)
 	}
-	r, _, err := w.load(id)
-	if err != nil {
-		return store.AddResult{}, false, err
-	}
-	var existing []byte
-	if err := w.queryRow(`SELECT data FROM rota_jobs WHERE id = ?`, id).Scan(&existing); err != nil {
-		return store.AddResult{}, false, fmt.Errorf("sqlite: unique add: %w", err)
-	}
-	plan, err := lifecycle.UniqueAdd(r, p, data, existing)
-	if err != nil {
-		return store.AddResult{}, false, err
-	}
-	res, err := w.readd(r, plan)
-	return res, true, err
+	return id, true, nil
 }
 
-func (w *writeTx) registerType(name string) error {
+func (w *txn) registerType(name string) error {
 	// Always write the row, even for a type already in memory: the memory
 	// entry may come from a transaction that rolled back (a caller's AddTx,
 	// or a failed request), and a type missing from rota_types is unknown
@@ -623,19 +583,6 @@ func (w *writeTx) registerType(name string) error {
 	return nil
 }
 
-// readd applies a re-add (by key) or resubmit (by id) planned for r and
-// returns the job as it now is.
-func (w *writeTx) readd(r *lifecycle.Row, plan lifecycle.Plan) (store.AddResult, error) {
-	if err := w.apply(r, &plan, nil, nil); err != nil {
-		return store.AddResult{}, err
-	}
-	j, err := scanJob(w.queryRow(`SELECT `+jobColumns+` FROM rota_jobs WHERE id = ?`, r.ID))
-	if err != nil {
-		return store.AddResult{}, fmt.Errorf("sqlite: re-add job %d: %w", r.ID, err)
-	}
-	return store.AddResult{Job: j, Outcome: plan.Outcome}, nil
-}
-
 func nonZero(v int64) any {
 	if v == 0 {
 		return nil
@@ -649,38 +596,12 @@ func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]stor
 	if err != nil {
 		return nil, nil, err
 	}
-	out := make([]store.AddResult, len(ps))
-	errs := make([]error, len(ps))
-	reach := store.ReachOf(ctx)
-	err = s.write(ctx, true, func(w *writeTx) error {
-		for i, p := range ps {
-			r, _, err := w.load(p.ID)
-			if err != nil {
-				return err
-			}
-			r = lifecycle.Reached(r, reach)
-			plan, err := lifecycle.Resubmit(p.ID, r, &p, datas[i], w.now)
-			if err != nil {
-				errs[i] = err
-				continue
-			}
-			if plan.Type != "" {
-				// A rename keeps the job's key, which must be free in the
-				// new type, in its group.
-				taken, err := w.keyTaken(r, plan.Type)
-				if err != nil {
-					return err
-				}
-				if taken != nil {
-					errs[i] = taken
-					continue
-				}
-			}
-			if out[i], err = w.readd(r, plan); err != nil {
-				return err
-			}
-		}
-		return nil
+	var out []store.AddResult
+	var errs []error
+	err = s.write(ctx, true, func(w *txn) error {
+		var err error
+		out, errs, err = engine.Resubmit(w, ps, datas, store.ReachOf(ctx))
+		return err
 	})
 	if err != nil {
 		return nil, nil, err
@@ -694,7 +615,7 @@ func (s *Store) Cancel(ctx context.Context, ids []int64) ([]error, error) {
 	if err := store.CheckIDs(ids); err != nil {
 		return nil, err
 	}
-	return s.decide(ctx, ids, lifecycle.CancelJob)
+	return s.decide(ctx, ids, engine.Cancel)
 }
 
 // Remove deletes jobs in any state.
@@ -702,31 +623,17 @@ func (s *Store) Remove(ctx context.Context, ids []int64) ([]error, error) {
 	if err := store.CheckIDs(ids); err != nil {
 		return nil, err
 	}
-	return s.decide(ctx, ids, lifecycle.RemoveJob)
+	return s.decide(ctx, ids, engine.Remove)
 }
 
-// decide applies a producer's decision about each job by id (cancel,
-// remove), with per-item errors.
-func (s *Store) decide(ctx context.Context, ids []int64, rule func(int64, *lifecycle.Row) (lifecycle.Plan, error)) ([]error, error) {
-	errs := make([]error, len(ids))
-	reach := store.ReachOf(ctx)
-	err := s.write(ctx, true, func(w *writeTx) error {
-		for i, id := range ids {
-			r, _, err := w.load(id)
-			if err != nil {
-				return err
-			}
-			r = lifecycle.Reached(r, reach)
-			plan, err := rule(id, r)
-			if err != nil {
-				errs[i] = err
-				continue
-			}
-			if err := w.apply(r, &plan, nil, nil); err != nil {
-				return err
-			}
-		}
-		return nil
+// decide runs a producer's operation on jobs by id (engine.Cancel,
+// engine.Remove) in one transaction, with per-item errors.
+func (s *Store) decide(ctx context.Context, ids []int64, op func(engine.Tx, []int64, *store.Reach) ([]error, error)) ([]error, error) {
+	var errs []error
+	err := s.write(ctx, true, func(w *txn) error {
+		var err error
+		errs, err = op(w, ids, store.ReachOf(ctx))
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -751,7 +658,7 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 		jobs []store.Job
 		err  error
 	}
-	err = s.write(ctx, false, func(w *writeTx) error {
+	err = s.write(ctx, false, func(w *txn) error {
 		var err error
 		if res, err = w.accept(p, s.resolve(pats)); err != nil || len(res.Jobs) == 0 {
 			return err
@@ -805,27 +712,8 @@ func (s *Store) Heartbeat(ctx context.Context, ps []store.HeartbeatParams) ([]st
 	for _, p := range ps {
 		durable = durable || p.Data != nil
 	}
-	err = s.write(ctx, durable, func(w *writeTx) error {
-		for i := range ps {
-			p := &ps[i]
-			r, lease, err := w.load(p.ID)
-			if err != nil {
-				return err
-			}
-			if lease <= 0 && r != nil {
-				lease = w.s.leaseFor(r.Type, 0)
-			}
-			plan, err := lifecycle.Heartbeat(r, p, lease, w.now)
-			if err != nil {
-				out[i].Err = err
-				continue
-			}
-			if err := w.apply(r, &plan, datas[i], p.Progress); err != nil {
-				return err
-			}
-			out[i] = store.HeartbeatResult{LeaseUntil: fromMicros(micros(plan.LeaseUntil)), Resubmit: r.Resubmit}
-		}
-		return nil
+	err = s.write(ctx, durable, func(w *txn) error {
+		return engine.Heartbeat(w, ps, datas, w.leaseOf, out)
 	})
 	if err != nil {
 		return nil, err
@@ -840,20 +728,18 @@ func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, e
 		return nil, err
 	}
 	errs := make([]error, len(ps))
-	err = s.write(ctx, true, func(w *writeTx) error {
+	err = s.write(ctx, true, func(w *txn) error {
 		done, err := w.completeMany(ps, results)
 		if err != nil {
 			return err
 		}
+		var rest []int
 		for i := range ps {
-			if done != nil && done[i] {
-				continue
-			}
-			if errs[i], err = w.finish(&ps[i], results[i]); err != nil {
-				return err
+			if done == nil || !done[i] {
+				rest = append(rest, i)
 			}
 		}
-		return nil
+		return engine.Finish(w, ps, results, rest, errs)
 	})
 	if err != nil {
 		return nil, err
@@ -870,12 +756,14 @@ func (s *Store) FinishTx(ctx context.Context, tx *sql.Tx, ps []store.FinishParam
 	if err != nil {
 		return nil, err
 	}
-	w := &writeTx{s: s, db: tx, now: s.cfg.Clock().UTC()}
+	w := &txn{s: s, db: tx, now: s.cfg.Clock().UTC()}
 	errs := make([]error, len(ps))
-	for i := range ps {
-		if errs[i], err = w.finish(&ps[i], results[i]); err != nil {
-			return nil, err
-		}
+	items := make([]int, len(ps))
+	for i := range items {
+		items[i] = i
+	}
+	if err := engine.Finish(w, ps, results, items, errs); err != nil {
+		return nil, err
 	}
 	return errs, nil
 }
@@ -887,7 +775,7 @@ func (s *Store) FinishTx(ctx context.Context, tx *sql.Tx, ps []store.FinishParam
 // repeats, resubmits, ids that appear more than once) are left to finish,
 // which classifies them; for a handled item, finish would have made
 // exactly this update and reported exactly this change.
-func (w *writeTx) completeMany(ps []store.FinishParams, results [][]byte) ([]bool, error) {
+func (w *txn) completeMany(ps []store.FinishParams, results [][]byte) ([]bool, error) {
 	// Items are [id, "token"] or [id, "token", "hex of the result"]: hex,
 	// so that a result's bytes are stored exactly as given (a blob, or NULL
 	// when there is none).
@@ -961,7 +849,7 @@ func (w *writeTx) completeMany(ps []store.FinishParams, results [][]byte) ([]boo
 // count adds to the counts of a group that has jobs in them already (so
 // its row exists): jobs that leave a count, or move between pending and
 // running.
-func (w *writeTx) count(typ, grp string, pending, running int) error {
+func (w *txn) count(typ, grp string, pending, running int) error {
 	if _, err := w.exec(`UPDATE rota_groups SET pending = pending + ?, running = running + ? WHERE type = ? AND grp = ?`,
 		pending, running, typ, grp); err != nil {
 		return fmt.Errorf("sqlite: count jobs of group %q: %w", grp, err)
@@ -973,7 +861,7 @@ func (w *writeTx) count(typ, grp string, pending, running int) error {
 // its row if it has none. A group that had no pending jobs takes its turn
 // no earlier than its type's virtual clock, so that it cannot have banked
 // turns while idle.
-func (w *writeTx) enter(typ, grp string, pending, running int) error {
+func (w *txn) enter(typ, grp string, pending, running int) error {
 	if _, err := w.exec(`INSERT INTO rota_groups (type, grp, pending, running, turn)
 		VALUES (?, ?, ?, ?, coalesce((SELECT vclock FROM rota_types WHERE name = ?), 0))
 		ON CONFLICT (type, grp) DO UPDATE SET
@@ -987,9 +875,14 @@ func (w *writeTx) enter(typ, grp string, pending, running int) error {
 
 // move counts a job that left place from (nil: none) and entered place to
 // (nil: none, as when it was removed).
-func (w *writeTx) move(from, to *lifecycle.Place) error {
+func (w *txn) move(from, to *lifecycle.Place) error {
 	if from != nil && to != nil && *from == *to {
 		return nil
+	}
+	// The move may concern a job this transaction inserted: its group's
+	// row must hold its count first.
+	if err := w.inserted.save(w); err != nil {
+		return err
 	}
 	if from != nil && (from.State == store.Pending || from.State == store.Running) {
 		if err := w.count(from.Type, from.Group, -b2i(from.State == store.Pending), -b2i(from.State == store.Running)); err != nil {
@@ -1033,57 +926,32 @@ func appendJSONString(buf []byte, s string) []byte {
 	return append(buf, '"')
 }
 
-// finish is the one fenced transition out of running. The first result is
-// the item's own error (fencing), the second a failure of the store.
-func (w *writeTx) finish(p *store.FinishParams, result []byte) (error, error) {
-	r, _, err := w.load(p.ID)
-	if err != nil {
-		return nil, err
-	}
-	if r != nil && r.HasChildren {
-		if r.Unfinished, err = w.unfinished(r.ID); err != nil {
-			return nil, err
-		}
-	}
-	plan, err := lifecycle.Finish(r, p, result, w.now)
-	if err != nil {
-		return err, nil
-	}
-	if plan.Type != "" {
-		if taken, err := w.keyTaken(r, plan.Type); err != nil || taken != nil {
-			return taken, err
-		}
-	}
-	return nil, w.apply(r, &plan, nil, nil)
-}
-
-// keyTaken is the refusal (lifecycle.KeyTaken) of a rename of job r to
-// type typ when its key is held there, in its group, by another job; nil
-// when r has no key or the key is free.
-func (w *writeTx) keyTaken(r *lifecycle.Row, typ string) (error, error) {
+// KeyTaken looks up job r's key and whether another job holds it in type
+// typ and r's group (engine.Tx); the writer serialises renames and adds.
+func (w *txn) KeyTaken(r *lifecycle.Row, typ string) (string, bool, error) {
 	var key sql.NullString
 	var other int64
 	if err := w.queryRow(`SELECT key FROM rota_jobs WHERE id = ?`, r.ID).Scan(&key); err != nil {
-		return nil, fmt.Errorf("sqlite: rename job %d: %w", r.ID, err)
+		return "", false, fmt.Errorf("sqlite: rename job %d: %w", r.ID, err)
 	}
 	if !key.Valid {
-		return nil, nil
+		return "", false, nil
 	}
 	err := w.queryRow(`SELECT id FROM rota_jobs WHERE type = ? AND grp = ? AND key = ?`, typ, r.Group, key.String).Scan(&other)
 	switch {
 	case err == nil:
-		return lifecycle.KeyTaken(r.ID, key.String, typ, r.Group), nil
+		return key.String, true, nil
 	case !errors.Is(err, sql.ErrNoRows):
-		return nil, fmt.Errorf("sqlite: rename job %d: %w", r.ID, err)
+		return "", false, fmt.Errorf("sqlite: rename job %d: %w", r.ID, err)
 	}
-	return nil, nil
+	return key.String, false, nil
 }
 
 // ExpireLeases takes back running jobs whose lease ended before now.
 func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time, error) {
 	var n int
 	var next time.Time
-	err := s.write(ctx, true, func(w *writeTx) error {
+	err := s.write(ctx, true, func(w *txn) error {
 		n, next = 0, time.Time{}
 		rows, err := w.query(`SELECT id FROM rota_jobs WHERE state = 1 AND lease_until < ? ORDER BY lease_until LIMIT 1000`, micros(now))
 		if err != nil {
@@ -1102,19 +970,18 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		rs, err := w.Lock(ids)
+		if err != nil {
+			return err
+		}
+		expired := make([]*lifecycle.Row, 0, len(rs))
 		for _, id := range ids {
-			r, _, err := w.load(id)
-			if err != nil {
-				return err
+			if r := rs[id]; r != nil {
+				expired = append(expired, r)
 			}
-			if r == nil {
-				continue
-			}
-			plan := lifecycle.Expire(r, w.now)
-			if err := w.apply(r, &plan, nil, nil); err != nil {
-				return err
-			}
-			n++
+		}
+		if n, err = engine.Expire(w, expired); err != nil {
+			return err
 		}
 		var v sql.NullInt64
 		if err := w.queryRow(`SELECT min(lease_until) FROM rota_jobs WHERE state = 1`).Scan(&v); err != nil {
@@ -1140,7 +1007,7 @@ var retireSQL = `DELETE FROM rota_jobs WHERE id IN (SELECT j.id FROM rota_jobs j
 // Retire deletes up to limit ended jobs past their type's retention.
 func (s *Store) Retire(ctx context.Context, now time.Time, limit int) (int, error) {
 	var n int
-	err := s.write(ctx, true, func(w *writeTx) error {
+	err := s.write(ctx, true, func(w *txn) error {
 		res, err := w.exec(retireSQL, micros(now), store.DefaultRetention.Microseconds(), max(limit, 1))
 		if err != nil {
 			return fmt.Errorf("sqlite: retire ended jobs: %w", err)
@@ -1158,28 +1025,12 @@ func (s *Store) Update(ctx context.Context, ps []store.UpdateParams) ([]store.Jo
 	if err != nil {
 		return nil, nil, err
 	}
-	out := make([]store.Job, len(ps))
-	errs := make([]error, len(ps))
-	reach := store.ReachOf(ctx)
-	err = s.write(ctx, true, func(w *writeTx) error {
-		for i := range ps {
-			r, _, err := w.load(ps[i].ID)
-			if err != nil {
-				return err
-			}
-			r = lifecycle.Reached(r, reach)
-			plan, err := lifecycle.UpdateJob(ps[i].ID, r, &ps[i], datas[i], w.now)
-			if err != nil {
-				errs[i] = err
-				continue
-			}
-			res, err := w.readd(r, plan)
-			if err != nil {
-				return err
-			}
-			out[i] = res.Job
-		}
-		return nil
+	var out []store.Job
+	var errs []error
+	err = s.write(ctx, true, func(w *txn) error {
+		var err error
+		out, errs, err = engine.Update(w, ps, datas, store.ReachOf(ctx))
+		return err
 	})
 	if err != nil {
 		return nil, nil, err

@@ -367,7 +367,7 @@ func (s *Store) BedrockIDs(ctx context.Context, ids []int64) (map[int64]int64, e
 		return nil, err
 	}
 	out := map[int64]int64{}
-	err := s.write(ctx, true, func(w *writeTx) error {
+	err := s.write(ctx, true, func(w *txn) error {
 		clear(out)
 		return w.bedrockIDs(ids, out)
 	})
@@ -376,7 +376,7 @@ func (s *Store) BedrockIDs(ctx context.Context, ids []int64) (map[int64]int64, e
 
 // bedrockIDs puts the jobs' Bedrock ids in out, giving one to those that
 // have none.
-func (w *writeTx) bedrockIDs(ids []int64, out map[int64]int64) error {
+func (w *txn) bedrockIDs(ids []int64, out map[int64]int64) error {
 	for _, id := range ids {
 		var bid sql.NullInt64
 		err := w.queryRow(`SELECT bedrock_id FROM rota_jobs WHERE id = ?`, id).Scan(&bid)

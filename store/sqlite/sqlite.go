@@ -368,16 +368,21 @@ type execer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// writeTx is the writer's view of one transaction: where statements run,
+// txn is the writer's view of one transaction: where statements run,
 // the time of the batch, and the changes to publish after commit.
-type writeTx struct {
+type txn struct {
 	s       *Store
 	db      execer
 	now     time.Time
 	changes []store.Event
-	// applied are the jobs apply changed, events or not (a resubmit
+	// applied are the jobs Apply changed, events or not (a resubmit
 	// marked on a running job has none), in order.
 	applied []int64
+	// leases are the jobs' own lease lengths, as Lock read them.
+	leases map[int64]time.Duration
+	// inserted counts the pending jobs inserted and not yet counted in
+	// rota_groups, by group (add).
+	inserted addCounts
 	// reads run once the transaction has ended, each in a goroutine of
 	// its own, while the writer goes on (see readAfter).
 	reads []func(snapshot func())
@@ -403,7 +408,7 @@ var bg = context.Background()
 // commit and nothing later, not even a commit whose fsync could still
 // fail. It reports whether read will run: false in a caller's own
 // transaction (AddTx, FinishTx).
-func (w *writeTx) readAfter(read func(snapshot func())) bool {
+func (w *txn) readAfter(read func(snapshot func())) bool {
 	if !w.own {
 		return false
 	}
@@ -414,14 +419,14 @@ func (w *writeTx) readAfter(read func(snapshot func())) bool {
 // claimReadConns bounds claimReader's connections.
 const claimReadConns = 8
 
-func (w *writeTx) stmt(query string) *sql.Stmt {
+func (w *txn) stmt(query string) *sql.Stmt {
 	if !w.own {
 		return nil
 	}
 	return w.s.stmts[query]
 }
 
-func (w *writeTx) exec(query string, args ...any) (sql.Result, error) {
+func (w *txn) exec(query string, args ...any) (sql.Result, error) {
 	if st := w.stmt(query); st != nil {
 		return st.Exec(args...)
 	}
@@ -433,7 +438,7 @@ func (w *writeTx) exec(query string, args ...any) (sql.Result, error) {
 	return w.db.ExecContext(bg, query, args...)
 }
 
-func (w *writeTx) query(query string, args ...any) (*sql.Rows, error) {
+func (w *txn) query(query string, args ...any) (*sql.Rows, error) {
 	if st := w.stmt(query); st != nil {
 		return st.Query(args...)
 	}
@@ -445,7 +450,7 @@ func (w *writeTx) query(query string, args ...any) (*sql.Rows, error) {
 	return w.db.QueryContext(bg, query, args...)
 }
 
-func (w *writeTx) queryRow(query string, args ...any) *sql.Row {
+func (w *txn) queryRow(query string, args ...any) *sql.Row {
 	if st := w.stmt(query); st != nil {
 		return st.QueryRow(args...)
 	}

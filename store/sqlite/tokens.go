@@ -17,7 +17,7 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token, hash []byte) err
 	}
 	groups, _ := json.Marshal(nonNil(t.Groups))
 	types, _ := json.Marshal(nonNil(t.Types))
-	err := s.write(ctx, true, func(w *writeTx) error {
+	err := s.write(ctx, true, func(w *txn) error {
 		_, err := w.exec(`INSERT INTO rota_tokens (name, hash, groups, types, read_only, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 			t.Name, hash, string(groups), string(types), t.ReadOnly, micros(w.now))
 		return err
@@ -85,7 +85,7 @@ func scanToken(sc scanner) (store.Token, error) {
 // RevokeToken deletes a token by name.
 func (s *Store) RevokeToken(ctx context.Context, name string) error {
 	var n int64
-	err := s.write(ctx, true, func(w *writeTx) error {
+	err := s.write(ctx, true, func(w *txn) error {
 		res, err := w.exec(`DELETE FROM rota_tokens WHERE name = ?`, name)
 		if err == nil {
 			n, err = res.RowsAffected()

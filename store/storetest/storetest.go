@@ -69,6 +69,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Tokens", func(t *testing.T) { testTokens(t, open) })
 	t.Run("AcceptGroups", func(t *testing.T) { testAcceptGroups(t, open) })
 	t.Run("Import", func(t *testing.T) { testImport(t, open) })
+	t.Run("Batches", func(t *testing.T) { testBatches(t, open) })
+	t.Run("FastPath", func(t *testing.T) { testFastPath(t, open) })
 	t.Run("Close", func(t *testing.T) { testClose(t, open) })
 }
 

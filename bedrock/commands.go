@@ -696,7 +696,7 @@ func (s *Server) updateJob(ctx context.Context, c *call) *Response {
 		all := rota.MissedAll
 		p.Missed = &all
 		// A pending or paused job moves to the new repeat's next run from
-		// its run time, by the store's clock (lifecycle.UpdateJob).
+		// its run time, by the store's clock (lifecycle.Update).
 		p.NextSlot = true
 	}
 	if nr := c.Get("nextrun"); nr != "" {

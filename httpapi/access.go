@@ -221,7 +221,7 @@ func (c *tokenCache) forget() {
 // ---- what a token reaches, route by route ----
 
 // notFound is how a job outside a token's reach is answered by the
-// producer's routes: as a job that does not exist (lifecycle.CancelJob,
+// producer's routes: as a job that does not exist (lifecycle.Cancel,
 // RemoveJob, UpdateJob and Resubmit answer a missing job so).
 func notFound(id int64) error { return store.NotFound(id) }
 

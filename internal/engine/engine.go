@@ -144,12 +144,12 @@ func family(tx Tx, r *lifecycle.Row, p *lifecycle.Plan) error {
 		}
 	}
 	if fw.RemoveChildren {
-		if err := each(All, func(c *lifecycle.Row) (lifecycle.Plan, error) { return lifecycle.RemoveJob(c.ID, c) }); err != nil {
+		if err := each(All, func(c *lifecycle.Row) (lifecycle.Plan, error) { return lifecycle.Remove(c.ID, c) }); err != nil {
 			return fmt.Errorf("remove the children of job %d: %w", r.ID, err)
 		}
 	}
 	if fw.CancelChildren {
-		if err := each(Unended, func(c *lifecycle.Row) (lifecycle.Plan, error) { return lifecycle.CancelJob(c.ID, c) }); err != nil {
+		if err := each(Unended, func(c *lifecycle.Row) (lifecycle.Plan, error) { return lifecycle.Cancel(c.ID, c) }); err != nil {
 			return fmt.Errorf("cancel the children of job %d: %w", r.ID, err)
 		}
 	}
@@ -224,7 +224,7 @@ func (b *batch) apply(r *lifecycle.Row, p *lifecycle.Plan, c Change) (*store.Job
 	}
 	if wide {
 		b.all = true
-	} else if p.Kind != lifecycle.Keep {
+	} else if p.Kind != lifecycle.KindKeep {
 		b.stale[r.ID] = true
 	}
 	return j, nil
@@ -241,13 +241,13 @@ func job(tx Tx, r *lifecycle.Row, j *store.Job) (store.Job, error) {
 // Cancel cancels jobs by id for a caller with reach (nil: everything),
 // with one error per item.
 func Cancel(tx Tx, ids []int64, reach *store.Reach) ([]error, error) {
-	return decide(tx, ids, reach, lifecycle.CancelJob)
+	return decide(tx, ids, reach, lifecycle.Cancel)
 }
 
 // Remove removes jobs by id for a caller with reach, with one error per
 // item.
 func Remove(tx Tx, ids []int64, reach *store.Reach) ([]error, error) {
-	return decide(tx, ids, reach, lifecycle.RemoveJob)
+	return decide(tx, ids, reach, lifecycle.Remove)
 }
 
 func decide(tx Tx, ids []int64, reach *store.Reach, rule func(int64, *lifecycle.Row) (lifecycle.Plan, error)) ([]error, error) {
@@ -273,7 +273,7 @@ func decide(tx Tx, ids []int64, reach *store.Reach, rule func(int64, *lifecycle.
 	return errs, nil
 }
 
-// Update changes jobs in place (lifecycle.UpdateJob) for a caller with
+// Update changes jobs in place (lifecycle.Update) for a caller with
 // reach; datas are the items' normalized data. Each item's job is the job
 // as that item left it.
 func Update(tx Tx, ps []store.UpdateParams, datas [][]byte, reach *store.Reach) ([]store.Job, []error, error) {
@@ -291,7 +291,7 @@ func Update(tx Tx, ps []store.UpdateParams, datas [][]byte, reach *store.Reach) 
 		if err != nil {
 			return nil, nil, err
 		}
-		plan, err := lifecycle.UpdateJob(ps[i].ID, r, &ps[i], datas[i], now)
+		plan, err := lifecycle.Update(ps[i].ID, r, &ps[i], datas[i], now)
 		if err != nil {
 			errs[i] = err
 			continue

@@ -40,7 +40,7 @@ func AddChild(parentID int64, parent *Row, reach *store.Reach) (store.State, err
 // Wake is the plan of a paused job (a child whose parent's run ended, or
 // a parent whose last child ended) that becomes pending, due at now.
 func Wake(r *Row, now time.Time) Plan {
-	return Plan{Kind: Resume, State: store.Pending, RunAt: now, Attempt: r.Attempt, Event: event(r, store.Pending, now)}
+	return Plan{Kind: KindResume, State: store.Pending, RunAt: now, Attempt: r.Attempt, Event: event(r, store.Pending, now)}
 }
 
 // FamilyWork is what a change to a job in a family asks of the rest of it,
@@ -57,7 +57,7 @@ type FamilyWork struct {
 	// (Bedrock's RetryJob deletes finished and cancelled children only).
 	KeepFailedChildren bool
 	// CancelChildren: the job ended for good, and its unfinished children
-	// are cancelled (CancelJob) rather than left waiting for it.
+	// are cancelled (Cancel) rather than left waiting for it.
 	CancelChildren bool
 	// RemoveChildren: the job was removed, and its children with it.
 	RemoveChildren bool
@@ -72,17 +72,17 @@ func Family(r *Row, p *Plan) FamilyWork {
 	var w FamilyWork
 	if r.HasChildren {
 		switch p.Kind {
-		case Wait:
+		case KindWait:
 			w.ReleaseChildren, w.DropEndedChildren = true, true
-		case Complete, Recur:
+		case KindComplete, KindRecur:
 			w.DropEndedChildren = true
-		case Remove:
+		case KindRemove:
 			w.RemoveChildren = true
 		}
 		// A run that ends without completing (retry, snooze, release, run
 		// again) leaves the children it added paused until a run of it
 		// completes.
-		if p.State.Terminal() && p.Kind != Complete && p.Kind != Keep {
+		if p.State.Terminal() && p.Kind != KindComplete && p.Kind != KindKeep {
 			w.CancelChildren = true
 		}
 		if p.DropEndedChildren && !w.DropEndedChildren {
@@ -91,7 +91,7 @@ func Family(r *Row, p *Plan) FamilyWork {
 			w.DropEndedChildren, w.KeepFailedChildren = true, true
 		}
 	}
-	if r.Parent != 0 && (p.Kind == Remove || (p.State.Terminal() && !r.State.Terminal())) {
+	if r.Parent != 0 && (p.Kind == KindRemove || (p.State.Terminal() && !r.State.Terminal())) {
 		w.CheckParent = true
 	}
 	return w

@@ -3,8 +3,8 @@
 // and both stores apply its decisions.
 //
 // A store reads the rows a request concerns, asks this package what to do
-// with each (Finish, Expire, ReaddTo, CancelJob, RemoveJob, Heartbeat,
-// UpdateJob, UniqueAdd, SkipLate), and applies the returned Plan in its
+// with each (Finish, Expire, ReaddTo, Cancel, Remove, Heartbeat,
+// Update, UniqueAdd, SkipLate), and applies the returned Plan in its
 // own transaction, in batches where it can; after a change to a job in a
 // family it applies what Family asks of the rest of it. Recurring jobs'
 // slots (recur.go), parent and child jobs (family.go) and unique adds
@@ -69,64 +69,64 @@ type Row struct {
 type Kind uint8
 
 const (
-	// Keep writes nothing. Its Event, when it has one, is published again:
+	// KindKeep writes nothing. Its Event, when it has one, is published again:
 	// a completion repeated by the lease that made it.
-	Keep Kind = iota
-	// Complete: running → completed, with Result.
-	Complete
-	// Retry: running → pending at RunAt; the attempt failed and Error is
+	KindKeep Kind = iota
+	// KindComplete: running → completed, with Result.
+	KindComplete
+	// KindRetry: running → pending at RunAt; the attempt failed and Error is
 	// recorded as its error.
-	Retry
-	// Discard: running → failed for good; Error is recorded as the
+	KindRetry
+	// KindDiscard: running → failed for good; Error is recorded as the
 	// attempt's error.
-	Discard
-	// Requeue: running → pending at RunAt with the attempt given back
+	KindDiscard
+	// KindRequeue: running → pending at RunAt with the attempt given back
 	// (Attempt): a snooze or a release.
-	Requeue
-	// CancelRun: running → cancelled by its own worker; Error becomes the
+	KindRequeue
+	// KindCancelRun: running → cancelled by its own worker; Error becomes the
 	// last error.
-	CancelRun
-	// RunAgain: running → pending at RunAt as a new cycle: the data a
+	KindCancelRun
+	// KindRunAgain: running → pending at RunAt as a new cycle: the data a
 	// resubmission asked for, attempt 0, no result, errors or progress.
-	RunAgain
-	// Cancel: pending, paused or running → cancelled by a producer;
+	KindRunAgain
+	// KindCancel: pending, paused or running → cancelled by a producer;
 	// CancelRequested tells a running job's worker on its next call.
-	Cancel
-	// Update: a pending or paused job takes a re-add's values (Set).
-	Update
-	// MarkResubmit: a running job will run again when its run ends, at
+	KindCancel
+	// KindUpdate: a pending or paused job takes a re-add's values (Set).
+	KindUpdate
+	// KindMarkResubmit: a running job will run again when its run ends, at
 	// Set.RunAt with Set.Data.
-	MarkResubmit
-	// Revive: an ended job is pending again as a new cycle, with a
+	KindMarkResubmit
+	// KindRevive: an ended job is pending again as a new cycle, with a
 	// re-add's values (Set).
-	Revive
-	// Remove deletes the job.
-	Remove
-	// Extend: a heartbeat extends the lease to LeaseUntil and may update
+	KindRevive
+	// KindRemove deletes the job.
+	KindRemove
+	// KindExtend: a heartbeat extends the lease to LeaseUntil and may update
 	// data and progress.
-	Extend
-	// Recur: a recurring job's run ended (completed, or failed for good
+	KindExtend
+	// KindRecur: a recurring job's run ended (completed, or failed for good
 	// without a permanent failure): it is pending at RunAt, its next slot
 	// (Slot), as a new cycle with attempt 0 and its data kept; Result and
 	// Error (either may be empty) are the run's outcome.
-	Recur
-	// Edit: the job's data, priority, schedule and policy are set in
+	KindRecur
+	// KindEdit: the job's data, priority, schedule and policy are set in
 	// place (Set.Data, Set.Priority, Set.Schedule, Set.Missed; nil keeps),
 	// and a pending or paused job's run time (RunAt); its state stays. An
 	// update, or a unique add's overwrite.
-	Edit
-	// Wait: a parent's run completed while it has unfinished children:
+	KindEdit
+	// KindWait: a parent's run completed while it has unfinished children:
 	// running → paused until the last of them ends. Its paused children
-	// become pending (each a Resume).
-	Wait
-	// Resume: paused → pending at RunAt: a child whose parent's run ended,
+	// become pending (each a KindResume).
+	KindWait
+	// KindResume: paused → pending at RunAt: a child whose parent's run ended,
 	// or a parent whose last unfinished child ended.
-	Resume
-	// SkipSlots: a recurring job claimed after it missed slots, under
+	KindResume
+	// KindSkipSlots: a recurring job claimed after it missed slots, under
 	// store.MissedSkip, goes back to pending at its next slot to come
 	// (RunAt, Slot) without running; the claim's attempt is given back and
 	// its token fenced out.
-	SkipSlots
+	KindSkipSlots
 )
 
 var kindNames = [...]string{"keep", "complete", "retry", "discard", "requeue", "cancel-run", "run-again",
@@ -147,27 +147,27 @@ type Plan struct {
 	RunAt   time.Time
 	Attempt int
 	// Error is recorded: as the attempt's error (appended to the job's
-	// errors and its last error) for Retry and Discard, as the last error
-	// for CancelRun.
+	// errors and its last error) for KindRetry and KindDiscard, as the last error
+	// for KindCancelRun.
 	Error string
-	// Result is stored by Complete.
+	// Result is stored by KindComplete.
 	Result []byte
 	// DropToken fences the lease out for good: the token is cleared, so
 	// that no finish with it passes for a repeat of an earlier one. Set
 	// when a lease expired.
 	DropToken bool
-	// CancelRequested is set by Cancel of a running job.
+	// CancelRequested is set by KindCancel of a running job.
 	CancelRequested bool
-	// Set holds a re-add's values (Update, MarkResubmit, Revive).
+	// Set holds a re-add's values (KindUpdate, KindMarkResubmit, KindRevive).
 	Set Readd
-	// LeaseUntil is the lease's new end (Extend).
+	// LeaseUntil is the lease's new end (KindExtend).
 	LeaseUntil time.Time
-	// Slot is a recurring job's new slot (Recur, SkipSlots, and Update and
-	// Revive of a recurring job).
+	// Slot is a recurring job's new slot (KindRecur, KindSkipSlots, and KindUpdate and
+	// KindRevive of a recurring job).
 	Slot time.Time
-	// Type is the job's new type, when a snooze renames it (Requeue).
+	// Type is the job's new type, when a snooze renames it (KindRequeue).
 	Type string
-	// Outcome says what a re-add did (Update, MarkResubmit, Revive).
+	// Outcome says what a re-add did (KindUpdate, KindMarkResubmit, KindRevive).
 	Outcome store.Outcome
 	// Touch is set in place before the transition, in the same
 	// transaction: a finish that changes the job as it ends its run
@@ -238,7 +238,7 @@ func Finish(r *Row, p *store.FinishParams, result []byte, now time.Time) (Plan, 
 	if r != nil && r.State == store.Completed && r.Token == p.Token && p.As == store.Complete {
 		// Already completed by this lease (for example inside the
 		// caller's transaction): the same finish again is a success.
-		return Plan{Kind: Keep, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt, Event: event(r, store.Completed, r.RunAt)}, nil
+		return Plan{Kind: KindKeep, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt, Event: event(r, store.Completed, r.RunAt)}, nil
 	}
 	if err := Fence(p.ID, r, p.Token); err != nil {
 		return Plan{}, err
@@ -271,13 +271,13 @@ func end(r *Row, p *store.FinishParams, result []byte, now time.Time) (Plan, err
 	switch p.As {
 	case store.Complete:
 		if r.Unfinished {
-			return Plan{Kind: Wait, State: store.Paused, RunAt: now, Attempt: r.Attempt, Result: result,
+			return Plan{Kind: KindWait, State: store.Paused, RunAt: now, Attempt: r.Attempt, Result: result,
 				Event: event(r, store.Paused, now)}, nil
 		}
 		if r.Schedule != "" {
 			return recur(r, result, "", false, now), nil
 		}
-		return Plan{Kind: Complete, State: store.Completed, RunAt: r.RunAt, Attempt: r.Attempt, Result: result,
+		return Plan{Kind: KindComplete, State: store.Completed, RunAt: r.RunAt, Attempt: r.Attempt, Result: result,
 			Event: event(r, store.Completed, r.RunAt)}, nil
 	case store.Fail:
 		if !p.Permanent && r.Attempt < r.MaxAttempts {
@@ -305,7 +305,7 @@ func end(r *Row, p *store.FinishParams, result []byte, now time.Time) (Plan, err
 		}
 		return requeue(r, runAt, p.Rename, p.KeepAttempt), nil
 	case store.Cancel:
-		return Plan{Kind: CancelRun, State: store.Cancelled, RunAt: r.RunAt, Attempt: r.Attempt, Error: errText,
+		return Plan{Kind: KindCancelRun, State: store.Cancelled, RunAt: r.RunAt, Attempt: r.Attempt, Error: errText,
 			Event: event(r, store.Cancelled, r.RunAt)}, nil
 	}
 	return Plan{}, store.Invalidf("job %d: unknown ending %d", p.ID, p.As)
@@ -322,7 +322,7 @@ func requeue(r *Row, runAt time.Time, rename string, keep bool) Plan {
 	if keep {
 		attempt = r.Attempt
 	}
-	return Plan{Kind: Requeue, State: store.Pending, RunAt: runAt, Attempt: attempt, Type: rename, Event: ev}
+	return Plan{Kind: KindRequeue, State: store.Pending, RunAt: runAt, Attempt: attempt, Type: rename, Event: ev}
 }
 
 // In is the time d after now, counted from now's whole second (Bedrock's
@@ -376,13 +376,13 @@ func Expire(r *Row, now time.Time) Plan {
 func retry(r *Row, runAt time.Time, errText string, drop bool) Plan {
 	ev := event(r, store.Pending, runAt)
 	ev.Failed = true
-	return Plan{Kind: Retry, State: store.Pending, RunAt: runAt, Attempt: r.Attempt, Error: errText, DropToken: drop, Event: ev}
+	return Plan{Kind: KindRetry, State: store.Pending, RunAt: runAt, Attempt: r.Attempt, Error: errText, DropToken: drop, Event: ev}
 }
 
 func discard(r *Row, errText string, drop bool) Plan {
 	ev := event(r, store.Failed, r.RunAt)
 	ev.Failed = true
-	return Plan{Kind: Discard, State: store.Failed, RunAt: r.RunAt, Attempt: r.Attempt, Error: errText, DropToken: drop, Event: ev}
+	return Plan{Kind: KindDiscard, State: store.Failed, RunAt: r.RunAt, Attempt: r.Attempt, Error: errText, DropToken: drop, Event: ev}
 }
 
 // runAgain ends a run whose job was resubmitted meanwhile: it is pending
@@ -400,7 +400,7 @@ func runAgain(r *Row, now time.Time, drop bool) Plan {
 	if r.Schedule != "" {
 		slot = runAt
 	}
-	return Plan{Kind: RunAgain, State: store.Pending, RunAt: runAt, Slot: slot, Attempt: 0, DropToken: drop,
+	return Plan{Kind: KindRunAgain, State: store.Pending, RunAt: runAt, Slot: slot, Attempt: 0, DropToken: drop,
 		Event: event(r, store.Pending, runAt)}
 }
 
@@ -464,7 +464,7 @@ func ReaddTo(r *Row, a Readd, now time.Time) Plan {
 		if a.Type != "" {
 			ev.Type = a.Type
 		}
-		return Plan{Kind: Update, State: r.State, RunAt: runAt, Slot: slotOf(sched, r, runAt, keep), Attempt: r.Attempt, Set: a,
+		return Plan{Kind: KindUpdate, State: r.State, RunAt: runAt, Slot: slotOf(sched, r, runAt, keep), Attempt: r.Attempt, Set: a,
 			Type: a.Type, Outcome: store.Updated, Event: ev}
 	case r.State == store.Running:
 		// Only the next run's time and data, and the schedule: the job
@@ -474,14 +474,14 @@ func ReaddTo(r *Row, a Readd, now time.Time) Plan {
 		if !a.RunAt.IsZero() || sched == "" {
 			a.RunAt = runAt
 		}
-		return Plan{Kind: MarkResubmit, State: r.State, RunAt: r.RunAt, Slot: r.Slot, Attempt: r.Attempt, Set: a, Outcome: store.Resubmitted}
+		return Plan{Kind: KindMarkResubmit, State: r.State, RunAt: r.RunAt, Slot: r.Slot, Attempt: r.Attempt, Set: a, Outcome: store.Resubmitted}
 	}
 	a.RunAt = runAt
 	ev := event(r, store.Pending, runAt)
 	if a.Type != "" {
 		ev.Type = a.Type
 	}
-	return Plan{Kind: Revive, State: store.Pending, RunAt: runAt, Slot: slotOf(sched, r, runAt, false), Attempt: 0, Set: a,
+	return Plan{Kind: KindRevive, State: store.Pending, RunAt: runAt, Slot: slotOf(sched, r, runAt, false), Attempt: 0, Set: a,
 		Type: a.Type, Outcome: store.Requeued, Event: ev}
 }
 
@@ -509,31 +509,31 @@ func Reached(r *Row, reach *store.Reach) *Row {
 	return r
 }
 
-// CancelJob decides a producer's cancel of job id (r nil when it does not
+// Cancel decides a producer's cancel of job id (r nil when it does not
 // exist). A job already cancelled stays so without an error or an event;
 // another ended job is ErrFinished.
-func CancelJob(id int64, r *Row) (Plan, error) {
+func Cancel(id int64, r *Row) (Plan, error) {
 	switch {
 	case r == nil:
 		return Plan{}, store.NotFound(id)
 	case r.State == store.Cancelled:
-		return Plan{Kind: Keep, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt}, nil
+		return Plan{Kind: KindKeep, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt}, nil
 	case r.State.Terminal():
 		return Plan{}, store.JobErrorf(store.ErrFinished, "job %d has already ended (%s)", id, r.State)
 	}
-	return Plan{Kind: Cancel, State: store.Cancelled, RunAt: r.RunAt, Attempt: r.Attempt,
+	return Plan{Kind: KindCancel, State: store.Cancelled, RunAt: r.RunAt, Attempt: r.Attempt,
 		CancelRequested: r.State == store.Running, Event: event(r, store.Cancelled, r.RunAt)}, nil
 }
 
-// RemoveJob decides the removal of job id (r nil when it does not exist):
+// Remove decides the removal of job id (r nil when it does not exist):
 // any job can be removed; its event carries its last state.
-func RemoveJob(id int64, r *Row) (Plan, error) {
+func Remove(id int64, r *Row) (Plan, error) {
 	if r == nil {
 		return Plan{}, store.NotFound(id)
 	}
 	ev := event(r, r.State, time.Time{})
 	ev.Removed = true
-	return Plan{Kind: Remove, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt, Event: ev}, nil
+	return Plan{Kind: KindRemove, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt, Event: ev}, nil
 }
 
 // Heartbeat decides a heartbeat on r (nil when the job does not exist):
@@ -544,7 +544,7 @@ func Heartbeat(r *Row, p *store.HeartbeatParams, lease time.Duration, now time.T
 	if err := Fence(p.ID, r, p.Token); err != nil {
 		return Plan{}, err
 	}
-	pl := Plan{Kind: Extend, State: store.Running, RunAt: r.RunAt, Attempt: r.Attempt, LeaseUntil: now.Add(lease)}
+	pl := Plan{Kind: KindExtend, State: store.Running, RunAt: r.RunAt, Attempt: r.Attempt, LeaseUntil: now.Add(lease)}
 	if r.RetryAfter > 0 {
 		pl.LeaseUntil = r.LeaseUntil // a fixed lease: heartbeats update data and progress only
 	}
@@ -591,9 +591,9 @@ func After(r *Row, p *Plan) {
 		r.Schedule, r.Slot = "", time.Time{}
 	}
 	switch p.Kind {
-	case Keep, Extend:
+	case KindKeep, KindExtend:
 		return
-	case Edit:
+	case KindEdit:
 		r.RunAt = p.RunAt
 		if p.Set.Schedule != nil {
 			r.Schedule, r.Slot = *p.Set.Schedule, p.Slot
@@ -602,7 +602,7 @@ func After(r *Row, p *Plan) {
 			r.Missed = *p.Set.Missed
 		}
 		return
-	case MarkResubmit:
+	case KindMarkResubmit:
 		r.Resubmit, r.ResubmitAt = true, p.Set.RunAt
 		if p.Set.Schedule != nil {
 			r.Schedule = *p.Set.Schedule
@@ -611,7 +611,7 @@ func After(r *Row, p *Plan) {
 			r.Missed = *p.Set.Missed
 		}
 		return
-	case Update, Revive:
+	case KindUpdate, KindRevive:
 		if p.Set.MaxAttempts != 0 {
 			r.MaxAttempts = p.Set.MaxAttempts
 		}
@@ -627,7 +627,7 @@ func After(r *Row, p *Plan) {
 		if p.Set.Missed != nil {
 			r.Missed = *p.Set.Missed
 		}
-	case RunAgain, Cancel, CancelRun, Complete, Discard:
+	case KindRunAgain, KindCancel, KindCancelRun, KindComplete, KindDiscard:
 		r.Resubmit, r.ResubmitAt = false, time.Time{}
 	}
 	r.State, r.RunAt, r.Attempt = p.State, p.RunAt, p.Attempt
@@ -654,11 +654,11 @@ type Place struct {
 // the job, and both are nil when p leaves the job where it was.
 func Moves(r *Row, p *Plan) (from, to *Place) {
 	switch p.Kind {
-	case Keep, Extend, Edit, MarkResubmit:
+	case KindKeep, KindExtend, KindEdit, KindMarkResubmit:
 		return nil, nil
 	}
 	from = &Place{r.Type, r.Group, r.State}
-	if p.Kind == Remove {
+	if p.Kind == KindRemove {
 		return from, nil
 	}
 	after := *r
@@ -692,7 +692,7 @@ func Resubmit(id int64, r *Row, p *store.ResubmitParams, data []byte, now time.T
 		case store.Running:
 			return requeue(r, FirstRun("", p.RunAt, now), p.Rename, p.KeepAttempt), nil // RunNow: now too
 		case store.Paused:
-			return Plan{Kind: Keep, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt, Outcome: store.Unchanged}, nil
+			return Plan{Kind: KindKeep, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt, Outcome: store.Unchanged}, nil
 		}
 	}
 	if p.Rename != "" && r.State == store.Running {

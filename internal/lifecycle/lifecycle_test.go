@@ -44,8 +44,8 @@ func errOf(err error) string {
 func TestWorkerCallsEveryState(t *testing.T) {
 	conflict, canceled := store.ErrWorkerConflict.Error(), store.ErrCanceled.Error()
 	endings := []store.Ending{store.Complete, store.Fail, store.Snooze, store.Release, store.Cancel}
-	want := map[store.Ending]Kind{store.Complete: Complete, store.Fail: Retry, store.Snooze: Requeue,
-		store.Release: Requeue, store.Cancel: CancelRun}
+	want := map[store.Ending]Kind{store.Complete: KindComplete, store.Fail: KindRetry, store.Snooze: KindRequeue,
+		store.Release: KindRequeue, store.Cancel: KindCancelRun}
 	for _, st := range append([]store.State{255}, states...) { // 255: no such job
 		var r *Row
 		if st != 255 {
@@ -64,7 +64,7 @@ func TestWorkerCallsEveryState(t *testing.T) {
 			gotErr := errOf(err)
 			if st == store.Completed && e == store.Complete {
 				// A repeat of the completion this lease made.
-				if gotErr != "" || plan.Kind != Keep || plan.Event.State != store.Completed {
+				if gotErr != "" || plan.Kind != KindKeep || plan.Event.State != store.Completed {
 					t.Errorf("finish %s of completed job: %s, %v", e, plan.Kind, err)
 				}
 				continue
@@ -81,7 +81,7 @@ func TestWorkerCallsEveryState(t *testing.T) {
 		if errOf(err) != wantErr {
 			t.Errorf("heartbeat of %v job: error %q, want %q", st, errOf(err), wantErr)
 		}
-		if err == nil && (plan.Kind != Extend || !plan.LeaseUntil.Equal(now.Add(time.Minute)) || plan.Event.ID != 0) {
+		if err == nil && (plan.Kind != KindExtend || !plan.LeaseUntil.Equal(now.Add(time.Minute)) || plan.Event.ID != 0) {
 			t.Errorf("heartbeat: %+v", plan)
 		}
 	}
@@ -144,88 +144,88 @@ func TestFinishOutcomes(t *testing.T) {
 		state store.State
 		check func(t *testing.T, p Plan)
 	}{
-		{name: "complete", p: store.FinishParams{As: store.Complete}, kind: Complete, state: store.Completed,
+		{name: "complete", p: store.FinishParams{As: store.Complete}, kind: KindComplete, state: store.Completed,
 			check: func(t *testing.T, p Plan) {
 				if string(p.Result) != `{"ok":1}` || !p.RunAt.Equal(early) {
 					t.Errorf("result %s run at %v", p.Result, p.RunAt)
 				}
 			}},
-		{name: "fail retries with back-off", p: store.FinishParams{As: store.Fail, Error: "boom"}, kind: Retry, state: store.Pending,
+		{name: "fail retries with back-off", p: store.FinishParams{As: store.Fail, Error: "boom"}, kind: KindRetry, state: store.Pending,
 			check: func(t *testing.T, p Plan) {
 				// Attempt 1 of 3: base 1s ± 10%.
 				if d := p.RunAt.Sub(now); d < 900*time.Millisecond || d > 1100*time.Millisecond || p.Error != "boom" {
 					t.Errorf("run at now+%v, error %q", d, p.Error)
 				}
 			}},
-		{name: "fail back-off doubles", row: func(r *Row) { r.Attempt = 2 }, p: store.FinishParams{As: store.Fail}, kind: Retry, state: store.Pending,
+		{name: "fail back-off doubles", row: func(r *Row) { r.Attempt = 2 }, p: store.FinishParams{As: store.Fail}, kind: KindRetry, state: store.Pending,
 			check: func(t *testing.T, p Plan) {
 				if d := p.RunAt.Sub(now); d < 1800*time.Millisecond || d > 2200*time.Millisecond || p.Error != "fail" {
 					t.Errorf("run at now+%v, error %q", d, p.Error)
 				}
 			}},
-		{name: "fail permanent", p: store.FinishParams{As: store.Fail, Permanent: true, Error: "bad"}, kind: Discard, state: store.Failed},
-		{name: "fail out of attempts", row: func(r *Row) { r.Attempt = 3 }, p: store.FinishParams{As: store.Fail}, kind: Discard, state: store.Failed},
-		{name: "snooze to a time", p: store.FinishParams{As: store.Snooze, RunAt: later}, kind: Requeue, state: store.Pending,
+		{name: "fail permanent", p: store.FinishParams{As: store.Fail, Permanent: true, Error: "bad"}, kind: KindDiscard, state: store.Failed},
+		{name: "fail out of attempts", row: func(r *Row) { r.Attempt = 3 }, p: store.FinishParams{As: store.Fail}, kind: KindDiscard, state: store.Failed},
+		{name: "snooze to a time", p: store.FinishParams{As: store.Snooze, RunAt: later}, kind: KindRequeue, state: store.Pending,
 			check: func(t *testing.T, p Plan) {
 				if !p.RunAt.Equal(later) || p.Attempt != 0 {
 					t.Errorf("run at %v attempt %d", p.RunAt, p.Attempt)
 				}
 			}},
-		{name: "snooze keeping the attempt", p: store.FinishParams{As: store.Snooze, RunAt: later, KeepAttempt: true, Rename: "u"}, kind: Requeue, state: store.Pending,
+		{name: "snooze keeping the attempt", p: store.FinishParams{As: store.Snooze, RunAt: later, KeepAttempt: true, Rename: "u"}, kind: KindRequeue, state: store.Pending,
 			check: func(t *testing.T, p Plan) {
 				if !p.RunAt.Equal(later) || p.Attempt != 1 || p.Type != "u" || p.Event.Type != "u" {
 					t.Errorf("run at %v attempt %d type %q (event %q)", p.RunAt, p.Attempt, p.Type, p.Event.Type)
 				}
 			}},
-		{name: "snooze without a time", p: store.FinishParams{As: store.Snooze}, kind: Requeue, state: store.Pending,
+		{name: "snooze without a time", p: store.FinishParams{As: store.Snooze}, kind: KindRequeue, state: store.Pending,
 			check: func(t *testing.T, p Plan) {
 				if !p.RunAt.Equal(now) {
 					t.Errorf("run at %v", p.RunAt)
 				}
 			}},
-		{name: "release keeps an earlier run time", p: store.FinishParams{As: store.Release}, kind: Requeue, state: store.Pending,
+		{name: "release keeps an earlier run time", p: store.FinishParams{As: store.Release}, kind: KindRequeue, state: store.Pending,
 			check: func(t *testing.T, p Plan) {
 				if !p.RunAt.Equal(early) || p.Attempt != 0 {
 					t.Errorf("run at %v attempt %d", p.RunAt, p.Attempt)
 				}
 			}},
 		{name: "release of a job due later is due now", row: func(r *Row) { r.RunAt = later }, p: store.FinishParams{As: store.Release},
-			kind: Requeue, state: store.Pending,
+			kind: KindRequeue, state: store.Pending,
 			check: func(t *testing.T, p Plan) {
 				if !p.RunAt.Equal(now) {
 					t.Errorf("run at %v", p.RunAt)
 				}
 			}},
-		{name: "worker cancels", p: store.FinishParams{As: store.Cancel}, kind: CancelRun, state: store.Cancelled,
+		{name: "worker cancels", p: store.FinishParams{As: store.Cancel}, kind: KindCancelRun, state: store.Cancelled,
 			check: func(t *testing.T, p Plan) {
 				if p.Error != "cancel" {
 					t.Errorf("error %q", p.Error)
 				}
 			}},
 		{name: "resubmitted runs again", row: func(r *Row) { r.Resubmit, r.ResubmitAt = true, later },
-			p: store.FinishParams{As: store.Complete}, kind: RunAgain, state: store.Pending,
+			p: store.FinishParams{As: store.Complete}, kind: KindRunAgain, state: store.Pending,
 			check: func(t *testing.T, p Plan) {
 				if !p.RunAt.Equal(later) || p.Attempt != 0 || p.DropToken {
 					t.Errorf("%+v", p)
 				}
 			}},
 		{name: "resubmitted, failed, runs again at once", row: func(r *Row) { r.Resubmit = true },
-			p: store.FinishParams{As: store.Fail, Permanent: true}, kind: RunAgain, state: store.Pending,
+			p: store.FinishParams{As: store.Fail, Permanent: true}, kind: KindRunAgain, state: store.Pending,
 			check: func(t *testing.T, p Plan) {
 				if !p.RunAt.Equal(now) {
 					t.Errorf("run at %v", p.RunAt)
 				}
 			}},
 		{name: "resubmitted but cancelled by its worker", row: func(r *Row) { r.Resubmit = true },
-			p: store.FinishParams{As: store.Cancel}, kind: CancelRun, state: store.Cancelled},
-		{name: "complete with data", p: store.FinishParams{As: store.Complete, Data: []byte(`{"d":1}`)}, kind: Complete, state: store.Completed,
+			p: store.FinishParams{As: store.Cancel}, kind: KindCancelRun, state: store.Cancelled},
+		{name: "complete with data", p: store.FinishParams{As: store.Complete, Data: []byte(`{"d":1}`)}, kind: KindComplete, state: store.Completed,
 			check: func(t *testing.T, p Plan) {
 				if string(p.Touch.Data) != `{"d":1}` || p.Touch.EndSchedule || p.Touch.Priority != nil {
 					t.Errorf("touch %+v", p.Touch)
 				}
 			}},
 		{name: "complete ending the schedule", row: func(r *Row) { r.Schedule, r.Slot = "SCHEDULED, +1 HOUR", early },
-			p: store.FinishParams{As: store.Complete, EndSchedule: true}, kind: Complete, state: store.Completed,
+			p: store.FinishParams{As: store.Complete, EndSchedule: true}, kind: KindComplete, state: store.Completed,
 			check: func(t *testing.T, p Plan) {
 				if !p.Touch.EndSchedule {
 					t.Errorf("touch %+v", p.Touch)
@@ -238,36 +238,36 @@ func TestFinishOutcomes(t *testing.T) {
 				}
 			}},
 		{name: "recurring complete keeps its schedule", row: func(r *Row) { r.Schedule, r.Slot = "SCHEDULED, +1 HOUR", early },
-			p: store.FinishParams{As: store.Complete}, kind: Recur, state: store.Pending},
-		{name: "fail with data", p: store.FinishParams{As: store.Fail, Permanent: true, Data: []byte(`{}`)}, kind: Discard, state: store.Failed,
+			p: store.FinishParams{As: store.Complete}, kind: KindRecur, state: store.Pending},
+		{name: "fail with data", p: store.FinishParams{As: store.Fail, Permanent: true, Data: []byte(`{}`)}, kind: KindDiscard, state: store.Failed,
 			check: func(t *testing.T, p Plan) {
 				if string(p.Touch.Data) != `{}` {
 					t.Errorf("touch %+v", p.Touch)
 				}
 			}},
 		{name: "snooze with priority, in whole seconds from now", p: store.FinishParams{As: store.Snooze, RunIn: 5 * time.Second, Priority: new(int)},
-			kind: Requeue, state: store.Pending,
+			kind: KindRequeue, state: store.Pending,
 			check: func(t *testing.T, p Plan) {
 				if p.Touch.Priority == nil || !p.RunAt.Equal(now.Add(5*time.Second)) {
 					t.Errorf("run at %v, touch %+v", p.RunAt, p.Touch)
 				}
 			}},
 		{name: "snooze to the next slot", row: func(r *Row) { r.Schedule, r.Slot, r.StartedAt = "SCHEDULED, +1 HOUR", now, now },
-			p: store.FinishParams{As: store.Snooze, AtNextSlot: true, RunIn: time.Minute}, kind: Requeue, state: store.Pending,
+			p: store.FinishParams{As: store.Snooze, AtNextSlot: true, RunIn: time.Minute}, kind: KindRequeue, state: store.Pending,
 			check: func(t *testing.T, p Plan) {
 				if !p.RunAt.Equal(now.Add(time.Hour)) {
 					t.Errorf("run at %v", p.RunAt)
 				}
 			}},
 		{name: "snooze to the next slot of no schedule", p: store.FinishParams{As: store.Snooze, AtNextSlot: true, RunIn: time.Minute},
-			kind: Requeue, state: store.Pending,
+			kind: KindRequeue, state: store.Pending,
 			check: func(t *testing.T, p Plan) {
 				if !p.RunAt.Equal(now.Add(time.Minute)) {
 					t.Errorf("run at %v", p.RunAt)
 				}
 			}},
 		{name: "snooze dropping ended children", row: func(r *Row) { r.HasChildren = true },
-			p: store.FinishParams{As: store.Snooze, DropEndedChildren: true}, kind: Requeue, state: store.Pending,
+			p: store.FinishParams{As: store.Snooze, DropEndedChildren: true}, kind: KindRequeue, state: store.Pending,
 			check: func(t *testing.T, p Plan) {
 				r := row(store.Running)
 				r.HasChildren = true
@@ -295,7 +295,7 @@ func TestFinishOutcomes(t *testing.T) {
 			}
 			// The event tells a failed run (retried or not) from a job
 			// queued anew: the dashboard's chart counts it as a failure.
-			if failed := plan.Kind == Retry || plan.Kind == Discard || (plan.Kind == Recur && plan.Error != ""); plan.Event.Failed != failed {
+			if failed := plan.Kind == KindRetry || plan.Kind == KindDiscard || (plan.Kind == KindRecur && plan.Error != ""); plan.Event.Failed != failed {
 				t.Errorf("plan %s: event.Failed = %v, want %v", plan.Kind, plan.Event.Failed, failed)
 			}
 			if plan.DropToken {
@@ -304,7 +304,7 @@ func TestFinishOutcomes(t *testing.T) {
 			if tt.check != nil {
 				tt.check(t, plan)
 			}
-			if Completes(r, &tt.p) != (plan.Kind == Complete && !plan.Touch.Any()) {
+			if Completes(r, &tt.p) != (plan.Kind == KindComplete && !plan.Touch.Any()) {
 				t.Errorf("Completes = %v for a %s plan", Completes(r, &tt.p), plan.Kind)
 			}
 		})
@@ -322,7 +322,7 @@ func TestCompletes(t *testing.T) {
 					r.Resubmit = resubmit
 					p := &store.FinishParams{Lease: store.Lease{ID: 7, Token: token}, As: e}
 					plan, err := Finish(r, p, nil, now)
-					plain := err == nil && plan.Kind == Complete
+					plain := err == nil && plan.Kind == KindComplete
 					if Completes(r, p) != plain {
 						t.Errorf("%v job, token %s, resubmit %v, %s: Completes %v, plan %s %v", st, token, resubmit, e, !plain, plan.Kind, err)
 					}
@@ -338,17 +338,17 @@ func TestCompletes(t *testing.T) {
 func TestExpire(t *testing.T) {
 	r := row(store.Running)
 	p := Expire(r, now)
-	if p.Kind != Retry || !p.RunAt.Equal(now) || p.Error != LeaseExpired || !p.DropToken || p.State != store.Pending {
+	if p.Kind != KindRetry || !p.RunAt.Equal(now) || p.Error != LeaseExpired || !p.DropToken || p.State != store.Pending {
 		t.Errorf("with attempts left: %+v", p)
 	}
 	r.Attempt = r.MaxAttempts
 	p = Expire(r, now)
-	if p.Kind != Discard || p.State != store.Failed || !p.DropToken || p.Error != LeaseExpired || !p.RunAt.Equal(early) {
+	if p.Kind != KindDiscard || p.State != store.Failed || !p.DropToken || p.Error != LeaseExpired || !p.RunAt.Equal(early) {
 		t.Errorf("out of attempts: %+v", p)
 	}
 	r.Resubmit, r.ResubmitAt = true, later
 	p = Expire(r, now)
-	if p.Kind != RunAgain || !p.RunAt.Equal(later) || !p.DropToken {
+	if p.Kind != KindRunAgain || !p.RunAt.Equal(later) || !p.DropToken {
 		t.Errorf("resubmitted: %+v", p)
 	}
 }
@@ -362,35 +362,35 @@ func TestProducerCallsEveryState(t *testing.T) {
 		kind Kind
 		err  string
 	}{
-		store.Pending: {Cancel, ""}, store.Running: {Cancel, ""}, store.Paused: {Cancel, ""},
-		store.Completed: {0, finished}, store.Failed: {0, finished}, store.Cancelled: {Keep, ""},
+		store.Pending: {KindCancel, ""}, store.Running: {KindCancel, ""}, store.Paused: {KindCancel, ""},
+		store.Completed: {0, finished}, store.Failed: {0, finished}, store.Cancelled: {KindKeep, ""},
 	}
 	readd := map[store.State]struct {
 		kind    Kind
 		outcome store.Outcome
 		state   store.State
 	}{
-		store.Pending: {Update, store.Updated, store.Pending}, store.Paused: {Update, store.Updated, store.Paused},
-		store.Running:   {MarkResubmit, store.Resubmitted, store.Running},
-		store.Completed: {Revive, store.Requeued, store.Pending}, store.Failed: {Revive, store.Requeued, store.Pending},
-		store.Cancelled: {Revive, store.Requeued, store.Pending},
+		store.Pending: {KindUpdate, store.Updated, store.Pending}, store.Paused: {KindUpdate, store.Updated, store.Paused},
+		store.Running:   {KindMarkResubmit, store.Resubmitted, store.Running},
+		store.Completed: {KindRevive, store.Requeued, store.Pending}, store.Failed: {KindRevive, store.Requeued, store.Pending},
+		store.Cancelled: {KindRevive, store.Requeued, store.Pending},
 	}
 	for _, st := range states {
-		p, err := CancelJob(7, row(st))
+		p, err := Cancel(7, row(st))
 		if errOf(err) != cancel[st].err || (err == nil && p.Kind != cancel[st].kind) {
 			t.Errorf("cancel of %v job: %s %v", st, p.Kind, err)
 		}
-		if err == nil && p.Kind == Cancel {
+		if err == nil && p.Kind == KindCancel {
 			if p.CancelRequested != (st == store.Running) || p.Event.State != store.Cancelled {
 				t.Errorf("cancel of %v job: %+v", st, p)
 			}
 		}
-		if err == nil && p.Kind == Keep && p.Event.ID != 0 {
+		if err == nil && p.Kind == KindKeep && p.Event.ID != 0 {
 			t.Errorf("cancel of a cancelled job publishes %+v", p.Event)
 		}
 
-		p, err = RemoveJob(7, row(st))
-		if err != nil || p.Kind != Remove || !p.Event.Removed || p.Event.State != st {
+		p, err = Remove(7, row(st))
+		if err != nil || p.Kind != KindRemove || !p.Event.Removed || p.Event.State != st {
 			t.Errorf("remove of %v job: %+v %v", st, p, err)
 		}
 
@@ -408,7 +408,7 @@ func TestProducerCallsEveryState(t *testing.T) {
 			t.Errorf("re-add of %v job: %+v", st, p)
 		}
 	}
-	for _, f := range []func(int64, *Row) (Plan, error){CancelJob, RemoveJob} {
+	for _, f := range []func(int64, *Row) (Plan, error){Cancel, Remove} {
 		if _, err := f(7, nil); errOf(err) != notFound {
 			t.Errorf("missing job: %v", err)
 		}
@@ -442,7 +442,7 @@ func TestReaddRunTimes(t *testing.T) {
 		t.Errorf("after mark: %+v", r)
 	}
 	p, err := Finish(r, &store.FinishParams{Lease: store.Lease{ID: 7, Token: tok}, As: store.Complete}, nil, now)
-	if err != nil || p.Kind != RunAgain || !p.RunAt.Equal(later) {
+	if err != nil || p.Kind != KindRunAgain || !p.RunAt.Equal(later) {
 		t.Errorf("finish after mark: %+v %v", p, err)
 	}
 }
@@ -480,16 +480,16 @@ func TestMoves(t *testing.T) {
 			&Place{"t", "g", store.Running}, &Place{"t", "g", store.Pending}},
 		{"snooze renamed", store.Running, finish(store.FinishParams{As: store.Snooze, Rename: "u"}),
 			&Place{"t", "g", store.Running}, &Place{"u", "g", store.Pending}},
-		{"remove", store.Pending, func(r *Row) (Plan, error) { return RemoveJob(7, r) },
+		{"remove", store.Pending, func(r *Row) (Plan, error) { return Remove(7, r) },
 			&Place{"t", "g", store.Pending}, nil},
 		{"revive", store.Failed, func(r *Row) (Plan, error) {
 			return ReaddTo(r, ReaddOf(&store.AddParams{Type: "t", Key: "k", Group: "g"}, nil), now), nil
 		}, &Place{"t", "g", store.Failed}, &Place{"t", "g", store.Pending}},
 		{"edit", store.Pending, func(r *Row) (Plan, error) {
-			return UpdateJob(7, r, &store.UpdateParams{ID: 7, RunAt: later}, nil, now)
+			return Update(7, r, &store.UpdateParams{ID: 7, RunAt: later}, nil, now)
 		}, nil, nil},
 		{"heartbeat", store.Running, func(r *Row) (Plan, error) {
-			return Plan{Kind: Extend, LeaseUntil: later}, nil
+			return Plan{Kind: KindExtend, LeaseUntil: later}, nil
 		}, nil, nil},
 	}
 	for _, tc := range tests {
@@ -545,7 +545,7 @@ func TestUpdateRunTimes(t *testing.T) {
 	sched := "SCHEDULED, +1 HOUR"
 	at := now.Add(700 * time.Millisecond)
 	r := row(store.Pending)
-	p, err := UpdateJob(7, r, &store.UpdateParams{ID: 7, RunIn: 5 * time.Second}, nil, at)
+	p, err := Update(7, r, &store.UpdateParams{ID: 7, RunIn: 5 * time.Second}, nil, at)
 	if err != nil || !p.RunAt.Equal(now.Add(5*time.Second)) {
 		t.Errorf("run in 5 s: %v %v", p.RunAt, err)
 	}
@@ -553,21 +553,21 @@ func TestUpdateRunTimes(t *testing.T) {
 	// that is to come is 13:00, after 11:30 it is 12:30.
 	r.Schedule, r.Slot = "SCHEDULED, +2 HOURS", now.Add(-30*time.Minute)
 	all := store.MissedAll
-	p, err = UpdateJob(7, r, &store.UpdateParams{ID: 7, Schedule: &sched, Missed: &all, NextSlot: true}, nil, now)
+	p, err = Update(7, r, &store.UpdateParams{ID: 7, Schedule: &sched, Missed: &all, NextSlot: true}, nil, now)
 	if err != nil || !p.RunAt.Equal(now.Add(time.Hour)) || !p.Slot.Equal(p.RunAt) {
 		t.Errorf("a new schedule from the run time: %v (slot %v) %v", p.RunAt, p.Slot, err)
 	}
 	r.Schedule = sched
-	p, err = UpdateJob(7, r, &store.UpdateParams{ID: 7, NextSlot: true}, nil, now)
+	p, err = Update(7, r, &store.UpdateParams{ID: 7, NextSlot: true}, nil, now)
 	if err != nil || !p.RunAt.Equal(now.Add(30*time.Minute)) {
 		t.Errorf("its own schedule from its slot: %v %v", p.RunAt, err)
 	}
 	run := row(store.Running)
 	run.Schedule = sched
-	if p, err = UpdateJob(7, run, &store.UpdateParams{ID: 7, NextSlot: true}, nil, now); err != nil || !p.RunAt.Equal(run.RunAt) {
+	if p, err = Update(7, run, &store.UpdateParams{ID: 7, NextSlot: true}, nil, now); err != nil || !p.RunAt.Equal(run.RunAt) {
 		t.Errorf("a running job moved to %v %v", p.RunAt, err)
 	}
-	if _, err = UpdateJob(7, run, &store.UpdateParams{ID: 7, RunIn: time.Second}, nil, now); !errors.Is(err, store.ErrFinished) {
+	if _, err = Update(7, run, &store.UpdateParams{ID: 7, RunIn: time.Second}, nil, now); !errors.Is(err, store.ErrFinished) {
 		t.Errorf("run in on a running job: %v", err)
 	}
 }
@@ -583,9 +583,9 @@ func TestResubmitHandBack(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v: %v", st, err)
 			}
-			want := map[store.State]Kind{store.Running: Requeue, store.Paused: Keep, store.Pending: Update}[st]
+			want := map[store.State]Kind{store.Running: KindRequeue, store.Paused: KindKeep, store.Pending: KindUpdate}[st]
 			if want == 0 && st != store.Paused {
-				want = Revive
+				want = KindRevive
 			}
 			if p.Kind != want {
 				t.Errorf("%v: plan %s, want %s", st, p.Kind, want)

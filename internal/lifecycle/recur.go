@@ -67,7 +67,7 @@ func recur(r *Row, result []byte, errText string, drop bool, now time.Time) Plan
 	next := NextSlot(r, now)
 	ev := event(r, store.Pending, next)
 	ev.Failed = errText != "" // a run that failed, or one that completed
-	return Plan{Kind: Recur, State: store.Pending, RunAt: next, Slot: next, Attempt: 0, Result: result, Error: errText,
+	return Plan{Kind: KindRecur, State: store.Pending, RunAt: next, Slot: next, Attempt: 0, Result: result, Error: errText,
 		DropToken: drop, Event: ev}
 }
 
@@ -100,6 +100,6 @@ func SkipLate(id int64, r *Row, token string, now time.Time) (Plan, error) {
 	if s, err := parsed(r.Schedule); err == nil {
 		next = s.After(r.Slot, now)
 	}
-	return Plan{Kind: SkipSlots, State: store.Pending, RunAt: next, Slot: next, Attempt: max(r.Attempt-1, 0),
+	return Plan{Kind: KindSkipSlots, State: store.Pending, RunAt: next, Slot: next, Attempt: max(r.Attempt-1, 0),
 		DropToken: true, Event: event(r, store.Pending, next)}, nil
 }

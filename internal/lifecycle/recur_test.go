@@ -27,12 +27,12 @@ func TestRecurringEndings(t *testing.T) {
 		state  store.State
 		runAt  time.Time
 	}{
-		{name: "complete", p: store.FinishParams{As: store.Complete}, kind: Recur, state: store.Pending, runAt: slot.Add(time.Hour)},
-		{name: "fail with attempts left", p: store.FinishParams{As: store.Fail}, kind: Retry, state: store.Pending},
-		{name: "fail permanently", p: store.FinishParams{As: store.Fail, Permanent: true}, kind: Discard, state: store.Failed},
-		{name: "snooze", p: store.FinishParams{As: store.Snooze, RunAt: later}, kind: Requeue, state: store.Pending, runAt: later},
-		{name: "cancel", p: store.FinishParams{As: store.Cancel}, kind: CancelRun, state: store.Cancelled},
-		{name: "lease expired, attempts left", expire: true, kind: Retry, state: store.Pending, runAt: now},
+		{name: "complete", p: store.FinishParams{As: store.Complete}, kind: KindRecur, state: store.Pending, runAt: slot.Add(time.Hour)},
+		{name: "fail with attempts left", p: store.FinishParams{As: store.Fail}, kind: KindRetry, state: store.Pending},
+		{name: "fail permanently", p: store.FinishParams{As: store.Fail, Permanent: true}, kind: KindDiscard, state: store.Failed},
+		{name: "snooze", p: store.FinishParams{As: store.Snooze, RunAt: later}, kind: KindRequeue, state: store.Pending, runAt: later},
+		{name: "cancel", p: store.FinishParams{As: store.Cancel}, kind: KindCancelRun, state: store.Cancelled},
+		{name: "lease expired, attempts left", expire: true, kind: KindRetry, state: store.Pending, runAt: now},
 	} {
 		r := recurring(slot, store.MissedOnce)
 		c.p.Lease = store.Lease{ID: r.ID, Token: tok}
@@ -50,7 +50,7 @@ func TestRecurringEndings(t *testing.T) {
 		if !c.runAt.IsZero() && !pl.RunAt.Equal(c.runAt) {
 			t.Errorf("%s: run at %v, want %v", c.name, pl.RunAt, c.runAt)
 		}
-		if pl.Kind == Recur && (!pl.Slot.Equal(pl.RunAt) || pl.Attempt != 0) {
+		if pl.Kind == KindRecur && (!pl.Slot.Equal(pl.RunAt) || pl.Attempt != 0) {
 			t.Errorf("%s: slot %v attempt %d, want the new run time and 0", c.name, pl.Slot, pl.Attempt)
 		}
 	}
@@ -59,11 +59,11 @@ func TestRecurringEndings(t *testing.T) {
 	r := recurring(slot, store.MissedOnce)
 	r.Attempt = r.MaxAttempts
 	pl, _ := Finish(r, &store.FinishParams{Lease: store.Lease{ID: r.ID, Token: tok}, As: store.Fail, Error: "boom"}, nil, now)
-	if pl.Kind != Recur || pl.Error != "boom" || !pl.RunAt.Equal(slot.Add(time.Hour)) {
+	if pl.Kind != KindRecur || pl.Error != "boom" || !pl.RunAt.Equal(slot.Add(time.Hour)) {
 		t.Errorf("final failure: %v %q at %v, want recur with the error at the next slot", pl.Kind, pl.Error, pl.RunAt)
 	}
 	pl = Expire(r, now)
-	if pl.Kind != Recur || pl.Error != LeaseExpired || !pl.DropToken {
+	if pl.Kind != KindRecur || pl.Error != LeaseExpired || !pl.DropToken {
 		t.Errorf("final expiry: %v %q drop %v, want recur with the lease error, token dropped", pl.Kind, pl.Error, pl.DropToken)
 	}
 	if Completes(r, &store.FinishParams{Lease: store.Lease{ID: r.ID, Token: tok}, As: store.Complete}) {
@@ -98,7 +98,7 @@ func TestMissedPolicies(t *testing.T) {
 	}
 	r := recurring(slot, store.MissedSkip)
 	pl, err := SkipLate(r.ID, r, tok, now)
-	if err != nil || pl.Kind != SkipSlots || !pl.RunAt.Equal(slot.Add(4*time.Hour)) || pl.Attempt != 0 || !pl.DropToken {
+	if err != nil || pl.Kind != KindSkipSlots || !pl.RunAt.Equal(slot.Add(4*time.Hour)) || pl.Attempt != 0 || !pl.DropToken {
 		t.Errorf("SkipLate: %+v %v", pl, err)
 	}
 	if _, err := SkipLate(r.ID, r, "other", now); err == nil {
@@ -133,12 +133,12 @@ func TestFirstRunAndReadd(t *testing.T) {
 	// A running one resubmitted without a time runs again at its next slot.
 	r = recurring(now.Add(-10*time.Minute), store.MissedOnce)
 	pl = ReaddTo(r, Readd{}, now)
-	if pl.Kind != MarkResubmit || !pl.Set.RunAt.IsZero() {
+	if pl.Kind != KindMarkResubmit || !pl.Set.RunAt.IsZero() {
 		t.Errorf("resubmit of a running recurring job: %v at %v, want mark-resubmit without a time", pl.Kind, pl.Set.RunAt)
 	}
 	After(r, &pl)
 	done, _ := Finish(r, &store.FinishParams{Lease: store.Lease{ID: r.ID, Token: tok}, As: store.Complete}, nil, now)
-	if done.Kind != RunAgain || !done.RunAt.Equal(now.Add(50*time.Minute)) {
+	if done.Kind != KindRunAgain || !done.RunAt.Equal(now.Add(50*time.Minute)) {
 		t.Errorf("end of a resubmitted recurring run: %v at %v, want run-again at its next slot", done.Kind, done.RunAt)
 	}
 }

@@ -18,11 +18,11 @@ func Matches(s store.State) bool { return s != store.Completed }
 
 // UniqueAdd decides a unique add p (data: its normalized data) that found
 // job r, whose data are existing: the same data, or no overwrite, change
-// nothing (Keep, Unchanged); otherwise the add's data are merged into the
+// nothing (KindKeep, Unchanged); otherwise the add's data are merged into the
 // job's by JSON merge patch and its priority and schedule become the
-// add's (Edit, Updated), as Bedrock's CreateJob does.
+// add's (KindEdit, Updated), as Bedrock's CreateJob does.
 func UniqueAdd(r *Row, p *store.AddParams, data, existing []byte) (Plan, error) {
-	keep := Plan{Kind: Keep, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt, Outcome: store.Unchanged}
+	keep := Plan{Kind: KindKeep, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt, Outcome: store.Unchanged}
 	if !p.Overwrite || bytes.Equal(data, existing) {
 		return keep, nil
 	}
@@ -41,17 +41,17 @@ func UniqueAdd(r *Row, p *store.AddParams, data, existing []byte) (Plan, error) 
 	if sched != "" {
 		slot = cmp.Or(r.Slot, r.RunAt)
 	}
-	return Plan{Kind: Edit, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt, Slot: slot,
+	return Plan{Kind: KindEdit, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt, Slot: slot,
 		Set:     Readd{Data: merged, Priority: &prio, Schedule: &sched, Missed: &missed},
 		Outcome: store.Updated, Event: event(r, r.State, r.RunAt)}, nil
 }
 
-// UpdateJob decides an update of job id (r nil when it does not exist)
+// Update decides an update of job id (r nil when it does not exist)
 // at the store's time now: the job changes in place, in any state
 // (Bedrock's UpdateJob); data is p's normalized data (nil keeps). A new
 // run time (RunAt, RunIn) needs a pending or paused job; NextSlot moves
 // only such a job.
-func UpdateJob(id int64, r *Row, p *store.UpdateParams, data []byte, now time.Time) (Plan, error) {
+func Update(id int64, r *Row, p *store.UpdateParams, data []byte, now time.Time) (Plan, error) {
 	if r == nil {
 		return Plan{}, store.NotFound(id)
 	}
@@ -89,7 +89,7 @@ func UpdateJob(id int64, r *Row, p *store.UpdateParams, data []byte, now time.Ti
 			slot = runAt
 		}
 	}
-	return Plan{Kind: Edit, State: r.State, RunAt: runAt, Attempt: r.Attempt, Slot: slot,
+	return Plan{Kind: KindEdit, State: r.State, RunAt: runAt, Attempt: r.Attempt, Slot: slot,
 		Set:     Readd{Data: data, Priority: p.Priority, Schedule: p.Schedule, Missed: p.Missed},
 		Outcome: store.Updated, Event: event(r, r.State, runAt)}, nil
 }

@@ -1087,7 +1087,7 @@ func (t *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 	var jobs []store.Job // for re-adds, whose callers get the job as it now is
 	var n int64          // rows written
 	var err error
-	if p.Touch.Any() && p.Kind != lifecycle.Keep {
+	if p.Touch.Any() && p.Kind != lifecycle.KindKeep {
 		// Before the transition, which may move the row to the ended
 		// table with what it holds.
 		var prio *int64
@@ -1104,37 +1104,37 @@ func (t *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 		n = 0
 	}
 	switch p.Kind {
-	case lifecycle.Keep:
-	case lifecycle.Complete, lifecycle.Discard, lifecycle.CancelRun, lifecycle.Cancel:
+	case lifecycle.KindKeep:
+	case lifecycle.KindComplete, lifecycle.KindDiscard, lifecycle.KindCancelRun, lifecycle.KindCancel:
 		var errText *string
 		if p.Error != "" {
 			e := cleanText(p.Error)
 			errText = &e
 		}
-		recorded := p.Kind == lifecycle.Discard
+		recorded := p.Kind == lifecycle.KindDiscard
 		n, err = t.exec(endSQL, r.ID, int16(p.State), p.Result, errText, recorded, p.DropToken, p.CancelRequested)
-	case lifecycle.Retry:
+	case lifecycle.KindRetry:
 		n, err = t.exec(retrySQL, r.ID, p.RunAt, cleanText(p.Error), p.DropToken)
-	case lifecycle.Requeue:
+	case lifecycle.KindRequeue:
 		if err = t.registerRename(p.Type); err != nil {
 			break
 		}
 		n, err = t.exec(requeueSQL, r.ID, p.RunAt, p.Attempt, optString(p.Type))
-	case lifecycle.RunAgain:
+	case lifecycle.KindRunAgain:
 		n, err = t.exec(runAgainSQL, r.ID, p.RunAt, p.DropToken, optTime(p.Slot))
-	case lifecycle.Recur:
+	case lifecycle.KindRecur:
 		var errText *string
 		if p.Error != "" {
 			e := cleanText(p.Error)
 			errText = &e
 		}
 		n, err = t.exec(recurSQL, r.ID, p.RunAt, optTime(p.Slot), p.Result, errText, p.DropToken)
-	case lifecycle.SkipSlots:
+	case lifecycle.KindSkipSlots:
 		n, err = t.exec(skipSlotsSQL, r.ID, p.RunAt, optTime(p.Slot), p.Attempt)
-	case lifecycle.Update, lifecycle.Revive:
+	case lifecycle.KindUpdate, lifecycle.KindRevive:
 		a := &p.Set
 		q := updateSQL
-		if p.Kind == lifecycle.Revive {
+		if p.Kind == lifecycle.KindRevive {
 			q = reviveSQL
 		}
 		var prio *int64
@@ -1154,15 +1154,15 @@ func (t *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 		jobs, err = scanJobs(t.query(q, r.ID, a.RunAt, a.Data, prio, optInt(int64(a.MaxAttempts)),
 			optInt(us(a.BackoffBase)), optInt(us(a.BackoffMax)), meta, set, text, missed, optTime(p.Slot), optString(p.Type)))
 		n = int64(len(jobs))
-	case lifecycle.MarkResubmit:
+	case lifecycle.KindMarkResubmit:
 		set, text, missed := scheduleArgs(&p.Set)
 		jobs, err = scanJobs(t.query(markResubmitSQL, r.ID, optTime(p.Set.RunAt), p.Set.Data, set, text, missed))
 		n = int64(len(jobs))
-	case lifecycle.Wait:
+	case lifecycle.KindWait:
 		n, err = t.exec(waitSQL, r.ID, p.RunAt, p.Result)
-	case lifecycle.Resume:
+	case lifecycle.KindResume:
 		n, err = t.exec(resumeSQL, r.ID, p.RunAt)
-	case lifecycle.Edit:
+	case lifecycle.KindEdit:
 		a := &p.Set
 		var prio *int64
 		if a.Priority != nil {
@@ -1177,7 +1177,7 @@ func (t *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 			}
 			n += k
 		}
-	case lifecycle.Remove:
+	case lifecycle.KindRemove:
 		for _, q := range []string{removeHotSQL, removeEndedSQL} {
 			var k int64
 			if k, err = t.exec(q, r.ID); err != nil {
@@ -1188,7 +1188,7 @@ func (t *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 	default:
 		err = fmt.Errorf("unknown plan %s", p.Kind)
 	}
-	if err == nil && p.Kind != lifecycle.Keep && n != 1 {
+	if err == nil && p.Kind != lifecycle.KindKeep && n != 1 {
 		err = fmt.Errorf("%d rows changed, want 1", n)
 	}
 	if err != nil {
@@ -1403,7 +1403,7 @@ func (s *Store) Retire(ctx context.Context, now time.Time, limit int) (int, erro
 	return int(n), err
 }
 
-// Update changes jobs in place (lifecycle.UpdateJob).
+// Update changes jobs in place (lifecycle.Update).
 func (s *Store) Update(ctx context.Context, ps []store.UpdateParams) ([]store.Job, []error, error) {
 	datas, err := store.CheckUpdates(ps)
 	if err != nil {

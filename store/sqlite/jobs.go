@@ -184,23 +184,23 @@ func scheduleArgs(a *lifecycle.Readd) []any {
 func (w *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*store.Job, error) {
 	now := micros(w.now)
 	var err error
-	if p.Touch.Any() && p.Kind != lifecycle.Keep {
+	if p.Touch.Any() && p.Kind != lifecycle.KindKeep {
 		if _, err := w.exec(touchSQL, p.Touch.Data, p.Touch.Priority, p.Touch.EndSchedule, now, r.ID); err != nil {
 			return nil, fmt.Errorf("sqlite: %s job %d: set what the finish changes: %w", p.Kind, r.ID, err)
 		}
 	}
 	switch p.Kind {
-	case lifecycle.Keep:
-	case lifecycle.Complete:
+	case lifecycle.KindKeep:
+	case lifecycle.KindComplete:
 		_, err = w.exec(completeSQL, p.Result, now, now, r.ID)
-	case lifecycle.Retry, lifecycle.Discard:
+	case lifecycle.KindRetry, lifecycle.KindDiscard:
 		var finished any
-		if p.Kind == lifecycle.Discard {
+		if p.Kind == lifecycle.KindDiscard {
 			finished = now
 		}
 		_, err = w.exec(failSQL, int(p.State), micros(p.RunAt), p.Error, w.now.Format(time.RFC3339Nano), p.Error,
 			finished, now, p.DropToken, r.ID)
-	case lifecycle.Requeue:
+	case lifecycle.KindRequeue:
 		var rename any
 		if p.Type != "" {
 			if err := w.registerType(p.Type); err != nil {
@@ -209,16 +209,16 @@ func (w *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 			rename = p.Type
 		}
 		_, err = w.exec(requeueSQL, micros(p.RunAt), p.Attempt, rename, now, r.ID)
-	case lifecycle.CancelRun:
+	case lifecycle.KindCancelRun:
 		_, err = w.exec(cancelRunSQL, p.Error, now, now, r.ID)
-	case lifecycle.RunAgain:
+	case lifecycle.KindRunAgain:
 		_, err = w.exec(runAgainSQL, micros(p.RunAt), optTime(p.Slot), p.DropToken, now, r.ID)
-	case lifecycle.Cancel:
+	case lifecycle.KindCancel:
 		_, err = w.exec(cancelSQL, p.CancelRequested, now, now, r.ID)
-	case lifecycle.Update, lifecycle.Revive:
+	case lifecycle.KindUpdate, lifecycle.KindRevive:
 		a := &p.Set
 		q := updateSQL
-		if p.Kind == lifecycle.Revive {
+		if p.Kind == lifecycle.KindRevive {
 			q = reviveSQL
 		}
 		var rename any
@@ -232,28 +232,28 @@ func (w *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 			nonZero(a.BackoffBase.Microseconds()), nonZero(a.BackoffMax.Microseconds()), store.MetaJSON(a.Meta)}
 		args = append(append(args, scheduleArgs(a)...), optTime(p.Slot), now, r.ID)
 		_, err = w.exec(q, args...)
-	case lifecycle.MarkResubmit:
+	case lifecycle.KindMarkResubmit:
 		args := append([]any{optTime(p.Set.RunAt), p.Set.Data}, scheduleArgs(&p.Set)...)
 		_, err = w.exec(markResubmitSQL, append(args, now, r.ID)...)
-	case lifecycle.Recur:
+	case lifecycle.KindRecur:
 		var errText any
 		if p.Error != "" {
 			errText = p.Error
 		}
 		_, err = w.exec(recurSQL, micros(p.RunAt), optTime(p.Slot), p.Result, errText, now, now, p.DropToken, r.ID)
-	case lifecycle.Edit:
+	case lifecycle.KindEdit:
 		a := &p.Set
 		args := append([]any{a.Data, a.Priority}, scheduleArgs(a)...)
 		_, err = w.exec(editSQL, append(args, optTime(p.Slot), micros(p.RunAt), now, r.ID)...)
-	case lifecycle.Wait:
+	case lifecycle.KindWait:
 		_, err = w.exec(waitSQL, micros(p.RunAt), p.Result, now, r.ID)
-	case lifecycle.Resume:
+	case lifecycle.KindResume:
 		_, err = w.exec(resumeSQL, micros(p.RunAt), now, r.ID)
-	case lifecycle.SkipSlots:
+	case lifecycle.KindSkipSlots:
 		_, err = w.exec(skipSlotsSQL, micros(p.RunAt), optTime(p.Slot), p.Attempt, now, r.ID)
-	case lifecycle.Remove:
+	case lifecycle.KindRemove:
 		_, err = w.exec(removeSQL, r.ID)
-	case lifecycle.Extend:
+	case lifecycle.KindExtend:
 		var prog any
 		if c.Progress != nil {
 			prog = *c.Progress
@@ -268,7 +268,7 @@ func (w *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 	if err := w.move(c.From, c.To); err != nil {
 		return nil, err
 	}
-	if p.Kind != lifecycle.Keep {
+	if p.Kind != lifecycle.KindKeep {
 		w.applied = append(w.applied, r.ID)
 	}
 	if p.Event.ID != 0 {
@@ -1019,7 +1019,7 @@ func (s *Store) Retire(ctx context.Context, now time.Time, limit int) (int, erro
 	return n, err
 }
 
-// Update changes jobs in place (lifecycle.UpdateJob).
+// Update changes jobs in place (lifecycle.Update).
 func (s *Store) Update(ctx context.Context, ps []store.UpdateParams) ([]store.Job, []error, error) {
 	datas, err := store.CheckUpdates(ps)
 	if err != nil {

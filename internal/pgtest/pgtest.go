@@ -36,6 +36,19 @@ type Server struct {
 // then on PATH.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	s := newServer(t)
+	if out, err := s.Command("initdb", "-D", s.Data, "-A", "trust", "-U", "rota", "--no-sync").CombinedOutput(); err != nil {
+		t.Fatalf("initdb: %v\n%s", err, out)
+	}
+	s.Ctl(t, "start")
+	return s
+}
+
+// newServer finds PostgreSQL's programs and makes the directory of a
+// server whose data directory does not exist yet, removed (with the
+// server stopped) when the test ends.
+func newServer(t testing.TB) *Server {
+	t.Helper()
 	bin := findBin()
 	if bin == "" {
 		if os.Getenv("ROTA_REQUIRE_POSTGRES") == "1" {
@@ -65,11 +78,45 @@ func Start(t testing.TB) *Server {
 		s.Ctl(t, "stop", "-m", "immediate")
 		os.RemoveAll(dir)
 	})
-	if out, err := s.Command("initdb", "-D", s.Data, "-A", "trust", "-U", "rota", "--no-sync").CombinedOutput(); err != nil {
-		t.Fatalf("initdb: %v\n%s", err, out)
-	}
-	s.Ctl(t, "start")
 	return s
+}
+
+// Standby makes a streaming standby of s (pg_basebackup of the running
+// server, then started in standby mode), named name: with
+// synchronous_standby_names = name on s, s's commits wait for it. It is
+// stopped and removed when the test ends; Promote makes it a primary.
+func (s *Server) Standby(t testing.TB, name string) *Server {
+	t.Helper()
+	sb := newServer(t)
+	conninfo := fmt.Sprintf("host=127.0.0.1 port=%s user=rota application_name=%s", s.Port, name)
+	// -R writes standby.signal and a primary_conninfo; the line added
+	// after it names the standby, for synchronous_standby_names.
+	if out, err := sb.Command("pg_basebackup", "-d", conninfo, "-D", sb.Data, "-X", "stream", "-R", "--no-sync", "-c", "fast").CombinedOutput(); err != nil {
+		t.Fatalf("pg_basebackup: %v\n%s", err, out)
+	}
+	auto := filepath.Join(sb.Data, "postgresql.auto.conf")
+	f, err := os.OpenFile(auto, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = fmt.Fprintf(f, "primary_conninfo = '%s'\n", conninfo)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb.Ctl(t, "start")
+	return sb
+}
+
+// Promote ends a standby's recovery, making it a primary, and waits until
+// it accepts writes.
+func (s *Server) Promote(t testing.TB) {
+	t.Helper()
+	if out, err := s.Command(filepath.Join(s.Bin, "pg_ctl"), "promote", "-D", s.Data, "-w", "-t", "60").CombinedOutput(); err != nil {
+		t.Fatalf("pg_ctl promote: %v\n%s", err, out)
+	}
 }
 
 func findBin() string {

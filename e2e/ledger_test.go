@@ -33,6 +33,21 @@ echo "end $ROTA_JOB_ID $ROTA_JOB_ATTEMPT $(date +%s%N)" >> '` + file + `'`
 // complete, and reports those missing and those unfinished.
 func checkLedger(t *testing.T, rs *remote.Store, ids []int64, wait time.Duration) (missing, unfinished []int64) {
 	t.Helper()
+	missing, unfinished = readLedger(t, rs, ids, wait)
+	if len(missing) > 0 {
+		t.Errorf("%d acknowledged adds are gone, e.g. job %d", len(missing), missing[0])
+	}
+	if len(unfinished) > 0 {
+		t.Errorf("%d acknowledged jobs did not complete in %v, e.g. job %d", len(unfinished), wait, unfinished[0])
+	}
+	return missing, unfinished
+}
+
+// readLedger is checkLedger for tests that count what is lost rather than
+// require nothing is: it returns the acknowledged adds missing and those
+// unfinished after waiting up to wait, and reports nothing.
+func readLedger(t *testing.T, rs *remote.Store, ids []int64, wait time.Duration) (missing, unfinished []int64) {
+	t.Helper()
 	sort.Slice(ids, func(i, k int) bool { return ids[i] < ids[k] })
 	deadline := time.Now().Add(wait)
 	for {
@@ -57,12 +72,6 @@ func checkLedger(t *testing.T, rs *remote.Store, ids []int64, wait time.Duration
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if len(missing) > 0 {
-		t.Errorf("%d acknowledged adds are gone, e.g. job %d", len(missing), missing[0])
-	}
-	if len(unfinished) > 0 {
-		t.Errorf("%d acknowledged jobs did not complete in %v, e.g. job %d", len(unfinished), wait, unfinished[0])
-	}
 	return missing, unfinished
 }
 
@@ -72,6 +81,17 @@ type span struct{ start, end int64 }
 // runs of one job that overlapped. It returns how many runs there were,
 // the runs by job, and the overlaps.
 func checkOverlaps(t *testing.T, file string) (int, map[string][]*span, int) {
+	t.Helper()
+	n, byJob, overlaps := readRuns(t, file)
+	for _, o := range overlaps {
+		t.Error(o)
+	}
+	return n, byJob, len(overlaps)
+}
+
+// readRuns is checkOverlaps without failing the test: it returns the
+// overlaps as messages.
+func readRuns(t *testing.T, file string) (int, map[string][]*span, []string) {
 	t.Helper()
 	spans := map[string]*span{} // "job attempt" → its run
 	byJob := map[string][]*span{}
@@ -98,7 +118,7 @@ func checkOverlaps(t *testing.T, file string) (int, map[string][]*span, int) {
 			spans[key].end = ns
 		}
 	}
-	overlaps := 0
+	var overlaps []string
 	for job, ss := range byJob {
 		for i := range ss {
 			for k := i + 1; k < len(ss); k++ {
@@ -107,8 +127,7 @@ func checkOverlaps(t *testing.T, file string) (int, map[string][]*span, int) {
 					continue // a run killed with its worker has no end; its lease fenced it out
 				}
 				if a.start < b.end && b.start < a.end {
-					overlaps++
-					t.Errorf("job %s: two runs overlapped: %v and %v", job, *a, *b)
+					overlaps = append(overlaps, fmt.Sprintf("job %s: two runs overlapped: %v and %v", job, *a, *b))
 				}
 			}
 		}
@@ -121,6 +140,8 @@ func checkOverlaps(t *testing.T, file string) (int, map[string][]*span, int) {
 type completions struct {
 	mu       sync.Mutex
 	by       map[int64]map[string]bool // job → lease tags of its completions
+	first    map[int64]time.Time       // job → when its first completion was seen
+	last     time.Time                 // when the last completion was seen
 	reverted int
 }
 
@@ -128,7 +149,7 @@ type completions struct {
 // ends.
 func watchCompletions(t *testing.T, c *rota.Client, typ string) *completions {
 	t.Helper()
-	w := &completions{by: map[int64]map[string]bool{}}
+	w := &completions{by: map[int64]map[string]bool{}, first: map[int64]time.Time{}}
 	sub, err := c.SubscribeTypes(t.Context(), typ)
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +162,9 @@ func watchCompletions(t *testing.T, c *rota.Client, typ string) *completions {
 			case ev.State == store.Completed:
 				if w.by[ev.ID] == nil {
 					w.by[ev.ID] = map[string]bool{}
+					w.first[ev.ID] = time.Now()
 				}
+				w.last = time.Now()
 				w.by[ev.ID][ev.Lease] = true
 			case w.by[ev.ID] != nil && !ev.Removed:
 				w.reverted++ // a completed job changed again
@@ -157,18 +180,57 @@ func watchCompletions(t *testing.T, c *rota.Client, typ string) *completions {
 // each.
 func (w *completions) check(t *testing.T) (twice, reverted int) {
 	t.Helper()
+	twice, reverted = w.counts()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for id, leases := range w.by {
 		if len(leases) > 1 {
-			twice++
 			t.Errorf("job %d was completed under %d leases: a stale token was accepted", id, len(leases))
 		}
 	}
-	if w.reverted > 0 {
-		t.Errorf("%d completed jobs changed again", w.reverted)
+	if reverted > 0 {
+		t.Errorf("%d completed jobs changed again", reverted)
+	}
+	return twice, reverted
+}
+
+// counts is check without failing the test.
+func (w *completions) counts() (twice, reverted int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, leases := range w.by {
+		if len(leases) > 1 {
+			twice++
+		}
 	}
 	return twice, w.reverted
+}
+
+// firstAfter is when the first completion after t0 was seen (zero if
+// none was).
+func (w *completions) firstAfter(t0 time.Time) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var first time.Time
+	for _, at := range w.first {
+		if at.After(t0) && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	return first
+}
+
+// unseen returns the jobs of ids whose completion was not seen.
+func (w *completions) unseen(ids []int64) []int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []int64
+	for _, id := range ids {
+		if w.by[id] == nil {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // producers add jobs of one type through the given servers, each a job
@@ -176,6 +238,7 @@ func (w *completions) check(t *testing.T) (twice, reverted int) {
 type producers struct {
 	mu      sync.Mutex
 	ledger  map[int64]bool
+	at      map[int64]time.Time // when each add was acknowledged
 	refused int
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
@@ -183,7 +246,7 @@ type producers struct {
 
 func startProducers(clients []*remote.Store, n int, typ string) *producers {
 	ctx, stop := context.WithCancel(context.Background())
-	p := &producers{ledger: map[int64]bool{}, stop: stop}
+	p := &producers{ledger: map[int64]bool{}, at: map[int64]time.Time{}, stop: stop}
 	for k := range n {
 		rs := clients[k%len(clients)]
 		p.wg.Go(func() {
@@ -192,6 +255,7 @@ func startProducers(clients []*remote.Store, n int, typ string) *producers {
 				p.mu.Lock()
 				if err == nil {
 					p.ledger[res[0].Job.ID] = true
+					p.at[res[0].Job.ID] = time.Now()
 				} else {
 					p.refused++
 				}
@@ -213,4 +277,20 @@ func (p *producers) halt() ([]int64, int) {
 		ids = append(ids, id)
 	}
 	return ids, p.refused
+}
+
+// ackedAfter returns the adds acknowledged after t0, and when the first
+// of them was.
+func (p *producers) ackedAfter(t0 time.Time) (ids []int64, first time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, at := range p.at {
+		if at.After(t0) {
+			ids = append(ids, id)
+			if first.IsZero() || at.Before(first) {
+				first = at
+			}
+		}
+	}
+	return ids, first
 }

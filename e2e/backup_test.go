@@ -154,7 +154,7 @@ func TestBackupUnderLoad(t *testing.T) {
 	}
 	t.Logf("backup of %d jobs under load took %v; %d adds acknowledged meanwhile, longest gap %v; %d of %d earlier jobs in the copy",
 		filled+len(inCopy), ended.Sub(began), len(during), stall, len(before)-len(lost), len(before))
-	fmt.Printf("backup: %d jobs copied in %v under load; longest gap between adds %v; lost = %d\n", filled+len(inCopy), ended.Sub(began).Round(time.Millisecond), stall.Round(time.Millisecond), len(lost))
+	fmt.Printf("backup: %d jobs copied in %v under load (%s); longest gap between adds %v; lost = %d\n", filled+len(inCopy), ended.Sub(began).Round(time.Millisecond), strings.TrimSpace(res.stdout), stall.Round(time.Millisecond), len(lost))
 }
 
 // fill adds n jobs to the SQLite database at path, before a server

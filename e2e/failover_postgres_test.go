@@ -42,6 +42,8 @@ func TestChaosPostgresFailover(t *testing.T) {
 	t.Run("asynchronous", func(t *testing.T) { failover(t, false) })
 }
 
+// failover runs one failover, with synchronous or asynchronous
+// replication.
 func failover(t *testing.T, synchronous bool) {
 	primary := pgtest.Start(t)
 	standby := primary.Standby(t, "rota_standby")

@@ -18,19 +18,7 @@ import (
 // still removes its files.
 func (s *Server) Kill(t testing.TB) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(s.Data, "postmaster.pid"))
-	if err != nil {
-		t.Fatalf("kill: %v", err)
-	}
-	first, _, _ := strings.Cut(string(raw), "\n")
-	pm, err := strconv.Atoi(strings.TrimSpace(first))
-	if err != nil {
-		t.Fatalf("kill: postmaster.pid: %v", err)
-	}
-	pids := append([]int{pm}, children(pm)...)
-	for _, pid := range pids {
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
+	pm := s.signalAll(t, syscall.SIGKILL)
 	// Gone when the postmaster's pid is; its children, orphaned and
 	// killed, follow.
 	for range 500 {
@@ -40,6 +28,41 @@ func (s *Server) Kill(t testing.TB) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("kill: postmaster %d still runs", pm)
+}
+
+// Freeze stops the server as a machine that hangs, or a network that
+// drops every packet, would: SIGSTOP to the postmaster and every process
+// it started. No connection is closed or reset; clients' statements and
+// connection attempts wait unanswered. The test's end kills it.
+func (s *Server) Freeze(t testing.TB) {
+	t.Helper()
+	pm := s.signalAll(t, syscall.SIGSTOP)
+	t.Cleanup(func() {
+		// Children first: once the postmaster is gone they are init's.
+		for _, pid := range children(pm) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		syscall.Kill(pm, syscall.SIGKILL)
+	})
+}
+
+// signalAll sends sig to the postmaster and its children, and returns the
+// postmaster's pid.
+func (s *Server) signalAll(t testing.TB, sig syscall.Signal) int {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(s.Data, "postmaster.pid"))
+	if err != nil {
+		t.Fatalf("signal the server: %v", err)
+	}
+	first, _, _ := strings.Cut(string(raw), "\n")
+	pm, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil {
+		t.Fatalf("signal the server: postmaster.pid: %v", err)
+	}
+	for _, pid := range append([]int{pm}, children(pm)...) {
+		syscall.Kill(pid, sig)
+	}
+	return pm
 }
 
 // children lists the processes whose parent is pid.

@@ -1325,6 +1325,8 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 	l := &s.leader
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, l.sweepTimeout())
+	defer cancel()
 	conn, err := l.acquire(ctx)
 	if err != nil {
 		return 0, time.Time{}, s.wrap("expire leases: elect", err)
@@ -1339,6 +1341,7 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 		n, next, err = t.expire(delta)
 		return err
 	})
+	l.lastSweep = time.Now()
 	if err != nil && (isConnErr(err) || conn.IsClosed()) {
 		l.lost()
 	}
@@ -1384,6 +1387,8 @@ func (s *Store) Retire(ctx context.Context, now time.Time, limit int) (int, erro
 	l := &s.leader
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, l.sweepTimeout())
+	defer cancel()
 	conn, err := l.acquire(ctx)
 	if err != nil {
 		return 0, s.wrap("retire: elect", err)
@@ -1397,6 +1402,7 @@ func (s *Store) Retire(ctx context.Context, now time.Time, limit int) (int, erro
 		n, err = t.exec(retireSQL, us(delta), us(store.DefaultRetention), max(limit, 1))
 		return err
 	})
+	l.lastSweep = time.Now()
 	if err != nil && (isConnErr(err) || conn.IsClosed()) {
 		l.lost()
 	}

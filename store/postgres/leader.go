@@ -28,11 +28,20 @@ type leader struct {
 	mu        sync.Mutex // held while electing or sweeping
 	conn      *pgx.Conn  // holds the lock while non-nil
 	lastTry   time.Time
-	lastSweep time.Time
+	lastSweep time.Time // when a sweep was last asked for or ended
 	idle      *time.Timer
 }
 
 func (l *leader) key() int64 { return hash64("leader", l.s.cfg.Schema) }
+
+// sweepTimeout bounds an election and a sweep, which take milliseconds:
+// the leader's server may hang, or vanish without closing the connection
+// (a machine that hangs, a network that drops packets), and a sweep that
+// waited for it would hold the leadership, and this node's sweeps, on a
+// server the other nodes have left. A sweep that times out drops the
+// connection (lost), and the next one elects again, on whichever server
+// the DSN now leads to.
+func (l *leader) sweepTimeout() time.Duration { return max(10*time.Second, 10*l.s.cfg.LeaderRetry) }
 
 // acquire returns the leader's connection, trying to become the leader if
 // this node is not and has not tried within LeaderRetry. It returns nil
@@ -64,6 +73,10 @@ func (l *leader) acquire(ctx context.Context) (*pgx.Conn, error) {
 		return nil, nil
 	}
 	l.conn = conn
+	// Idleness counts from here: connecting may have taken a while (a
+	// host of a multi-host DSN that does not answer costs its
+	// connect_timeout), which is not a pause in the sweeps.
+	l.lastSweep = time.Now()
 	l.s.log.Info("rota postgres: this node now runs the sweeps", "schema", l.s.cfg.Schema)
 	return conn, nil
 }

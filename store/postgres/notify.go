@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -292,7 +293,22 @@ func (s *Store) listenLoop(conn *pgx.Conn) {
 			s.log.Info("rota postgres: LISTEN connection restored")
 			s.afterReconnect()
 		}
-		n, err := conn.WaitForNotification(s.ctx)
+		wctx, cancel := context.WithTimeout(s.ctx, listenSilence)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		if err != nil && s.ctx.Err() == nil && wctx.Err() != nil && !conn.IsClosed() {
+			// A silence: notifications may simply not be coming, or the
+			// server may be gone without closing the connection (a
+			// machine that hangs, a network that drops packets), or the
+			// session may be on a server that is no longer the primary,
+			// where no node notifies. Ask it.
+			if err = s.checkListener(conn); err == nil {
+				continue
+			}
+			// The pool's connections are likely on that server too:
+			// drop them all now rather than find each out by a timeout.
+			s.pool.Reset()
+		}
 		if err != nil {
 			conn.Close(context.Background())
 			conn = nil
@@ -304,6 +320,32 @@ func (s *Store) listenLoop(conn *pgx.Conn) {
 		}
 		s.received(n.Payload)
 	}
+}
+
+// listenSilence is how long the LISTEN connection waits for a
+// notification before it checks that its server still answers as a
+// primary: a silent server is found out within listenSilence +
+// pingTimeout.
+const listenSilence = 10 * time.Second
+
+// errListenOnStandby is the LISTEN connection's check failing on a
+// server in recovery: nodes notify on the primary, so a listener on a
+// standby hears nothing.
+var errListenOnStandby = errors.New("the LISTEN connection's server is a standby (in recovery); notifications are sent on the primary")
+
+// checkListener checks that the LISTEN connection's server answers, within
+// pingTimeout, and is a primary.
+func (s *Store) checkListener(conn *pgx.Conn) error {
+	ctx, cancel := context.WithTimeout(s.ctx, pingTimeout)
+	defer cancel()
+	var standby bool
+	if err := conn.QueryRow(ctx, `SELECT pg_is_in_recovery()`).Scan(&standby); err != nil {
+		return err
+	}
+	if standby {
+		return errListenOnStandby
+	}
+	return nil
 }
 
 func (s *Store) received(payload string) {

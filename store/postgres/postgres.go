@@ -106,6 +106,14 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// defaultConnectTimeout bounds each connection attempt, per host, when
+// the DSN sets no connect_timeout.
+const defaultConnectTimeout = 10 * time.Second
+
+// pingTimeout bounds the check of an idle pooled connection before use,
+// and of the LISTEN connection after a silence.
+const pingTimeout = 5 * time.Second
+
 // ErrUnavailable marks errors caused by a lost or refused database
 // connection. The pool and the LISTEN connection reconnect by themselves;
 // the call can be retried. A write whose connection broke after the
@@ -178,6 +186,19 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	}
 	if cfg.MaxConns > 0 {
 		pc.MaxConns = cfg.MaxConns
+	}
+	// A server that hangs, or a network that drops every packet, answers
+	// nothing and closes nothing: without these bounds a connection
+	// attempt, or the ping of an idle pooled connection, would wait for
+	// it for as long as TCP does (minutes), instead of moving on to the
+	// next host of a multi-host DSN after a failover.
+	for _, c := range []*pgx.ConnConfig{pc.ConnConfig, session} {
+		if c.ConnectTimeout == 0 {
+			c.ConnectTimeout = defaultConnectTimeout
+		}
+	}
+	if pc.PingTimeout == 0 {
+		pc.PingTimeout = pingTimeout
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {

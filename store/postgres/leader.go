@@ -94,11 +94,18 @@ func (l *leader) lost() {
 func (l *leader) resignIfIdle() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.conn != nil && time.Since(l.lastSweep) >= 5*l.s.cfg.LeaderRetry {
-		l.s.log.Info("rota postgres: no sweeps lately; resigning as leader", "schema", l.s.cfg.Schema)
-		l.conn.Close(context.Background()) // ends the session, releasing the lock
-		l.conn = nil
+	if l.conn == nil {
+		return
 	}
+	if idle := time.Since(l.lastSweep); idle < 5*l.s.cfg.LeaderRetry {
+		// A sweep ended since the timer was set: look again when this
+		// one has been idle as long.
+		l.idle.Reset(5*l.s.cfg.LeaderRetry - idle)
+		return
+	}
+	l.s.log.Info("rota postgres: no sweeps lately; resigning as leader", "schema", l.s.cfg.Schema)
+	l.conn.Close(context.Background()) // ends the session, releasing the lock
+	l.conn = nil
 }
 
 // resign gives up leadership, at Close.

@@ -266,9 +266,15 @@ func (s *Store) listen(ctx context.Context) (*pgx.Conn, error) {
 // with back-off when the connection is lost. After a reconnect, whatever
 // was sent meanwhile is lost: it reloads the types and wakes every acceptor
 // with a hint per known type, so that they look again.
+//
+// The back-off stops growing at listenRetryMax, so that after a failover
+// the listener is on the new primary within about a second of its
+// promotion: while the database is away an attempt costs a refused or
+// rejected connection a second.
 func (s *Store) listenLoop(conn *pgx.Conn) {
 	defer s.wg.Done()
 	backoff := 50 * time.Millisecond
+	failures := 0
 	for {
 		if conn == nil {
 			var err error
@@ -276,20 +282,21 @@ func (s *Store) listenLoop(conn *pgx.Conn) {
 				if s.ctx.Err() != nil {
 					return
 				}
+				failures++
 				lvl := slog.LevelDebug // the loss was logged; retries are routine
-				if backoff >= 5*time.Second {
-					lvl = slog.LevelWarn
+				if failures%8 == 0 {
+					lvl = slog.LevelWarn // every few seconds while it lasts
 				}
-				s.log.Log(s.ctx, lvl, "rota postgres: LISTEN connection failed; retrying", "in", backoff, "err", err)
+				s.log.Log(s.ctx, lvl, "rota postgres: LISTEN connection failed; retrying", "in", backoff, "failures", failures, "err", err)
 				select {
 				case <-time.After(backoff):
 				case <-s.ctx.Done():
 					return
 				}
-				backoff = min(backoff*2, 5*time.Second)
+				backoff = min(backoff*2, listenRetryMax)
 				continue
 			}
-			backoff = 50 * time.Millisecond
+			backoff, failures = 50*time.Millisecond, 0
 			s.log.Info("rota postgres: LISTEN connection restored")
 			s.afterReconnect()
 		}
@@ -321,6 +328,10 @@ func (s *Store) listenLoop(conn *pgx.Conn) {
 		s.received(n.Payload)
 	}
 }
+
+// listenRetryMax is the longest wait between two attempts to reconnect
+// the LISTEN connection.
+const listenRetryMax = time.Second
 
 // listenSilence is how long the LISTEN connection waits for a
 // notification before it checks that its server still answers as a

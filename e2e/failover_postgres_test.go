@@ -169,7 +169,7 @@ func failover(t *testing.T, synchronous bool) {
 		t.Error("no add was acknowledged after the nodes moved to the new primary")
 	}
 
-	fmt.Printf("failover (%s replication): %d jobs acknowledged (%d adds refused in the failover), %d runs; primary killed, standby promoted in %v; first add acknowledged %v after the promotion, first completion %v after (%v after the kill); LISTEN and leader on the new primary %v after; lost adds = %d, reverted completions = %d, completed under two leases = %d, overlapping runs = %d\n",
+	fmt.Printf("failover (%s replication): %d jobs acknowledged (%d adds refused in the failover), %d runs; primary killed, standby promoted in %v; first add acknowledged %v after the promotion, first completion %v after (%v after the kill); LISTEN and leader on the new primary %v after; lost adds = %d, completed jobs that changed again = %d, jobs completed under two leases = %d, overlapping runs = %d\n",
 		mode, len(ids), refused, spans, promoted.Sub(killed).Round(time.Millisecond),
 		added.Sub(promoted).Round(time.Millisecond), completed.Sub(promoted).Round(time.Millisecond), completed.Sub(killed).Round(time.Millisecond),
 		sessions.Sub(promoted).Round(time.Millisecond), len(missing), reverted, twice, len(overlaps))

@@ -141,15 +141,14 @@ type completions struct {
 	mu       sync.Mutex
 	by       map[int64]map[string]bool // job → lease tags of its completions
 	first    map[int64]time.Time       // job → when its first completion was seen
-	last     time.Time                 // when the last completion was seen
-	reverted int
+	reverted map[int64]bool            // completed jobs that changed again
 }
 
 // watchCompletions subscribes to the jobs of typ through c until the test
 // ends.
 func watchCompletions(t *testing.T, c *rota.Client, typ string) *completions {
 	t.Helper()
-	w := &completions{by: map[int64]map[string]bool{}, first: map[int64]time.Time{}}
+	w := &completions{by: map[int64]map[string]bool{}, first: map[int64]time.Time{}, reverted: map[int64]bool{}}
 	sub, err := c.SubscribeTypes(t.Context(), typ)
 	if err != nil {
 		t.Fatal(err)
@@ -164,10 +163,9 @@ func watchCompletions(t *testing.T, c *rota.Client, typ string) *completions {
 					w.by[ev.ID] = map[string]bool{}
 					w.first[ev.ID] = time.Now()
 				}
-				w.last = time.Now()
 				w.by[ev.ID][ev.Lease] = true
 			case w.by[ev.ID] != nil && !ev.Removed:
-				w.reverted++ // a completed job changed again
+				w.reverted[ev.ID] = true // a completed job changed again
 			}
 			w.mu.Unlock()
 		}
@@ -203,7 +201,7 @@ func (w *completions) counts() (twice, reverted int) {
 			twice++
 		}
 	}
-	return twice, w.reverted
+	return twice, len(w.reverted)
 }
 
 // firstAfter is when the first completion after t0 was seen (zero if

@@ -39,6 +39,14 @@
 // return at once from ExpireLeases and try to take over at their next call,
 // so when the leader dies (its session ends and PostgreSQL releases the
 // lock) another node sweeps within about one Config.LeaderRetry.
+//
+// Failover: given every host in its DSN with target_session_attrs=read-write,
+// each new connection (pooled, LISTEN, leader) goes to the current primary,
+// so the store follows a promotion by itself. A primary that hangs without
+// closing connections is found out by bounds: a connection attempt per host
+// (connect_timeout, 10 s unless the DSN sets it), the check of an idle pooled
+// connection (5 s), the LISTEN connection's check of its server after 10 s
+// without a notification, and an election or sweep (10 s).
 package postgres
 
 import (

@@ -3,8 +3,12 @@
 package postgres_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -131,4 +135,62 @@ func TestSilentPrimaryFailover(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("LISTEN and leader on the new primary %v after the promotion; a change there reached the watchers %v after", moved.Round(time.Millisecond), time.Since(promoted).Round(time.Millisecond))
+}
+
+// TestListenerSurvivesSilence: after more than the 10 s of silence that
+// make the LISTEN connection check its server, a live primary keeps its
+// LISTEN session (the check passed, nothing reconnected), and a change
+// another node makes still reaches the watchers at once.
+func TestListenerSurvivesSilence(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits 12 s")
+	}
+	t.Parallel()
+	schema := newSchema(t)
+	var logs lockedBuffer
+	a := openIn(t, schema, postgres.Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	b := openIn(t, schema, postgres.Config{})
+	ctx := t.Context()
+	var seen atomic.Int64
+	defer a.Watch(func(evs []store.Event) {
+		for _, ev := range evs {
+			if ev.Type == "quiet" {
+				seen.Store(ev.ID)
+			}
+		}
+	})()
+	time.Sleep(12 * time.Second)
+	if strings.Contains(logs.String(), "LISTEN") {
+		t.Errorf("the LISTEN connection reconnected though its server answered:\n%s", logs.String())
+	}
+	res, err := b.Add(ctx, []store.AddParams{{Type: "quiet"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for seen.Load() != res[0].Job.ID {
+		if time.Now().After(deadline) {
+			t.Fatalf("job %d, added by another node after a silence, did not reach the watchers in 5 s", res[0].Job.ID)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer for a logger's writes from several
+// goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -152,6 +152,9 @@ func TestBackupUnderLoad(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(empty, "b.db")); err == nil {
 		t.Error("a refused backup wrote its file")
 	}
+	if pg := srv.run(t, "", "backup", "--store", "postgres://rota@127.0.0.1:1/rota", filepath.Join(empty, "b.db")); pg.code != 2 || !strings.Contains(pg.stderr, "back up PostgreSQL with its own tools") {
+		t.Errorf("a backup of a PostgreSQL store: %v", pg)
+	}
 	t.Logf("backup of %d jobs under load took %v; %d adds acknowledged meanwhile, longest gap %v; %d of %d earlier jobs in the copy",
 		filled+len(inCopy), ended.Sub(began), len(during), stall, len(before)-len(lost), len(before))
 	fmt.Printf("backup: %d jobs copied in %v under load (%s); longest gap between adds %v; lost = %d\n", filled+len(inCopy), ended.Sub(began).Round(time.Millisecond), strings.TrimSpace(res.stdout), stall.Round(time.Millisecond), len(lost))

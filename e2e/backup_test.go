@@ -36,7 +36,7 @@ func TestBackupUnderLoad(t *testing.T) {
 	// add: it never does, but this machine is shared and loaded.
 	const backupStall = 1500 * time.Millisecond
 	data := t.TempDir()
-	fill(t, filepath.Join(data, "rota.db"), 60_000)
+	fillSQLite(t, filepath.Join(data, "rota.db"), 60_000)
 	srv := serveAt(t, "127.0.0.1:0", data)
 	rs, err := remote.New(srv.URL, remote.Config{})
 	if err != nil {
@@ -160,9 +160,9 @@ func TestBackupUnderLoad(t *testing.T) {
 	fmt.Printf("backup: %d jobs copied in %v under load (%s); longest gap between adds %v; lost = %d\n", filled+len(inCopy), ended.Sub(began).Round(time.Millisecond), strings.TrimSpace(res.stdout), stall.Round(time.Millisecond), len(lost))
 }
 
-// fill adds n jobs to the SQLite database at path, before a server
+// fillSQLite adds n jobs to the SQLite database at path, before a server
 // serves it, so that a copy of it takes a while.
-func fill(t *testing.T, path string, n int) {
+func fillSQLite(t *testing.T, path string, n int) {
 	t.Helper()
 	st, err := sqlite.Open(path, sqlite.Config{})
 	if err != nil {

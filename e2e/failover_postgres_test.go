@@ -38,13 +38,13 @@ func TestChaosPostgresFailover(t *testing.T) {
 		t.Skip("builds a primary and a standby and kills the primary")
 	}
 	t.Parallel()
-	t.Run("synchronous", func(t *testing.T) { failover(t, true) })
-	t.Run("asynchronous", func(t *testing.T) { failover(t, false) })
+	t.Run("synchronous", func(t *testing.T) { runFailover(t, true) })
+	t.Run("asynchronous", func(t *testing.T) { runFailover(t, false) })
 }
 
-// failover runs one failover, with synchronous or asynchronous
+// runFailover runs one failover, with synchronous or asynchronous
 // replication.
-func failover(t *testing.T, synchronous bool) {
+func runFailover(t *testing.T, synchronous bool) {
 	primary := pgtest.Start(t)
 	standby := primary.Standby(t, "rota_standby")
 	mode := "async"
@@ -52,9 +52,9 @@ func failover(t *testing.T, synchronous bool) {
 		mode = "sync"
 		pgExec(t, primary.DSN("postgres"), `ALTER SYSTEM SET synchronous_standby_names = 'rota_standby'`, `SELECT pg_reload_conf()`)
 	}
-	waitFor(t, 20*time.Second, "the standby to stream ("+mode+")", func() bool {
+	waitWithin(t, 20*time.Second, "the standby to stream ("+mode+")", func() bool {
 		var state string
-		queryRow(t, primary.DSN("postgres"), `SELECT coalesce((SELECT sync_state FROM pg_stat_replication WHERE application_name = 'rota_standby' AND state = 'streaming'), '')`, &state)
+		pgQueryRow(t, primary.DSN("postgres"), `SELECT coalesce((SELECT sync_state FROM pg_stat_replication WHERE application_name = 'rota_standby' AND state = 'streaming'), '')`, &state)
 		return state == mode
 	})
 
@@ -101,16 +101,16 @@ func failover(t *testing.T, synchronous bool) {
 	// Work resumes: an add acknowledged, a job completed, on the new
 	// primary.
 	var added, completed time.Time
-	waitFor(t, 30*time.Second, "an add and a completion after the promotion", func() bool {
+	waitWithin(t, 30*time.Second, "an add and a completion after the promotion", func() bool {
 		_, added = prod.ackedAfter(promoted)
 		completed = seen[0].firstAfter(promoted)
 		return !added.IsZero() && !completed.IsZero()
 	})
 	// The sessions of their own follow: each node's LISTEN connection and
 	// one leader are on the new primary.
-	waitFor(t, 20*time.Second, "both LISTEN connections and a sweep leader on the new primary", func() bool {
+	waitWithin(t, 20*time.Second, "both LISTEN connections and a sweep leader on the new primary", func() bool {
 		var listen, lead int
-		queryRow(t, standby.DSN("postgres"), `SELECT count(*) FILTER (WHERE application_name = 'rota listen'), count(*) FILTER (WHERE application_name = 'rota leader') FROM pg_stat_activity`, &listen, &lead)
+		pgQueryRow(t, standby.DSN("postgres"), `SELECT count(*) FILTER (WHERE application_name = 'rota listen'), count(*) FILTER (WHERE application_name = 'rota leader') FROM pg_stat_activity`, &listen, &lead)
 		return listen == 2 && lead == 1
 	})
 	sessions := time.Now()
@@ -193,8 +193,8 @@ func pgExec(t *testing.T, dsn string, stmts ...string) {
 	}
 }
 
-// queryRow scans one row of q on the database at dsn.
-func queryRow(t *testing.T, dsn, q string, dest ...any) {
+// pgQueryRow scans one row of q on the database at dsn.
+func pgQueryRow(t *testing.T, dsn, q string, dest ...any) {
 	t.Helper()
 	c, err := pgx.Connect(t.Context(), dsn)
 	if err != nil {
@@ -206,9 +206,9 @@ func queryRow(t *testing.T, dsn, q string, dest ...any) {
 	}
 }
 
-// waitFor polls cond every 50 ms until it holds, failing the test after
+// waitWithin polls cond every 50 ms until it holds, failing the test after
 // limit.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+func waitWithin(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for !cond() {

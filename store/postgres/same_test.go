@@ -3,13 +3,16 @@ package postgres_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/rotajobs/rota/store"
 	"github.com/rotajobs/rota/store/sqlite"
+	"github.com/rotajobs/rota/store/storetest"
 )
 
 // TestSameOrderAsSQLite runs the same random scenarios on this store and
@@ -154,4 +157,26 @@ func TestSameOrderAsSQLite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSameAsSQLite runs random sequences of every kind of operation on
+// this store and on store/sqlite and requires the same answers and the
+// same final jobs (storetest.Same). ROTA_SAME_SEEDS runs more seeds.
+func TestSameAsSQLite(t *testing.T) {
+	n := uint64(24)
+	if v, err := strconv.ParseUint(os.Getenv("ROTA_SAME_SEEDS"), 10, 64); err == nil && v > 0 {
+		n = v
+	}
+	seeds := make([]uint64, n)
+	for i := range seeds {
+		seeds[i] = uint64(i)
+	}
+	storetest.Same(t, seeds, 80, func(t *testing.T) [2]store.Store {
+		lite, err := sqlite.Open(filepath.Join(t.TempDir(), "rota.db"), sqlite.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { lite.Close() })
+		return [2]store.Store{open(t), lite}
+	})
 }

@@ -11,6 +11,14 @@
 // through an index in (turn, name) order, so an accept reads only the
 // front of it, a page at a time, whatever the number of groups
 // (docs/fairness.md).
+//
+// A group that has no pending jobs and gets some starts at the later of
+// its own turn and its type's virtual clock, read as the operation that
+// gives it jobs begins: the smallest turn among the type's groups that
+// have pending jobs, or, when none has, the turn at which a group last
+// ran out of them (Group.LastTurn, kept by the store). So an idle group
+// cannot bank turns, and a returning group ties with the groups at the
+// front rather than waiting behind them.
 package fair
 
 import (
@@ -80,14 +88,45 @@ func (g *Group) Room(extra int64) int64 {
 // Serve records that g gave n jobs: its turn moves by n/weight, and its
 // counts with it.
 func (g *Group) Serve(n int64) {
-	g.Turn += float64(n) / g.Weight
-	g.Pending -= n
-	g.Running += n
-	g.BandCount += n
+	g.Plan(n)
 	g.Served += n
 	if g.Cross != nil {
 		g.Cross.Running += n
 	}
+}
+
+// Plan records that g is to give n jobs, for a store that plans several
+// turns before it claims them: its turn and its own counts move as Serve
+// moves them; its cross-type bound, shared with its groups of other types,
+// and Served wait for what is claimed (Settle).
+func (g *Group) Plan(n int64) {
+	g.Turn += float64(n) / g.Weight
+	g.Pending -= n
+	g.Running += n
+	g.BandCount += n
+}
+
+// LastTurn is the turn at which g gave its last job: where its type's
+// virtual clock moves when an accept leaves it with no pending jobs.
+func (g *Group) LastTurn() float64 { return g.Turn - 1/g.Weight }
+
+// Mark is a group's place and counts before a store planned turns of it
+// (Plan), to settle them with what it claimed (Settle).
+type Mark struct {
+	turn                        float64
+	pending, running, bandCount int64
+}
+
+// Mark returns g's place and counts now.
+func (g *Group) Mark() Mark {
+	return Mark{g.Turn, g.Pending, g.Running, g.BandCount}
+}
+
+// Settle puts g back where it was at m, before the turns planned since,
+// and serves it the n jobs claimed instead.
+func (g *Group) Settle(m Mark, n int64) {
+	g.Turn, g.Pending, g.Running, g.BandCount = m.turn, m.pending, m.running, m.bandCount
+	g.Serve(n)
 }
 
 // TurnBefore reports whether the turn (t1, g1) comes before (t2, g2).

@@ -139,15 +139,10 @@ type step struct {
 	bc int64
 }
 
-// before is a group's state when a round started, to settle the round
-// with what was claimed rather than what was planned.
-type before struct {
-	turn                        float64
-	pending, running, bandCount int64
-}
-
-// plan simulates up to need turns of q's round robin.
-func (a *acceptor) plan(q *queue, need int64, start map[*fair.Group]before) ([]step, error) {
+// plan simulates up to need turns of q's round robin (fair.Group.Plan),
+// noting in start where each group was before, to settle the round with
+// what was claimed rather than what was planned.
+func (a *acceptor) plan(q *queue, need int64, start map[*fair.Group]fair.Mark) ([]step, error) {
 	var steps []step
 	extra := map[*fair.Bound]int64{}
 	for planned := int64(0); planned < need; {
@@ -179,13 +174,10 @@ func (a *acceptor) plan(q *queue, need int64, start map[*fair.Group]before) ([]s
 		}
 		n := min(q.Wins(g, need-planned), room, g.Pending)
 		if _, ok := start[g]; !ok {
-			start[g] = before{g.Turn, g.Pending, g.Running, g.BandCount}
+			start[g] = g.Mark()
 		}
 		steps = append(steps, step{g: g, n: n, bc: g.BandCount})
-		g.Turn += float64(n) / g.Weight
-		g.Pending -= n
-		g.Running += n
-		g.BandCount += n
+		g.Plan(n)
 		if g.Cross != nil {
 			extra[g.Cross] += n
 		}
@@ -319,11 +311,12 @@ RETURNING ` + prefixed("j.", jobColumns) + `, lt.e` + returning
 }
 
 // servedSQL counts jobs claimed from groups (rows of src: type, grp, n,
-// inv = 1/weight): fewer pending, turns and band counters moved on. Group
-// rows are locked in (type, grp) order.
+// w = weight): fewer pending, turns moved on by n/w as fair.Group.Serve
+// moves them, band counters moved on. Group rows are locked in (type, grp)
+// order.
 func servedSQL(src string) string {
 	return `INSERT INTO rota.groups AS g (type, grp, pending, turn, band_count)
-	SELECT s.type, s.grp, -s.n, s.n * s.inv, s.n FROM (` + src + `) s ORDER BY s.type COLLATE "C", s.grp COLLATE "C"
+	SELECT s.type, s.grp, -s.n, s.n / s.w, s.n FROM (` + src + `) s ORDER BY s.type COLLATE "C", s.grp COLLATE "C"
 	ON CONFLICT (type, grp) DO UPDATE SET pending = g.pending + excluded.pending,
 		turn = g.turn + excluded.turn, band_count = g.band_count + excluded.band_count
 	RETURNING g.type, g.grp, g.pending, g.turn`
@@ -369,7 +362,7 @@ UPDATE rota.jobs j SET state = 1, token = translate(gen_random_uuid()::text, '-'
 	prev_started_at = j.started_at, started_at = now(), cancel_requested = false, updated_at = now()
 FROM lt WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL
 	AND (SELECT set_config('rotajobs.short', ((SELECT count(*) FROM picked) < $2)::text, true)) IS NOT NULL
-	AND (SELECT set_config('rotajobs.vclock', coalesce((SELECT (hd.turn + (x.n - 1) / hd.w)::text
+	AND (SELECT set_config('rotajobs.vclock', coalesce((SELECT (hd.turn + x.n / hd.w - 1 / hd.w)::text
 		FROM hd, (SELECT count(*) AS n FROM picked) x WHERE x.n > 0 AND x.n >= hd.pending), ''), true)) IS NOT NULL
 RETURNING ` + prefixed("j.", jobColumns) + `, 1::bigint, (SELECT hd.n FROM hd)`
 
@@ -392,13 +385,13 @@ var pageIfShortSQL = `SELECT * FROM (` + pageSQL + `) p WHERE current_setting('r
 var (
 	// claimCountedSQL claims a plan of one type and counts it, in one
 	// statement (an accept outside a transaction); $10..$12 give each
-	// group's 1/weight. The group rows are updated after the jobs (gu is
+	// group's weight. The group rows are updated after the jobs (gu is
 	// not referenced), so that the claim holds them only from the end of
 	// the statement to its commit.
 	claimCountedSQL = `WITH ` + planSQL + claimSQL(7, `,
 cd AS (SELECT p.type, p.grp, count(*) AS n FROM picked p GROUP BY p.type, p.grp),
-gu AS (`+servedSQL(`SELECT cd.type, cd.grp, cd.n, w.inv FROM cd
-	JOIN unnest($10::text[], $11::text[], $12::float8[]) AS w(type, grp, inv) ON w.type = cd.type AND w.grp = cd.grp`)+`)`, "",
+gu AS (`+servedSQL(`SELECT cd.type, cd.grp, cd.n, w.w FROM cd
+	JOIN unnest($10::text[], $11::text[], $12::float8[]) AS w(type, grp, w) ON w.type = cd.type AND w.grp = cd.grp`)+`)`, "",
 		"")
 
 	// claimPlanSQL claims a plan in the accept's transaction, which counts
@@ -413,7 +406,7 @@ gu AS (`+servedSQL(`SELECT cd.type, cd.grp, cd.n, w.inv FROM cd
 	claimIDsSQL = `WITH picked AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS p(id, e, type))` +
 		claimSQL(4, "", "", "")
 
-	servedFlushSQL = servedSQL(`SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::float8[]) AS u(type, grp, n, inv)`)
+	servedFlushSQL = servedSQL(`SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::float8[]) AS u(type, grp, n, w)`)
 )
 
 // acceptor is one accept.
@@ -499,7 +492,7 @@ func (a *acceptor) lock(g *fair.Group, wait bool) (bool, error) {
 // round plans and claims up to need jobs from the queues and appends them
 // to a.jobs in accept order. It reports whether it made progress.
 func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
-	start := map[*fair.Group]before{}
+	start := map[*fair.Group]fair.Mark{}
 	steps := make([][]step, len(queues))
 	ents := &entries{n: map[entryKey]int64{}, index: map[entryKey]int{}}
 	for i, q := range queues {
@@ -529,11 +522,11 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 		args = append(args, a.lease...)
 		if a.tx == nil {
 			query = claimCountedSQL
-			types, grps, invs := make([]string, 0, len(start)), make([]string, 0, len(start)), make([]float64, 0, len(start))
+			types, grps, ws := make([]string, 0, len(start)), make([]string, 0, len(start)), make([]float64, 0, len(start))
 			for g := range start {
-				types, grps, invs = append(types, g.Type), append(grps, g.Name), append(invs, 1/g.Weight)
+				types, grps, ws = append(types, g.Type), append(grps, g.Name), append(ws, g.Weight)
 			}
-			args = append(args, types, grps, invs)
+			args = append(args, types, grps, ws)
 		}
 		r, err := a.t.query(query, args...)
 		if err != nil {
@@ -577,11 +570,22 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 			return false, err
 		}
 	}
-	progress := false
+	// Entries that found fewer jobs than planned: their group (or band)
+	// gave out, and is passed over once what it found is taken.
+	var gaveOut []entryKey
 	for _, k := range ents.keys {
 		l := lists[k]
 		slices.SortFunc(l, cmpCandidates)
 		if int64(len(l)) < ents.n[k] {
+			gaveOut = append(gaveOut, k)
+		}
+	}
+	progress := false
+	passOver := func(left map[*fair.Group]bool) {
+		for _, k := range gaveOut {
+			if left[k.g] {
+				continue // what it found is still to be taken: plan it again
+			}
 			progress = true
 			switch k.band {
 			case fair.AnyBand:
@@ -599,8 +603,13 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 	// Each type's picks in its round-robin order, the band of each pick
 	// falling back to the other when empty.
 	seqs := make([][]pick, len(queues))
+	// short: a type's sequence lacks picks it planned (a group gave fewer
+	// than it won turns), so what comes after its end is not known yet.
+	short := make([]bool, len(queues))
 	for i, q := range queues {
+		planned := int64(0)
 		for _, st := range steps[i] {
+			planned += st.n
 			for n := range st.n {
 				want := fair.AnyBand // the scheme's band, whatever was found
 				if !q.Bands.IsZero() {
@@ -619,20 +628,29 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 				}
 			}
 		}
+		short[i] = int64(len(seqs[i])) < planned
 	}
 	var taken []pick
 	if single {
 		taken = seqs[0]
+		passOver(nil)
 	} else {
 		// The type whose next pick ranks best goes first.
 		extra := map[*fair.Bound]int64{}
 		dropped := map[*fair.Group]bool{}
 		next := make([]int, len(seqs))
+	choose:
 		for int64(len(taken)) < need {
 			best := -1
 			for i, s := range seqs {
 				for next[i] < len(s) && dropped[s[next[i]].g] {
 					next[i]++
+				}
+				if next[i] == len(s) && short[i] {
+					// Its next pick, from a group not planned yet, may rank
+					// best: plan again, passing over the groups that gave
+					// out once what they found is taken.
+					break choose
 				}
 				if next[i] < len(s) && (best < 0 || fair.Better(s[next[i]].c.Candidate, seqs[best][next[best]].c.Candidate)) {
 					best = i
@@ -654,6 +672,13 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 			}
 			taken = append(taken, pk)
 		}
+		left := map[*fair.Group]bool{}
+		for i, s := range seqs {
+			for _, pk := range s[next[i]:] {
+				left[pk.g] = true
+			}
+		}
+		passOver(left)
 		if len(taken) > 0 {
 			n := len(taken)
 			ids, es, types := make([]int64, n), make([]int64, n), make([]string, n)
@@ -701,23 +726,16 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 	if len(taken) > 0 {
 		progress = true
 	}
-	for g, b := range start {
+	for g, m := range start {
 		n := claimed[g]
-		g.Turn = b.turn + float64(n)/g.Weight
-		g.Pending = b.pending - n
-		g.Running = b.running + n
-		g.BandCount = b.bandCount + n
 		if n > 0 && g.Served == 0 {
 			a.groups = append(a.groups, g)
 		}
-		g.Served += n
+		g.Settle(m, n)
 		if a.tx != nil {
 			a.deferred[g] += n
 		} else if n > 0 && g.Pending <= 0 {
-			a.clock(g, g.Turn) // it ran out (as far as this accept can tell)
-		}
-		if g.Cross != nil {
-			g.Cross.Running += n
+			a.clock(g, g.LastTurn()) // it ran out (as far as this accept can tell)
 		}
 	}
 	if a.tx == nil {
@@ -757,10 +775,9 @@ func (c *claimScan) next(r rows) (*store.Job, int64, error) {
 	return j, c.e, nil
 }
 
-// clock notes that g ran out of pending jobs at turn (after it was
-// served), for its type's virtual clock.
-func (a *acceptor) clock(g *fair.Group, turn float64) {
-	v := turn - 1/g.Weight
+// clock notes that g ran out of pending jobs, last served at turn v
+// (fair.Group.LastTurn), for its type's virtual clock.
+func (a *acceptor) clock(g *fair.Group, v float64) {
 	if old, ok := a.clocks[g.Type]; !ok || v > old {
 		a.clocks[g.Type] = v
 	}
@@ -862,14 +879,14 @@ func (a *acceptor) finish() error {
 	if a.tx != nil {
 		var types, grps []string
 		var ns []int64
-		var invs []float64
+		var ws []float64
 		for _, g := range a.groups {
 			if d := a.deferred[g]; d > 0 {
-				types, grps, ns, invs = append(types, g.Type), append(grps, g.Name), append(ns, d), append(invs, 1/g.Weight)
+				types, grps, ns, ws = append(types, g.Type), append(grps, g.Name), append(ns, d), append(ws, g.Weight)
 			}
 		}
 		if len(types) > 0 {
-			r, err := a.t.query(servedFlushSQL, types, grps, ns, invs)
+			r, err := a.t.query(servedFlushSQL, types, grps, ns, ws)
 			if err != nil {
 				return fmt.Errorf("group counts: %w", err)
 			}
@@ -887,7 +904,8 @@ func (a *acceptor) finish() error {
 						return err
 					}
 					if g := byKey[groupKey{typ, grp}]; g != nil && pending == 0 {
-						a.clock(g, turn)
+						g.Turn = turn
+						a.clock(g, g.LastTurn())
 					}
 				}
 				return r.Err()

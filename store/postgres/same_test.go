@@ -1,16 +1,21 @@
 package postgres_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/rotajobs/rota/store"
+	"github.com/rotajobs/rota/store/postgres"
 	"github.com/rotajobs/rota/store/sqlite"
 	"github.com/rotajobs/rota/store/storetest"
 )
@@ -171,12 +176,65 @@ func TestSameAsSQLite(t *testing.T) {
 	for i := range seeds {
 		seeds[i] = uint64(i)
 	}
-	storetest.Same(t, seeds, 80, func(t *testing.T) [2]store.Store {
+	storetest.Same(t, seeds, 80, func(t *testing.T) storetest.SamePair {
 		lite, err := sqlite.Open(filepath.Join(t.TempDir(), "rota.db"), sqlite.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { lite.Close() })
-		return [2]store.Store{open(t), lite}
+		pg := open(t)
+		return storetest.SamePair{Stores: [2]store.Store{pg, lite}, Dump: func() string {
+			return "groups on PostgreSQL (type, group, pending, turn, bands; vclocks):\n" +
+				dumpRows(t, pg, `SELECT type, grp, pending, turn, band_count FROM rota.groups ORDER BY type, turn, grp`) +
+				dumpRows(t, pg, `SELECT name, vclock FROM rota.types ORDER BY name`) +
+				"groups on SQLite:\n" +
+				dumpSQLite(t, lite, `SELECT type, grp, pending, turn, band_count FROM rota_groups ORDER BY type, turn, grp`) +
+				dumpSQLite(t, lite, `SELECT name, vclock FROM rota_types ORDER BY name`)
+		}}
 	})
+}
+
+// dumpRows shows the rows of a query on s, one a line.
+func dumpRows(t *testing.T, s *postgres.Store, q string) string {
+	q = strings.ReplaceAll(q, "rota.", pgx.Identifier{s.Schema()}.Sanitize()+".")
+	rows, err := s.Pool().Query(context.Background(), q)
+	if err != nil {
+		return err.Error() + "\n"
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		vs, err := rows.Values()
+		if err != nil {
+			return err.Error() + "\n"
+		}
+		fmt.Fprintln(&b, " ", vs)
+	}
+	return b.String()
+}
+
+func dumpSQLite(t *testing.T, s *sqlite.Store, q string) string {
+	db, err := s.DB()
+	if err != nil {
+		return err.Error() + "\n"
+	}
+	rows, err := db.Query(q)
+	if err != nil {
+		return err.Error() + "\n"
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var b strings.Builder
+	for rows.Next() {
+		vs := make([]any, len(cols))
+		ps := make([]any, len(cols))
+		for i := range vs {
+			ps[i] = &vs[i]
+		}
+		if err := rows.Scan(ps...); err != nil {
+			return err.Error() + "\n"
+		}
+		fmt.Fprintln(&b, " ", vs)
+	}
+	return b.String()
 }

@@ -34,7 +34,8 @@ func (s *Store) resolve(pats []store.Pattern) []string {
 
 // queue is one type's groups during one accept (fair.Queue), with what
 // this store keeps of them: the groups served, to save their turns, and
-// the type's virtual clock.
+// the type's virtual clock, which moves to the turn at which a group last
+// gave a job when the accept leaves it with none pending.
 type queue struct {
 	*fair.Queue
 	cfg     typeConfig
@@ -93,13 +94,13 @@ func (w *txn) newQueue(typ string, first int, cross map[string]*fair.Bound) *que
 
 // served records that g handed out n jobs.
 func (q *queue) served(g *fair.Group, n int) {
-	if !q.moved || g.Turn > q.vclock {
-		q.vclock, q.moved = g.Turn+float64(n-1)/g.Weight, true
-	}
 	if g.Served == 0 {
 		q.touched = append(q.touched, g)
 	}
 	g.Serve(int64(n))
+	if g.Pending <= 0 && (!q.moved || g.LastTurn() > q.vclock) {
+		q.vclock, q.moved = g.LastTurn(), true
+	}
 	q.Push(g)
 }
 
@@ -251,8 +252,11 @@ func (w *txn) claim(dst []store.Job, g *fair.Group, cands []fair.Candidate, work
 	if n != len(cands) {
 		return dst[:base], fmt.Errorf("sqlite: accept: claimed %d of %d jobs", n, len(cands))
 	}
-	if err := w.count(g.Type, g.Name, -n, n); err != nil {
-		return dst[:base], err
+	// Not w.count: a claim only takes jobs from pending, so it needs no
+	// virtual clock for groups that return.
+	if _, err := w.exec(`UPDATE rota_groups SET pending = pending - ?, running = running + ? WHERE type = ? AND grp = ?`,
+		n, n, g.Type, g.Name); err != nil {
+		return dst[:base], fmt.Errorf("sqlite: accept: count jobs of group %q: %w", g.Name, err)
 	}
 	return dst, nil
 }

@@ -190,6 +190,7 @@ func (s *Store) runBatch(light, heavy []*request) {
 			return
 		}
 		mark := len(w.changes)
+		w.clocks = nil // each request reads the clocks as it begins
 		if single {
 			r.err = r.fn(w)
 			return

@@ -850,6 +850,11 @@ func (w *txn) completeMany(ps []store.FinishParams, results [][]byte) ([]bool, e
 // its row exists): jobs that leave a count, or move between pending and
 // running.
 func (w *txn) count(typ, grp string, pending, running int) error {
+	if pending != 0 {
+		if _, err := w.clock(typ); err != nil {
+			return err
+		}
+	}
 	if _, err := w.exec(`UPDATE rota_groups SET pending = pending + ?, running = running + ? WHERE type = ? AND grp = ?`,
 		pending, running, typ, grp); err != nil {
 		return fmt.Errorf("sqlite: count jobs of group %q: %w", grp, err)
@@ -859,18 +864,44 @@ func (w *txn) count(typ, grp string, pending, running int) error {
 
 // enter counts jobs that enter a group's pending or running count, making
 // its row if it has none. A group that had no pending jobs takes its turn
-// no earlier than its type's virtual clock, so that it cannot have banked
-// turns while idle.
+// no earlier than its type's virtual clock (clock), so that it cannot have
+// banked turns while idle.
 func (w *txn) enter(typ, grp string, pending, running int) error {
+	clock, err := w.clock(typ)
+	if err != nil {
+		return err
+	}
 	if _, err := w.exec(`INSERT INTO rota_groups (type, grp, pending, running, turn)
-		VALUES (?, ?, ?, ?, coalesce((SELECT vclock FROM rota_types WHERE name = ?), 0))
+		VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (type, grp) DO UPDATE SET
 			turn = CASE WHEN pending = 0 AND excluded.pending > 0 THEN max(turn, excluded.turn) ELSE turn END,
 			pending = pending + excluded.pending,
-			running = running + excluded.running`, typ, grp, pending, running, typ); err != nil {
+			running = running + excluded.running`, typ, grp, pending, running, clock); err != nil {
 		return fmt.Errorf("sqlite: count jobs of group %q: %w", grp, err)
 	}
 	return nil
+}
+
+// clock is typ's virtual clock as the request began (fair's rule): the
+// smallest turn among its groups with pending jobs, else the turn kept in
+// rota_types. It is read before the request's first change to the type's
+// pending counts, so that every group the request gives jobs starts from
+// the same clock, whatever the order of its changes (PostgreSQL counts a
+// transaction's changes in one statement at its end).
+func (w *txn) clock(typ string) (float64, error) {
+	if c, ok := w.clocks[typ]; ok {
+		return c, nil
+	}
+	var c float64
+	if err := w.queryRow(`SELECT coalesce((SELECT min(turn) FROM rota_groups WHERE type = ? AND pending > 0),
+		(SELECT vclock FROM rota_types WHERE name = ?), 0)`, typ, typ).Scan(&c); err != nil {
+		return 0, fmt.Errorf("sqlite: virtual clock of type %q: %w", typ, err)
+	}
+	if w.clocks == nil {
+		w.clocks = map[string]float64{}
+	}
+	w.clocks[typ] = c
+	return c, nil
 }
 
 // move counts a job that left place from (nil: none) and entered place to

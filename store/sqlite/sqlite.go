@@ -393,6 +393,9 @@ type txn struct {
 	// inScope restricts an accept to some groups (AcceptParams.Groups);
 	// nil allows every group.
 	inScope func(group string) bool
+	// clocks are the virtual clocks of the types whose pending counts
+	// the request changes, as it began (clock).
+	clocks map[string]float64
 }
 
 var bg = context.Background()

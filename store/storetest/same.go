@@ -32,11 +32,12 @@ import (
 //
 // Each seed is a subtest named by its number, so a divergence is
 // reproduced with -run 'Same/<seed>$'.
-func Same(t *testing.T, seeds []uint64, ops int, open func(t *testing.T) [2]store.Store) {
+func Same(t *testing.T, seeds []uint64, ops int, open func(t *testing.T) SamePair) {
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
-			d := &differ{t: t, r: rand.New(rand.NewPCG(seed, 24)), stores: open(t), base: time.Now().Truncate(time.Second)}
+			p := open(t)
+			d := &differ{t: t, r: rand.New(rand.NewPCG(seed, 24)), stores: p.Stores, dump: p.Dump, base: time.Now().Truncate(time.Second)}
 			d.run(ops)
 		})
 	}
@@ -50,8 +51,17 @@ var (
 	samePatterns = [][]string{{"a"}, {"b"}, {"a", "b"}, {"a*"}, {"*"}, {"ab", "b"}}
 )
 
+// SamePair is the two stores Same compares; Dump, if set, shows what the
+// stores keep besides the jobs (their groups' turns and counts) when they
+// diverge.
+type SamePair struct {
+	Stores [2]store.Store
+	Dump   func() string
+}
+
 type differ struct {
 	t      *testing.T
+	dump   func() string
 	r      *rand.Rand
 	stores [2]store.Store
 	base   time.Time // the test's "now": explicit times are far from it
@@ -70,7 +80,11 @@ func (d *differ) logf(format string, args ...any) {
 func (d *differ) fail(format string, args ...any) {
 	d.t.Helper()
 	from := max(0, len(d.log)-40)
-	d.t.Fatalf("step %d: %s\nlast operations:\n%s", d.step, fmt.Sprintf(format, args...), strings.Join(d.log[from:], "\n"))
+	var dump string
+	if d.dump != nil {
+		dump = "\n" + d.dump()
+	}
+	d.t.Fatalf("step %d: %s\nlast operations:\n%s%s", d.step, fmt.Sprintf(format, args...), strings.Join(d.log[from:], "\n"), dump)
 }
 
 // errClass names err by the sentinel it matches.

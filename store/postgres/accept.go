@@ -169,7 +169,9 @@ func (a *acceptor) plan(q *queue, need int64, start map[*fair.Group]fair.Mark) (
 		}
 		room := g.Room(extra[g.Cross])
 		if room == 0 {
-			g.Out = true // at its bound: its turn stays
+			if _, planned := start[g]; !planned {
+				g.Out = true // at its bound: its turn stays
+			} // else at its bound with the turns planned: the next round sees
 			continue
 		}
 		n := min(q.Wins(g, need-planned), room, g.Pending)

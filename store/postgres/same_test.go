@@ -187,6 +187,8 @@ func TestSameAsSQLite(t *testing.T) {
 			return "groups on PostgreSQL (type, group, pending, turn, bands; vclocks):\n" +
 				dumpRows(t, pg, `SELECT type, grp, pending, turn, band_count FROM rota.groups ORDER BY type, turn, grp`) +
 				dumpRows(t, pg, `SELECT name, vclock FROM rota.types ORDER BY name`) +
+				"pending jobs on PostgreSQL (id, type, group, priority, attempt, run_at, lease_until):\n" +
+				dumpRows(t, pg, `SELECT id, type, grp, priority, attempt, run_at, lease_until FROM rota.jobs WHERE state = 0 ORDER BY id`) +
 				"groups on SQLite:\n" +
 				dumpSQLite(t, lite, `SELECT type, grp, pending, turn, band_count FROM rota_groups ORDER BY type, turn, grp`) +
 				dumpSQLite(t, lite, `SELECT name, vclock FROM rota_types ORDER BY name`)

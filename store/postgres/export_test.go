@@ -1,5 +1,25 @@
 package postgres
 
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+)
+
 // LeaderLockKey is the advisory lock key of a schema's sweep leader, for
 // tests that kill the leader's session.
 func LeaderLockKey(schema string) int64 { return hash64("leader", schema) }
+
+// HeadTurns runs headTurnsSQL, the choice of the head step: the group of
+// typ that goes first and how many turns in a row it wins, at most want;
+// ok is false when the step leaves the type to the rounds.
+func (s *Store) HeadTurns(ctx context.Context, typ string, want int64) (grp string, n int64, ok bool, err error) {
+	var turn, w float64
+	var pending int64
+	err = s.pool.QueryRow(ctx, s.q(headTurnsSQL), typ, want).Scan(&grp, &turn, &pending, &w, &n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", 0, false, nil
+	}
+	return grp, n, err == nil, err
+}

@@ -285,6 +285,14 @@ func (d *differ) add() {
 		}
 		ps = append(ps, p)
 	}
+	// A unique add where several jobs could be found is left out: the
+	// stores do not find the same one (the lowest id, as AddParams.Unique
+	// says, is neither store's choice; see docs/postgres.md).
+	for i := range ps {
+		if ps[i].Unique && d.uniqueCandidates(ps[:i+1]) > 1 {
+			ps[i].Unique, ps[i].Overwrite = false, false
+		}
+	}
 	var desc []string
 	for _, p := range ps {
 		desc = append(desc, d.addDesc(p))
@@ -316,6 +324,25 @@ func (d *differ) add() {
 			}
 		}
 	}
+}
+
+// uniqueCandidates counts the jobs the last unique add of ps could find:
+// the first store's jobs of its type and group that have not completed,
+// and the adds before it in ps of the same type and group.
+func (d *differ) uniqueCandidates(ps []store.AddParams) int {
+	last := ps[len(ps)-1]
+	l, err := d.stores[0].List(d.t.Context(), store.ListParams{Types: []string{last.Type}, Groups: []string{last.Group},
+		States: []store.State{store.Pending, store.Running, store.Paused, store.Failed, store.Cancelled}, Limit: store.MaxListLimit})
+	if err != nil {
+		d.fail("List on %T: %v", d.stores[0], err)
+	}
+	n := len(l.Jobs)
+	for _, p := range ps[:len(ps)-1] {
+		if p.Type == last.Type && p.Group == last.Group {
+			n++
+		}
+	}
+	return n
 }
 
 func (d *differ) addDesc(p store.AddParams) string {

@@ -24,9 +24,8 @@ import (
 // on store/sqlite, one call at a time, and compares which jobs every accept
 // hands out, in which order: groups with weights and bounds, counting
 // schemes, single and multi-type accepts of random sizes, completions that
-// free bounded groups. (Jobs are all added first: where a group that ran
-// out of jobs comes back, the two stores start it at a virtual clock
-// computed differently; see docs/postgres.md.)
+// free bounded groups, and jobs added as it goes, so that groups that ran
+// out come back. TestSameAsSQLite runs every other operation too.
 func TestSameOrderAsSQLite(t *testing.T) {
 	for seed := range uint64(16) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -110,6 +109,15 @@ func TestSameOrderAsSQLite(t *testing.T) {
 					tc, _ := lite.TypeConfigs(ctx)
 					gc, _ := lite.GroupConfigs(ctx)
 					t.Fatalf("step %d: Accept(%v, limit %d) gave\n%v on PostgreSQL,\n%v on SQLite\ntypes %+v\ngroups %+v", step, p.Types, p.Limit, desc(got[0]), desc(got[1]), tc, gc)
+				}
+				// Add a few jobs now and then: groups that ran out return.
+				if !last && r.IntN(3) == 0 {
+					var more []store.AddParams
+					for range 1 + r.IntN(4) {
+						more = append(more, store.AddParams{Type: types[r.IntN(2)], Group: groups[r.IntN(len(groups))],
+							Priority: r.IntN(5) - 2, RunAt: time.Now().Add(-time.Duration(r.IntN(1000)) * time.Second)})
+					}
+					both("Add", func(s store.Store) error { _, err := s.Add(ctx, more); return err })
 				}
 				// Finish a random part of what runs, the same on both.
 				var done []int

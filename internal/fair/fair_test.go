@@ -176,3 +176,32 @@ func TestBetter(t *testing.T) {
 		t.Fatalf("order %v, want %v (retries, priority, run time, id)", ids, want)
 	}
 }
+
+// TestPlanSettle: a store that plans turns and claims fewer ends where
+// serving what it claimed would have left the group, its bound across
+// types included, and LastTurn is the turn of its last job.
+func TestPlanSettle(t *testing.T) {
+	for _, w := range []float64{0.5, 1, 3, 4} {
+		cross := &Bound{Max: 10, Running: 2}
+		g := &Group{Name: "g", Turn: 1.5, Weight: w, Pending: 5, Running: 1, BandCount: 7, Cross: cross}
+		want := *g
+		wantCross := *cross
+		want.Cross = &wantCross
+		want.Serve(2)
+
+		m := g.Mark()
+		g.Plan(3)
+		g.Plan(1)
+		if cross.Running != 2 || g.Served != 0 {
+			t.Errorf("weight %v: planning moved the bound across types to %d, Served to %d", w, cross.Running, g.Served)
+		}
+		g.Settle(m, 2)
+		if g.Turn != want.Turn || g.Pending != want.Pending || g.Running != want.Running || g.BandCount != want.BandCount ||
+			g.Served != want.Served || cross.Running != wantCross.Running {
+			t.Errorf("weight %v: settled to %+v (cross %d), want %+v (cross %d)", w, *g, cross.Running, want, wantCross.Running)
+		}
+		if got := g.LastTurn(); got != 1.5+1/w {
+			t.Errorf("weight %v: LastTurn = %v, want %v", w, got, 1.5+1/w)
+		}
+	}
+}

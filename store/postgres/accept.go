@@ -581,7 +581,7 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 		}
 	}
 	// Entries that found fewer jobs than planned: their group (or band)
-	// gave out, and is passed over once what it found is taken.
+	// gave out, and is passed over once everything it found is taken.
 	var gaveOut []entryKey
 	for _, k := range ents.keys {
 		l := lists[k]
@@ -591,9 +591,9 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 		}
 	}
 	progress := false
-	passOver := func(left map[*fair.Group]bool) {
+	passOver := func(left map[entryKey]bool) {
 		for _, k := range gaveOut {
-			if left[k.g] {
+			if left[k] || len(lists[k]) > 0 {
 				continue // what it found is still to be taken: plan it again
 			}
 			progress = true
@@ -633,7 +633,7 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 					k.band = fair.HighBand + fair.LowBand - want
 				}
 				if l := lists[k]; len(l) > 0 {
-					seqs[i] = append(seqs[i], pick{st.g, l[0]})
+					seqs[i] = append(seqs[i], pick{st.g, l[0], k})
 					lists[k] = l[1:]
 				}
 			}
@@ -682,10 +682,10 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 			}
 			taken = append(taken, pk)
 		}
-		left := map[*fair.Group]bool{}
+		left := map[entryKey]bool{}
 		for i, s := range seqs {
 			for _, pk := range s[next[i]:] {
-				left[pk.g] = true
+				left[pk.k] = true
 			}
 		}
 		passOver(left)
@@ -761,6 +761,7 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 type pick struct {
 	g *fair.Group
 	c candidate
+	k entryKey // the plan entry that found it
 }
 
 // claimScan reads claimed jobs, each with its plan entry, reusing one

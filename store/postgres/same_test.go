@@ -199,7 +199,9 @@ func TestSameAsSQLite(t *testing.T) {
 				dumpRows(t, pg, `SELECT id, type, grp, priority, attempt, run_at, lease_until FROM rota.jobs WHERE state = 0 ORDER BY id`) +
 				"groups on SQLite:\n" +
 				dumpSQLite(t, lite, `SELECT type, grp, pending, turn, band_count FROM rota_groups ORDER BY type, turn, grp`) +
-				dumpSQLite(t, lite, `SELECT name, vclock FROM rota_types ORDER BY name`)
+				dumpSQLite(t, lite, `SELECT name, vclock FROM rota_types ORDER BY name`) +
+				"pending jobs on SQLite:\n" +
+				dumpSQLite(t, lite, `SELECT id, type, grp, priority, attempt, run_at, lease_until FROM rota_jobs WHERE state = 0 ORDER BY id`)
 		}}
 	})
 }

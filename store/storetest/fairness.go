@@ -40,6 +40,30 @@ func testFairness(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Errorf("two batches of 3 = %q then %q, want a b a, then b a b", first, second)
 		}
 	})
+	t.Run("BandsWhenAnotherGroupHasNothingDue", func(t *testing.T) {
+		// Group b's only job is not due, so its turn gives nothing and
+		// group a gives the batch: with the scheme 2,1, two jobs of its
+		// high band and then one of its low band, though the low band
+		// has fewer jobs than the batch asks for.
+		s := open(t)
+		if err := s.SetTypeConfig(t.Context(), store.TypeConfig{Type: "t", Bands: store.Bands{High: 2, Low: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		past := time.Now().Add(-time.Hour)
+		add(t, s, store.AddParams{Type: "t", Group: "a", Priority: 2, RunAt: past},
+			store.AddParams{Type: "t", Group: "a", Priority: 1, RunAt: past},
+			store.AddParams{Type: "t", Group: "a", Priority: 1, RunAt: past.Add(time.Second)},
+			store.AddParams{Type: "t", Group: "a", Priority: -2, RunAt: past},
+			store.AddParams{Type: "t", Group: "b", RunAt: time.Now().Add(time.Hour)})
+		res := accept(t, s, store.AcceptParams{Types: []string{"t"}, Limit: 3})
+		var got []int
+		for _, j := range res.Jobs {
+			got = append(got, j.Priority)
+		}
+		if want := []int{2, 1, -2}; !slices.Equal(got, want) {
+			t.Errorf("priorities handed out = %v, want %v", got, want)
+		}
+	})
 	t.Run("ReturningGroupStartsAtTheFront", func(t *testing.T) {
 		// The default group has been served three times and still waits;
 		// g1 gets its first job, of a lower priority. g1 starts at the

@@ -174,17 +174,22 @@ func TestSameOrderAsSQLite(t *testing.T) {
 
 // TestSameAsSQLite runs random sequences of every kind of operation on
 // this store and on store/sqlite and requires the same answers and the
-// same final jobs (storetest.Same). ROTA_SAME_SEEDS runs more seeds.
+// same final jobs (storetest.Same). ROTA_SAME_SEEDS runs more seeds and
+// ROTA_SAME_OPS longer sequences (100 seeds of 250 operations take a
+// couple of minutes).
 func TestSameAsSQLite(t *testing.T) {
-	n := uint64(24)
+	n, ops := uint64(24), 100
 	if v, err := strconv.ParseUint(os.Getenv("ROTA_SAME_SEEDS"), 10, 64); err == nil && v > 0 {
 		n = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("ROTA_SAME_OPS")); err == nil && v > 0 {
+		ops = v
 	}
 	seeds := make([]uint64, n)
 	for i := range seeds {
 		seeds[i] = uint64(i)
 	}
-	storetest.Same(t, seeds, 80, func(t *testing.T) storetest.SamePair {
+	storetest.Same(t, seeds, ops, func(t *testing.T) storetest.SamePair {
 		lite, err := sqlite.Open(filepath.Join(t.TempDir(), "rota.db"), sqlite.Config{})
 		if err != nil {
 			t.Fatal(err)

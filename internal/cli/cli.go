@@ -32,7 +32,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCommand(), migrateCommand(), backupCommand(), importCommand(), benchCommand(), demoCommand(), versionCommand(), guardCommand())
+	root.AddCommand(serveCommand(), migrateCommand(), backupCommand(), copyCommand(), importCommand(), benchCommand(), demoCommand(), versionCommand(), guardCommand())
 	g := &globals{}
 	addGlobalFlags(root, g)
 	root.AddCommand(addCommand(g), getCommand(g), lsCommand(g), cancelCommand(g), retryCommand(g),

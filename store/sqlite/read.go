@@ -42,11 +42,17 @@ var jobColumnNames = []string{"id", "type", "key", "grp", "priority", "state", "
 
 // scanJob reads a row of jobColumns, through columns as the claim does.
 func scanJob(sc scanner) (store.Job, error) {
-	var j store.Job
 	c := newColumns(jobColumnNames...)
 	if err := c.scan(sc); err != nil {
-		return j, err
+		return store.Job{}, err
 	}
+	return jobFromColumns(c)
+}
+
+// jobFromColumns reads a job from the first columns of c, those of
+// jobColumns.
+func jobFromColumns(c *columns) (store.Job, error) {
+	var j store.Job
 	j.ID, j.Type, j.Key, j.Group = c.int64(0), c.str(1), c.nullStr(2), c.str(3)
 	j.Priority, j.State, j.RunAt = c.int(4), store.State(c.int(5)), c.time(6)
 	j.Data = c.bytes(7)

@@ -1,0 +1,335 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/rotajobs/rota/store"
+)
+
+var _ store.Copier = (*Store)(nil)
+
+// jobCopyColumns are the job columns a copy carries, in the order its
+// statements name them: jobColumns, then the columns reads leave out.
+var jobCopyColumns = append(strings.Split(strings.NewReplacer("\n", "", "\t", "", " ", "", "::text", "").Replace(jobColumns), ","),
+	"lease_timeout", "resubmit_at", "next_data")
+
+// copyColumns are the columns of each table that a copy carries.
+// TestCopyCoversSchema checks them against the schema, so a column or
+// table added by a migration must be named here (or in notCopied) before
+// the copy can be trusted with it.
+var copyColumns = map[string][]string{
+	"jobs":       jobCopyColumns,
+	"jobs_ended": jobCopyColumns,
+	"types": {"name", "lease_timeout", "updated_at", "bands_high", "bands_low", "group_max_running", "vclock",
+		"paused", "retention", "failed_retention"},
+	"groups":       {"type", "grp", "turn", "band_count"},
+	"group_config": {"grp", "type", "max_running", "weight", "paused"},
+	"tokens":       {"name", "hash", "groups", "types", "read_only", "created_at"},
+}
+
+// notCopied are the tables and columns a copy leaves out, and why.
+var notCopied = map[string]string{
+	"groups.pending":    "counted from the jobs loaded",
+	"schema_migrations": "the destination's schema is its own, migrated when it opens",
+}
+
+// Export calls fn with everything the schema holds, from one snapshot (a
+// repeatable-read transaction) (store.Copier).
+func (s *Store) Export(ctx context.Context, size int, fn func(*store.CopyBatch) error) error {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return s.wrap("export", err)
+	}
+	defer tx.Rollback(context.Background())
+	first := &store.CopyBatch{}
+	if err := s.exportSettings(ctx, tx, first); err != nil {
+		return s.wrap("export", err)
+	}
+	if err := fn(first); err != nil {
+		return err
+	}
+	// Both tables in id order, merged from their primary keys.
+	cols := strings.Join(jobCopyColumns, ", ")
+	q := s.q(`SELECT ` + strings.Replace(cols, "errors", "errors::text", 1) + ` FROM (
+		(SELECT ` + cols + ` FROM rota.jobs WHERE id > $1 ORDER BY id LIMIT $2)
+		UNION ALL (SELECT ` + cols + ` FROM rota.jobs_ended WHERE id > $1 ORDER BY id LIMIT $2)) j ORDER BY id LIMIT $2`)
+	var leaseTimeout pgtype.Int8
+	var resubmitAt pgtype.Timestamptz
+	var nextData []byte
+	sc := newJobScan(&leaseTimeout, &resubmitAt, &nextData)
+	b := &store.CopyBatch{}
+	var after int64
+	for {
+		b.Jobs = b.Jobs[:0]
+		rows, err := tx.Query(ctx, q, after, size)
+		if err != nil {
+			return s.wrap("export jobs", err)
+		}
+		for rows.Next() {
+			nextData = nil
+			var cj store.CopyJob
+			if err := sc.scan(rows, &cj.Job); err != nil {
+				rows.Close()
+				return s.wrap("export jobs", err)
+			}
+			cj.LeaseTimeout = time.Duration(leaseTimeout.Int64) * time.Microsecond
+			cj.ResubmitAt = pgTime(resubmitAt)
+			cj.NextData = nextData
+			b.Jobs = append(b.Jobs, cj)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return s.wrap("export jobs", err)
+		}
+		if len(b.Jobs) == 0 {
+			return nil
+		}
+		after = b.Jobs[len(b.Jobs)-1].ID
+		if err := fn(b); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *Store) exportSettings(ctx context.Context, tx pgx.Tx, b *store.CopyBatch) error {
+	rows, err := tx.Query(ctx, s.q(`SELECT `+strings.Join(copyColumns["types"], ", ")+` FROM rota.types ORDER BY name`))
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var t store.CopyType
+		var lease, retention, failed int64
+		if err := rows.Scan(&t.Name, &lease, &t.UpdatedAt, &t.BandsHigh, &t.BandsLow, &t.GroupMaxRunning, &t.VClock,
+			&t.Paused, &retention, &failed); err != nil {
+			rows.Close()
+			return err
+		}
+		t.UpdatedAt = t.UpdatedAt.UTC()
+		t.LeaseTimeout, t.Retention = time.Duration(lease)*time.Microsecond, time.Duration(retention)*time.Microsecond
+		t.FailedRetention = time.Duration(failed) * time.Microsecond
+		b.Types = append(b.Types, t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows, err = tx.Query(ctx, s.q(`SELECT type, grp, turn, band_count FROM rota.groups ORDER BY type, grp`))
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var g store.CopyGroup
+		if err := rows.Scan(&g.Type, &g.Group, &g.Turn, &g.BandCount); err != nil {
+			rows.Close()
+			return err
+		}
+		b.Groups = append(b.Groups, g)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows, err = tx.Query(ctx, s.q(`SELECT grp, type, max_running, weight, paused FROM rota.group_config ORDER BY grp, type`))
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var g store.CopyGroupConfig
+		if err := rows.Scan(&g.Group, &g.Type, &g.MaxRunning, &g.Weight, &g.Paused); err != nil {
+			rows.Close()
+			return err
+		}
+		b.GroupConfig = append(b.GroupConfig, g)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows, err = tx.Query(ctx, s.q(`SELECT name, hash, groups, types, read_only, created_at FROM rota.tokens ORDER BY name`))
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var t store.CopyToken
+		if err := rows.Scan(&t.Name, &t.Hash, &t.Groups, &t.Types, &t.ReadOnly, &t.CreatedAt); err != nil {
+			rows.Close()
+			return err
+		}
+		t.CreatedAt = t.CreatedAt.UTC()
+		b.Tokens = append(b.Tokens, t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	// The identity's next value, past the ids of removed jobs.
+	return tx.QueryRow(ctx, s.q(`SELECT greatest(
+		coalesce(pg_sequence_last_value(pg_get_serial_sequence($1, 'id')::regclass), 0),
+		coalesce((SELECT max(id) FROM rota.jobs), 0), coalesce((SELECT max(id) FROM rota.jobs_ended), 0)) + 1,
+		(SELECT count(*) FROM rota.jobs) + (SELECT count(*) FROM rota.jobs_ended)`), s.schema+".jobs").Scan(&b.NextID, &b.TotalJobs)
+}
+
+// loader is a load in one transaction.
+type loader struct {
+	s    *Store
+	tx   pgx.Tx
+	next int64
+	hot  [][]any // rows for jobs and jobs_ended, reused from batch to batch
+	end  [][]any
+}
+
+// BeginLoad starts a load (store.Copier).
+func (s *Store) BeginLoad(ctx context.Context, replace bool) (store.Loader, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, s.wrap("load", err)
+	}
+	fail := func(err error) (store.Loader, error) {
+		tx.Rollback(context.Background())
+		return nil, err
+	}
+	var jobs, types, configs, tokens int64
+	if err := tx.QueryRow(ctx, s.q(`SELECT (SELECT count(*) FROM rota.jobs) + (SELECT count(*) FROM rota.jobs_ended),
+		(SELECT count(*) FROM rota.types), (SELECT count(*) FROM rota.group_config), (SELECT count(*) FROM rota.tokens)`)).
+		Scan(&jobs, &types, &configs, &tokens); err != nil {
+		return fail(s.wrap("load", err))
+	}
+	if jobs+types+configs+tokens > 0 {
+		if !replace {
+			return fail(fmt.Errorf("%w: schema %s holds %d jobs, %d types, %d group settings and %d tokens",
+				store.ErrNotEmpty, s.cfg.Schema, jobs, types, configs, tokens))
+		}
+		if _, err := tx.Exec(ctx, s.q(`TRUNCATE rota.jobs, rota.jobs_ended, rota.types, rota.groups, rota.group_config, rota.tokens`)); err != nil {
+			return fail(s.wrap("load: empty the schema", err))
+		}
+	}
+	return &loader{s: s, tx: tx}, nil
+}
+
+// Write inserts a batch (store.Loader): settings with INSERT, jobs with
+// COPY into the table of their state.
+func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
+	s, tx := l.s, l.tx
+	if b.NextID != 0 {
+		l.next = b.NextID
+	}
+	for _, t := range b.Types {
+		if _, err := tx.Exec(ctx, s.q(`INSERT INTO rota.types (`+strings.Join(copyColumns["types"], ", ")+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`),
+			t.Name, t.LeaseTimeout.Microseconds(), t.UpdatedAt, t.BandsHigh, t.BandsLow, t.GroupMaxRunning, t.VClock,
+			t.Paused, t.Retention.Microseconds(), t.FailedRetention.Microseconds()); err != nil {
+			return s.wrap(fmt.Sprintf("load type %q", t.Name), err)
+		}
+	}
+	for _, g := range b.Groups {
+		if _, err := tx.Exec(ctx, s.q(`INSERT INTO rota.groups (type, grp, turn, band_count) VALUES ($1, $2, $3, $4)`),
+			g.Type, g.Group, g.Turn, g.BandCount); err != nil {
+			return s.wrap(fmt.Sprintf("load group %q of type %q", g.Group, g.Type), err)
+		}
+	}
+	for _, g := range b.GroupConfig {
+		if _, err := tx.Exec(ctx, s.q(`INSERT INTO rota.group_config (grp, type, max_running, weight, paused) VALUES ($1, $2, $3, $4, $5)`),
+			g.Group, g.Type, g.MaxRunning, g.Weight, g.Paused); err != nil {
+			return s.wrap(fmt.Sprintf("load settings of group %q", g.Group), err)
+		}
+	}
+	for _, t := range b.Tokens {
+		if _, err := tx.Exec(ctx, s.q(`INSERT INTO rota.tokens (name, hash, groups, types, read_only, created_at) VALUES ($1, $2, $3, $4, $5, $6)`),
+			t.Name, t.Hash, nonNil(t.Groups), nonNil(t.Types), t.ReadOnly, t.CreatedAt); err != nil {
+			return s.wrap(fmt.Sprintf("load token %q", t.Name), err)
+		}
+	}
+	l.hot, l.end = l.hot[:0], l.end[:0]
+	for i := range b.Jobs {
+		j := &b.Jobs[i]
+		var errs, result, meta any
+		if len(j.Errors) > 0 {
+			e, err := json.Marshal(j.Errors)
+			if err != nil {
+				return fmt.Errorf("postgres: load job %d: %w", j.ID, err)
+			}
+			errs = string(e)
+		}
+		if len(j.Result) > 0 {
+			result = []byte(j.Result)
+		}
+		if len(j.Meta) > 0 {
+			meta = string(store.MetaJSON(j.Meta))
+		}
+		// In the order of jobCopyColumns.
+		row := []any{j.ID, j.Type, optString(j.Key), j.Group, int64(j.Priority), int16(j.State), j.RunAt, []byte(j.Data),
+			int64(j.Attempt), int64(j.MaxAttempts), j.BackoffBase.Microseconds(), j.BackoffMax.Microseconds(),
+			optString(j.Token), optString(j.Worker), optTime(j.LeaseUntil), j.CancelRequested, j.Resubmit,
+			j.Progress, optString(j.LastError), errs, result, j.CreatedAt, optTime(j.StartedAt), optTime(j.FinishedAt),
+			j.UpdatedAt, meta, optString(j.Schedule), int16(j.Missed), optTime(j.Slot), optInt(j.RetryAfter.Microseconds()),
+			optInt(j.Parent), j.HasChildren, optInt(j.BedrockID), optTime(j.PrevStartedAt),
+			optInt(j.LeaseTimeout.Microseconds()), optTime(j.ResubmitAt), optBytes(j.NextData)}
+		if j.State.Terminal() {
+			l.end = append(l.end, row)
+		} else {
+			l.hot = append(l.hot, row)
+		}
+	}
+	for _, part := range []struct {
+		table string
+		rows  [][]any
+	}{{"jobs", l.hot}, {"jobs_ended", l.end}} {
+		if len(part.rows) == 0 {
+			continue
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{s.cfg.Schema, part.table}, jobCopyColumns, pgx.CopyFromRows(part.rows)); err != nil {
+			return s.wrap("load jobs into "+part.table, err)
+		}
+	}
+	return nil
+}
+
+// Commit counts the groups' pending jobs, sets the next id and commits
+// (store.Loader).
+func (l *loader) Commit(ctx context.Context) error {
+	s, tx := l.s, l.tx
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, s.q(`INSERT INTO rota.groups (type, grp, pending)
+		SELECT type, grp, count(*) FROM rota.jobs WHERE state = 0 GROUP BY type, grp
+		ON CONFLICT (type, grp) DO UPDATE SET pending = excluded.pending`)); err != nil {
+		return s.wrap("load: count the groups", err)
+	}
+	if l.next > 1 {
+		if _, err := tx.Exec(ctx, `SELECT setval(pg_get_serial_sequence($1, 'id'), $2)`, s.schema+".jobs", l.next-1); err != nil {
+			return s.wrap("load: set the next id", err)
+		}
+	}
+	// What the planner knows of the tables is of an empty store.
+	for _, t := range []string{"jobs", "jobs_ended", "groups"} {
+		if _, err := tx.Exec(ctx, s.q(`ANALYZE rota.`+t)); err != nil {
+			return s.wrap("load: analyze "+t, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return s.wrap("load: commit", err)
+	}
+	return nil
+}
+
+// Rollback leaves the schema as it was (store.Loader).
+func (l *loader) Rollback() error {
+	err := l.tx.Rollback(context.Background())
+	if errors.Is(err, pgx.ErrTxClosed) {
+		return nil
+	}
+	return err
+}
+
+func optBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return b
+}

@@ -156,23 +156,23 @@ func (s *CopySummary) Add(b *CopyBatch) {
 	types := slices.Clone(b.Types)
 	slices.SortFunc(types, func(a, b CopyType) int { return cmp.Compare(a.Name, b.Name) })
 	for _, t := range types {
-		e.str("type").str(t.Name).i(int64(t.LeaseTimeout)).t(t.UpdatedAt).i(t.BandsHigh).i(t.BandsLow).i(t.GroupMaxRunning).
+		e = e.str("type").str(t.Name).i(int64(t.LeaseTimeout)).t(t.UpdatedAt).i(t.BandsHigh).i(t.BandsLow).i(t.GroupMaxRunning).
 			f(t.VClock).b(t.Paused).i(int64(t.Retention)).i(int64(t.FailedRetention))
 	}
 	groups := slices.Clone(b.Groups)
 	slices.SortFunc(groups, func(a, b CopyGroup) int { return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.Group, b.Group)) })
 	for _, g := range groups {
-		e.str("group").str(g.Type).str(g.Group).f(g.Turn).i(g.BandCount)
+		e = e.str("group").str(g.Type).str(g.Group).f(g.Turn).i(g.BandCount)
 	}
 	gcs := slices.Clone(b.GroupConfig)
 	slices.SortFunc(gcs, func(a, b CopyGroupConfig) int { return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Type, b.Type)) })
 	for _, g := range gcs {
-		e.str("config").str(g.Group).str(g.Type).i(g.MaxRunning).f(g.Weight).b(g.Paused)
+		e = e.str("config").str(g.Group).str(g.Type).i(g.MaxRunning).f(g.Weight).b(g.Paused)
 	}
 	tokens := slices.Clone(b.Tokens)
 	slices.SortFunc(tokens, func(a, b CopyToken) int { return cmp.Compare(a.Name, b.Name) })
 	for _, t := range tokens {
-		e.str("token").str(t.Name).bytes(t.Hash).strs(t.Groups).strs(t.Types).b(t.ReadOnly).t(t.CreatedAt)
+		e = e.str("token").str(t.Name).bytes(t.Hash).strs(t.Groups).strs(t.Types).b(t.ReadOnly).t(t.CreatedAt)
 	}
 	s.settings.Write(e)
 	for i := range b.Jobs {

@@ -40,7 +40,8 @@ Ended jobs keep their finish times, so retention deletes them when it
 would have.
 
 Stop every server of both stores first: copy refuses a SQLite file a
-server holds, and a PostgreSQL schema that rota nodes are listening on.
+server holds, and a PostgreSQL schema that rota nodes serve (one of them
+holds its sweep leadership).
 It reads the source in one snapshot and writes the destination in one
 transaction: if anything fails, the destination is left as it was. A
 destination that holds anything is refused unless --replace is given,
@@ -112,17 +113,14 @@ func openCopyStore(ctx context.Context, flag, spec, schema string, source bool) 
 			c.where = "postgres " + u.String()
 		}
 		c.where += " (schema " + st.Schema() + ")"
-		// Nodes serving the schema hold a LISTEN connection, and one of
-		// them the sweep leader's, each named (docs/postgres.md).
-		var nodes int
-		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND application_name IN ('rota listen', 'rota leader')`).Scan(&nodes); err != nil {
+		served, err := st.Served(ctx)
+		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("%s: %w", flag, err)
 		}
-		if nodes > 0 {
+		if served {
 			c.Close()
-			return nil, &exitError{code: exitConflict, err: fmt.Errorf("%s: rota nodes are connected to %s (%d listening or leading connections): stop them first", flag, c.where, nodes)}
+			return nil, &exitError{code: exitConflict, err: fmt.Errorf("%s: rota nodes serve %s (one holds its sweep leadership): stop them first", flag, c.where)}
 		}
 		return c, nil
 	case "sqlite":

@@ -333,3 +333,25 @@ func optBytes(b []byte) []byte {
 	}
 	return b
 }
+
+// Served reports whether a node serves the schema: whether another
+// session holds the schema's sweep leadership, which every group of
+// running nodes has one of them take within Config.LeaderRetry.
+func (s *Store) Served(ctx context.Context) (bool, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return false, s.wrap("served", err)
+	}
+	defer conn.Release()
+	var got bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, s.leader.key()).Scan(&got); err != nil {
+		return false, s.wrap("served", err)
+	}
+	if got {
+		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, s.leader.key()); err != nil {
+			conn.Conn().Close(ctx) // the lock goes with the session
+			return false, s.wrap("served", err)
+		}
+	}
+	return !got, nil
+}

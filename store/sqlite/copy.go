@@ -47,11 +47,14 @@ func (s *Store) Export(ctx context.Context, size int, fn func(*store.CopyBatch) 
 		return s.readErr(err)
 	}
 	defer conn.Close()
-	tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
+	// A deferred transaction: its snapshot begins with its first read.
+	// (database/sql's BeginTx would begin IMMEDIATE, the DSN's _txlock,
+	// which a read-only connection may not.)
+	if _, err := conn.ExecContext(ctx, `BEGIN DEFERRED`); err != nil {
 		return s.readErr(err)
 	}
-	defer tx.Rollback()
+	defer conn.ExecContext(context.Background(), `ROLLBACK`)
+	tx := conn
 	first := &store.CopyBatch{}
 	if err := exportSettings(ctx, tx, first); err != nil {
 		return fmt.Errorf("sqlite: export: %w", err)
@@ -106,7 +109,7 @@ func (s *Store) Export(ctx context.Context, size int, fn func(*store.CopyBatch) 
 	}
 }
 
-func exportSettings(ctx context.Context, tx *sql.Tx, b *store.CopyBatch) error {
+func exportSettings(ctx context.Context, tx rowQuerier, b *store.CopyBatch) error {
 	err := queryEach(ctx, tx, `SELECT `+strings.Join(copyColumns["rota_types"], ", ")+` FROM rota_types ORDER BY name`, func(c *columns) {
 		b.Types = append(b.Types, store.CopyType{Name: c.str(0), LeaseTimeout: time.Duration(c.int64(1)) * time.Microsecond,
 			UpdatedAt: c.time(2), BandsHigh: c.int64(3), BandsLow: c.int64(4), GroupMaxRunning: c.int64(5), VClock: c.float(6),
@@ -154,8 +157,14 @@ func exportSettings(ctx context.Context, tx *sql.Tx, b *store.CopyBatch) error {
 	return tx.QueryRowContext(ctx, `SELECT count(*) FROM rota_jobs`).Scan(&b.TotalJobs)
 }
 
+// rowQuerier is a connection or a transaction.
+type rowQuerier interface {
+	querier
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+}
+
 // queryEach runs q and calls row with each row's columns.
-func queryEach(ctx context.Context, tx *sql.Tx, q string, row func(*columns), names []string) error {
+func queryEach(ctx context.Context, tx rowQuerier, q string, row func(*columns), names []string) error {
 	rows, err := tx.QueryContext(ctx, q)
 	if err != nil {
 		return err

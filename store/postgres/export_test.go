@@ -23,3 +23,7 @@ func (s *Store) HeadTurns(ctx context.Context, typ string, want int64) (grp stri
 	}
 	return grp, n, err == nil, err
 }
+
+// CopyColumns are the columns a copy carries by table, and what it leaves
+// out, for TestCopyCoversSchema.
+func CopyColumns() (map[string][]string, map[string]string) { return copyColumns, notCopied }

@@ -14,3 +14,7 @@ func BreakWAL(s *Store) { s.wal.Close() }
 func ReadClaimed(s *Store, ctx context.Context, jobs []store.Job) ([]store.Job, error) {
 	return s.readClaimed(ctx, jobs, func() {})
 }
+
+// CopyColumns are the columns a copy carries by table, and what it leaves
+// out, for TestCopyCoversSchema.
+func CopyColumns() (map[string][]string, map[string]string) { return copyColumns, notCopied }

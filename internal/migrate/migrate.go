@@ -21,6 +21,79 @@ type Migration struct {
 	Version int
 	Name    string // the file's name, such as "0002_groups.sql"
 	SQL     string
+	// What the file's directives say, lines of their own in it (rota's
+	// PostgreSQL store reads them; SQLite, one process, needs none):
+	//
+	//	-- rota:no-transaction  its statements run one by one outside a
+	//	                        transaction (CREATE INDEX CONCURRENTLY);
+	//	                        each must be safe to run again
+	//	-- rota:compatible      nodes that know only the versions before it
+	//	                        keep working beside it (it only adds)
+	//	-- rota:offline         nodes that know only the versions before it
+	//	                        must not run beside it: stop them all first
+	NoTransaction, Compatible, Offline bool
+}
+
+// directives reads a migration's directives.
+func (m *Migration) directives() error {
+	for _, line := range strings.Split(m.SQL, "\n") {
+		d, ok := strings.CutPrefix(strings.TrimSpace(line), "-- rota:")
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(d) {
+		case "no-transaction":
+			m.NoTransaction = true
+		case "compatible":
+			m.Compatible = true
+		case "offline":
+			m.Offline = true
+		default:
+			return fmt.Errorf("migration %s: unknown directive %q", m.Name, strings.TrimSpace(line))
+		}
+	}
+	if m.Compatible && m.Offline {
+		return fmt.Errorf("migration %s: compatible and offline at once", m.Name)
+	}
+	return nil
+}
+
+// Statements splits a migration's SQL into statements, at semicolons that
+// end a line, for migrations that run outside a transaction (which
+// PostgreSQL would otherwise run as one implicit transaction). Comments
+// and blank lines are left out.
+func Statements(sql string) []string {
+	var out []string
+	var cur strings.Builder
+	for _, line := range strings.Split(sql, "\n") {
+		t := strings.TrimSpace(line)
+		if t == "" || strings.HasPrefix(t, "--") {
+			continue
+		}
+		cur.WriteString(line)
+		cur.WriteByte('\n')
+		if strings.HasSuffix(t, ";") {
+			out = append(out, strings.TrimSpace(cur.String()))
+			cur.Reset()
+		}
+	}
+	if rest := strings.TrimSpace(cur.String()); rest != "" {
+		out = append(out, rest)
+	}
+	return out
+}
+
+// Runnable reports whether a node that knows all can run on a schema at
+// version have, and why not: a schema it knows, or a newer one whose
+// migrations past all were each recorded compatible (compatible reports
+// that of a version).
+func Runnable(all []Migration, have int, compatible func(version int) bool) error {
+	for v := Latest(all) + 1; v <= have; v++ {
+		if !compatible(v) {
+			return fmt.Errorf("the schema is at version %d, newer than this rota knows (%d), and migration %d does not let older nodes run beside it: upgrade rota", have, Latest(all), v)
+		}
+	}
+	return nil
 }
 
 // Load reads the migrations in dir of fsys: files NNNN_name.sql, numbered
@@ -41,7 +114,11 @@ func Load(fsys fs.FS, dir string) ([]Migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Migration{Version: v, Name: name, SQL: string(body)})
+		m := Migration{Version: v, Name: name, SQL: string(body)}
+		if err := m.directives(); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
 	for i, m := range out {

@@ -51,7 +51,7 @@ func (m *memTx) Record(_ context.Context, mg Migration) error {
 }
 
 func TestApply(t *testing.T) {
-	all := []Migration{{1, "0001_a.sql", "A"}, {2, "0002_b.sql", "B"}, {3, "0003_c.sql", "C"}}
+	all := []Migration{{Version: 1, Name: "0001_a.sql", SQL: "A"}, {Version: 2, Name: "0002_b.sql", SQL: "B"}, {Version: 3, Name: "0003_c.sql", SQL: "C"}}
 	tx := &memTx{have: 1}
 	done, err := Apply(context.Background(), tx, all)
 	if err != nil || len(done) != 2 || strings.Join(tx.ran, "") != "BC" || len(tx.records) != 2 || tx.records[1] != 3 {
@@ -66,5 +66,38 @@ func TestApply(t *testing.T) {
 	script := Script(all[1:])
 	if !strings.HasPrefix(script, "-- migration 2: 0002_b.sql\nB\n\n-- migration 3") {
 		t.Fatalf("Script = %q", script)
+	}
+}
+
+func TestDirectives(t *testing.T) {
+	fsys := fstest.MapFS{
+		"m/0001_a.sql": {Data: []byte("-- a table\nCREATE TABLE a (x int);\n")},
+		"m/0002_b.sql": {Data: []byte("-- rota:no-transaction\n-- rota:compatible\nCREATE INDEX CONCURRENTLY IF NOT EXISTS a_x\n  ON a (x);\n-- why\nDROP INDEX CONCURRENTLY IF EXISTS old;\n")},
+		"m/0003_c.sql": {Data: []byte("-- rota:offline\nALTER TABLE a ADD COLUMN y int;\n")},
+	}
+	all, err := Load(fsys, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b, c := all[0], all[1], all[2]; a.NoTransaction || a.Compatible || a.Offline || !b.NoTransaction || !b.Compatible || b.Offline || !c.Offline {
+		t.Fatalf("directives read as %+v", all)
+	}
+	if got := Statements(all[1].SQL); len(got) != 2 || got[0] != "CREATE INDEX CONCURRENTLY IF NOT EXISTS a_x\n  ON a (x);" || got[1] != "DROP INDEX CONCURRENTLY IF EXISTS old;" {
+		t.Fatalf("Statements = %q", got)
+	}
+	for _, bad := range []string{"-- rota:bogus\n", "-- rota:compatible\n-- rota:offline\n"} {
+		if _, err := Load(fstest.MapFS{"m/0001_a.sql": {Data: []byte(bad)}}, "m"); err == nil {
+			t.Errorf("Load accepted the directives %q", bad)
+		}
+	}
+	compatible := map[int]bool{3: true, 4: false}
+	if err := Runnable(all, 3, func(v int) bool { return compatible[v] }); err != nil {
+		t.Errorf("a known schema: %v", err)
+	}
+	if err := Runnable(all[:2], 3, func(v int) bool { return compatible[v] }); err != nil {
+		t.Errorf("a schema one compatible migration newer: %v", err)
+	}
+	if err := Runnable(all[:2], 4, func(v int) bool { return compatible[v] }); err == nil || !strings.Contains(err.Error(), "migration 4 does not let older nodes run") {
+		t.Errorf("a schema newer by an incompatible migration: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/rotajobs/rota/internal/migrate"
 )
 
 // LeaderLockKey is the advisory lock key of a schema's sweep leader, for
@@ -27,3 +28,9 @@ func (s *Store) HeadTurns(ctx context.Context, typ string, want int64) (grp stri
 // CopyColumns are the columns a copy carries by table, and what it leaves
 // out, for TestCopyCoversSchema.
 func CopyColumns() (map[string][]string, map[string]string) { return copyColumns, notCopied }
+
+// MigrateTo applies the migrations up to version v, as Migrate does.
+func MigrateTo(s *Store, ctx context.Context, v int) error { return s.migrateTo(ctx, v) }
+
+// Migrations are the schema's migrations.
+func Migrations() []migrate.Migration { return migrations }

@@ -336,56 +336,236 @@ var migrations = func() []migrate.Migration {
 // LatestSchemaVersion is the schema version this package migrates to.
 func LatestSchemaVersion() int { return migrate.Latest(migrations) }
 
-// migrationTx is a migration's transaction (migrate.Tx), in the store's
-// schema, under its advisory lock.
-type migrationTx struct{ tx pgx.Tx }
-
-func (m migrationTx) Applied(ctx context.Context) (int, error) {
-	if _, err := m.tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		return 0, err
-	}
-	var v int
-	err := m.tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v)
-	return v, err
-}
-
-func (m migrationTx) Exec(ctx context.Context, q string) error {
-	_, err := m.tx.Exec(ctx, q)
-	return err
-}
-
-func (m migrationTx) Record(ctx context.Context, mg migrate.Migration) error {
-	_, err := m.tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, mg.Version, mg.Name)
-	return err
-}
+// migrationLockTimeout bounds how long a migration's statement waits for
+// a lock on rota's tables. While it waits, every query that needs the
+// table queues behind it; past the bound it gives up, lets them through,
+// and tries again (migrationTries times, pausing between tries).
+const (
+	migrationLockTimeout = 500 * time.Millisecond
+	migrationTries       = 60
+)
 
 // Migrate brings the schema up to date. It is safe to run from many nodes
-// at once: a transaction-level advisory lock queues them, and each applies
-// only the migrations missing when it gets the lock. All pending
-// migrations apply in one transaction, so a failure leaves the schema as
-// it was.
+// at once: a session-level advisory lock queues them, and each applies
+// only the migrations missing when it gets the lock. Each migration
+// applies in a transaction of its own (or, marked no-transaction, one
+// statement at a time, each safe to run again), so that a failure leaves
+// the schema at the last migration that succeeded and no lock is held
+// longer than one migration needs; a statement waits at most
+// migrationLockTimeout for its lock before trying again later. A schema
+// newer than this rota is refused, unless each newer migration was
+// recorded compatible: then this node runs beside the newer ones.
 func (s *Store) Migrate(ctx context.Context) error {
+	return s.migrateTo(ctx, migrate.Latest(migrations))
+}
+
+func (s *Store) migrateTo(ctx context.Context, target int) error {
 	if s.closed.Load() {
 		return fmt.Errorf("postgres: migrate: %w", store.ErrClosed)
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, hash64("migrate", s.cfg.Schema)); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+s.schema); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+s.schema); err != nil {
-			return err
-		}
-		_, err := migrate.Apply(ctx, migrationTx{tx}, migrations)
-		return err
-	})
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return s.wrap("migrate schema "+s.cfg.Schema, err)
 	}
+	defer conn.Release()
+	key := hash64("migrate", s.cfg.Schema)
+	// Session-level, to span the migrations' transactions and the
+	// statements that run outside any. (Nodes of releases that took the
+	// transaction-level lock of the same key queue on it too.)
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
+		return s.wrap("migrate schema "+s.cfg.Schema, err)
+	}
+	defer func() {
+		if _, err := conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, key); err != nil {
+			conn.Conn().Close(context.Background()) // the lock ends with the session
+		}
+	}()
+	if err := s.migrateLocked(ctx, conn.Conn(), target); err != nil {
+		return s.wrap("migrate schema "+s.cfg.Schema, err)
+	}
 	return nil
+}
+
+func (s *Store) migrateLocked(ctx context.Context, conn *pgx.Conn, target int) error {
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+s.schema); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+s.schema+`.schema_migrations (
+			version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return err
+		}
+		// Whether older nodes may run beside the migration; false for
+		// those recorded before the column.
+		_, err := tx.Exec(ctx, `ALTER TABLE `+s.schema+`.schema_migrations ADD COLUMN IF NOT EXISTS compatible boolean NOT NULL DEFAULT false`)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	compatible := map[int]bool{}
+	have := 0
+	rows, err := conn.Query(ctx, `SELECT version, compatible FROM `+s.schema+`.schema_migrations`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var v int
+		var c bool
+		if err := rows.Scan(&v, &c); err != nil {
+			rows.Close()
+			return err
+		}
+		compatible[v], have = c, max(have, v)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if have > migrate.Latest(migrations) {
+		if err := migrate.Runnable(migrations, have, func(v int) bool { return compatible[v] }); err != nil {
+			return err
+		}
+		s.log.Warn("rota: the schema is newer than this node knows; its newer migrations let older nodes run beside them: upgrade this node",
+			"schema", s.cfg.Schema, "version", have, "known", migrate.Latest(migrations))
+		return nil
+	}
+	if have == 0 && target > 0 {
+		return s.createSchema(ctx, conn, migrations[:target])
+	}
+	for _, m := range migrations[have:target] {
+		if m.Offline {
+			served, err := s.Served(ctx)
+			if err != nil {
+				return err
+			}
+			if served {
+				return fmt.Errorf("migration %s: nodes older than it must not run beside it, and rota nodes serve schema %s (one holds its sweep leadership): stop every node, then migrate", m.Name, s.cfg.Schema)
+			}
+		}
+		if err := s.applyMigration(ctx, conn, m); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
+// createSchema applies the migrations of a fresh schema in one
+// transaction: its tables are empty and no node uses them, so the indexes
+// of no-transaction migrations are built there plainly (CONCURRENTLY
+// would wait for every older transaction of the database, for nothing).
+func (s *Store) createSchema(ctx context.Context, conn *pgx.Conn, all []migrate.Migration) error {
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+s.schema); err != nil {
+			return err
+		}
+		for _, m := range all {
+			stmts := []string{m.SQL}
+			if m.NoTransaction {
+				stmts = migrate.Statements(m.SQL)
+				for i, q := range stmts {
+					stmts[i] = strings.Replace(q, " CONCURRENTLY", "", 1)
+				}
+			}
+			for _, q := range stmts {
+				if _, err := tx.Exec(ctx, q); err != nil {
+					return fmt.Errorf("migration %s: %w", m.Name, err)
+				}
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, compatible) VALUES ($1, $2, $3)`, m.Version, m.Name, m.Compatible); err != nil {
+				return fmt.Errorf("migration %s: record: %w", m.Name, err)
+			}
+		}
+		return nil
+	})
+}
+
+// applyMigration applies m and records it, trying again while it cannot
+// take its locks within migrationLockTimeout.
+func (s *Store) applyMigration(ctx context.Context, conn *pgx.Conn, m migrate.Migration) error {
+	timeout := fmt.Sprintf("%dms", migrationLockTimeout.Milliseconds())
+	record := `INSERT INTO ` + s.schema + `.schema_migrations (version, name, compatible) VALUES ($1, $2, $3)`
+	var run func() error
+	if !m.NoTransaction {
+		run = func() error {
+			return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+				if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+s.schema); err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+timeout+`'`); err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, m.SQL); err != nil {
+					return err
+				}
+				_, err := tx.Exec(ctx, record, m.Version, m.Name, m.Compatible)
+				return err
+			})
+		}
+		return retryLocked(ctx, run)
+	}
+	// One statement at a time, each its own transaction, in the schema.
+	if _, err := conn.Exec(ctx, `SET search_path TO `+s.schema); err != nil {
+		return err
+	}
+	defer conn.Exec(context.Background(), `RESET search_path; RESET lock_timeout`)
+	if _, err := conn.Exec(ctx, `SET lock_timeout = '`+timeout+`'`); err != nil {
+		return err
+	}
+	// An index that a CREATE INDEX CONCURRENTLY left invalid when it
+	// failed (this migration's, tried before) is dropped, so that IF NOT
+	// EXISTS builds it again.
+	var invalid []string
+	rows, err := conn.Query(ctx, `SELECT format('%I.%I', n.nspname, c.relname) FROM pg_index i
+		JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE NOT i.indisvalid AND n.nspname = $1`, s.cfg.Schema)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return err
+		}
+		invalid = append(invalid, name)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, name := range invalid {
+		if err := retryLocked(ctx, func() error { _, err := conn.Exec(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+name); return err }); err != nil {
+			return fmt.Errorf("drop the invalid index %s: %w", name, err)
+		}
+	}
+	for _, stmt := range migrate.Statements(m.SQL) {
+		if err := retryLocked(ctx, func() error { _, err := conn.Exec(ctx, stmt); return err }); err != nil {
+			return err
+		}
+	}
+	_, err = conn.Exec(ctx, record, m.Version, m.Name, m.Compatible)
+	return err
+}
+
+// retryLocked runs fn until it does not fail for want of a lock (SQLSTATE
+// 55P03, lock_timeout), at most migrationTries times.
+func retryLocked(ctx context.Context, fn func() error) error {
+	for try := 1; ; try++ {
+		err := fn()
+		var pgErr *pgconn.PgError
+		if err == nil || !errors.As(err, &pgErr) || pgErr.Code != "55P03" {
+			return err
+		}
+		if try == migrationTries {
+			return fmt.Errorf("could not take the locks it needs in %d tries of %v (a long transaction on rota's tables? see pg_stat_activity): %w", try, migrationLockTimeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(min(time.Duration(try)*100*time.Millisecond, time.Second)):
+		}
+	}
 }
 
 // PendingMigrations returns the migrations Migrate would apply now.

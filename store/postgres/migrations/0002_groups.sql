@@ -23,7 +23,8 @@
 -- completions, the most frequent writes, do not touch the group rows.
 --
 -- Existing nodes must not run against this schema: they would not keep the
--- counts. Upgrade every node together.
+-- counts. Upgrade every node together: stop them all, then migrate.
+-- rota:offline
 
 ALTER TABLE types
     ADD COLUMN bands_high        bigint NOT NULL DEFAULT 0,

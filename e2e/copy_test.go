@@ -356,4 +356,3 @@ func checkCopied(t *testing.T, s *server, rs *remote.Store, n int) {
 		t.Errorf("a job added to the copy got id %d, which the source gave (or removed) before", added)
 	}
 }
-

@@ -36,13 +36,13 @@ type CopyJob struct {
 
 // CopyType is a type's row: its settings and its virtual clock.
 type CopyType struct {
-	Name                     string
-	LeaseTimeout             time.Duration
-	UpdatedAt                time.Time
-	BandsHigh, BandsLow      int64
-	GroupMaxRunning          int64
-	VClock                   float64
-	Paused                   bool
+	Name                       string
+	LeaseTimeout               time.Duration
+	UpdatedAt                  time.Time
+	BandsHigh, BandsLow        int64
+	GroupMaxRunning            int64
+	VClock                     float64
+	Paused                     bool
 	Retention, FailedRetention time.Duration
 }
 
@@ -165,7 +165,9 @@ func (s *CopySummary) Add(b *CopyBatch) {
 		e = e.str("group").str(g.Type).str(g.Group).f(g.Turn).i(g.BandCount)
 	}
 	gcs := slices.Clone(b.GroupConfig)
-	slices.SortFunc(gcs, func(a, b CopyGroupConfig) int { return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Type, b.Type)) })
+	slices.SortFunc(gcs, func(a, b CopyGroupConfig) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Type, b.Type))
+	})
 	for _, g := range gcs {
 		e = e.str("config").str(g.Group).str(g.Type).i(g.MaxRunning).f(g.Weight).b(g.Paused)
 	}

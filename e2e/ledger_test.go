@@ -292,3 +292,10 @@ func (p *producers) ackedAfter(t0 time.Time) (ids []int64, first time.Time) {
 	}
 	return ids, first
 }
+
+// refusedCount is how many adds were refused so far.
+func (p *producers) refusedCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refused
+}

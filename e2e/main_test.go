@@ -74,7 +74,13 @@ func startServer(t *testing.T, args ...string) *server {
 // stops when the test ends.
 func serveAt(t *testing.T, addr, data string, args ...string) *server {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--http", addr, "--data", data}, args...)...)
+	return serveWith(t, bin, addr, data, args...)
+}
+
+// serveWith is serveAt with another rota binary (an older release).
+func serveWith(t *testing.T, binary, addr, data string, args ...string) *server {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"serve", "--http", addr, "--data", data}, args...)...)
 	cmd.Env = cleanEnv()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -287,7 +293,13 @@ type process struct {
 // the test ends, if it is still running.
 func (s *server) start(t *testing.T, args ...string) *process {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	return s.startWith(t, bin, args...)
+}
+
+// startWith is start with another rota binary (an older release).
+func (s *server) startWith(t *testing.T, binary string, args ...string) *process {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
 	cmd.Env = s.env()
 	p := &process{cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr

@@ -167,3 +167,59 @@ func (p *probe) stop() (time.Duration, int) {
 	p.wg.Wait()
 	return p.longest, p.n
 }
+
+// TestMigrationYieldsToLongTransactions: a migration that needs a lock a
+// long transaction holds (a caller's AddTx, say) does not wait for it
+// with every other statement on the table queued behind its request: it
+// gives up after migrationLockTimeout, lets them through, tries again,
+// and applies once the transaction ends.
+func TestMigrationYieldsToLongTransactions(t *testing.T) {
+	ctx := t.Context()
+	schema := newSchema(t)
+	s := openIn(t, schema, postgres.Config{SkipMigrate: true, NoListen: true, NoNotify: true})
+	var target int // the first migration after the last offline one that alters jobs
+	for _, m := range postgres.Migrations() {
+		if m.Version > 2 && !m.NoTransaction && strings.Contains(m.SQL, "ALTER TABLE jobs ") {
+			target = m.Version
+		}
+	}
+	if err := postgres.MigrateTo(s, ctx, target-1); err != nil {
+		t.Fatal(err)
+	}
+	q := pgx.Identifier{schema}.Sanitize()
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO `+q+`.jobs (type, state, run_at, max_attempts, backoff_base, backoff_max, created_at, updated_at, data)
+		SELECT 'long', 0, now(), 3, 1, 1, now(), now(), '{}' FROM generate_series(1, 10)`); err != nil {
+		t.Fatal(err)
+	}
+	long, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer long.Rollback(context.Background())
+	if _, err := long.Exec(ctx, `UPDATE `+q+`.jobs SET progress = 0.5 WHERE id = 10`); err != nil {
+		t.Fatal(err)
+	}
+	migrated := make(chan error, 1)
+	go func() { migrated <- postgres.MigrateTo(s, context.Background(), target) }()
+	p := startProbe(t, s, q, 9) // jobs 1 to 9: not the long transaction's
+	const held = 3 * time.Second
+	time.Sleep(held)
+	if err := long.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-migrated:
+		if err != nil {
+			t.Fatalf("migration %d: %v", target, err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("migration %d did not apply after the long transaction ended", target)
+	}
+	longest, probes := p.stop()
+	if longest > migrationLockBound {
+		t.Errorf("while migration %d waited %v for a long transaction, writes and reads of rota.jobs waited up to %v (%d probes), more than %v", target, held, longest, probes, migrationLockBound)
+	}
+	if v, err := s.SchemaVersion(ctx); err != nil || v != target {
+		t.Errorf("schema version %d, %v; want %d", v, err, target)
+	}
+}

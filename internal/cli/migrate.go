@@ -27,9 +27,12 @@ func migrateCommand() *cobra.Command {
 		Long: `Create or upgrade the schema of a store: the embedded SQLite database
 (--data, or --store PATH) or a PostgreSQL one (--store postgres://…).
 
-Migrations are versioned and embedded in rota; each applies once, all in
-one transaction. Several nodes (or several runs of this command) may
-migrate at once: they queue on a lock and the first applies what is
+Migrations are versioned and embedded in rota; each applies once: on
+SQLite all in one transaction, on PostgreSQL each in its own (or statement
+by statement, to build indexes concurrently) without holding locks on
+rota's tables for long, so that nodes of the previous release keep
+working meanwhile (docs/postgres.md, Rolling upgrades). Several nodes
+(or several runs of this command) may migrate at once: they queue on a lock and the first applies what is
 missing. With --status, nothing changes; the schema's version is printed
 next to the version this rota knows. With --print-sql, nothing changes
 either; the SQL of the missing migrations is printed, as it would run.`,
@@ -96,7 +99,11 @@ either; the SQL of the missing migrations is printed, as it would run.`,
 					fmt.Fprintf(out, "-- %s is up to date at version %d: nothing to run\n", where, latest)
 					return nil
 				}
-				fmt.Fprintf(out, "-- %s: %d migration(s) to run, in one transaction\n\n%s", where, len(pending), migrate.Script(pending))
+				how := "in one transaction"
+				if store.SchemeOf(dsn) != "sqlite" && latest-len(pending) > 0 {
+					how = "each in a transaction of its own, or statement by statement where it says rota:no-transaction"
+				}
+				fmt.Fprintf(out, "-- %s: %d migration(s) to run, %s\n\n%s", where, len(pending), how, migrate.Script(pending))
 				return nil
 			}
 			have, err := version()

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -116,8 +117,37 @@ func TestExitCodes(t *testing.T) {
 			check(t, secured.run(t, "", reach...), exitAuth, "needs a token")
 		})
 	}
+	// rota copy opens stores, not a server: success, bad input, and a
+	// destination that holds jobs (conflict), each saying so.
+	t.Run("copy", func(t *testing.T) {
+		dir := t.TempDir()
+		src, dst := filepath.Join(dir, "src.db"), filepath.Join(dir, "dst.db")
+		check(t, nobody.run(t, "", "copy", "--from", s.data+"/rota.db", "--to", src), exitConflict, "is serving")
+		check(t, nobody.run(t, "", "copy", "--from", filepath.Join(dir, "missing.db"), "--to", dst), exitUsage, "missing.db")
+		check(t, nobody.run(t, "", "copy", "--from", src), exitUsage, "--to")
+		check(t, nobody.run(t, "", "copy", "--from", "mysql://x", "--to", dst), exitUsage, "want a SQLite path")
+		seed := &server{}
+		check(t, seed.run(t, "", "migrate", "--store", src), exitOK, "")
+		check(t, seed.run(t, "", "copy", "--from", src, "--to", dst), exitOK, "")
+		check(t, seed.run(t, "", "copy", "--from", dst, "--to", src), exitOK, "") // both empty
+		// A destination with a job in it.
+		check(t, serveOnce(t, src, "e2e.copy"), exitOK, "")
+		check(t, seed.run(t, "", "copy", "--from", src, "--to", dst), exitOK, "")
+		check(t, seed.run(t, "", "copy", "--from", src, "--to", dst), exitConflict, "not empty")
+		check(t, seed.run(t, "", "copy", "--from", src, "--to", dst, "--replace"), exitOK, "")
+	})
 	// Several jobs that fail alike share their class; unlike, exitFailed.
 	check(t, s.run(t, "", "rm", missing, "999998"), exitNotFound, "")
 	check(t, s.run(t, "", "cancel", missing, id(completed)), exitFailed, "")
 	check(t, s.run(t, "", "wait", id(done)), exitNotFound, "") // removed above by rm
+}
+
+// serveOnce serves the SQLite database at path, adds a job of typ through
+// the server, stops it, and returns how the add ended.
+func serveOnce(t *testing.T, path, typ string) result {
+	t.Helper()
+	srv := serveAt(t, "127.0.0.1:0", filepath.Dir(path), "--store", path)
+	r := srv.run(t, "", "add", typ)
+	stop(t, srv.cmd, syscall.SIGTERM)
+	return r
 }

@@ -7,8 +7,9 @@
 # for the TypeScript client (clients/typescript: its devDependencies with
 # npm ci), Debian's Python with pytest, setuptools, wheel and venv for the
 # Python client's tests, openssl for the clients' TLS tests' certificates, and
-# staticcheck (a pinned version, with go install). Safe to
-# run again; it installs only what is missing.
+# staticcheck (a pinned version, with go install); and deepens a shallow
+# git clone, for the upgrade test. Safe to run again; it installs only
+# what is missing.
 set -euo pipefail
 
 export PATH="$PATH:/usr/local/go/bin"
@@ -47,6 +48,18 @@ if ((${#need[@]})); then
   echo "setup: installing ${need[*]} from Debian's packages"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
+fi
+
+# TestChaosUpgrade (e2e) builds the previous release from git history: a
+# shallow clone (CI's checkout may be one) is deepened when it has a remote.
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+if [ "$(git -C "$repo" rev-parse --is-shallow-repository 2>/dev/null)" = true ]; then
+  if [ -n "$(git -C "$repo" remote)" ]; then
+    echo "setup: deepening the shallow clone (git fetch --unshallow) for TestChaosUpgrade"
+    git -C "$repo" fetch --quiet --unshallow || echo "setup: git fetch --unshallow failed; TestChaosUpgrade will say how to get the previous release" >&2
+  else
+    echo "setup: a shallow clone without a remote: TestChaosUpgrade will say how to get the previous release" >&2
+  fi
 fi
 
 # staticcheck, pinned so that CI's findings do not change under us.

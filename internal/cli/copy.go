@@ -146,7 +146,7 @@ func openCopyStore(ctx context.Context, flag, spec, schema string, source bool) 
 
 func runCopy(ctx context.Context, out, errOut io.Writer, src, dst *copyStore, replace bool, batch int) error {
 	fmt.Fprintf(out, "copying %s\n   into %s\n", src.where, dst.where)
-	bar := newCopyBar(errOut)
+	bar := newCopyBar(errOut, isTerminal(errOut))
 	rep, err := store.Copy(ctx, src, dst, store.CopyOptions{BatchSize: batch, Replace: replace, Progress: bar.show})
 	bar.done()
 	switch {
@@ -193,8 +193,9 @@ type copyBar struct {
 	drawn bool
 }
 
-func newCopyBar(w io.Writer) *copyBar {
-	return &copyBar{w: w, on: isTerminal(w), start: time.Now()}
+// newCopyBar returns a bar that draws on w when on (w is a terminal).
+func newCopyBar(w io.Writer, on bool) *copyBar {
+	return &copyBar{w: w, on: on, start: time.Now()}
 }
 
 func (p *copyBar) show(phase string, done, total int) {

@@ -159,11 +159,20 @@ func runCopy(ctx context.Context, out, errOut io.Writer, src, dst *copyStore, re
 	}
 	s := rep.Source
 	rate := float64(s.Jobs) / rep.Copied.Seconds()
-	fmt.Fprintf(out, "copied %d jobs (%s), %d types, %d groups, %d group settings and %d tokens in %s (%.0f jobs/s); next job id %d\n",
-		s.Jobs, byStateText(s.ByState), s.Types, s.Groups, s.GroupConfig, s.Tokens, rep.Copied.Round(time.Millisecond), rate, s.NextID)
+	fmt.Fprintf(out, "copied %s (%s), %s, %s, %s and %s in %s (%.0f jobs/s); next job id %d\n",
+		count(s.Jobs, "job"), byStateText(s.ByState), count(s.Types, "type"), count(s.Groups, "group"), count(s.GroupConfig, "group setting"),
+		count(s.Tokens, "token"), rep.Copied.Round(time.Millisecond), rate, s.NextID)
 	fmt.Fprintf(out, "checked in %s: the copy has the same jobs by type, group and state (%d counts) and the same checksums (jobs sha256:%s, settings sha256:%s)\n",
 		rep.Checked.Round(time.Millisecond), len(s.Counts), s.JobsChecksum()[:16], s.SettingsChecksum()[:16])
 	return nil
+}
+
+// count is n things, in the plural unless n is 1.
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 func byStateText(by map[store.State]int) string {

@@ -396,7 +396,14 @@ func (s *Store) migrateLocked(ctx context.Context, conn *pgx.Conn, target int) e
 			return err
 		}
 		// Whether older nodes may run beside the migration; false for
-		// those recorded before the column.
+		// those recorded before the column. Added only when missing, so
+		// that a role that may not alter the table opens an up-to-date
+		// schema as before.
+		var has bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM information_schema.columns
+			WHERE table_schema = $1 AND table_name = 'schema_migrations' AND column_name = 'compatible')`, s.cfg.Schema).Scan(&has); err != nil || has {
+			return err
+		}
 		_, err := tx.Exec(ctx, `ALTER TABLE `+s.schema+`.schema_migrations ADD COLUMN IF NOT EXISTS compatible boolean NOT NULL DEFAULT false`)
 		return err
 	})

@@ -125,6 +125,7 @@ func TestExitCodes(t *testing.T) {
 		check(t, nobody.run(t, "", "copy", "--from", s.data+"/rota.db", "--to", src), exitConflict, "is serving")
 		check(t, nobody.run(t, "", "copy", "--from", filepath.Join(dir, "missing.db"), "--to", dst), exitUsage, "missing.db")
 		check(t, nobody.run(t, "", "copy", "--from", src), exitUsage, "--to")
+		check(t, nobody.run(t, "", "copy", "--from", src, "--to", "sqlite:"+dir+"/./src.db"), exitUsage, "the same store")
 		check(t, nobody.run(t, "", "copy", "--from", "mysql://x", "--to", dst), exitUsage, "want a SQLite path")
 		seed := &server{}
 		check(t, seed.run(t, "", "migrate", "--store", src), exitOK, "")

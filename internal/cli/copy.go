@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -57,6 +58,11 @@ state, and a SHA-256 of every column of every job and of the settings.`,
 				return usageErrorf("copy needs --from SRC and --to DST (a SQLite path or a postgres:// URL)")
 			case batch < 1 || batch > 100000:
 				return usageErrorf("--batch %d: want 1 to 100000 jobs", batch)
+			}
+			if a, b := sqlitePath(from, ""), sqlitePath(to, ""); a != "" && b != "" {
+				if a, b = absPath(a), absPath(b); a == b {
+					return usageErrorf("--from and --to name the same store (%s)", a)
+				}
 			}
 			src, err := openCopyStore(cmd.Context(), "--from", from, fromSchema, true)
 			if err != nil {
@@ -139,7 +145,7 @@ func openCopyStore(ctx context.Context, flag, spec, schema string, source bool) 
 			lock.release()
 			return nil, fmt.Errorf("%s: %w", flag, err)
 		}
-		return &copyStore{Copier: st, where: "sqlite " + path, close: []func() error{func() error { lock.release(); return nil }, st.Close}}, nil
+		return &copyStore{Copier: st, where: "sqlite " + absPath(path), close: []func() error{func() error { lock.release(); return nil }, st.Close}}, nil
 	}
 	return nil, usageErrorf("%s %q: want a SQLite path, sqlite:PATH or postgres://…", flag, spec)
 }
@@ -165,6 +171,14 @@ func runCopy(ctx context.Context, out, errOut io.Writer, src, dst *copyStore, re
 	fmt.Fprintf(out, "checked in %s: the copy has the same jobs by type, group and state (%d counts) and the same checksums (jobs sha256:%s, settings sha256:%s)\n",
 		rep.Checked.Round(time.Millisecond), len(s.Counts), s.JobsChecksum()[:16], s.SettingsChecksum()[:16])
 	return nil
+}
+
+// absPath is path made absolute, or path when it cannot be.
+func absPath(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }
 
 // count is n things, in the plural unless n is 1.

@@ -223,3 +223,28 @@ func TestMigrationYieldsToLongTransactions(t *testing.T) {
 		t.Errorf("schema version %d, %v; want %d", v, err, target)
 	}
 }
+
+// TestNewerSchema: a node opens a schema that a newer rota migrated only
+// when every newer migration was recorded compatible (it then runs beside
+// the newer nodes); otherwise Open refuses, saying to upgrade rota.
+func TestNewerSchema(t *testing.T) {
+	ctx := t.Context()
+	schema := newSchema(t)
+	s := openIn(t, schema, postgres.Config{NoListen: true, NoNotify: true})
+	latest := postgres.LatestSchemaVersion()
+	q := pgx.Identifier{schema}.Sanitize()
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO `+q+`.schema_migrations (version, name, compatible) VALUES ($1, 'next.sql', true)`, latest+1); err != nil {
+		t.Fatal(err)
+	}
+	again := openIn(t, schema, postgres.Config{NoListen: true, NoNotify: true})
+	if v, err := again.SchemaVersion(ctx); err != nil || v != latest+1 {
+		t.Fatalf("beside a compatible newer migration: schema version %d, %v", v, err)
+	}
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO `+q+`.schema_migrations (version, name, compatible) VALUES ($1, 'after.sql', false)`, latest+2); err != nil {
+		t.Fatal(err)
+	}
+	_, err := postgres.Open(ctx, testDSN(t), postgres.Config{Schema: schema, NoListen: true, NoNotify: true})
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("migration %d does not let older nodes run beside it: upgrade rota", latest+2)) {
+		t.Fatalf("Open on a schema newer by an incompatible migration: %v", err)
+	}
+}

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota"
-	"github.com/rotajobs/rota/internal/lifecycle"
-	"github.com/rotajobs/rota/internal/schedule"
+	"github.com/rotajobs/rota/internal/rules/lifecycle"
+	"github.com/rotajobs/rota/internal/rules/schedule"
 	"github.com/rotajobs/rota/store"
 )
 

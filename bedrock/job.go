@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota"
-	"github.com/rotajobs/rota/internal/schedule"
+	"github.com/rotajobs/rota/internal/rules/schedule"
 	"github.com/rotajobs/rota/store"
 )
 

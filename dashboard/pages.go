@@ -16,7 +16,7 @@ import (
 
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/httpapi"
-	"github.com/rotajobs/rota/internal/schedule"
+	"github.com/rotajobs/rota/internal/rules/schedule"
 	"github.com/rotajobs/rota/store"
 )
 

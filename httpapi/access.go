@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota/httpapi/wire"
-	"github.com/rotajobs/rota/internal/lifecycle"
+	"github.com/rotajobs/rota/internal/rules/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/rotajobs/rota/internal/schedule"
+	"github.com/rotajobs/rota/internal/rules/schedule"
 )
 
 // MaxNameLen bounds type names, keys, groups and worker names.

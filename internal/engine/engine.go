@@ -17,7 +17,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rotajobs/rota/internal/lifecycle"
+	"github.com/rotajobs/rota/internal/rules/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
 

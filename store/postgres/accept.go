@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/rotajobs/rota/internal/engine"
-	"github.com/rotajobs/rota/internal/fair"
-	"github.com/rotajobs/rota/internal/lifecycle"
+	"github.com/rotajobs/rota/internal/rules/fair"
+	"github.com/rotajobs/rota/internal/rules/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
 

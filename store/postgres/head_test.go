@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/rotajobs/rota/internal/fair"
+	"github.com/rotajobs/rota/internal/rules/fair"
 )
 
 // TestHeadTurnsWon runs the head step's choice in SQL (headTurnsSQL)

@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/rotajobs/rota/internal/engine"
-	"github.com/rotajobs/rota/internal/lifecycle"
+	"github.com/rotajobs/rota/internal/rules/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
 

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota/internal/engine"
-	"github.com/rotajobs/rota/internal/fair"
-	"github.com/rotajobs/rota/internal/lifecycle"
+	"github.com/rotajobs/rota/internal/rules/fair"
+	"github.com/rotajobs/rota/internal/rules/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
 

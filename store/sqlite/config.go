@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/rotajobs/rota/internal/fair"
+	"github.com/rotajobs/rota/internal/rules/fair"
 	"github.com/rotajobs/rota/store"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/rotajobs/rota/internal/lifecycle"
+	"github.com/rotajobs/rota/internal/rules/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota/internal/engine"
-	"github.com/rotajobs/rota/internal/lifecycle"
+	"github.com/rotajobs/rota/internal/rules/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
 

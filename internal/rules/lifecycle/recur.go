@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rotajobs/rota/internal/schedule"
+	"github.com/rotajobs/rota/internal/rules/schedule"
 	"github.com/rotajobs/rota/store"
 )
 

@@ -1,7 +1,7 @@
 package main
 
 // Measurement helpers shared by the peers' workloads. They mirror rota's
-// internal/bench: process CPU from getrusage, CPU pressure from PSI, a
+// cmd/rota/internal/bench: process CPU from getrusage, CPU pressure from PSI, a
 // database server's CPU from /proc, nearest-rank percentiles.
 
 import (

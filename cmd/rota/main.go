@@ -1,12 +1,12 @@
 // Command rota is the rota job system's binary. The commands live in
-// internal/cli; this file only runs them.
+// cmd/rota/internal/cli; this file only runs them.
 package main
 
 import (
 	"os"
 	"runtime/debug"
 
-	"github.com/rotajobs/rota/internal/cli"
+	"github.com/rotajobs/rota/cmd/rota/internal/cli"
 )
 
 func main() {

@@ -18,7 +18,7 @@ import (
 // rota's schema and on the same schema with a part of it taken away (or
 // replaced by a narrower form that would keep what it is for): what each
 // part costs a job, and so how far from the raw-SQL ceiling
-// (internal/bench/raw.go) this schema can get. One op is one job; the
+// (cmd/rota/internal/bench/raw.go) this schema can get. One op is one job; the
 // figure is SQLite's and database/sql's time, without rota's Go code
 // around the statements, and without the read of the claimed jobs that
 // follows the commit on a reader connection (readClaimed), since that is

@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rotajobs/rota/internal/bench"
+	"github.com/rotajobs/rota/cmd/rota/internal/bench"
 	"github.com/rotajobs/rota/store"
 )
 

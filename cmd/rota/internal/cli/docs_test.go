@@ -16,7 +16,7 @@ import (
 // subcommand (rota token ls, rota bench drain) is named on the page; and
 // every command a heading names exists.
 func TestDocsListEveryCommand(t *testing.T) {
-	raw, err := os.ReadFile("../../docs/cli.md")
+	raw, err := os.ReadFile("../../../../docs/cli.md")
 	if err != nil {
 		t.Fatal(err)
 	}

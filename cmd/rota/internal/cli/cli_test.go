@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rotajobs/rota/internal/bench"
+	"github.com/rotajobs/rota/cmd/rota/internal/bench"
 )
 
 func TestRelTime(t *testing.T) {

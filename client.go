@@ -14,6 +14,7 @@ import (
 
 	"github.com/rotajobs/rota/internal/expiry"
 	"github.com/rotajobs/rota/internal/notify"
+	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -540,11 +541,11 @@ type WaitAccepter interface {
 	AcceptWait(ctx context.Context, p store.AcceptParams) (store.AcceptResult, error)
 }
 
-func compilePatterns(types []string) ([]store.Pattern, error) {
+func compilePatterns(types []string) ([]glob.Pattern, error) {
 	if len(types) == 0 {
 		return nil, store.Invalidf("at least one type or pattern is required")
 	}
-	pats := make([]store.Pattern, len(types))
+	pats := make([]glob.Pattern, len(types))
 	for i, t := range types {
 		var err error
 		if pats[i], err = store.CompilePattern(t); err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota/internal/batch"
+	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -301,7 +302,7 @@ func (w *Worker) begin(ctx context.Context) (context.Context, []string, error) {
 	ctx, w.halt = context.WithCancelCause(ctx)
 	types := make([]string, 0, len(w.handlers))
 	for t, h := range w.handlers {
-		types = append(types, store.QuotePattern(t))
+		types = append(types, glob.Quote(t))
 		w.handlers[t] = chain(h, w.cfg.Middleware)
 	}
 	sort.Strings(types)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/internal/rules/lifecycle"
 	"github.com/rotajobs/rota/internal/rules/schedule"
 	"github.com/rotajobs/rota/store"
@@ -400,7 +401,7 @@ func (s *Server) getJobs(ctx context.Context, c *call, many bool) *Response {
 	if names := splitList(name); len(names) > 1 {
 		for _, n := range names {
 			if store.CheckType(n) == nil {
-				p.Types = append(p.Types, store.QuotePattern(n))
+				p.Types = append(p.Types, glob.Quote(n))
 			}
 		}
 	} else {
@@ -515,7 +516,7 @@ func (s *Server) dropCrashed(ctx context.Context, jobs []rota.Job) []rota.Job {
 	keep := jobs[:0]
 	var fail []rota.FinishParams
 	for _, j := range jobs {
-		if slices.ContainsFunc(crashed, func(p store.Pattern) bool { return p.Match(j.Type) }) {
+		if slices.ContainsFunc(crashed, func(p glob.Pattern) bool { return p.Match(j.Type) }) {
 			fail = append(fail, rota.FinishParams{Lease: j.Lease(), As: rota.Fail, Permanent: true,
 				Error: "CrashBedrockJob: jobs of this name crash the server"})
 			continue
@@ -540,7 +541,7 @@ func (s *Server) crash(c *call) *Response {
 		s.mu.Unlock()
 		return success()
 	}
-	var pats []store.Pattern
+	var pats []glob.Pattern
 	for _, n := range splitList(c.Get("names")) {
 		p, err := store.CompilePattern(n)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -71,7 +72,7 @@ type Server struct {
 	closed   bool
 	draining atomic.Bool     // Shutdown: answer what is under way, then close
 	open     sync.WaitGroup  // connections being served
-	crashed  []store.Pattern // CrashBedrockJob's blacklist
+	crashed  []glob.Pattern  // CrashBedrockJob's blacklist
 	deferred int             // commands waiting to run later
 	bg       sync.WaitGroup  // deferred commands
 	ctx      context.Context // ends when the server closes

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/internal/rules/schedule"
 	"github.com/rotajobs/rota/store"
 )
@@ -526,7 +527,7 @@ func (s *Server) stateCounts(r *http.Request, f filter) (map[string]int64, error
 	if err != nil {
 		return nil, err
 	}
-	var pat store.Pattern
+	var pat glob.Pattern
 	if f.Type != "" {
 		if pat, err = store.CompilePattern(f.Type); err != nil {
 			return nil, err

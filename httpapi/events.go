@@ -11,6 +11,7 @@ import (
 
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/httpapi/wire"
+	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -244,7 +245,7 @@ var errTooMuchToReplay = errors.New("too many changes to replay")
 // replay writes the current state of the jobs of the types matching
 // patterns that changed since then, oldest id first.
 func (s *Server) replay(r *http.Request, patterns []string, since time.Time, write func(store.Event)) error {
-	var pats []store.Pattern
+	var pats []glob.Pattern
 	for _, p := range patterns {
 		c, err := store.CompilePattern(p)
 		if err != nil {
@@ -256,7 +257,7 @@ func (s *Server) replay(r *http.Request, patterns []string, since time.Time, wri
 	if err != nil {
 		return err
 	}
-	names := store.MatchTypes(pats, func(yield func(string) bool) {
+	names := glob.MatchTypes(pats, func(yield func(string) bool) {
 		for _, tc := range tcs {
 			if !yield(tc.Type) {
 				return

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/rotajobs/rota/internal/rules/glob"
 )
 
 // The validators and parsers every store and protocol runs on input from
@@ -122,12 +124,12 @@ func FuzzCompilePattern(f *testing.F) {
 			t.Fatalf("literal %q does not match itself", pat)
 		}
 		if CheckType(pat) == nil {
-			q, err := CompilePattern(QuotePattern(pat))
+			q, err := CompilePattern(glob.Quote(pat))
 			if err != nil {
 				t.Fatalf("quoted %q: %v", pat, err)
 			}
 			if exact, ok := q.Exact(); !ok || exact != pat || !q.Match(pat) || (name != pat && q.Match(name)) {
-				t.Fatalf("QuotePattern(%q) = %q does not match exactly it (exact %q %v)", pat, QuotePattern(pat), exact, ok)
+				t.Fatalf("glob.Quote(%q) = %q does not match exactly it (exact %q %v)", pat, glob.Quote(pat), exact, ok)
 			}
 		}
 	})

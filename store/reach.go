@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/rotajobs/rota/internal/rules/glob"
 )
 
 // Reach is what a caller may reach: the jobs whose group matches one of
@@ -18,7 +20,7 @@ import (
 type Reach struct {
 	groups, types []string
 	inGroup       func(string) bool
-	typePats      []Pattern
+	typePats      []glob.Pattern
 }
 
 // NewReach returns the reach of these group and type patterns; nil
@@ -26,7 +28,7 @@ type Reach struct {
 func NewReach(groups, types []string) (*Reach, error) {
 	r := &Reach{groups: groups, types: types}
 	var err error
-	if r.inGroup, err = GroupScope(groups); err != nil {
+	if r.inGroup, err = groupScope(groups); err != nil {
 		return nil, err
 	}
 	for _, p := range types {
@@ -71,7 +73,7 @@ func (r *Reach) Has(typ, group string) bool {
 
 // HasType reports whether jobs of this type (in some group) are in reach.
 func (r *Reach) HasType(typ string) bool {
-	return r == nil || r.types == nil || slices.ContainsFunc(r.typePats, func(p Pattern) bool { return p.Match(typ) })
+	return r == nil || r.types == nil || slices.ContainsFunc(r.typePats, func(p glob.Pattern) bool { return p.Match(typ) })
 }
 
 // HasGroup reports whether jobs of this group (of some type) are in reach.
@@ -120,7 +122,7 @@ func ListInReach(p ListParams, r *Reach, page func(ListParams) ([]Job, error)) (
 		if p.Groups = slices.DeleteFunc(slices.Clone(p.Groups), func(g string) bool { return !r.HasGroup(g) }); len(p.Groups) == 0 {
 			return ListResult{}, nil
 		}
-	} else if r.groups != nil && !slices.ContainsFunc(r.groups, func(g string) bool { return g != "" && !isLiteral(g) }) {
+	} else if r.groups != nil && !slices.ContainsFunc(r.groups, func(g string) bool { return g != "" && !glob.Literal(g) }) {
 		p.Groups = r.groups // names, not patterns: the store's query selects them
 	}
 	if len(p.Types) > 0 {
@@ -199,14 +201,14 @@ func (r *Reach) NarrowAccept(p *AcceptParams) (what, pattern string) {
 			p.Groups = r.groups
 		}
 		for _, g := range p.Groups {
-			if !slices.Contains(r.groups, g) && !(isLiteral(g) && r.HasGroup(g)) {
+			if !slices.Contains(r.groups, g) && !(glob.Literal(g) && r.HasGroup(g)) {
 				return "group", g
 			}
 		}
 	}
 	if r.types != nil {
 		for _, t := range p.Types {
-			if !slices.Contains(r.types, t) && !(isLiteral(t) && r.HasType(t)) {
+			if !slices.Contains(r.types, t) && !(glob.Literal(t) && r.HasType(t)) {
 				return "type", t
 			}
 		}
@@ -222,11 +224,6 @@ func CountsInReach(counts []Count, r *Reach) []Count {
 	return slices.DeleteFunc(counts, func(c Count) bool { return !r.Has(c.Type, c.Group) })
 }
 
-func isLiteral(p string) bool {
-	pat, err := CompilePattern(p)
-	return err == nil && pat.Literal()
-}
-
 // GroupRanges returns ranges [from, to) of group names, in byte order,
 // that hold every group in reach (to "": no bound above), for a store's
 // listing query to read only those groups' jobs; ListInReach keeps the
@@ -238,7 +235,7 @@ func (r *Reach) GroupRanges() [][2]string {
 	}
 	var out [][2]string
 	for _, g := range r.groups {
-		i := strings.IndexAny(g, globMeta)
+		i := strings.IndexAny(g, glob.Meta)
 		if i < 0 {
 			// A name: itself (and names that go on with a NUL, which no
 			// group has; a store's text may not hold one).

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"iter"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/rotajobs/rota/internal/rules/glob"
+	"github.com/rotajobs/rota/internal/rules/names"
 	"github.com/rotajobs/rota/internal/rules/schedule"
 )
 
@@ -21,7 +22,7 @@ const MaxNameLen = 255
 // UTF-8 without control characters, and without "." or ".." between
 // slashes. Any other character is allowed, as Bedrock allows it in a
 // job's name (paths, query strings: "www/Job?id=8"); a type with pattern
-// characters (* ? [ {) is selected exactly by QuotePattern's pattern, and
+// characters (* ? [ {) is selected exactly by glob.Quote's pattern, and
 // matched by itself as a pattern too when it has no class ("a?b" matches
 // "a?b", and "axb"). A name may contain slashes (Bedrock's users name jobs
 // www-prod/UserActivityEvaluator), but none of its slash-separated parts
@@ -41,88 +42,24 @@ func CheckType(name string) error {
 }
 
 func checkName(what, s string, required bool) error {
-	if s == "" {
-		if required {
-			return Invalidf("%s is required", what)
-		}
-		return nil
-	}
-	if len(s) > MaxNameLen {
-		return Invalidf("%s is %d bytes long, more than %d", what, len(s), MaxNameLen)
-	}
-	if !utf8.ValidString(s) {
-		return Invalidf("%s is not valid UTF-8", what)
-	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			return Invalidf("%s %q contains a control character", what, s)
-		}
+	if err := names.Check(what, s, required); err != nil {
+		return asInvalid(err)
 	}
 	return nil
 }
 
-// Pattern matches type names with GLOB syntax (glob.go): * any run, ?
-// one character, [abc], [a-z] and [^abc] classes, {a,b} alternatives.
-type Pattern struct {
-	src     string
-	literal bool
-	alts    [][]token // the brace-free patterns {a,b} expands to
-}
+// asInvalid makes a rule's plain error (names, glob) match ErrInvalid.
+func asInvalid(err error) error { return fmt.Errorf("%w: %w", ErrInvalid, err) }
 
-// CompilePattern parses a type name or GLOB pattern. Every text of a
-// valid name is a pattern; only one with too many {a,b} alternatives is
-// refused.
-func CompilePattern(p string) (Pattern, error) {
-	if err := checkName("type pattern", p, true); err != nil {
-		return Pattern{}, err
-	}
-	if !strings.ContainsAny(p, globMeta) {
-		return Pattern{src: p, literal: true}, nil
-	}
-	alts, err := expand(p, nil)
+// CompilePattern parses a type name or GLOB pattern (glob.Compile); its
+// errors match ErrInvalid.
+func CompilePattern(p string) (glob.Pattern, error) {
+	pat, err := glob.Compile(p)
 	if err != nil {
-		return Pattern{}, err
-	}
-	pat := Pattern{src: p, alts: make([][]token, len(alts))}
-	for i, a := range alts {
-		pat.alts[i] = tokens(a)
-	}
-	if name, ok := pat.Exact(); ok && name == p {
-		pat.literal, pat.alts = true, nil // "a[b", "{a}": plain text
+		return glob.Pattern{}, asInvalid(err)
 	}
 	return pat, nil
 }
-
-// Literal reports whether the pattern is a plain type name, matched by
-// its text alone.
-func (p Pattern) Literal() bool { return p.literal }
-
-// Exact returns the one type name the pattern matches, when it matches
-// only one: a literal's text, or a quoted name's (QuotePattern).
-func (p Pattern) Exact() (string, bool) {
-	if p.literal {
-		return p.src, true
-	}
-	if len(p.alts) != 1 {
-		return "", false
-	}
-	return exactName(p.alts[0])
-}
-
-// Match reports whether the type name matches.
-func (p Pattern) Match(name string) bool {
-	if p.literal {
-		return p.src == name
-	}
-	for _, a := range p.alts {
-		if matchTokens(a, name) {
-			return true
-		}
-	}
-	return false
-}
-
-func (p Pattern) String() string { return p.src }
 
 // NormalizeData checks that data is a JSON object no larger than
 // MaxDataSize and returns it compacted; nil or empty means {}.
@@ -583,11 +520,11 @@ func CheckGroupConfig(c GroupConfig) error {
 
 // CheckAccept validates an accept, sets a zero Limit to 1, and returns the
 // compiled type patterns.
-func CheckAccept(p *AcceptParams) ([]Pattern, error) {
+func CheckAccept(p *AcceptParams) ([]glob.Pattern, error) {
 	if len(p.Types) == 0 {
 		return nil, Invalidf("accept needs at least one type or pattern")
 	}
-	pats := make([]Pattern, len(p.Types))
+	pats := make([]glob.Pattern, len(p.Types))
 	for i, t := range p.Types {
 		var err error
 		if pats[i], err = CompilePattern(t); err != nil {
@@ -612,7 +549,7 @@ func CheckAccept(p *AcceptParams) ([]Pattern, error) {
 	if err := CheckTime("due_by", p.DueBy); err != nil {
 		return nil, err
 	}
-	if _, err := GroupScope(p.Groups); err != nil {
+	if _, err := groupScope(p.Groups); err != nil {
 		return nil, err
 	}
 	return pats, nil
@@ -624,7 +561,7 @@ func AcceptScope(p *AcceptParams) (func(group string) bool, error) {
 	if len(p.Groups) == 0 && len(p.SkipGroups) == 0 {
 		return nil, nil
 	}
-	in, err := GroupScope(p.Groups)
+	in, err := groupScope(p.Groups)
 	if err != nil || len(p.SkipGroups) == 0 {
 		return in, err
 	}
@@ -632,32 +569,14 @@ func AcceptScope(p *AcceptParams) (func(group string) bool, error) {
 	return func(group string) bool { return in(group) && !slices.Contains(skip, group) }, nil
 }
 
-// GroupScope compiles AcceptParams.Groups into a test of a group's name;
-// nil patterns allow every group.
-func GroupScope(patterns []string) (func(group string) bool, error) {
-	if len(patterns) == 0 {
-		return func(string) bool { return true }, nil
+// groupScope compiles AcceptParams.Groups into a test of a group's name
+// (glob.GroupScope); its errors match ErrInvalid.
+func groupScope(patterns []string) (func(group string) bool, error) {
+	in, err := glob.GroupScope(patterns)
+	if err != nil {
+		return nil, asInvalid(err)
 	}
-	pats := make([]Pattern, len(patterns))
-	for i, g := range patterns {
-		if g == "" {
-			// The default group's name is empty: a literal pattern.
-			pats[i] = Pattern{literal: true}
-			continue
-		}
-		var err error
-		if pats[i], err = CompilePattern(g); err != nil {
-			return nil, Invalidf("group pattern %q: %v", g, err)
-		}
-	}
-	return func(group string) bool {
-		for _, p := range pats {
-			if p.Match(group) {
-				return true
-			}
-		}
-		return false
-	}, nil
+	return in, nil
 }
 
 // CheckHeartbeats validates a batch of heartbeats and returns each item's
@@ -719,24 +638,4 @@ func CheckList(p *ListParams) error {
 		}
 	}
 	return nil
-}
-
-// MatchTypes returns the type names that pats select: literal names as
-// they are (known or not), patterns matched against the known names;
-// sorted, each once.
-func MatchTypes(pats []Pattern, known iter.Seq[string]) []string {
-	var names []string
-	for _, p := range pats {
-		if name, ok := p.Exact(); ok {
-			names = append(names, name)
-			continue
-		}
-		for name := range known {
-			if p.Match(name) {
-				names = append(names, name)
-			}
-		}
-	}
-	slices.Sort(names)
-	return slices.Compact(names)
 }

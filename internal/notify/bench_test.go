@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -14,7 +15,7 @@ import (
 func BenchmarkPublishPatternSubscribers(b *testing.B) {
 	h := New()
 	for s := range 3 {
-		pats := make([]store.Pattern, 120)
+		pats := make([]glob.Pattern, 120)
 		for i := range pats {
 			p, err := store.CompilePattern(fmt.Sprintf("never-%d-%d.*.{x,y}[0-9]?", s, i))
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -147,7 +148,7 @@ func (h *Hub) Watch(fn func([]store.Event)) func() {
 // Waiter is an acceptor sleeping until a job of its types is pending.
 type Waiter struct {
 	h    *Hub
-	pats []store.Pattern
+	pats []glob.Pattern
 	C    chan struct{} // receives a value (buffered, 1) when woken
 	ends atomic.Bool
 }
@@ -160,7 +161,7 @@ type Waiter struct {
 func (w *Waiter) WakeOnEnds(on bool) { w.ends.Store(on) }
 
 // Wait registers a waiter for the patterns. Call Stop when done.
-func (h *Hub) Wait(pats []store.Pattern) *Waiter {
+func (h *Hub) Wait(pats []glob.Pattern) *Waiter {
 	w := &Waiter{h: h, pats: pats, C: make(chan struct{}, 1)}
 	h.mu.Lock()
 	h.waiters[w] = struct{}{}
@@ -209,7 +210,7 @@ type Subscription struct {
 	h     *Hub
 	id    int64 // the job, for job subscriptions
 	typed bool  // a subscription to types, not to one job
-	pats  []store.Pattern
+	pats  []glob.Pattern
 	C     <-chan store.Event
 	out   chan store.Event
 	mu    sync.Mutex
@@ -254,7 +255,7 @@ func (h *Hub) SubscribeJob(id int64) *Subscription {
 
 // SubscribeTypes subscribes to changes of jobs whose type matches any of
 // the patterns.
-func (h *Hub) SubscribeTypes(pats []store.Pattern) *Subscription {
+func (h *Hub) SubscribeTypes(pats []glob.Pattern) *Subscription {
 	s := newSubscription(h)
 	s.pats, s.typed = pats, true
 	s.seen = map[string]bool{}
@@ -283,7 +284,7 @@ func (s *Subscription) wants(typ string) bool {
 	if s.h.testMatch != nil {
 		s.h.testMatch()
 	}
-	ok := slices.ContainsFunc(s.pats, func(p store.Pattern) bool { return p.Match(typ) })
+	ok := slices.ContainsFunc(s.pats, func(p glob.Pattern) bool { return p.Match(typ) })
 	if len(s.seen) >= maxSeen {
 		clear(s.seen)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -15,8 +16,8 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 	h := New()
 	h.MaxQueue = 100
 	all, _ := store.CompilePattern("*")
-	slow := h.SubscribeTypes([]store.Pattern{all})
-	fast := h.SubscribeTypes([]store.Pattern{all})
+	slow := h.SubscribeTypes([]glob.Pattern{all})
+	fast := h.SubscribeTypes([]glob.Pattern{all})
 	for i := range 1000 {
 		h.Publish([]store.Event{{ID: int64(i + 1), Type: "t"}})
 		// The fast reader keeps up: it takes each event as it comes.
@@ -60,9 +61,9 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 	}
 }
 
-func patterns(t testing.TB, srcs ...string) []store.Pattern {
+func patterns(t testing.TB, srcs ...string) []glob.Pattern {
 	t.Helper()
-	out := make([]store.Pattern, len(srcs))
+	out := make([]glob.Pattern, len(srcs))
 	for i, src := range srcs {
 		p, err := store.CompilePattern(src)
 		if err != nil {
@@ -158,7 +159,7 @@ func TestPublishMatchesOutsideTheLock(t *testing.T) {
 func TestStopDropsBuffered(t *testing.T) {
 	h := New()
 	all, _ := store.CompilePattern("*")
-	sub := h.SubscribeTypes([]store.Pattern{all})
+	sub := h.SubscribeTypes([]glob.Pattern{all})
 	h.Publish([]store.Event{{ID: 1, Type: "t"}, {ID: 2, Type: "t"}})
 	deadline := time.Now().Add(10 * time.Second)
 	for len(sub.C) == 0 && time.Now().Before(deadline) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rotajobs/rota/internal/engine"
 	"github.com/rotajobs/rota/internal/rules/fair"
+	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/internal/rules/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
@@ -1197,7 +1198,7 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 		}
 		return res, err
 	}
-	patterned := slices.ContainsFunc(pats, func(p store.Pattern) bool { return !p.Literal() })
+	patterned := slices.ContainsFunc(pats, func(p glob.Pattern) bool { return !p.Literal() })
 	if patterned && types > s.knownTypes() {
 		// Another node registered a type this node has not heard of:
 		// a pattern may match it.

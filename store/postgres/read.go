@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -392,10 +393,10 @@ func (s *Store) reloadTypes(ctx context.Context) error {
 
 // resolve turns type names and patterns into the known type names they
 // match. Literal names are kept even when unknown.
-func (s *Store) resolve(pats []store.Pattern) []string {
+func (s *Store) resolve(pats []glob.Pattern) []string {
 	s.typesMu.RLock()
 	defer s.typesMu.RUnlock()
-	return store.MatchTypes(pats, maps.Keys(s.types))
+	return glob.MatchTypes(pats, maps.Keys(s.types))
 }
 
 func (s *Store) knownTypes() int {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rotajobs/rota/internal/engine"
 	"github.com/rotajobs/rota/internal/rules/fair"
+	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/internal/rules/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
@@ -26,10 +27,10 @@ import (
 // all those jobs in one statement.
 
 // resolve turns patterns into the known type names they match.
-func (s *Store) resolve(pats []store.Pattern) []string {
+func (s *Store) resolve(pats []glob.Pattern) []string {
 	s.typesMu.RLock()
 	defer s.typesMu.RUnlock()
-	return store.MatchTypes(pats, maps.Keys(s.types))
+	return glob.MatchTypes(pats, maps.Keys(s.types))
 }
 
 // queue is one type's groups during one accept (fair.Queue), with what

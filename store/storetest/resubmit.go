@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -50,7 +51,7 @@ func testResubmit(t *testing.T, open func(t *testing.T) store.Store) {
 		if got := accept(t, s, store.AcceptParams{Types: []string{"old"}, Limit: 5}); len(got.Jobs) != 0 {
 			t.Errorf("accept of the old type took %d jobs", len(got.Jobs))
 		}
-		if got := accept(t, s, store.AcceptParams{Types: []string{store.QuotePattern("new?x")}, Limit: 5}); len(got.Jobs) != 2 {
+		if got := accept(t, s, store.AcceptParams{Types: []string{glob.Quote("new?x")}, Limit: 5}); len(got.Jobs) != 2 {
 			t.Errorf("accept of the new type took %d jobs, want 2", len(got.Jobs))
 		}
 		if _, _, err := s.Resubmit(t.Context(), []store.ResubmitParams{{ID: pending.ID, Rename: "bad\x01"}}); !errors.Is(err, store.ErrInvalid) {

@@ -1,8 +1,19 @@
-package store
+// Package glob is rota's type and group patterns: a compiled Pattern,
+// matched against names, and the quoting of a name into the pattern that
+// selects it alone. It is a rule of what a caller selects, the same on
+// every store and protocol, and does no I/O; its errors are plain, and
+// callers make them match store.ErrInvalid (check.CompilePattern,
+// store.NewReach).
+package glob
 
 import (
+	"fmt"
+	"iter"
+	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/rotajobs/rota/internal/rules/names"
 )
 
 // rota's patterns are SQLite's GLOB, the syntax Bedrock's GetJob takes,
@@ -13,7 +24,7 @@ import (
 //     a ] first in the class is one of its characters, and so is a - first
 //     or last;
 //   - everything else matches itself, case-sensitively; there is no escape
-//     character: [*], [?], [[] and [{] match those characters (QuotePattern).
+//     character: [*], [?], [[] and [{] match those characters (Quote).
 //
 // rota adds two things, which no text Bedrock matches by GLOB can hold
 // (Bedrock splits a name with a comma into a list of exact names first):
@@ -24,9 +35,9 @@ import (
 //     matches nothing at all), so that a name such as "a[b" is taken by
 //     its own text.
 
-// globMeta are the characters where a pattern may stop matching only
+// Meta are the characters where a pattern may stop matching only
 // itself: a name's literal start ends before the first of them.
-const globMeta = "*?[{"
+const Meta = "*?[{"
 
 // maxAlternatives bounds the patterns a {a,b} pattern expands to.
 const maxAlternatives = 1024
@@ -108,7 +119,7 @@ func expand(s string, out []string) ([]string, error) {
 	open, end, commas, ok := braceGroup(s)
 	if !ok {
 		if len(out) >= maxAlternatives {
-			return nil, Invalidf("pattern %q has more than %d alternatives", s, maxAlternatives)
+			return nil, fmt.Errorf("pattern %q has more than %d alternatives", s, maxAlternatives)
 		}
 		return append(out, s), nil
 	}
@@ -247,10 +258,10 @@ func exactName(ts []token) (string, bool) {
 	return b.String(), true
 }
 
-// QuotePattern returns the pattern that matches name and nothing else:
+// Quote returns the pattern that matches name and nothing else:
 // its *, ?, [ and { in classes of their own.
-func QuotePattern(name string) string {
-	if !strings.ContainsAny(name, globMeta) {
+func Quote(name string) string {
+	if !strings.ContainsAny(name, Meta) {
 		return name
 	}
 	var b strings.Builder
@@ -265,4 +276,122 @@ func QuotePattern(name string) string {
 		}
 	}
 	return b.String()
+}
+
+// Pattern matches type names with GLOB syntax (above): * any run, ?
+// one character, [abc], [a-z] and [^abc] classes, {a,b} alternatives.
+type Pattern struct {
+	src     string
+	literal bool
+	alts    [][]token // the brace-free patterns {a,b} expands to
+}
+
+// Compile parses a type name or GLOB pattern. Every text of a valid name
+// (names.Check) is a pattern; only one with too many {a,b} alternatives
+// is refused.
+func Compile(p string) (Pattern, error) {
+	if err := names.Check("type pattern", p, true); err != nil {
+		return Pattern{}, err
+	}
+	if !strings.ContainsAny(p, Meta) {
+		return Pattern{src: p, literal: true}, nil
+	}
+	alts, err := expand(p, nil)
+	if err != nil {
+		return Pattern{}, err
+	}
+	pat := Pattern{src: p, alts: make([][]token, len(alts))}
+	for i, a := range alts {
+		pat.alts[i] = tokens(a)
+	}
+	if name, ok := pat.Exact(); ok && name == p {
+		pat.literal, pat.alts = true, nil // "a[b", "{a}": plain text
+	}
+	return pat, nil
+}
+
+// Literal reports whether the pattern is a plain type name, matched by
+// its text alone.
+func (p Pattern) Literal() bool { return p.literal }
+
+// Exact returns the one type name the pattern matches, when it matches
+// only one: a literal's text, or a quoted name's (Quote).
+func (p Pattern) Exact() (string, bool) {
+	if p.literal {
+		return p.src, true
+	}
+	if len(p.alts) != 1 {
+		return "", false
+	}
+	return exactName(p.alts[0])
+}
+
+// Match reports whether the type name matches.
+func (p Pattern) Match(name string) bool {
+	if p.literal {
+		return p.src == name
+	}
+	for _, a := range p.alts {
+		if matchTokens(a, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p Pattern) String() string { return p.src }
+
+// Literal reports whether the text p is a valid pattern that is a plain
+// name.
+func Literal(p string) bool {
+	pat, err := Compile(p)
+	return err == nil && pat.Literal()
+}
+
+// MatchTypes returns the type names that pats select: literal names as
+// they are (known or not), patterns matched against the known names;
+// sorted, each once.
+func MatchTypes(pats []Pattern, known iter.Seq[string]) []string {
+	var selected []string
+	for _, p := range pats {
+		if name, ok := p.Exact(); ok {
+			selected = append(selected, name)
+			continue
+		}
+		for name := range known {
+			if p.Match(name) {
+				selected = append(selected, name)
+			}
+		}
+	}
+	slices.Sort(selected)
+	return slices.Compact(selected)
+}
+
+// GroupScope compiles group patterns (AcceptParams.Groups, a reach's
+// groups) into a test of a group's name; nil patterns allow every group.
+func GroupScope(patterns []string) (func(group string) bool, error) {
+	if len(patterns) == 0 {
+		return func(string) bool { return true }, nil
+	}
+	pats := make([]Pattern, len(patterns))
+	for i, g := range patterns {
+		if g == "" {
+			// The default group's name is empty: a literal pattern.
+			pats[i] = Pattern{literal: true}
+			continue
+		}
+		var err error
+		if pats[i], err = Compile(g); err != nil {
+			return nil, fmt.Errorf("group pattern %q: %w", g, err)
+		}
+	}
+	return func(group string) bool {
+		for _, p := range pats {
+			if p.Match(group) {
+				return true
+			}
+		}
+		return false
+	}, nil
 }

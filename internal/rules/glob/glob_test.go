@@ -1,4 +1,4 @@
-package store
+package glob
 
 import (
 	"database/sql"
@@ -48,9 +48,9 @@ func TestPatternIsSQLiteGlob(t *testing.T) {
 		if pat == "" {
 			continue
 		}
-		p, err := CompilePattern(pat)
+		p, err := Compile(pat)
 		if err != nil {
-			t.Fatalf("CompilePattern(%q): %v", pat, err)
+			t.Fatalf("Compile(%q): %v", pat, err)
 		}
 		open := hasUnclosedClass(pat)
 		for range 8 {
@@ -124,9 +124,9 @@ func TestPatterns(t *testing.T) {
 		{"[{a,b}]", "a", true},
 		{"Ü?", "Üé", true},
 	} {
-		p, err := CompilePattern(c.pat)
+		p, err := Compile(c.pat)
 		if err != nil {
-			t.Errorf("CompilePattern(%q): %v", c.pat, err)
+			t.Errorf("Compile(%q): %v", c.pat, err)
 			continue
 		}
 		if got := p.Match(c.name); got != c.match {
@@ -134,15 +134,15 @@ func TestPatterns(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]string{"a?b": "a[?]b", "a[1]": "a[[]1]", "{a,b}*": "[{]a,b}[*]", "plain": "plain"} {
-		if got := QuotePattern(name); got != want {
-			t.Errorf("QuotePattern(%q) = %q, want %q", name, got, want)
+		if got := Quote(name); got != want {
+			t.Errorf("Quote(%q) = %q, want %q", name, got, want)
 		}
-		p, _ := CompilePattern(QuotePattern(name))
+		p, _ := Compile(Quote(name))
 		if exact, ok := p.Exact(); !ok || exact != name {
-			t.Errorf("QuotePattern(%q): Exact %q %v", name, exact, ok)
+			t.Errorf("Quote(%q): Exact %q %v", name, exact, ok)
 		}
 	}
-	if _, err := CompilePattern(strings.Repeat("{a,b}", 11)); err == nil {
+	if _, err := Compile(strings.Repeat("{a,b}", 11)); err == nil {
 		t.Error("2048 alternatives compiled")
 	}
 }

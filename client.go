@@ -14,6 +14,7 @@ import (
 
 	"github.com/rotajobs/rota/internal/expiry"
 	"github.com/rotajobs/rota/internal/notify"
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/store"
 )
@@ -216,7 +217,7 @@ func (c *Client) Get(ctx context.Context, id int64) (Job, error) {
 		return Job{}, err
 	}
 	if js[0].ID == 0 {
-		return Job{}, store.NotFound(id)
+		return Job{}, check.NotFound(id)
 	}
 	return js[0], nil
 }
@@ -350,7 +351,7 @@ func (c *Client) SetGroupConfig(ctx context.Context, gc GroupConfig) error {
 			}
 		}
 		if gc.Weight > now {
-			return store.Invalidf("weight %g of group %q is more than %g: a token scoped to some groups or types may lower a group's weight, not raise it above %g (a weight takes a share from other tenants' groups; ask for it with the admin token)",
+			return check.Invalidf("weight %g of group %q is more than %g: a token scoped to some groups or types may lower a group's weight, not raise it above %g (a weight takes a share from other tenants' groups; ask for it with the admin token)",
 				gc.Weight, gc.Group, now, now)
 		}
 	}
@@ -464,10 +465,10 @@ func (c *Client) handBack(ctx context.Context, jobs []Job) {
 
 func (c *Client) accept(ctx context.Context, p AcceptParams) ([]Job, error) {
 	if p.Wait < 0 {
-		return nil, store.Invalidf("wait %v must not be negative", p.Wait)
+		return nil, check.Invalidf("wait %v must not be negative", p.Wait)
 	}
 	if what, pat := store.ReachOf(ctx).NarrowAccept(&p); pat != "" {
-		return nil, store.Invalidf("%s pattern %q is out of the caller's reach: accept names in reach, or the reach's own patterns", what, pat)
+		return nil, check.Invalidf("%s pattern %q is out of the caller's reach: accept names in reach, or the reach's own patterns", what, pat)
 	}
 	if p.Wait == 0 {
 		res, err := c.st.Accept(ctx, p)
@@ -543,12 +544,12 @@ type WaitAccepter interface {
 
 func compilePatterns(types []string) ([]glob.Pattern, error) {
 	if len(types) == 0 {
-		return nil, store.Invalidf("at least one type or pattern is required")
+		return nil, check.Invalidf("at least one type or pattern is required")
 	}
 	pats := make([]glob.Pattern, len(types))
 	for i, t := range types {
 		var err error
-		if pats[i], err = store.CompilePattern(t); err != nil {
+		if pats[i], err = check.CompilePattern(t); err != nil {
 			return nil, err
 		}
 	}
@@ -742,7 +743,7 @@ func (c *Client) Subscribe(ctx context.Context, id int64) (*Subscription, error)
 // patterns (at most store.MaxStreamPatterns), until ctx ends or Close.
 func (c *Client) SubscribeTypes(ctx context.Context, patterns ...string) (*Subscription, error) {
 	if len(patterns) > store.MaxStreamPatterns {
-		return nil, store.Invalidf("%d type patterns in one subscription are more than %d (one pattern may list alternatives: {a,b,c})", len(patterns), store.MaxStreamPatterns)
+		return nil, check.Invalidf("%d type patterns in one subscription are more than %d (one pattern may list alternatives: {a,b,c})", len(patterns), store.MaxStreamPatterns)
 	}
 	pats, err := compilePatterns(patterns)
 	if err != nil {
@@ -805,7 +806,7 @@ func (c *Client) Wait(ctx context.Context, id int64, states ...State) (Job, erro
 	defer sub.Close()
 	for ev := range sub.C {
 		if ev.Removed {
-			return Job{}, store.JobErrorf(ErrNotFound, "job %d was removed", id)
+			return Job{}, check.JobErrorf(ErrNotFound, "job %d was removed", id)
 		}
 		if WaitedFor(ev.State, states) {
 			j, err := c.Get(ctx, id)
@@ -853,7 +854,7 @@ func WaitedFor(state State, states []State) bool {
 func checkStates(states []State) error {
 	for _, st := range states {
 		if !st.Valid() {
-			return store.Invalidf("wait: unknown state %d", st)
+			return check.Invalidf("wait: unknown state %d", st)
 		}
 	}
 	return nil

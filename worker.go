@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota/internal/batch"
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/store"
 )
@@ -245,7 +246,7 @@ func (w *Worker) Handle(typ string, h Handler) {
 	if w.started {
 		panic("rota: Handle called on a running worker")
 	}
-	if err := store.CheckType(typ); err != nil {
+	if err := check.Type(typ); err != nil {
 		panic("rota: Handle: " + err.Error())
 	}
 	if _, dup := w.handlers[typ]; dup {
@@ -1088,7 +1089,7 @@ func SetResult(ctx context.Context, v any) error {
 	if err != nil {
 		return fmt.Errorf("rota: SetResult: %w", err)
 	}
-	if _, err := store.NormalizeResult(b); err != nil {
+	if _, err := check.Result(b); err != nil {
 		return fmt.Errorf("rota: SetResult: %w", err)
 	}
 	jc.r.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/internal/rules/lifecycle"
 	"github.com/rotajobs/rota/internal/rules/schedule"
@@ -205,7 +206,7 @@ func (s *Server) peekJob(ctx context.Context, n *newJob, batch, mocked bool) *Re
 // the parent's own parent.
 func (s *Server) processJob(n *newJob) *Response {
 	n.p.Type = n.get("name")
-	if err := store.CheckType(n.p.Type); err != nil {
+	if err := check.Type(n.p.Type); err != nil {
 		return reply("402 Malformed name")
 	}
 	repeat := n.get("repeat")
@@ -253,7 +254,7 @@ func (s *Server) processJob(n *newJob) *Response {
 // default one, or MockGroup for a mocked add, so that mocked and real
 // jobs never match, as in Bedrock), to check its parent.
 func (s *Server) uniqueMatch(ctx context.Context, name, group string) (rota.Job, error) {
-	if store.CheckType(name) != nil {
+	if check.Type(name) != nil {
 		return rota.Job{}, nil
 	}
 	res, err := s.c.List(ctx, rota.ListParams{Types: []string{name}, Groups: []string{group}, Limit: 1,
@@ -400,7 +401,7 @@ func (s *Server) getJobs(ctx context.Context, c *call, many bool) *Response {
 	// that cannot be a job's (a control character) matches nothing.
 	if names := splitList(name); len(names) > 1 {
 		for _, n := range names {
-			if store.CheckType(n) == nil {
+			if check.Type(n) == nil {
 				p.Types = append(p.Types, glob.Quote(n))
 			}
 		}
@@ -543,7 +544,7 @@ func (s *Server) crash(c *call) *Response {
 	}
 	var pats []glob.Pattern
 	for _, n := range splitList(c.Get("names")) {
-		p, err := store.CompilePattern(n)
+		p, err := check.CompilePattern(n)
 		if err != nil {
 			return reply("402 Malformed names")
 		}
@@ -779,7 +780,7 @@ func (s *Server) finishJob(ctx context.Context, c *call, retry bool) *Response {
 	if retry {
 		fp.As = rota.Snooze
 		if name := c.Get("name"); name != "" {
-			if store.CheckType(name) != nil {
+			if check.Type(name) != nil {
 				return reply("402 Malformed name")
 			}
 			fp.Rename = name
@@ -973,7 +974,7 @@ func (s *Server) deleteJob(ctx context.Context, c *call) *Response {
 // paused job (a family's) to the family's rules.
 func (s *Server) requeueJobs(ctx context.Context, c *call) *Response {
 	name := c.Get("name")
-	if name != "" && store.CheckType(name) != nil {
+	if name != "" && check.Type(name) != nil {
 		return reply("402 Malformed name")
 	}
 	keep := !test(c.Get("decrementfailures"))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/schedule"
 	"github.com/rotajobs/rota/store"
 )
@@ -299,7 +300,7 @@ func memberText(v json.RawMessage) string {
 
 // isObject reports whether data is a JSON object rota keeps as job data.
 func isObject(data string) bool {
-	_, err := store.NormalizeData("data", json.RawMessage(data))
+	_, err := check.Data("data", json.RawMessage(data))
 	return err == nil && strings.HasPrefix(strings.TrimSpace(data), "{")
 }
 
@@ -417,7 +418,7 @@ func hostname() string {
 // why it cannot be mapped.
 func ImportRow(name, state, nextRun, created, repeat, data, retryAfterText string, priority int64) (store.ImportJob, string) {
 	j := store.ImportJob{ParentIndex: -1}
-	if err := store.CheckType(name); err != nil {
+	if err := check.Type(name); err != nil {
 		return j, fmt.Sprintf("its name cannot be a rota type: %v", err)
 	}
 	if data == "" {

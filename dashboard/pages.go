@@ -16,6 +16,7 @@ import (
 
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/internal/rules/schedule"
 	"github.com/rotajobs/rota/store"
@@ -385,7 +386,7 @@ func (s *Server) query(r *http.Request, f filter) (listQuery, error) {
 	q := listQuery{ListParams: rota.ListParams{Limit: f.Limit, After: f.Cursor, Descending: f.Order != "asc"}}
 	p := &q.ListParams
 	if f.Type != "" {
-		pat, err := store.CompilePattern(f.Type)
+		pat, err := check.CompilePattern(f.Type)
 		if err != nil {
 			return q, err
 		}
@@ -529,7 +530,7 @@ func (s *Server) stateCounts(r *http.Request, f filter) (map[string]int64, error
 	}
 	var pat glob.Pattern
 	if f.Type != "" {
-		if pat, err = store.CompilePattern(f.Type); err != nil {
+		if pat, err = check.CompilePattern(f.Type); err != nil {
 			return nil, err
 		}
 	}
@@ -566,7 +567,7 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 	}
 	j, err := s.c.Get(r.Context(), id)
 	if err == nil && !u.Access.Reaches(j.Type, j.Group) {
-		err = store.NotFound(id) // as a missing job, word for word
+		err = check.NotFound(id) // as a missing job, word for word
 	}
 	if err != nil {
 		s.fail(w, r, fmt.Sprintf("Job %d", id), err)
@@ -628,7 +629,7 @@ func (s *Server) jobAction(w http.ResponseWriter, r *http.Request) {
 	}
 	j, err := s.c.Get(ctx, id)
 	if err == nil && !u.Access.Reaches(j.Type, j.Group) {
-		err = store.NotFound(id) // as a missing job, word for word
+		err = check.NotFound(id) // as a missing job, word for word
 	}
 	if err != nil {
 		s.fail(w, r, fmt.Sprintf("Job %d", id), err)

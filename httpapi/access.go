@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota/httpapi/wire"
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
@@ -223,7 +224,7 @@ func (c *tokenCache) forget() {
 // notFound is how a job outside a token's reach is answered by the
 // producer's routes: as a job that does not exist (lifecycle.Cancel,
 // RemoveJob, UpdateJob and Resubmit answer a missing job so).
-func notFound(id int64) error { return store.NotFound(id) }
+func notFound(id int64) error { return check.NotFound(id) }
 
 // noLease is how a job outside a token's reach is answered by the worker
 // calls (heartbeat, finish, fail, snooze, release, one by one or in
@@ -299,7 +300,7 @@ func scopeAccept(a *access, p *store.AcceptParams) error {
 		p.Groups = a.groups // an accept names no groups over HTTP
 	}
 	for _, t := range p.Types {
-		if _, err := store.CompilePattern(t); err != nil {
+		if _, err := check.CompilePattern(t); err != nil {
 			return err
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota/httpapi/wire"
-	"github.com/rotajobs/rota/store"
+	"github.com/rotajobs/rota/internal/rules/check"
 )
 
 // writeError sends err as {"error": {...}}.
@@ -56,7 +56,7 @@ func decodeBody(body []byte, v any, optional bool) error {
 		if optional {
 			return nil
 		}
-		return store.Invalidf("the request body is empty; want a JSON object")
+		return check.Invalidf("the request body is empty; want a JSON object")
 	}
 	return decodeStrict(body, v)
 }
@@ -74,9 +74,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 			return nil, fmt.Errorf("request body is larger than %d bytes: %w", s.cfg.MaxBodyBytes, err)
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return nil, store.Invalidf("the request body did not arrive within %v", s.cfg.BodyTimeout)
+			return nil, check.Invalidf("the request body did not arrive within %v", s.cfg.BodyTimeout)
 		}
-		return nil, store.Invalidf("reading the body: %v", err)
+		return nil, check.Invalidf("reading the body: %v", err)
 	}
 	return body, nil
 }
@@ -85,10 +85,10 @@ func decodeStrict(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return store.Invalidf("%s", describeJSONError(err))
+		return check.Invalidf("%s", describeJSONError(err))
 	}
 	if _, err := dec.Token(); err != io.EOF { // anything after the value, even a stray } or ]
-		return store.Invalidf("the body holds more than one JSON value")
+		return check.Invalidf("the body holds more than one JSON value")
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/httpapi/wire"
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/store"
 )
@@ -50,7 +51,7 @@ func (s *Server) events(r *http.Request, _ int64, _ *none) (answer, error) {
 	q := r.URL.Query()
 	for name := range q {
 		if name != "job" && name != "type" && name != "running" && name != "completed" {
-			return answer{}, store.Invalidf("unknown query parameter %q (want job, type, running or completed)", name)
+			return answer{}, check.Invalidf("unknown query parameter %q (want job, type, running or completed)", name)
 		}
 	}
 	// leave[state] says the stream leaves out changes to that state
@@ -66,10 +67,10 @@ func (s *Server) events(r *http.Request, _ int64, _ *none) (answer, error) {
 		}
 		b, err := strconv.ParseBool(v[0])
 		if err != nil || len(v) > 1 {
-			return answer{}, store.Invalidf("%s %q is not one boolean (true or false)", f.name, strings.Join(v, ","))
+			return answer{}, check.Invalidf("%s %q is not one boolean (true or false)", f.name, strings.Join(v, ","))
 		}
 		if !b && q.Has("job") {
-			return answer{}, store.Invalidf("%s=false is for streams of types, not of one job (whose first event is its state, whatever it is)", f.name)
+			return answer{}, check.Invalidf("%s=false is for streams of types, not of one job (whose first event is its state, whatever it is)", f.name)
 		}
 		leave[f.state] = !b
 	}
@@ -77,7 +78,7 @@ func (s *Server) events(r *http.Request, _ int64, _ *none) (answer, error) {
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		us, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || us <= 0 {
-			return answer{}, store.Invalidf("Last-Event-ID %q is not an event id this server gave out", v)
+			return answer{}, check.Invalidf("Last-Event-ID %q is not an event id this server gave out", v)
 		}
 		since = time.UnixMicro(us)
 	}
@@ -86,11 +87,11 @@ func (s *Server) events(r *http.Request, _ int64, _ *none) (answer, error) {
 	var err error
 	switch jobs := queryList(r, "job"); {
 	case len(jobs) > 1 || (len(jobs) == 1 && len(types) > 0):
-		err = store.Invalidf("give one job, or type patterns, not both")
+		err = check.Invalidf("give one job, or type patterns, not both")
 	case len(jobs) == 1:
 		var id int64
 		if id, err = strconv.ParseInt(jobs[0], 10, 64); err != nil || id <= 0 {
-			err = store.Invalidf("job %q is not a positive integer", jobs[0])
+			err = check.Invalidf("job %q is not a positive integer", jobs[0])
 			break
 		}
 		if err = s.reach(r, id); err == nil {
@@ -247,7 +248,7 @@ var errTooMuchToReplay = errors.New("too many changes to replay")
 func (s *Server) replay(r *http.Request, patterns []string, since time.Time, write func(store.Event)) error {
 	var pats []glob.Pattern
 	for _, p := range patterns {
-		c, err := store.CompilePattern(p)
+		c, err := check.CompilePattern(p)
 		if err != nil {
 			return err
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/httpapi/wire"
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -280,7 +281,7 @@ func pathID(r *http.Request) (int64, error) {
 	raw := r.PathValue("id")
 	id, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || id <= 0 {
-		return 0, store.Invalidf("job id %q is not a positive integer", raw)
+		return 0, check.Invalidf("job id %q is not a positive integer", raw)
 	}
 	return id, nil
 }
@@ -297,7 +298,7 @@ func hideToken(j store.Job) store.Job {
 func (s *Server) add(r *http.Request, _ int64, raw *json.RawMessage) (answer, error) {
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(*raw, &probe); err != nil {
-		return answer{}, store.Invalidf("the body must be a JSON object: a job, or {\"jobs\": [...]}")
+		return answer{}, check.Invalidf("the body must be a JSON object: a job, or {\"jobs\": [...]}")
 	}
 	if jobs, batch := probe["jobs"]; batch {
 		return s.addBatch(r, *raw, jobs)
@@ -325,15 +326,15 @@ func (s *Server) add(r *http.Request, _ int64, raw *json.RawMessage) (answer, er
 // addBatch adds {"jobs": [...]}; an oversized batch is refused before its
 // jobs are decoded.
 func (s *Server) addBatch(r *http.Request, raw, jobs json.RawMessage) (answer, error) {
-	if n := store.JSONArrayLen(jobs); n > store.MaxAddBatch {
-		return answer{}, store.TooLarge("a batch of %d jobs is more than %d", n, store.MaxAddBatch)
+	if n := check.JSONArrayLen(jobs); n > store.MaxAddBatch {
+		return answer{}, check.TooLarge("a batch of %d jobs is more than %d", n, store.MaxAddBatch)
 	}
 	var req wire.AddBatchRequest
 	if err := decodeStrict(raw, &req); err != nil {
 		return answer{}, err
 	}
 	if len(req.Jobs) == 0 {
-		return answer{}, store.Invalidf("\"jobs\" is empty")
+		return answer{}, check.Invalidf("\"jobs\" is empty")
 	}
 	ps := make([]store.AddParams, len(req.Jobs))
 	for i, j := range req.Jobs {
@@ -393,7 +394,7 @@ func (s *Server) waitParams(r *http.Request) (time.Duration, []store.State, erro
 	q := r.URL.Query()
 	for name := range q {
 		if name != "wait" && name != "state" {
-			return 0, nil, store.Invalidf("unknown query parameter %q (want wait, state)", name)
+			return 0, nil, check.Invalidf("unknown query parameter %q (want wait, state)", name)
 		}
 	}
 	var states []store.State
@@ -407,13 +408,13 @@ func (s *Server) waitParams(r *http.Request) (time.Duration, []store.State, erro
 	v := q.Get("wait")
 	if v == "" {
 		if len(states) > 0 {
-			return 0, nil, store.Invalidf("state needs wait (how long to wait for the job to be in one of them)")
+			return 0, nil, check.Invalidf("state needs wait (how long to wait for the job to be in one of them)")
 		}
 		return 0, nil, nil
 	}
 	wait, err := time.ParseDuration(v)
 	if err != nil || wait < 0 || wait > s.cfg.MaxWait {
-		return 0, nil, store.Invalidf("wait %q is not a duration in 0..%v", v, s.cfg.MaxWait)
+		return 0, nil, check.Invalidf("wait %q is not a duration in 0..%v", v, s.cfg.MaxWait)
 	}
 	return wait, states, nil
 }
@@ -438,7 +439,7 @@ func (s *Server) list(r *http.Request, _ int64, _ *none) (answer, error) {
 	q := r.URL.Query()
 	for name := range q {
 		if !slices.Contains(listParams, name) {
-			return answer{}, store.Invalidf("unknown query parameter %q (want one of %s)", name, strings.Join(listParams, ", "))
+			return answer{}, check.Invalidf("unknown query parameter %q (want one of %s)", name, strings.Join(listParams, ", "))
 		}
 	}
 	if ids := queryList(r, "id"); len(ids) > 0 {
@@ -486,7 +487,7 @@ func listFilter(r *http.Request) (store.ListParams, error) {
 	var err error
 	if v := q.Get("updated_since"); v != "" {
 		if p.UpdatedSince, err = time.Parse(time.RFC3339Nano, v); err != nil {
-			return p, store.Invalidf("updated_since %q is not an RFC 3339 time", v)
+			return p, check.Invalidf("updated_since %q is not an RFC 3339 time", v)
 		}
 	}
 	switch q.Get("recurring") {
@@ -494,21 +495,21 @@ func listFilter(r *http.Request) (store.ListParams, error) {
 	case "true":
 		p.Recurring = true
 	default:
-		return p, store.Invalidf("recurring %q: want true or false", q.Get("recurring"))
+		return p, check.Invalidf("recurring %q: want true or false", q.Get("recurring"))
 	}
 	if v := q.Get("parent"); v != "" {
 		if p.Parent, err = strconv.ParseInt(v, 10, 64); err != nil || p.Parent <= 0 {
-			return p, store.Invalidf("parent %q is not a job id", v)
+			return p, check.Invalidf("parent %q is not a job id", v)
 		}
 	}
 	if v := q.Get("limit"); v != "" {
 		if p.Limit, err = strconv.Atoi(v); err != nil || p.Limit <= 0 {
-			return p, store.Invalidf("limit %q is not a number in 1..%d", v, store.MaxListLimit)
+			return p, check.Invalidf("limit %q is not a number in 1..%d", v, store.MaxListLimit)
 		}
 	}
 	if v := q.Get("cursor"); v != "" {
 		if p.After, err = strconv.ParseInt(v, 10, 64); err != nil || p.After <= 0 {
-			return p, store.Invalidf("cursor %q is not one this server gave out", v)
+			return p, check.Invalidf("cursor %q is not one this server gave out", v)
 		}
 	}
 	switch q.Get("order") {
@@ -516,7 +517,7 @@ func listFilter(r *http.Request) (store.ListParams, error) {
 	case "desc":
 		p.Descending = true
 	default:
-		return p, store.Invalidf("order %q: want asc or desc", q.Get("order"))
+		return p, check.Invalidf("order %q: want asc or desc", q.Get("order"))
 	}
 	return p, nil
 }
@@ -526,7 +527,7 @@ func listFilter(r *http.Request) (store.ListParams, error) {
 func (s *Server) listByKey(r *http.Request, key string) (answer, error) {
 	types, groups := queryList(r, "type"), r.URL.Query()["group"]
 	if len(types) != 1 || len(groups) > 1 {
-		return answer{}, store.Invalidf("key needs exactly one type, and at most one group (the default group when none)")
+		return answer{}, check.Invalidf("key needs exactly one type, and at most one group (the default group when none)")
 	}
 	j, err := s.c.GetByKey(r.Context(), types[0], r.URL.Query().Get("group"), key)
 	if errors.Is(err, store.ErrNotFound) || err == nil && !accessOf(r).reaches(j.Type, j.Group) {
@@ -540,13 +541,13 @@ func (s *Server) listByKey(r *http.Request, key string) (answer, error) {
 
 func (s *Server) listByID(r *http.Request, raw []string) (answer, error) {
 	if len(raw) > store.MaxListLimit {
-		return answer{}, store.Invalidf("at most %d ids at once", store.MaxListLimit)
+		return answer{}, check.Invalidf("at most %d ids at once", store.MaxListLimit)
 	}
 	ids := make([]int64, len(raw))
 	for i, v := range raw {
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || id <= 0 {
-			return answer{}, store.Invalidf("id %q is not a positive integer", v)
+			return answer{}, check.Invalidf("id %q is not a positive integer", v)
 		}
 		ids[i] = id
 	}
@@ -640,7 +641,7 @@ func (s *Server) types(r *http.Request, _ int64, _ *none) (answer, error) {
 func typeOfPath(r *http.Request, req *wire.TypeConfig) error {
 	typ := r.PathValue("type")
 	if req.Type != "" && req.Type != typ {
-		return store.Invalidf("body names type %q but the path names %q", req.Type, typ)
+		return check.Invalidf("body names type %q but the path names %q", req.Type, typ)
 	}
 	req.Type = typ
 	return nil
@@ -691,7 +692,7 @@ func (s *Server) setGroup(r *http.Request, _ int64, req *wire.GroupConfig) (answ
 
 func (s *Server) accept(r *http.Request, _ int64, req *wire.AcceptRequest) (answer, error) {
 	if req.Wait < 0 || time.Duration(req.Wait) > s.cfg.MaxWait {
-		return answer{}, store.Invalidf("wait %v is out of range 0..%v", time.Duration(req.Wait), s.cfg.MaxWait)
+		return answer{}, check.Invalidf("wait %v is out of range 0..%v", time.Duration(req.Wait), s.cfg.MaxWait)
 	}
 	p := req.Params()
 	if err := scopeAccept(accessOf(r), &p); err != nil {
@@ -791,10 +792,10 @@ func (s *Server) failOne(r *http.Request, id int64, req *wire.FailRequest) (answ
 // negative delay, or a rename to a type out of the token's reach.
 func checkSnooze(r *http.Request, req *wire.SnoozeRequest) error {
 	if req.RunAt != nil && req.Delay != 0 {
-		return store.Invalidf("give run_at or delay, not both")
+		return check.Invalidf("give run_at or delay, not both")
 	}
 	if req.Delay < 0 {
-		return store.Invalidf("delay %v must not be negative", time.Duration(req.Delay))
+		return check.Invalidf("delay %v must not be negative", time.Duration(req.Delay))
 	}
 	if a := accessOf(r); req.Rename != "" && a.types != nil && !a.reachesType(req.Rename) {
 		return fmt.Errorf("%w: %s may not rename a job to type %q", wire.ErrForbidden, a, req.Rename)

@@ -29,6 +29,7 @@ import (
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/httpapi/wire"
 	"github.com/rotajobs/rota/internal/batch"
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -217,7 +218,7 @@ func (s *Store) doOnce(ctx context.Context, method, path string, query url.Value
 	if store.ReachOf(ctx).Scoped() {
 		// The server applies the token's reach; one this client cannot
 		// send is refused rather than seem applied.
-		return store.Invalidf("remote: %s %s with a reach (rota.WithReach): a remote client reaches what its token reaches; use a token created with those groups and types", method, path)
+		return check.Invalidf("remote: %s %s with a reach (rota.WithReach): a remote client reaches what its token reaches; use a token created with those groups and types", method, path)
 	}
 	u := *s.base
 	u.Path += path
@@ -369,7 +370,7 @@ func (s *Store) WaitJob(ctx context.Context, id int64, states []store.State) (st
 // GetByKey returns the job with this type, group and key.
 func (s *Store) GetByKey(ctx context.Context, typ, group, key string) (store.Job, error) {
 	if typ == "" || key == "" {
-		return store.Job{}, store.Invalidf("type and key are both required")
+		return store.Job{}, check.Invalidf("type and key are both required")
 	}
 	var resp wire.ListResponse
 	if err := s.do(ctx, "GET", "/v1/jobs", url.Values{"type": {typ}, "group": {group}, "key": {key}}, nil, &resp); err != nil {
@@ -392,7 +393,7 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 	}
 	for _, st := range p.States {
 		if !st.Valid() {
-			return store.ListResult{}, store.Invalidf("unknown state %d", st)
+			return store.ListResult{}, check.Invalidf("unknown state %d", st)
 		}
 		q.Add("state", st.String())
 	}
@@ -467,7 +468,7 @@ func (s *Store) Update(ctx context.Context, ps []store.UpdateParams) ([]store.Jo
 	errs := make([]error, len(ps))
 	for i, p := range ps {
 		if p.ID <= 0 {
-			return nil, nil, store.Invalidf("job id %d is not valid", p.ID)
+			return nil, nil, check.Invalidf("job id %d is not valid", p.ID)
 		}
 		if p.RunIn != 0 || p.NextSlot {
 			return nil, nil, notCarried("an update's RunIn or NextSlot")
@@ -495,7 +496,7 @@ func (s *Store) Remove(ctx context.Context, ids []int64) ([]error, error) {
 func (s *Store) each(ctx context.Context, ids []int64, fn func(int64) error) ([]error, error) {
 	for _, id := range ids {
 		if id <= 0 {
-			return nil, store.Invalidf("job id %d is not valid", id)
+			return nil, check.Invalidf("job id %d is not valid", id)
 		}
 	}
 	errs := make([]error, len(ids))
@@ -526,7 +527,7 @@ func jobPath(id int64, action string) string {
 
 // SetTypeConfig stores a type's settings on the server.
 func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
-	if err := store.CheckTypeConfig(c); err != nil {
+	if err := check.TypeConfig(c); err != nil {
 		return err
 	}
 	return s.do(ctx, "PUT", "/v1/types/"+url.PathEscape(c.Type), nil, wire.NewTypeConfig(c), nil)
@@ -551,7 +552,7 @@ func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
 
 // SetGroupConfig stores a group's settings on the server.
 func (s *Store) SetGroupConfig(ctx context.Context, c store.GroupConfig) error {
-	if err := store.CheckGroupConfig(c); err != nil {
+	if err := check.GroupConfig(c); err != nil {
 		return err
 	}
 	return s.do(ctx, "PUT", "/v1/groups", nil,
@@ -585,7 +586,7 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 func (s *Store) AcceptWait(ctx context.Context, p store.AcceptParams) (store.AcceptResult, error) {
 	if len(p.SkipGroups) > 0 {
 		// The server decides a remote worker's groups (its token's).
-		return store.AcceptResult{}, store.Invalidf("a remote store's accept cannot skip groups (SkipGroups %q)", p.SkipGroups)
+		return store.AcceptResult{}, check.Invalidf("a remote store's accept cannot skip groups (SkipGroups %q)", p.SkipGroups)
 	}
 	req := wire.AcceptRequest{Types: p.Types, Limit: p.Limit, Wait: wire.Duration(p.Wait), Worker: p.Worker, LeaseTimeout: wire.Duration(p.LeaseTimeout),
 		Priority: p.Priority}
@@ -686,7 +687,7 @@ func (s *Store) finishBatch(ctx context.Context, ps []store.FinishParams) ([]err
 // protocol runs on a store of its own, not through a server), rather than
 // drop it.
 func notCarried(what string) error {
-	return store.Invalidf("remote: %s is not carried over the HTTP API", what)
+	return check.Invalidf("remote: %s is not carried over the HTTP API", what)
 }
 
 // finishAnswer reads a batch finish's answer, without reflection when

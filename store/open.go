@@ -72,7 +72,7 @@ func SchemeOf(dsn string) string {
 // store/sqlite), "postgres://…" (store/postgres).
 func Open(ctx context.Context, dsn string) (Store, error) {
 	if dsn == "" {
-		return nil, Invalidf("no store named: want a SQLite path, sqlite:PATH or postgres://…")
+		return nil, invalidf("no store named: want a SQLite path, sqlite:PATH or postgres://…")
 	}
 	scheme := SchemeOf(dsn)
 	openersMu.RLock()

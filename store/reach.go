@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -28,13 +29,13 @@ type Reach struct {
 func NewReach(groups, types []string) (*Reach, error) {
 	r := &Reach{groups: groups, types: types}
 	var err error
-	if r.inGroup, err = groupScope(groups); err != nil {
-		return nil, err
+	if r.inGroup, err = glob.GroupScope(groups); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	for _, p := range types {
-		pat, err := CompilePattern(p)
+		pat, err := glob.Compile(p)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		r.typePats = append(r.typePats, pat)
 	}
@@ -109,7 +110,7 @@ func ReachOf(ctx context.Context) *Reach {
 // cursor is set only when a job in reach follows. Requested groups and
 // types out of reach are dropped first (none left: an empty page at once),
 // and literal group names of the reach narrow the store's query. p must
-// have passed CheckList.
+// have passed check.List.
 func ListInReach(p ListParams, r *Reach, page func(ListParams) ([]Job, error)) (ListResult, error) {
 	if !r.Scoped() {
 		jobs, err := page(p)
@@ -191,7 +192,7 @@ func (r *Reach) HasGroupConfig(g GroupConfig) bool {
 // none, and each group and type pattern p names must be one of r's own
 // patterns or a name in reach. It returns the first that is not ("group"
 // or "type", and the pattern), or two empty strings when p is in reach; p
-// must have passed CheckAccept.
+// must have passed check.Accept.
 func (r *Reach) NarrowAccept(p *AcceptParams) (what, pattern string) {
 	if !r.Scoped() {
 		return "", ""

@@ -10,11 +10,12 @@
 // gets its own error in the per-item results while the rest of the batch
 // proceeds.
 //
-// The rules of every state transition live in internal/lifecycle, written
-// once; each backend applies them in its own transactions, and the engine
-// and the protocols above translate, they do not re-implement the rules.
-// Backends may offer more through optional interfaces: Retirer (retention)
-// and BedrockIDs.
+// The package holds types and the contract only, as River's rivertype
+// does: the rules (validation in internal/rules/check, every state
+// transition in internal/rules/lifecycle) are written once inside the
+// module, and the protocols above translate, they do not re-implement
+// them. Backends may offer more through optional interfaces: Retirer
+// (retention), Importer, Tokens, FullWatcher and BedrockIDs.
 package store
 
 import (
@@ -64,29 +65,11 @@ var (
 	ErrTooLarge = errors.New("input too large")
 )
 
-// Invalidf returns an error that matches ErrInvalid and says what is wrong.
-func Invalidf(format string, args ...any) error {
+// invalidf is an error that matches ErrInvalid and says what is wrong
+// (check.Invalidf, for the parsers of this package's types).
+func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
-
-// JobErrorf returns an error about one job that matches sentinel (one of
-// the errors above) and whose message is the formatted text alone: "job 7
-// not found" rather than "job 7: job not found", so that messages do not
-// say the same thing twice.
-func JobErrorf(sentinel error, format string, args ...any) error {
-	return &jobError{msg: fmt.Sprintf(format, args...), sentinel: sentinel}
-}
-
-// NotFound is the error for a job id that no job has.
-func NotFound(id int64) error { return JobErrorf(ErrNotFound, "job %d not found", id) }
-
-type jobError struct {
-	msg      string
-	sentinel error
-}
-
-func (e *jobError) Error() string { return e.msg }
-func (e *jobError) Unwrap() error { return e.sentinel }
 
 // State is a job's lifecycle state. Scheduled (pending, not yet due) and
 // retrying (pending after a failed attempt) are views of Pending, not states.
@@ -123,7 +106,7 @@ func ParseState(name string) (State, error) {
 			return State(i), nil
 		}
 	}
-	return 0, Invalidf("unknown state %q (want one of pending, running, paused, completed, failed, cancelled)", name)
+	return 0, invalidf("unknown state %q (want one of pending, running, paused, completed, failed, cancelled)", name)
 }
 
 // MarshalText encodes the state as its name.
@@ -308,7 +291,7 @@ const (
 
 // AddParams describes a job to add.
 type AddParams struct {
-	Type string // required; 1..255 bytes of UTF-8, no control characters (CheckType)
+	Type string // required; 1..255 bytes of UTF-8, no control characters, no . or .. between slashes
 	// Key, when set, is unique within Type and Group: adding a job whose
 	// type, group and key exist re-adds the existing job (see Outcome).
 	// The same key in another group is another job: a re-add never moves
@@ -413,6 +396,9 @@ func (m Missed) String() string {
 	return fmt.Sprintf("Missed(%d)", m)
 }
 
+// Valid reports whether m is one of the defined policies.
+func (m Missed) Valid() bool { return int(m) < len(missedNames) }
+
 // ParseMissed parses a policy name as returned by String; "" is MissedOnce.
 func ParseMissed(name string) (Missed, error) {
 	if name == "" {
@@ -423,7 +409,7 @@ func ParseMissed(name string) (Missed, error) {
 			return Missed(i), nil
 		}
 	}
-	return 0, Invalidf("unknown missed-slot policy %q (want once, skip or all)", name)
+	return 0, invalidf("unknown missed-slot policy %q (want once, skip or all)", name)
 }
 
 // MarshalText encodes the policy as its name.
@@ -567,6 +553,9 @@ type ListParams struct {
 	Descending bool
 	Limit      int // 1..1000; zero means 100
 }
+
+// MaxNameLen bounds type names, keys, groups and worker names, in bytes.
+const MaxNameLen = 255
 
 // MaxListLimit bounds ListParams.Limit.
 const MaxListLimit = 1000
@@ -802,6 +791,18 @@ func NewBedrockID() int64 {
 	}
 }
 
+// NewToken returns a random 128-bit fencing token as 32 hex characters.
+func NewToken() string {
+	const hex = "0123456789abcdef"
+	var b [32]byte
+	a, c := rand.Uint64(), rand.Uint64()
+	for i := 0; i < 16; i++ {
+		b[i] = hex[a>>(4*i)&0xf]
+		b[16+i] = hex[c>>(4*i)&0xf]
+	}
+	return string(b[:])
+}
+
 // Bounds of TypeConfig.Retention.
 const (
 	DefaultRetention = 7 * 24 * time.Hour
@@ -841,17 +842,19 @@ func ParseBands(s string) (Bands, error) {
 	}
 	var b Bands
 	if n, err := fmt.Sscanf(s, "%d,%d", &b.High, &b.Low); err != nil || n != 2 || fmt.Sprintf("%d,%d", b.High, b.Low) != s {
-		return Bands{}, Invalidf("priority bands %q: want two counts such as \"2,1\"", s)
+		return Bands{}, invalidf("priority bands %q: want two counts such as \"2,1\"", s)
 	}
-	return b, b.check()
+	return b, b.Validate()
 }
 
-func (b Bands) check() error {
+// Validate reports what is wrong with the scheme: a count outside
+// 0..1000, or two zero counts in a set scheme.
+func (b Bands) Validate() error {
 	if b.High < 0 || b.Low < 0 || b.High > 1000 || b.Low > 1000 {
-		return Invalidf("priority bands %s: counts must be within 0..1000", b)
+		return invalidf("priority bands %s: counts must be within 0..1000", b)
 	}
 	if !b.IsZero() && b.High+b.Low == 0 {
-		return Invalidf("priority bands %s: at least one count must be positive", b)
+		return invalidf("priority bands %s: at least one count must be positive", b)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -358,7 +359,7 @@ func EndingName(e store.Ending) string { return e.String() }
 func (f FinishItem) Params() (store.FinishParams, error) {
 	as, ok := endingByName[f.As]
 	if !ok {
-		return store.FinishParams{}, store.Invalidf("job %d: \"as\" is %q, want one of complete, fail, snooze, release, cancel", f.ID, f.As)
+		return store.FinishParams{}, check.Invalidf("job %d: \"as\" is %q, want one of complete, fail, snooze, release, cancel", f.ID, f.As)
 	}
 	p := store.FinishParams{Lease: store.Lease{ID: f.ID, Token: f.Token}, As: as, Result: f.Result, Error: f.Error, Permanent: f.Permanent,
 		Rename: f.Rename}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/store"
 )
@@ -17,7 +18,7 @@ func BenchmarkPublishPatternSubscribers(b *testing.B) {
 	for s := range 3 {
 		pats := make([]glob.Pattern, 120)
 		for i := range pats {
-			p, err := store.CompilePattern(fmt.Sprintf("never-%d-%d.*.{x,y}[0-9]?", s, i))
+			p, err := check.CompilePattern(fmt.Sprintf("never-%d-%d.*.{x,y}[0-9]?", s, i))
 			if err != nil {
 				b.Fatal(err)
 			}

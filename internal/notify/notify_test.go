@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/store"
 )
@@ -15,7 +16,7 @@ import (
 func TestSlowSubscriberIsDropped(t *testing.T) {
 	h := New()
 	h.MaxQueue = 100
-	all, _ := store.CompilePattern("*")
+	all, _ := check.CompilePattern("*")
 	slow := h.SubscribeTypes([]glob.Pattern{all})
 	fast := h.SubscribeTypes([]glob.Pattern{all})
 	for i := range 1000 {
@@ -65,7 +66,7 @@ func patterns(t testing.TB, srcs ...string) []glob.Pattern {
 	t.Helper()
 	out := make([]glob.Pattern, len(srcs))
 	for i, src := range srcs {
-		p, err := store.CompilePattern(src)
+		p, err := check.CompilePattern(src)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +159,7 @@ func TestPublishMatchesOutsideTheLock(t *testing.T) {
 // C is not received after Stop returns.
 func TestStopDropsBuffered(t *testing.T) {
 	h := New()
-	all, _ := store.CompilePattern("*")
+	all, _ := check.CompilePattern("*")
 	sub := h.SubscribeTypes([]glob.Pattern{all})
 	h.Publish([]store.Event{{ID: 1, Type: "t"}, {ID: 2, Type: "t"}})
 	deadline := time.Now().Add(10 * time.Second)

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/rotajobs/rota/internal/engine"
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/fair"
 	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/internal/rules/lifecycle"
@@ -1093,7 +1094,7 @@ func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []str
 		v := us(p.LeaseTimeout)
 		override = &v
 	}
-	inScope, err := store.AcceptScope(&p)
+	inScope, err := check.AcceptScope(&p)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -1172,7 +1173,7 @@ func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []str
 
 // Accept leases due jobs to a worker, fairly across groups (see above).
 func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptResult, error) {
-	pats, err := store.CheckAccept(&p)
+	pats, err := check.Accept(&p)
 	if err != nil {
 		return store.AcceptResult{}, err
 	}

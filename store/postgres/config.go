@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -14,7 +15,7 @@ import (
 
 // SetTypeConfig stores a type's settings, replacing its previous ones.
 func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
-	if err := store.CheckTypeConfig(c); err != nil {
+	if err := check.TypeConfig(c); err != nil {
 		return err
 	}
 	err := s.autocommit(ctx, "set type "+c.Type, func(t *txn) error {
@@ -36,7 +37,7 @@ func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
 // SetGroupConfig stores a group's weight and bound for one type or for all
 // (Type ""); zero MaxRunning and Weight remove the setting.
 func (s *Store) SetGroupConfig(ctx context.Context, c store.GroupConfig) error {
-	if err := store.CheckGroupConfig(c); err != nil {
+	if err := check.GroupConfig(c); err != nil {
 		return err
 	}
 	return s.autocommit(ctx, fmt.Sprintf("set group %q", c.Group), func(t *txn) error {

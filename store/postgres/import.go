@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
@@ -13,7 +14,7 @@ import (
 // and creation time, and moved to its state (an ended one to the table of
 // ended jobs), with the group counts it leaves.
 func (s *Store) Import(ctx context.Context, jobs []store.ImportJob) ([]int64, error) {
-	ps, datas, err := store.CheckImports(jobs)
+	ps, datas, err := check.Imports(jobs)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/rotajobs/rota/internal/engine"
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
@@ -121,7 +122,7 @@ func optString(s string) *string {
 
 // Add adds jobs, or re-adds existing ones by (type, group, key).
 func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddResult, error) {
-	jobs, datas, err := store.CheckAdds(jobs)
+	jobs, datas, err := check.Adds(jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +161,7 @@ func (s *Store) AddPgxTx(ctx context.Context, tx pgx.Tx, jobs []store.AddParams)
 }
 
 func (s *Store) addIn(ctx context.Context, d db, jobs []store.AddParams) ([]store.AddResult, error) {
-	jobs, datas, err := store.CheckAdds(jobs)
+	jobs, datas, err := check.Adds(jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -492,7 +493,7 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 
 // Resubmit asks for jobs to run again.
 func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]store.AddResult, []error, error) {
-	datas, err := store.CheckResubmits(ps)
+	datas, err := check.Resubmits(ps)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -512,7 +513,7 @@ func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]stor
 // Cancel cancels jobs that have not ended. A running job's worker learns
 // of it on its next call, which fails with ErrCanceled.
 func (s *Store) Cancel(ctx context.Context, ids []int64) ([]error, error) {
-	if err := store.CheckIDs(ids); err != nil {
+	if err := check.IDs(ids); err != nil {
 		return nil, err
 	}
 	return s.decide(ctx, "cancel", ids, engine.Cancel)
@@ -520,7 +521,7 @@ func (s *Store) Cancel(ctx context.Context, ids []int64) ([]error, error) {
 
 // Remove deletes jobs in any state.
 func (s *Store) Remove(ctx context.Context, ids []int64) ([]error, error) {
-	if err := store.CheckIDs(ids); err != nil {
+	if err := check.IDs(ids); err != nil {
 		return nil, err
 	}
 	return s.decide(ctx, "remove", ids, engine.Remove)
@@ -577,7 +578,7 @@ var (
 
 // Heartbeat extends leases and optionally updates data and progress.
 func (s *Store) Heartbeat(ctx context.Context, ps []store.HeartbeatParams) ([]store.HeartbeatResult, error) {
-	datas, err := store.CheckHeartbeats(ps)
+	datas, err := check.Heartbeats(ps)
 	if err != nil {
 		return nil, err
 	}
@@ -775,7 +776,7 @@ FROM d RETURNING id, type, grp, run_at`
 
 // Finish ends leases: complete, fail, snooze, release or cancel.
 func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, error) {
-	results, err := store.CheckFinishes(ps)
+	results, err := check.Finishes(ps)
 	if err != nil {
 		return nil, err
 	}
@@ -937,7 +938,7 @@ func (s *Store) FinishPgxTx(ctx context.Context, tx pgx.Tx, ps []store.FinishPar
 }
 
 func (s *Store) finishIn(ctx context.Context, d db, ps []store.FinishParams) ([]error, error) {
-	results, err := store.CheckFinishes(ps)
+	results, err := check.Finishes(ps)
 	if err != nil {
 		return nil, err
 	}
@@ -1411,7 +1412,7 @@ func (s *Store) Retire(ctx context.Context, now time.Time, limit int) (int, erro
 
 // Update changes jobs in place (lifecycle.Update).
 func (s *Store) Update(ctx context.Context, ps []store.UpdateParams) ([]store.Job, []error, error) {
-	datas, err := store.CheckUpdates(ps)
+	datas, err := check.Updates(ps)
 	if err != nil {
 		return nil, nil, err
 	}

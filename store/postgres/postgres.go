@@ -70,6 +70,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/rotajobs/rota/internal/migrate"
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -184,12 +185,12 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	}
 	pc, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, store.Invalidf("postgres: bad connection string: %v", err)
+		return nil, check.Invalidf("postgres: bad connection string: %v", err)
 	}
 	session := pc.ConnConfig
 	if cfg.SessionDSN != "" {
 		if session, err = pgx.ParseConfig(cfg.SessionDSN); err != nil {
-			return nil, store.Invalidf("postgres: bad session connection string: %v", err)
+			return nil, check.Invalidf("postgres: bad session connection string: %v", err)
 		}
 	}
 	if cfg.MaxConns > 0 {
@@ -266,11 +267,11 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 
 func checkSchemaName(name string) error {
 	if len(name) > 63 {
-		return store.Invalidf("postgres: schema name %q is longer than 63 bytes", name)
+		return check.Invalidf("postgres: schema name %q is longer than 63 bytes", name)
 	}
 	for _, r := range name {
 		if r < 0x20 || r == 0x7f {
-			return store.Invalidf("postgres: schema name %q contains a control character", name)
+			return check.Invalidf("postgres: schema name %q contains a control character", name)
 		}
 	}
 	return nil

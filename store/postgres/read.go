@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/store"
 )
@@ -180,7 +181,7 @@ func (s *Store) GetByKey(ctx context.Context, typ, group, key string) (store.Job
 		return store.Job{}, s.wrap("get by key", store.ErrClosed)
 	}
 	if typ == "" || key == "" {
-		return store.Job{}, store.Invalidf("type and key are both required")
+		return store.Job{}, check.Invalidf("type and key are both required")
 	}
 	notFound := fmt.Errorf("type %q group %q key %q: %w", typ, group, key, store.ErrNotFound)
 	if !pgText(typ) || !pgText(group) || !pgText(key) { // no job can have them
@@ -207,7 +208,7 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 	if s.closed.Load() {
 		return store.ListResult{}, s.wrap("list", store.ErrClosed)
 	}
-	if err := store.CheckList(&p); err != nil {
+	if err := check.List(&p); err != nil {
 		return store.ListResult{}, err
 	}
 	return store.ListInReach(p, store.ReachOf(ctx), func(p store.ListParams) ([]store.Job, error) { return s.list(ctx, p) })
@@ -435,7 +436,7 @@ func (s *Store) addTypes(names []string) {
 // none (store.BedrockIDs). A new id is checked against both tables, so
 // that a job moving between them keeps a unique one.
 func (s *Store) BedrockIDs(ctx context.Context, ids []int64) (map[int64]int64, error) {
-	if err := store.CheckIDs(ids); err != nil {
+	if err := check.IDs(ids); err != nil {
 		return nil, err
 	}
 	out := map[int64]int64{}

@@ -8,12 +8,13 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
 )
 
 // CreateToken stores a named token with the hash of its secret.
 func (s *Store) CreateToken(ctx context.Context, t store.Token, hash []byte) error {
-	if err := store.CheckToken(t); err != nil {
+	if err := check.Token(t); err != nil {
 		return err
 	}
 	err := s.autocommit(ctx, fmt.Sprintf("create token %q", t.Name), func(tx *txn) error {
@@ -23,7 +24,7 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token, hash []byte) err
 	})
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-		return store.Invalidf("a token named %q exists (revoke it first)", t.Name)
+		return check.Invalidf("a token named %q exists (revoke it first)", t.Name)
 	}
 	return err
 }
@@ -86,7 +87,7 @@ func (s *Store) RevokeToken(ctx context.Context, name string) error {
 		return err
 	}
 	if n == 0 {
-		return store.TokenNotFound(name)
+		return check.TokenNotFound(name)
 	}
 	return nil
 }
@@ -112,7 +113,7 @@ func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, erro
 		return store.Token{}, err
 	}
 	if !found {
-		return store.Token{}, store.TokenNotFound("")
+		return store.Token{}, check.TokenNotFound("")
 	}
 	return tok, nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota/internal/engine"
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/fair"
 	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/internal/rules/lifecycle"
@@ -389,7 +390,7 @@ func (s *Store) readClaimed(ctx context.Context, jobs []store.Job, snapshot func
 }
 
 func (w *txn) accept(p store.AcceptParams, types []string) (res store.AcceptResult, err error) {
-	if w.inScope, err = store.AcceptScope(&p); err != nil {
+	if w.inScope, err = check.AcceptScope(&p); err != nil {
 		return res, err
 	}
 	defer func() { w.inScope = nil }()

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/rotajobs/rota/store"
+	"github.com/rotajobs/rota/internal/rules/check"
 )
 
 // BackupInfo describes a backup Backup made.
@@ -45,7 +45,7 @@ func Backup(ctx context.Context, path, dst string) (BackupInfo, error) {
 		return BackupInfo{}, fmt.Errorf("sqlite: backup %s: %w", path, errNeedsCgo)
 	}
 	if dst == "" {
-		return BackupInfo{}, store.Invalidf("sqlite: backup: the destination path is empty")
+		return BackupInfo{}, check.Invalidf("sqlite: backup: the destination path is empty")
 	}
 	if _, err := os.Lstat(dst); err == nil {
 		return BackupInfo{}, fmt.Errorf("%w: %s", ErrBackupExists, dst)
@@ -67,7 +67,7 @@ func Backup(ctx context.Context, path, dst string) (BackupInfo, error) {
 		return BackupInfo{}, fmt.Errorf("sqlite: backup %s: %w", path, err)
 	}
 	if tables != 2 {
-		return BackupInfo{}, store.Invalidf("sqlite: backup: %s is not a rota database (it has no rota_jobs and rota_types tables)", path)
+		return BackupInfo{}, check.Invalidf("sqlite: backup: %s is not a rota database (it has no rota_jobs and rota_types tables)", path)
 	}
 
 	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-*")

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/fair"
 	"github.com/rotajobs/rota/store"
 )
@@ -111,7 +112,7 @@ func (s *Store) applyGroupConfig(w *txn, g *fair.Group, tc typeConfig, cross map
 
 // SetTypeConfig stores a type's settings, replacing its previous ones.
 func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
-	if err := store.CheckTypeConfig(c); err != nil {
+	if err := check.TypeConfig(c); err != nil {
 		return err
 	}
 	err := s.write(ctx, true, func(w *txn) error {
@@ -158,7 +159,7 @@ func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
 
 // SetGroupConfig stores a group's weight and bound.
 func (s *Store) SetGroupConfig(ctx context.Context, c store.GroupConfig) error {
-	if err := store.CheckGroupConfig(c); err != nil {
+	if err := check.GroupConfig(c); err != nil {
 		return err
 	}
 	remove := c.MaxRunning == 0 && c.Weight == 0 && !c.Paused

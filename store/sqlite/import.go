@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
@@ -13,7 +14,7 @@ import (
 // Bedrock id and creation time (the group counts follow the state: add
 // counts the jobs it inserts pending, and move their change of state).
 func (s *Store) Import(ctx context.Context, jobs []store.ImportJob) ([]int64, error) {
-	ps, datas, err := store.CheckImports(jobs)
+	ps, datas, err := check.Imports(jobs)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rotajobs/rota/internal/engine"
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
@@ -363,7 +364,7 @@ func (w *txn) ids(query string, args ...any) ([]int64, error) {
 
 // Add adds jobs, or re-adds existing ones by (type, group, key).
 func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddResult, error) {
-	jobs, datas, err := store.CheckAdds(jobs)
+	jobs, datas, err := check.Adds(jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -385,7 +386,7 @@ func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddRes
 // by DB, so that they exist only if that transaction commits. Acceptors
 // waiting in this process learn of them at their next poll.
 func (s *Store) AddTx(ctx context.Context, tx *sql.Tx, jobs []store.AddParams) ([]store.AddResult, error) {
-	jobs, datas, err := store.CheckAdds(jobs)
+	jobs, datas, err := check.Adds(jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -592,7 +593,7 @@ func nonZero(v int64) any {
 
 // Resubmit asks for jobs to run again.
 func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]store.AddResult, []error, error) {
-	datas, err := store.CheckResubmits(ps)
+	datas, err := check.Resubmits(ps)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -612,7 +613,7 @@ func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]stor
 // Cancel cancels jobs that have not ended. A running job's worker learns
 // of it on its next call, which fails with ErrCanceled.
 func (s *Store) Cancel(ctx context.Context, ids []int64) ([]error, error) {
-	if err := store.CheckIDs(ids); err != nil {
+	if err := check.IDs(ids); err != nil {
 		return nil, err
 	}
 	return s.decide(ctx, ids, engine.Cancel)
@@ -620,7 +621,7 @@ func (s *Store) Cancel(ctx context.Context, ids []int64) ([]error, error) {
 
 // Remove deletes jobs in any state.
 func (s *Store) Remove(ctx context.Context, ids []int64) ([]error, error) {
-	if err := store.CheckIDs(ids); err != nil {
+	if err := check.IDs(ids); err != nil {
 		return nil, err
 	}
 	return s.decide(ctx, ids, engine.Remove)
@@ -645,7 +646,7 @@ func (s *Store) decide(ctx context.Context, ids []int64, op func(engine.Tx, []in
 
 // Accept leases due jobs to a worker, fairly across groups (accept.go).
 func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptResult, error) {
-	pats, err := store.CheckAccept(&p)
+	pats, err := check.Accept(&p)
 	if err != nil {
 		return store.AcceptResult{}, err
 	}
@@ -703,7 +704,7 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 
 // Heartbeat extends leases and optionally updates data and progress.
 func (s *Store) Heartbeat(ctx context.Context, ps []store.HeartbeatParams) ([]store.HeartbeatResult, error) {
-	datas, err := store.CheckHeartbeats(ps)
+	datas, err := check.Heartbeats(ps)
 	if err != nil {
 		return nil, err
 	}
@@ -723,7 +724,7 @@ func (s *Store) Heartbeat(ctx context.Context, ps []store.HeartbeatParams) ([]st
 
 // Finish ends leases: complete, fail, snooze, release or cancel.
 func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, error) {
-	results, err := store.CheckFinishes(ps)
+	results, err := check.Finishes(ps)
 	if err != nil {
 		return nil, err
 	}
@@ -752,7 +753,7 @@ func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, e
 // back together. It returns one error per item; a stale token gives
 // ErrWorkerConflict, and the caller should then roll back.
 func (s *Store) FinishTx(ctx context.Context, tx *sql.Tx, ps []store.FinishParams) ([]error, error) {
-	results, err := store.CheckFinishes(ps)
+	results, err := check.Finishes(ps)
 	if err != nil {
 		return nil, err
 	}
@@ -1052,7 +1053,7 @@ func (s *Store) Retire(ctx context.Context, now time.Time, limit int) (int, erro
 
 // Update changes jobs in place (lifecycle.Update).
 func (s *Store) Update(ctx context.Context, ps []store.UpdateParams) ([]store.Job, []error, error) {
-	datas, err := store.CheckUpdates(ps)
+	datas, err := check.Updates(ps)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -134,7 +135,7 @@ func (s *Store) Get(ctx context.Context, ids []int64) ([]store.Job, error) {
 // GetByKey returns the job with this type, group and key.
 func (s *Store) GetByKey(ctx context.Context, typ, group, key string) (store.Job, error) {
 	if typ == "" || key == "" {
-		return store.Job{}, store.Invalidf("type and key are both required")
+		return store.Job{}, check.Invalidf("type and key are both required")
 	}
 	j, err := scanJob(s.reader.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM rota_jobs WHERE type = ? AND grp = ? AND key = ?`, typ, group, key))
 	if errors.Is(err, sql.ErrNoRows) || err == nil && !store.ReachOf(ctx).Has(typ, group) {
@@ -149,7 +150,7 @@ func (s *Store) GetByKey(ctx context.Context, typ, group, key string) (store.Job
 // List returns a page of jobs in id order: of the jobs in the reach ctx
 // carries (store.ListInReach), when it carries one.
 func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult, error) {
-	if err := store.CheckList(&p); err != nil {
+	if err := check.List(&p); err != nil {
 		return store.ListResult{}, err
 	}
 	return store.ListInReach(p, store.ReachOf(ctx), func(p store.ListParams) ([]store.Job, error) { return s.list(ctx, p) })
@@ -369,7 +370,7 @@ func placeholders(n int) string {
 // BedrockIDs returns the jobs' Bedrock ids, giving one to those that have
 // none (store.BedrockIDs).
 func (s *Store) BedrockIDs(ctx context.Context, ids []int64) (map[int64]int64, error) {
-	if err := store.CheckIDs(ids); err != nil {
+	if err := check.IDs(ids); err != nil {
 		return nil, err
 	}
 	out := map[int64]int64{}

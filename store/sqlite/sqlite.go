@@ -31,6 +31,7 @@ import (
 	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
 
 	"github.com/rotajobs/rota/internal/migrate"
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -118,7 +119,7 @@ func Open(path string, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, errNeedsCgo)
 	}
 	if path == "" {
-		return nil, store.Invalidf("sqlite: database path is empty")
+		return nil, check.Invalidf("sqlite: database path is empty")
 	}
 	if !strings.HasPrefix(path, ":") {
 		// A new database is its owner's alone (0600): it holds every job's

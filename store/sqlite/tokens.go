@@ -7,12 +7,13 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
 )
 
 // CreateToken stores a named token with the hash of its secret.
 func (s *Store) CreateToken(ctx context.Context, t store.Token, hash []byte) error {
-	if err := store.CheckToken(t); err != nil {
+	if err := check.Token(t); err != nil {
 		return err
 	}
 	groups, _ := json.Marshal(nonNil(t.Groups))
@@ -23,7 +24,7 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token, hash []byte) err
 		return err
 	})
 	if isConstraint(err) {
-		return store.Invalidf("a token named %q exists (revoke it first)", t.Name)
+		return check.Invalidf("a token named %q exists (revoke it first)", t.Name)
 	}
 	if err != nil {
 		return fmt.Errorf("sqlite: create token %q: %w", t.Name, err)
@@ -96,7 +97,7 @@ func (s *Store) RevokeToken(ctx context.Context, name string) error {
 		return fmt.Errorf("sqlite: revoke token %q: %w", name, err)
 	}
 	if n == 0 {
-		return store.TokenNotFound(name)
+		return check.TokenNotFound(name)
 	}
 	return nil
 }
@@ -105,7 +106,7 @@ func (s *Store) RevokeToken(ctx context.Context, name string) error {
 func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, error) {
 	t, err := scanToken(s.reader.QueryRowContext(ctx, `SELECT name, groups, types, read_only, created_at FROM rota_tokens WHERE hash = ?`, hash))
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.Token{}, store.TokenNotFound("")
+		return store.Token{}, check.TokenNotFound("")
 	}
 	if err != nil {
 		return store.Token{}, fmt.Errorf("sqlite: token: %w", err)

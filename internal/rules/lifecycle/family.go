@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"time"
 
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -26,15 +27,15 @@ func AddChild(parentID int64, parent *Row, reach *store.Reach) (store.State, err
 	}
 	switch {
 	case parent == nil:
-		return 0, store.JobErrorf(store.ErrNotFound, "parent job %d does not exist", parentID)
+		return 0, check.JobErrorf(store.ErrNotFound, "parent job %d does not exist", parentID)
 	case parent.Parent != 0:
-		return 0, store.Invalidf("parent job %d is itself a child (of job %d): children cannot have children", parentID, parent.Parent)
+		return 0, check.Invalidf("parent job %d is itself a child (of job %d): children cannot have children", parentID, parent.Parent)
 	case parent.State == store.Running:
 		return store.Paused, nil
 	case parent.State == store.Paused:
 		return store.Pending, nil
 	}
-	return 0, store.Invalidf("parent job %d is %s: a child can be added while its parent runs, or waits for its children", parentID, parent.State)
+	return 0, check.Invalidf("parent job %d is %s: a child can be added while its parent runs, or waits for its children", parentID, parent.State)
 }
 
 // Wake is the plan of a paused job (a child whose parent's run ended, or

@@ -26,6 +26,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -308,7 +309,7 @@ func end(r *Row, p *store.FinishParams, result []byte, now time.Time) (Plan, err
 		return Plan{Kind: KindCancelRun, State: store.Cancelled, RunAt: r.RunAt, Attempt: r.Attempt, Error: errText,
 			Event: event(r, store.Cancelled, r.RunAt)}, nil
 	}
-	return Plan{}, store.Invalidf("job %d: unknown ending %d", p.ID, p.As)
+	return Plan{}, check.Invalidf("job %d: unknown ending %d", p.ID, p.As)
 }
 
 // requeue hands r's run back: pending at runAt, renamed to rename when
@@ -336,7 +337,7 @@ func In(now time.Time, d time.Duration) time.Time {
 // key is unique within a type and a group (store.AddParams.Key). The job
 // is left as it is. Stores look the key up when a plan renames a job.
 func KeyTaken(id int64, key, typ, group string) error {
-	return store.Invalidf("job %d cannot be renamed to type %q: its key %q is taken in that type and group %q by another job (a key is unique within a type and a group)",
+	return check.Invalidf("job %d cannot be renamed to type %q: its key %q is taken in that type and group %q by another job (a key is unique within a type and a group)",
 		id, typ, key, group)
 }
 
@@ -515,11 +516,11 @@ func Reached(r *Row, reach *store.Reach) *Row {
 func Cancel(id int64, r *Row) (Plan, error) {
 	switch {
 	case r == nil:
-		return Plan{}, store.NotFound(id)
+		return Plan{}, check.NotFound(id)
 	case r.State == store.Cancelled:
 		return Plan{Kind: KindKeep, State: r.State, RunAt: r.RunAt, Attempt: r.Attempt}, nil
 	case r.State.Terminal():
-		return Plan{}, store.JobErrorf(store.ErrFinished, "job %d has already ended (%s)", id, r.State)
+		return Plan{}, check.JobErrorf(store.ErrFinished, "job %d has already ended (%s)", id, r.State)
 	}
 	return Plan{Kind: KindCancel, State: store.Cancelled, RunAt: r.RunAt, Attempt: r.Attempt,
 		CancelRequested: r.State == store.Running, Event: event(r, store.Cancelled, r.RunAt)}, nil
@@ -529,7 +530,7 @@ func Cancel(id int64, r *Row) (Plan, error) {
 // any job can be removed; its event carries its last state.
 func Remove(id int64, r *Row) (Plan, error) {
 	if r == nil {
-		return Plan{}, store.NotFound(id)
+		return Plan{}, check.NotFound(id)
 	}
 	ev := event(r, r.State, time.Time{})
 	ev.Removed = true
@@ -685,7 +686,7 @@ func ClaimedEvent(j *store.Job) store.Event {
 // (Bedrock's RequeueJobs), and a paused one is left to its family.
 func Resubmit(id int64, r *Row, p *store.ResubmitParams, data []byte, now time.Time) (Plan, error) {
 	if r == nil {
-		return Plan{}, store.NotFound(id)
+		return Plan{}, check.NotFound(id)
 	}
 	if p.HandBack {
 		switch r.State {
@@ -696,7 +697,7 @@ func Resubmit(id int64, r *Row, p *store.ResubmitParams, data []byte, now time.T
 		}
 	}
 	if p.Rename != "" && r.State == store.Running {
-		return Plan{}, store.Invalidf("job %d is running: only its worker can rename it, when it snoozes it", id)
+		return Plan{}, check.Invalidf("job %d is running: only its worker can rename it, when it snoozes it", id)
 	}
 	runAt := p.RunAt
 	if p.RunNow {

@@ -8,6 +8,7 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -34,7 +35,7 @@ func UniqueAdd(r *Row, p *store.AddParams, data, existing []byte) (Plan, error) 
 		return keep, nil
 	}
 	if len(merged) > store.MaxDataSize {
-		return Plan{}, store.TooLarge("job %d: data merged with the add's would be %d bytes, more than %d", r.ID, len(merged), store.MaxDataSize)
+		return Plan{}, check.TooLarge("job %d: data merged with the add's would be %d bytes, more than %d", r.ID, len(merged), store.MaxDataSize)
 	}
 	prio, sched, missed := p.Priority, p.Schedule, p.Missed
 	var slot time.Time // none without a schedule; a job given one stands for its run time
@@ -53,7 +54,7 @@ func UniqueAdd(r *Row, p *store.AddParams, data, existing []byte) (Plan, error) 
 // only such a job.
 func Update(id int64, r *Row, p *store.UpdateParams, data []byte, now time.Time) (Plan, error) {
 	if r == nil {
-		return Plan{}, store.NotFound(id)
+		return Plan{}, check.NotFound(id)
 	}
 	movable := r.State == store.Pending || r.State == store.Paused
 	sched, missed := r.Schedule, r.Missed
@@ -67,7 +68,7 @@ func Update(id int64, r *Row, p *store.UpdateParams, data []byte, now time.Time)
 	switch {
 	case !p.RunAt.IsZero() || p.RunIn > 0:
 		if !movable {
-			return Plan{}, store.JobErrorf(store.ErrFinished, "job %d is %s: only a pending or paused job's run time can change", id, r.State)
+			return Plan{}, check.JobErrorf(store.ErrFinished, "job %d is %s: only a pending or paused job's run time can change", id, r.State)
 		}
 		runAt, moved = p.RunAt, true
 		if runAt.IsZero() {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/httpapi/wire"
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -40,7 +41,7 @@ func (s *schedule) runAt(cmd *cobra.Command, now time.Time) (time.Time, error) {
 		if err != nil {
 			return time.Time{}, usageErrorf("--at %q is not an RFC 3339 time such as 2026-01-02T15:04:05Z or 2026-01-02T15:04:05+01:00", s.at)
 		}
-		if err := store.CheckTime("--at", t); err != nil {
+		if err := check.Time("--at", t); err != nil {
 			return time.Time{}, usageError{err}
 		}
 		return t, nil
@@ -93,7 +94,7 @@ resubmitted or requeued. With --json it prints the API's answer,
 		Args: rangeArgs(1, 2, "a TYPE and optional DATA-JSON"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p.Type = args[0]
-			if err := store.CheckType(p.Type); err != nil {
+			if err := check.Type(p.Type); err != nil {
 				return usageError{err}
 			}
 			if err := checkName("--key", p.Key); err != nil {
@@ -121,7 +122,7 @@ resubmitted or requeued. With --json it prints the API's answer,
 			if cmd.Flags().Changed("missed") && p.Schedule == "" {
 				return usageErrorf("--missed needs --schedule")
 			}
-			if err := store.CheckSchedule(&p.Schedule, p.Missed); err != nil {
+			if err := check.Schedule(&p.Schedule, p.Missed); err != nil {
 				return usageErrorf("--%v", invalidDetail(err))
 			}
 			arg := ""

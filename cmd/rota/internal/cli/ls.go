@@ -12,6 +12,7 @@ import (
 
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/httpapi/wire"
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -42,7 +43,7 @@ With --json it prints the API's answer, {"jobs": [...], "next_cursor": "..."}
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p := rota.ListParams{Types: splitList(types), Groups: groups, Descending: desc, After: cursor, Parent: parent}
 			for _, t := range p.Types {
-				if err := store.CheckType(t); err != nil {
+				if err := check.Type(t); err != nil {
 					return usageError{fmt.Errorf("--type: %w", err)}
 				}
 			}

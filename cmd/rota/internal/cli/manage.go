@@ -13,6 +13,7 @@ import (
 
 	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/httpapi/wire"
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -340,7 +341,7 @@ It prints each job's id. With --json it prints
 				if p.Missed != nil {
 					m = *p.Missed
 				}
-				if err := store.CheckSchedule(&sched, m); err != nil {
+				if err := check.Schedule(&sched, m); err != nil {
 					return usageErrorf("--%v", invalidDetail(err))
 				}
 				p.Schedule = &sched

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rotajobs/rota"
-	"github.com/rotajobs/rota/store"
+	"github.com/rotajobs/rota/internal/rules/check"
 )
 
 // pauseCommand is rota pause (paused true) and rota resume (false).
@@ -34,7 +34,7 @@ It changes the type's or group's setting and keeps its other settings.`,
 				return usageErrorf("give --type, --group, or both")
 			}
 			if typ != "" {
-				if err := store.CheckType(typ); err != nil {
+				if err := check.Type(typ); err != nil {
 					return usageError{err}
 				}
 			}

@@ -25,6 +25,7 @@ import (
 	"github.com/rotajobs/rota/dashboard"
 	"github.com/rotajobs/rota/httpapi"
 	"github.com/rotajobs/rota/httpapi/wire"
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -272,14 +273,14 @@ func readSettings(path string) (*serverSettings, error) {
 	for _, t := range s.Types {
 		tc, err := t.Params()
 		if err == nil {
-			err = store.CheckTypeConfig(tc)
+			err = check.TypeConfig(tc)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("--config %s: type %q: %w", path, t.Type, err)
 		}
 	}
 	for _, g := range s.Groups {
-		if err := store.CheckGroupConfig(g.Params()); err != nil {
+		if err := check.GroupConfig(g.Params()); err != nil {
 			return nil, fmt.Errorf("--config %s: group %q: %w", path, g.Group, err)
 		}
 	}

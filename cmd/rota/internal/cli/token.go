@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rotajobs/rota/httpapi/wire"
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/remote"
 	"github.com/rotajobs/rota/store"
 )
@@ -51,7 +52,7 @@ func tokenCreateCommand(g *globals) *cobra.Command {
 		Args: exactArgs(1, "the token's name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := wire.CreateTokenRequest{Name: args[0], Groups: groups, Types: types, ReadOnly: readOnly}
-			if err := store.CheckToken(store.Token{Name: req.Name, Groups: groups, Types: types}); err != nil {
+			if err := check.Token(store.Token{Name: req.Name, Groups: groups, Types: types}); err != nil {
 				return usageError{err}
 			}
 			rs, err := tokenStore(g)

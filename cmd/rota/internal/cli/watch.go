@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -52,7 +53,7 @@ shown. With --json it prints one JSON object per line:
 				what = "job " + strconv.FormatInt(id, 10)
 			default:
 				for _, t := range types {
-					if _, err := store.CompilePattern(t); err != nil {
+					if _, err := check.CompilePattern(t); err != nil {
 						return usageError{fmt.Errorf("--type: %w", err)}
 					}
 					q.Add("type", t)

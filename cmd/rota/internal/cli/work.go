@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rotajobs/rota"
-	"github.com/rotajobs/rota/store"
+	"github.com/rotajobs/rota/internal/rules/check"
 )
 
 const workLong = `work runs CMD as a worker: it takes jobs of the given types from the server
@@ -90,7 +90,7 @@ func workCommand(g *globals) *cobra.Command {
 			}
 			seen := map[string]bool{}
 			for _, t := range o.types {
-				if err := store.CheckType(t); err != nil {
+				if err := check.Type(t); err != nil {
 					return usageError{fmt.Errorf("--type: %w (work takes exact type names)", err)}
 				}
 				if seen[t] {

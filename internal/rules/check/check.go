@@ -1,10 +1,9 @@
-package store
+package check
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -13,12 +12,10 @@ import (
 	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/internal/rules/names"
 	"github.com/rotajobs/rota/internal/rules/schedule"
+	"github.com/rotajobs/rota/store"
 )
 
-// MaxNameLen bounds type names, keys, groups and worker names.
-const MaxNameLen = 255
-
-// CheckType reports whether name can be a job type: 1..255 bytes of
+// Type reports whether name can be a job type: 1..255 bytes of
 // UTF-8 without control characters, and without "." or ".." between
 // slashes. Any other character is allowed, as Bedrock allows it in a
 // job's name (paths, query strings: "www/Job?id=8"); a type with pattern
@@ -29,7 +26,7 @@ const MaxNameLen = 255
 // may be "." or "..": a browser resolves those in a URL even when the
 // slashes around them are escaped, so such a name would turn a link to
 // the type into a link somewhere else.
-func CheckType(name string) error {
+func Type(name string) error {
 	if err := checkName("type", name, true); err != nil {
 		return err
 	}
@@ -48,9 +45,6 @@ func checkName(what, s string, required bool) error {
 	return nil
 }
 
-// asInvalid makes a rule's plain error (names, glob) match ErrInvalid.
-func asInvalid(err error) error { return fmt.Errorf("%w: %w", ErrInvalid, err) }
-
 // CompilePattern parses a type name or GLOB pattern (glob.Compile); its
 // errors match ErrInvalid.
 func CompilePattern(p string) (glob.Pattern, error) {
@@ -61,14 +55,14 @@ func CompilePattern(p string) (glob.Pattern, error) {
 	return pat, nil
 }
 
-// NormalizeData checks that data is a JSON object no larger than
+// Data checks that data is a JSON object no larger than
 // MaxDataSize and returns it compacted; nil or empty means {}.
-func NormalizeData(what string, data json.RawMessage) ([]byte, error) {
+func Data(what string, data json.RawMessage) ([]byte, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return []byte("{}"), nil
 	}
-	if len(data) > MaxDataSize {
-		return nil, Invalidf("%s is %d bytes, more than %d", what, len(data), MaxDataSize)
+	if len(data) > store.MaxDataSize {
+		return nil, Invalidf("%s is %d bytes, more than %d", what, len(data), store.MaxDataSize)
 	}
 	if !json.Valid(data) {
 		return nil, Invalidf("%s is not valid JSON", what)
@@ -78,8 +72,8 @@ func NormalizeData(what string, data json.RawMessage) ([]byte, error) {
 		// strings; stored raw, they would come back as something else.
 		return nil, Invalidf("%s is not valid UTF-8 (JSON text must be)", what)
 	}
-	if d := JSONDepth(data); d > MaxDataDepth {
-		return nil, Invalidf("%s nests %d levels deep, more than %d", what, d, MaxDataDepth)
+	if d := JSONDepth(data); d > store.MaxDataDepth {
+		return nil, Invalidf("%s nests %d levels deep, more than %d", what, d, store.MaxDataDepth)
 	}
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if trimmed[0] != '{' {
@@ -92,14 +86,14 @@ func NormalizeData(what string, data json.RawMessage) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// NormalizeResult checks a result: any JSON value up to MaxDataSize; nil
+// Result checks a result: any JSON value up to MaxDataSize; nil
 // means none.
-func NormalizeResult(data json.RawMessage) ([]byte, error) {
+func Result(data json.RawMessage) ([]byte, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, nil
 	}
-	if len(data) > MaxDataSize {
-		return nil, Invalidf("result is %d bytes, more than %d", len(data), MaxDataSize)
+	if len(data) > store.MaxDataSize {
+		return nil, Invalidf("result is %d bytes, more than %d", len(data), store.MaxDataSize)
 	}
 	if !json.Valid(data) {
 		return nil, Invalidf("result is not valid JSON")
@@ -107,8 +101,8 @@ func NormalizeResult(data json.RawMessage) ([]byte, error) {
 	if !utf8.Valid(data) {
 		return nil, Invalidf("result is not valid UTF-8 (JSON text must be)")
 	}
-	if d := JSONDepth(data); d > MaxDataDepth {
-		return nil, Invalidf("result nests %d levels deep, more than %d", d, MaxDataDepth)
+	if d := JSONDepth(data); d > store.MaxDataDepth {
+		return nil, Invalidf("result nests %d levels deep, more than %d", d, store.MaxDataDepth)
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, data); err != nil {
@@ -117,10 +111,10 @@ func NormalizeResult(data json.RawMessage) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// CheckAdd validates one AddParams and fills in defaults. The returned
+// Add validates one AddParams and fills in defaults. The returned
 // data is compacted JSON.
-func CheckAdd(p *AddParams) ([]byte, error) {
-	if err := CheckType(p.Type); err != nil {
+func Add(p *store.AddParams) ([]byte, error) {
+	if err := Type(p.Type); err != nil {
 		return nil, err
 	}
 	if err := checkName("key", p.Key, false); err != nil {
@@ -132,35 +126,35 @@ func CheckAdd(p *AddParams) ([]byte, error) {
 	if p.MaxAttempts < 0 {
 		return nil, Invalidf("max_attempts is %d, must not be negative", p.MaxAttempts)
 	}
-	if p.RetryAfter < 0 || (p.RetryAfter > 0 && p.RetryAfter < MinLeaseTimeout) {
-		return nil, Invalidf("retry_after %v must be at least %v, or zero for none", p.RetryAfter, MinLeaseTimeout)
+	if p.RetryAfter < 0 || (p.RetryAfter > 0 && p.RetryAfter < store.MinLeaseTimeout) {
+		return nil, Invalidf("retry_after %v must be at least %v, or zero for none", p.RetryAfter, store.MinLeaseTimeout)
 	}
 	p.RetryAfter = p.RetryAfter.Truncate(time.Microsecond)
 	switch {
 	case p.MaxAttempts == 0 && p.RetryAfter > 0:
-		p.MaxAttempts = DefaultRetryAfterRuns
+		p.MaxAttempts = store.DefaultRetryAfterRuns
 	case p.MaxAttempts == 0:
-		p.MaxAttempts = DefaultMaxAttempts
+		p.MaxAttempts = store.DefaultMaxAttempts
 	}
 	if p.BackoffBase < 0 || p.BackoffMax < 0 {
 		return nil, Invalidf("back-off durations must not be negative")
 	}
 	if p.BackoffBase == 0 {
-		p.BackoffBase = DefaultBackoffBase
+		p.BackoffBase = store.DefaultBackoffBase
 	}
 	if p.BackoffMax == 0 {
-		p.BackoffMax = DefaultBackoffMax
+		p.BackoffMax = store.DefaultBackoffMax
 	}
 	if p.BackoffMax < p.BackoffBase {
 		return nil, Invalidf("backoff_max %v is less than backoff_base %v", p.BackoffMax, p.BackoffBase)
 	}
-	if err := CheckTime("run_at", p.RunAt); err != nil {
+	if err := Time("run_at", p.RunAt); err != nil {
 		return nil, err
 	}
-	if err := CheckMeta(p.Meta); err != nil {
+	if err := Meta(p.Meta); err != nil {
 		return nil, err
 	}
-	if err := CheckSchedule(&p.Schedule, p.Missed); err != nil {
+	if err := Schedule(&p.Schedule, p.Missed); err != nil {
 		return nil, err
 	}
 	if p.Unique && p.Key != "" {
@@ -169,14 +163,14 @@ func CheckAdd(p *AddParams) ([]byte, error) {
 	if p.Overwrite && !p.Unique {
 		return nil, Invalidf("overwrite applies to unique adds only")
 	}
-	return NormalizeData("data", p.Data)
+	return Data("data", p.Data)
 }
 
-// CheckUpdates checks updates and returns each one's normalized data (nil
+// Updates checks updates and returns each one's normalized data (nil
 // to keep the job's).
-func CheckUpdates(ps []UpdateParams) ([][]byte, error) {
-	if len(ps) > MaxAddBatch {
-		return nil, TooLarge("an update of %d jobs is more than %d", len(ps), MaxAddBatch)
+func Updates(ps []store.UpdateParams) ([][]byte, error) {
+	if len(ps) > store.MaxAddBatch {
+		return nil, TooLarge("an update of %d jobs is more than %d", len(ps), store.MaxAddBatch)
 	}
 	datas := make([][]byte, len(ps))
 	for i := range ps {
@@ -185,13 +179,13 @@ func CheckUpdates(ps []UpdateParams) ([][]byte, error) {
 			return nil, Invalidf("job id %d is not valid", p.ID)
 		}
 		if p.Data != nil {
-			d, err := NormalizeData("data", p.Data)
+			d, err := Data("data", p.Data)
 			if err != nil {
 				return nil, err
 			}
 			datas[i] = d
 		}
-		if err := CheckTime("run_at", p.RunAt); err != nil {
+		if err := Time("run_at", p.RunAt); err != nil {
 			return nil, err
 		}
 		switch {
@@ -203,26 +197,26 @@ func CheckUpdates(ps []UpdateParams) ([][]byte, error) {
 			return nil, Invalidf("job %d: run_at and run_in are exclusive", p.ID)
 		}
 		if p.Schedule != nil {
-			missed := MissedOnce
+			missed := store.MissedOnce
 			if p.Missed != nil {
 				missed = *p.Missed
 			}
 			text := *p.Schedule
-			if err := CheckSchedule(&text, missed); err != nil {
+			if err := Schedule(&text, missed); err != nil {
 				return nil, err
 			}
 			p.Schedule = &text
-		} else if p.Missed != nil && int(*p.Missed) >= len(missedNames) {
+		} else if p.Missed != nil && !p.Missed.Valid() {
 			return nil, Invalidf("unknown missed-slot policy %d", *p.Missed)
 		}
 	}
 	return datas, nil
 }
 
-// CheckSchedule checks a schedule and its missed-slot policy, and puts the
+// Schedule checks a schedule and its missed-slot policy, and puts the
 // schedule in its stored form (a repeat upper-cased).
-func CheckSchedule(text *string, m Missed) error {
-	if int(m) >= len(missedNames) {
+func Schedule(text *string, m store.Missed) error {
+	if !m.Valid() {
 		return Invalidf("unknown missed-slot policy %d", m)
 	}
 	s, err := schedule.Parse(*text)
@@ -233,12 +227,12 @@ func CheckSchedule(text *string, m Missed) error {
 	return nil
 }
 
-// CheckMeta checks a job's metadata: at most MaxMetaKeys keys of 1..255
+// Meta checks a job's metadata: at most MaxMetaKeys keys of 1..255
 // bytes without control characters, values of valid UTF-8, MaxMetaSize
 // bytes in all.
-func CheckMeta(m map[string]string) error {
-	if len(m) > MaxMetaKeys {
-		return Invalidf("meta has %d keys, more than %d", len(m), MaxMetaKeys)
+func Meta(m map[string]string) error {
+	if len(m) > store.MaxMetaKeys {
+		return Invalidf("meta has %d keys, more than %d", len(m), store.MaxMetaKeys)
 	}
 	size := 0
 	for k, v := range m {
@@ -250,8 +244,8 @@ func CheckMeta(m map[string]string) error {
 		}
 		size += len(k) + len(v)
 	}
-	if size > MaxMetaSize {
-		return Invalidf("meta is %d bytes, more than %d", size, MaxMetaSize)
+	if size > store.MaxMetaSize {
+		return Invalidf("meta is %d bytes, more than %d", size, store.MaxMetaSize)
 	}
 	return nil
 }
@@ -321,12 +315,12 @@ func JSONArrayLen(b []byte) int {
 // TooLarge returns an error that matches ErrTooLarge and ErrInvalid and
 // says what is over which limit.
 func TooLarge(format string, args ...any) error {
-	return fmt.Errorf("%w (%w): %s", ErrInvalid, ErrTooLarge, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w (%w): %s", store.ErrInvalid, store.ErrTooLarge, fmt.Sprintf(format, args...))
 }
 
-// CheckTime rejects times a store cannot hold (before 1970 or after 9999).
+// Time rejects times a store cannot hold (before 1970 or after 9999).
 // The zero time is allowed and means "unset".
-func CheckTime(what string, t time.Time) error {
+func Time(what string, t time.Time) error {
 	if t.IsZero() {
 		return nil
 	}
@@ -336,8 +330,8 @@ func CheckTime(what string, t time.Time) error {
 	return nil
 }
 
-// CheckFinish validates one FinishParams.
-func CheckFinish(p *FinishParams) error {
+// Finish validates one FinishParams.
+func Finish(p *store.FinishParams) error {
 	if p.ID <= 0 {
 		return Invalidf("job id %d is not valid", p.ID)
 	}
@@ -345,36 +339,36 @@ func CheckFinish(p *FinishParams) error {
 		return Invalidf("job %d: token is required", p.ID)
 	}
 	switch p.As {
-	case Complete, Fail, Snooze, Release, Cancel:
+	case store.Complete, store.Fail, store.Snooze, store.Release, store.Cancel:
 	default:
 		return Invalidf("job %d: unknown ending %d", p.ID, p.As)
 	}
-	if len(p.Error) > MaxDataSize {
-		return Invalidf("job %d: error text is %d bytes, more than %d", p.ID, len(p.Error), MaxDataSize)
+	if len(p.Error) > store.MaxDataSize {
+		return Invalidf("job %d: error text is %d bytes, more than %d", p.ID, len(p.Error), store.MaxDataSize)
 	}
 	if p.Rename != "" {
-		if p.As != Snooze {
+		if p.As != store.Snooze {
 			return Invalidf("job %d: a rename goes with snooze only", p.ID)
 		}
-		if err := CheckType(p.Rename); err != nil {
+		if err := Type(p.Rename); err != nil {
 			return fmt.Errorf("job %d: rename: %w", p.ID, err)
 		}
 	}
 	if p.Data != nil {
-		d, err := NormalizeData("data", p.Data)
+		d, err := Data("data", p.Data)
 		if err != nil {
 			return fmt.Errorf("job %d: %w", p.ID, err)
 		}
 		p.Data = d
 	}
 	switch {
-	case p.EndSchedule && p.As != Complete:
+	case p.EndSchedule && p.As != store.Complete:
 		return Invalidf("job %d: ending the schedule goes with complete only", p.ID)
-	case p.Priority != nil && p.As != Snooze:
+	case p.Priority != nil && p.As != store.Snooze:
 		return Invalidf("job %d: a new priority goes with snooze only", p.ID)
-	case (p.RunIn != 0 || p.AtNextSlot) && p.As != Snooze:
+	case (p.RunIn != 0 || p.AtNextSlot) && p.As != store.Snooze:
 		return Invalidf("job %d: a run time goes with snooze only", p.ID)
-	case p.DropEndedChildren && p.As != Snooze:
+	case p.DropEndedChildren && p.As != store.Snooze:
 		return Invalidf("job %d: dropping ended children goes with snooze only (a completion drops them)", p.ID)
 	case p.RunIn < 0:
 		return Invalidf("job %d: run_in %v is negative", p.ID, p.RunIn)
@@ -383,7 +377,7 @@ func CheckFinish(p *FinishParams) error {
 	case p.RunIn > MaxRunIn:
 		return Invalidf("job %d: run_in %v is more than %v", p.ID, p.RunIn, MaxRunIn)
 	}
-	return CheckTime("run_at", p.RunAt)
+	return Time("run_at", p.RunAt)
 }
 
 // MaxRunIn bounds a relative run time (FinishParams.RunIn,
@@ -391,34 +385,22 @@ func CheckFinish(p *FinishParams) error {
 // makes within what every store holds.
 const MaxRunIn = 100 * 365 * 24 * time.Hour
 
-// NewToken returns a random 128-bit fencing token as 32 hex characters.
-func NewToken() string {
-	const hex = "0123456789abcdef"
-	var b [32]byte
-	a, c := rand.Uint64(), rand.Uint64()
-	for i := 0; i < 16; i++ {
-		b[i] = hex[a>>(4*i)&0xf]
-		b[16+i] = hex[c>>(4*i)&0xf]
-	}
-	return string(b[:])
-}
-
 // The batch checks below are what every store runs before it touches its
 // database, so that a batch with bad input is rejected whole, with the same
 // errors on every backend.
 
-// CheckAdds validates a batch of adds and fills in defaults, on a copy
+// Adds validates a batch of adds and fills in defaults, on a copy
 // (callers may share their slice between goroutines). It returns the
 // completed params and each job's compacted data.
-func CheckAdds(in []AddParams) ([]AddParams, [][]byte, error) {
-	if len(in) > MaxAddBatch {
-		return nil, nil, TooLarge("an add of %d jobs is more than %d", len(in), MaxAddBatch)
+func Adds(in []store.AddParams) ([]store.AddParams, [][]byte, error) {
+	if len(in) > store.MaxAddBatch {
+		return nil, nil, TooLarge("an add of %d jobs is more than %d", len(in), store.MaxAddBatch)
 	}
-	jobs := make([]AddParams, len(in))
+	jobs := make([]store.AddParams, len(in))
 	copy(jobs, in)
 	datas := make([][]byte, len(jobs))
 	for i := range jobs {
-		d, err := CheckAdd(&jobs[i])
+		d, err := Add(&jobs[i])
 		if err != nil {
 			if len(jobs) > 1 {
 				return nil, nil, fmt.Errorf("job %d of %d: %w", i+1, len(jobs), err)
@@ -430,8 +412,8 @@ func CheckAdds(in []AddParams) ([]AddParams, [][]byte, error) {
 	return jobs, datas, nil
 }
 
-// CheckIDs rejects ids that cannot name a job.
-func CheckIDs(ids []int64) error {
+// IDs rejects ids that cannot name a job.
+func IDs(ids []int64) error {
 	for _, id := range ids {
 		if id <= 0 {
 			return Invalidf("job id %d is not valid", id)
@@ -440,19 +422,19 @@ func CheckIDs(ids []int64) error {
 	return nil
 }
 
-// CheckResubmits validates a batch of resubmits and returns each item's
+// Resubmits validates a batch of resubmits and returns each item's
 // compacted data, nil where the item keeps the job's data.
-func CheckResubmits(ps []ResubmitParams) ([][]byte, error) {
+func Resubmits(ps []store.ResubmitParams) ([][]byte, error) {
 	datas := make([][]byte, len(ps))
 	for i, p := range ps {
 		if p.ID <= 0 {
 			return nil, Invalidf("job id %d is not valid", p.ID)
 		}
-		if err := CheckTime("run_at", p.RunAt); err != nil {
+		if err := Time("run_at", p.RunAt); err != nil {
 			return nil, err
 		}
 		if p.Rename != "" {
-			if err := CheckType(p.Rename); err != nil {
+			if err := Type(p.Rename); err != nil {
 				return nil, fmt.Errorf("job %d: rename: %w", p.ID, err)
 			}
 		}
@@ -463,7 +445,7 @@ func CheckResubmits(ps []ResubmitParams) ([][]byte, error) {
 			return nil, Invalidf("job %d: keeping the attempt goes with handing the run back only", p.ID)
 		}
 		if p.Data != nil {
-			d, err := NormalizeData("data", p.Data)
+			d, err := Data("data", p.Data)
 			if err != nil {
 				return nil, err
 			}
@@ -473,44 +455,44 @@ func CheckResubmits(ps []ResubmitParams) ([][]byte, error) {
 	return datas, nil
 }
 
-// CheckTypeConfig validates a TypeConfig.
-func CheckTypeConfig(c TypeConfig) error {
-	if err := CheckType(c.Type); err != nil {
+// TypeConfig validates a TypeConfig.
+func TypeConfig(c store.TypeConfig) error {
+	if err := Type(c.Type); err != nil {
 		return err
 	}
 	if c.LeaseTimeout < 0 {
 		return Invalidf("lease timeout %v must not be negative", c.LeaseTimeout)
 	}
-	if c.LeaseTimeout > 0 && c.LeaseTimeout < MinLeaseTimeout {
-		return Invalidf("lease timeout %v is shorter than %v", c.LeaseTimeout, MinLeaseTimeout)
+	if c.LeaseTimeout > 0 && c.LeaseTimeout < store.MinLeaseTimeout {
+		return Invalidf("lease timeout %v is shorter than %v", c.LeaseTimeout, store.MinLeaseTimeout)
 	}
 	if c.GroupMaxRunning < 0 {
 		return Invalidf("group max running %d must not be negative", c.GroupMaxRunning)
 	}
-	if c.Retention != 0 && (c.Retention < MinRetention || c.Retention > MaxRetention) {
-		return Invalidf("retention %v must be within %v..%v, or zero for the default (%v)", c.Retention, MinRetention, MaxRetention, DefaultRetention)
+	if c.Retention != 0 && (c.Retention < store.MinRetention || c.Retention > store.MaxRetention) {
+		return Invalidf("retention %v must be within %v..%v, or zero for the default (%v)", c.Retention, store.MinRetention, store.MaxRetention, store.DefaultRetention)
 	}
-	if c.FailedRetention != 0 && (c.FailedRetention < MinRetention || c.FailedRetention > MaxRetention) {
-		return Invalidf("failed retention %v must be within %v..%v, or zero to keep failed jobs until removed", c.FailedRetention, MinRetention, MaxRetention)
+	if c.FailedRetention != 0 && (c.FailedRetention < store.MinRetention || c.FailedRetention > store.MaxRetention) {
+		return Invalidf("failed retention %v must be within %v..%v, or zero to keep failed jobs until removed", c.FailedRetention, store.MinRetention, store.MaxRetention)
 	}
-	return c.Bands.check()
+	return c.Bands.Validate()
 }
 
-// CheckGroupConfig validates a GroupConfig.
-func CheckGroupConfig(c GroupConfig) error {
+// GroupConfig validates a GroupConfig.
+func GroupConfig(c store.GroupConfig) error {
 	if err := checkName("group", c.Group, false); err != nil {
 		return err
 	}
 	if c.Type != "" {
-		if err := CheckType(c.Type); err != nil {
+		if err := Type(c.Type); err != nil {
 			return err
 		}
 	}
 	if c.MaxRunning < 0 {
 		return Invalidf("max running %d must not be negative", c.MaxRunning)
 	}
-	if c.Weight < 0 || c.Weight > MaxWeight || c.Weight != c.Weight {
-		return Invalidf("weight %v is outside 0..%d", c.Weight, MaxWeight)
+	if c.Weight < 0 || c.Weight > store.MaxWeight || c.Weight != c.Weight {
+		return Invalidf("weight %v is outside 0..%d", c.Weight, store.MaxWeight)
 	}
 	if c.Weight > 0 && c.Weight < 0.001 {
 		return Invalidf("weight %v is below 0.001", c.Weight)
@@ -518,9 +500,9 @@ func CheckGroupConfig(c GroupConfig) error {
 	return nil
 }
 
-// CheckAccept validates an accept, sets a zero Limit to 1, and returns the
+// Accept validates an accept, sets a zero Limit to 1, and returns the
 // compiled type patterns.
-func CheckAccept(p *AcceptParams) ([]glob.Pattern, error) {
+func Accept(p *store.AcceptParams) ([]glob.Pattern, error) {
 	if len(p.Types) == 0 {
 		return nil, Invalidf("accept needs at least one type or pattern")
 	}
@@ -531,8 +513,8 @@ func CheckAccept(p *AcceptParams) ([]glob.Pattern, error) {
 			return nil, err
 		}
 	}
-	if p.Limit < 0 || p.Limit > MaxAcceptLimit {
-		return nil, Invalidf("accept limit %d is out of range 1..%d", p.Limit, MaxAcceptLimit)
+	if p.Limit < 0 || p.Limit > store.MaxAcceptLimit {
+		return nil, Invalidf("accept limit %d is out of range 1..%d", p.Limit, store.MaxAcceptLimit)
 	}
 	if p.Limit == 0 {
 		p.Limit = 1
@@ -540,13 +522,13 @@ func CheckAccept(p *AcceptParams) ([]glob.Pattern, error) {
 	if p.LeaseTimeout < 0 {
 		return nil, Invalidf("lease timeout %v must not be negative", p.LeaseTimeout)
 	}
-	if p.LeaseTimeout > 0 && p.LeaseTimeout < MinLeaseTimeout {
-		return nil, Invalidf("lease timeout %v is shorter than %v", p.LeaseTimeout, MinLeaseTimeout)
+	if p.LeaseTimeout > 0 && p.LeaseTimeout < store.MinLeaseTimeout {
+		return nil, Invalidf("lease timeout %v is shorter than %v", p.LeaseTimeout, store.MinLeaseTimeout)
 	}
-	if len(p.Worker) > MaxNameLen {
-		return nil, Invalidf("worker name is longer than %d bytes", MaxNameLen)
+	if len(p.Worker) > store.MaxNameLen {
+		return nil, Invalidf("worker name is longer than %d bytes", store.MaxNameLen)
 	}
-	if err := CheckTime("due_by", p.DueBy); err != nil {
+	if err := Time("due_by", p.DueBy); err != nil {
 		return nil, err
 	}
 	if _, err := groupScope(p.Groups); err != nil {
@@ -557,7 +539,7 @@ func CheckAccept(p *AcceptParams) ([]glob.Pattern, error) {
 
 // AcceptScope compiles an accept's Groups and SkipGroups into a test of a
 // group's name, nil when the accept takes every group.
-func AcceptScope(p *AcceptParams) (func(group string) bool, error) {
+func AcceptScope(p *store.AcceptParams) (func(group string) bool, error) {
 	if len(p.Groups) == 0 && len(p.SkipGroups) == 0 {
 		return nil, nil
 	}
@@ -579,9 +561,9 @@ func groupScope(patterns []string) (func(group string) bool, error) {
 	return in, nil
 }
 
-// CheckHeartbeats validates a batch of heartbeats and returns each item's
+// Heartbeats validates a batch of heartbeats and returns each item's
 // compacted data, nil where the item keeps the job's data.
-func CheckHeartbeats(ps []HeartbeatParams) ([][]byte, error) {
+func Heartbeats(ps []store.HeartbeatParams) ([][]byte, error) {
 	datas := make([][]byte, len(ps))
 	for i, p := range ps {
 		if p.ID <= 0 || p.Token == "" {
@@ -591,7 +573,7 @@ func CheckHeartbeats(ps []HeartbeatParams) ([][]byte, error) {
 			return nil, Invalidf("job %d: progress %v is outside 0..100", p.ID, *p.Progress)
 		}
 		if p.Data != nil {
-			d, err := NormalizeData("data", p.Data)
+			d, err := Data("data", p.Data)
 			if err != nil {
 				return nil, fmt.Errorf("job %d: %w", p.ID, err)
 			}
@@ -601,15 +583,15 @@ func CheckHeartbeats(ps []HeartbeatParams) ([][]byte, error) {
 	return datas, nil
 }
 
-// CheckFinishes validates a batch of finishes and returns each item's
+// Finishes validates a batch of finishes and returns each item's
 // compacted result (nil when it has none).
-func CheckFinishes(ps []FinishParams) ([][]byte, error) {
+func Finishes(ps []store.FinishParams) ([][]byte, error) {
 	results := make([][]byte, len(ps))
 	for i := range ps {
-		if err := CheckFinish(&ps[i]); err != nil {
+		if err := Finish(&ps[i]); err != nil {
 			return nil, err
 		}
-		r, err := NormalizeResult(ps[i].Result)
+		r, err := Result(ps[i].Result)
 		if err != nil {
 			return nil, fmt.Errorf("job %d: %w", ps[i].ID, err)
 		}
@@ -618,10 +600,10 @@ func CheckFinishes(ps []FinishParams) ([][]byte, error) {
 	return results, nil
 }
 
-// CheckList validates a listing and sets a zero Limit to 100.
-func CheckList(p *ListParams) error {
-	if p.Limit < 0 || p.Limit > MaxListLimit {
-		return Invalidf("limit %d is out of range 1..%d", p.Limit, MaxListLimit)
+// List validates a listing and sets a zero Limit to 100.
+func List(p *store.ListParams) error {
+	if p.Limit < 0 || p.Limit > store.MaxListLimit {
+		return Invalidf("limit %d is out of range 1..%d", p.Limit, store.MaxListLimit)
 	}
 	if p.Limit == 0 {
 		p.Limit = 100
@@ -629,7 +611,7 @@ func CheckList(p *ListParams) error {
 	if p.After < 0 {
 		return Invalidf("cursor %d is not valid", p.After)
 	}
-	if err := CheckTime("updated_since", p.UpdatedSince); err != nil {
+	if err := Time("updated_since", p.UpdatedSince); err != nil {
 		return err
 	}
 	for _, st := range p.States {
@@ -638,4 +620,29 @@ func CheckList(p *ListParams) error {
 		}
 	}
 	return nil
+}
+
+// Imports validates a batch of imports as Import does, and returns
+// their add parameters checked (Adds) and their data.
+func Imports(jobs []store.ImportJob) ([]store.AddParams, [][]byte, error) {
+	ps := make([]store.AddParams, len(jobs))
+	for i, j := range jobs {
+		switch {
+		case j.State == store.Running || !j.State.Valid():
+			return nil, nil, Invalidf("import %d: state %s cannot be imported (a running job is imported pending)", i, j.State)
+		case j.Parent != 0 || j.Key != "" || j.Unique:
+			return nil, nil, Invalidf("import %d: a parent is given by ParentIndex, and imports have no key and are not unique", i)
+		case j.ParentIndex >= i || j.ParentIndex < -1:
+			return nil, nil, Invalidf("import %d: its parent (%d) must come before it in the batch", i, j.ParentIndex)
+		case j.ParentIndex >= 0 && jobs[j.ParentIndex].ParentIndex >= 0:
+			return nil, nil, Invalidf("import %d: its parent is itself a child: children cannot have children", i)
+		case j.BedrockID < 0:
+			return nil, nil, Invalidf("import %d: Bedrock id %d is negative", i, j.BedrockID)
+		}
+		if err := Time("created_at", j.CreatedAt); err != nil {
+			return nil, nil, err
+		}
+		ps[i] = j.AddParams
+	}
+	return Adds(ps)
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -197,10 +198,20 @@ func hashJob(e enc, j *CopyJob) enc {
 	for _, a := range j.Errors {
 		e = e.i(int64(a.Attempt)).t(a.At).str(a.Error)
 	}
-	e = e.bytes(j.Result).bytes(MetaJSON(j.Meta)).str(j.Schedule).i(int64(j.Missed)).t(j.Slot).i(int64(j.RetryAfter)).
+	e = e.bytes(j.Result).bytes(metaJSON(j.Meta)).str(j.Schedule).i(int64(j.Missed)).t(j.Slot).i(int64(j.RetryAfter)).
 		i(j.Parent).b(j.HasChildren).i(j.BedrockID).t(j.CreatedAt).t(j.StartedAt).t(j.PrevStartedAt).t(j.FinishedAt).
 		t(j.UpdatedAt).i(int64(j.LeaseTimeout)).t(j.ResubmitAt).bytes(j.NextData)
 	return e
+}
+
+// metaJSON is metadata as the stores keep it (a JSON object, nil for
+// nil), so that the checksum of a job is that of its column.
+func metaJSON(m map[string]string) []byte {
+	if m == nil {
+		return nil
+	}
+	b, _ := json.Marshal(m) // a map of strings always encodes
+	return b
 }
 
 // JobsChecksum is the SHA-256 of every column of every job, in id order.

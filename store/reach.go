@@ -103,79 +103,6 @@ func ReachOf(ctx context.Context) *Reach {
 	return r
 }
 
-// ListInReach pages a listing for a caller with reach r: page reads the
-// store's jobs in p's order (up to p.Limit+1 from p.After), and only jobs
-// in reach are kept and counted, page after page of the store's, until
-// there are p.Limit+1 of them or the store has no more; so the next
-// cursor is set only when a job in reach follows. Requested groups and
-// types out of reach are dropped first (none left: an empty page at once),
-// and literal group names of the reach narrow the store's query. p must
-// have passed check.List.
-func ListInReach(p ListParams, r *Reach, page func(ListParams) ([]Job, error)) (ListResult, error) {
-	if !r.Scoped() {
-		jobs, err := page(p)
-		if err != nil {
-			return ListResult{}, err
-		}
-		return PageOf(jobs, p.Limit), nil
-	}
-	if len(p.Groups) > 0 {
-		if p.Groups = slices.DeleteFunc(slices.Clone(p.Groups), func(g string) bool { return !r.HasGroup(g) }); len(p.Groups) == 0 {
-			return ListResult{}, nil
-		}
-	} else if r.groups != nil && !slices.ContainsFunc(r.groups, func(g string) bool { return g != "" && !glob.Literal(g) }) {
-		p.Groups = r.groups // names, not patterns: the store's query selects them
-	}
-	if len(p.Types) > 0 {
-		if p.Types = slices.DeleteFunc(slices.Clone(p.Types), func(t string) bool { return !r.HasType(t) }); len(p.Types) == 0 {
-			return ListResult{}, nil
-		}
-	}
-	// The store is read a page of p's size first (a token's listing of
-	// its own groups costs what an admin's does), then in pages of its
-	// own size, so that a small page of a tenant among many others' jobs
-	// takes few queries.
-	q := p
-	want := p.Limit + 1
-	var out []Job
-	for {
-		jobs, err := page(q)
-		if err != nil {
-			return ListResult{}, err
-		}
-		for _, j := range jobs {
-			if r.Has(j.Type, j.Group) {
-				out = append(out, j)
-				if len(out) == want {
-					return PageOf(out, p.Limit), nil
-				}
-			}
-		}
-		if len(jobs) <= q.Limit {
-			return PageOf(out, p.Limit), nil
-		}
-		q.After = jobs[len(jobs)-1].ID
-		q.Limit = max(p.Limit, reachScan)
-	}
-}
-
-// reachScan is how many jobs ListInReach reads from the store at a time.
-const reachScan = 500
-
-// JobsInReach makes the jobs out of reach r missing ones (a Job with ID
-// 0), as Get answers an id that does not exist.
-func JobsInReach(jobs []Job, r *Reach) []Job {
-	if !r.Scoped() {
-		return jobs
-	}
-	for i, j := range jobs {
-		if j.ID != 0 && !r.Has(j.Type, j.Group) {
-			jobs[i] = Job{}
-		}
-	}
-	return jobs
-}
-
 // HasGroupConfig reports whether a group setting is in reach: its group,
 // and its type (a setting for every type needs a reach of every type).
 func (r *Reach) HasGroupConfig(g GroupConfig) bool {
@@ -215,14 +142,6 @@ func (r *Reach) NarrowAccept(p *AcceptParams) (what, pattern string) {
 		}
 	}
 	return "", ""
-}
-
-// CountsInReach keeps the counts of types and groups in reach r.
-func CountsInReach(counts []Count, r *Reach) []Count {
-	if !r.Scoped() {
-		return counts
-	}
-	return slices.DeleteFunc(counts, func(c Count) bool { return !r.Has(c.Type, c.Group) })
 }
 
 // GroupRanges returns ranges [from, to) of group names, in byte order,

@@ -23,7 +23,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"time"
 )
@@ -573,15 +572,6 @@ type ListResult struct {
 	Next int64
 }
 
-// PageOf makes a page of a listing from up to limit+1 jobs in order: the
-// extra job, when there is one, only says that another page follows.
-func PageOf(jobs []Job, limit int) ListResult {
-	if len(jobs) <= limit {
-		return ListResult{Jobs: jobs}
-	}
-	return ListResult{Jobs: jobs[:limit], Next: jobs[limit-1].ID}
-}
-
 // AcceptParams asks for due jobs to run.
 type AcceptParams struct {
 	// Types are type names or GLOB patterns (* ? [...]); at least one.
@@ -782,27 +772,6 @@ type FullWatcher interface {
 	WatchAll()
 }
 
-// NewBedrockID returns a random positive 63-bit integer.
-func NewBedrockID() int64 {
-	for {
-		if v := int64(rand.Uint64() >> 1); v > 0 {
-			return v
-		}
-	}
-}
-
-// NewToken returns a random 128-bit fencing token as 32 hex characters.
-func NewToken() string {
-	const hex = "0123456789abcdef"
-	var b [32]byte
-	a, c := rand.Uint64(), rand.Uint64()
-	for i := 0; i < 16; i++ {
-		b[i] = hex[a>>(4*i)&0xf]
-		b[16+i] = hex[c>>(4*i)&0xf]
-	}
-	return string(b[:])
-}
-
 // Bounds of TypeConfig.Retention.
 const (
 	DefaultRetention = 7 * 24 * time.Hour
@@ -991,25 +960,4 @@ type Store interface {
 
 	// Close releases the store. Pending operations fail with ErrClosed.
 	Close() error
-}
-
-// MetaJSON is metadata as stores keep it: a JSON object, nil for nil.
-func MetaJSON(m map[string]string) []byte {
-	if m == nil {
-		return nil
-	}
-	b, _ := json.Marshal(m) // a map of strings always encodes
-	return b
-}
-
-// ParseMetaJSON reads what MetaJSON wrote; nil or empty gives nil.
-func ParseMetaJSON(b []byte) (map[string]string, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	var m map[string]string
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("meta: %w", err)
-	}
-	return m, nil
 }

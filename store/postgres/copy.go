@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/rotajobs/rota/internal/backend"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -261,7 +262,7 @@ func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
 			result = []byte(j.Result)
 		}
 		if len(j.Meta) > 0 {
-			meta = string(store.MetaJSON(j.Meta))
+			meta = string(backend.MetaJSON(j.Meta))
 		}
 		// In the order of jobCopyColumns.
 		row := []any{j.ID, j.Type, optString(j.Key), j.Group, int64(j.Priority), int16(j.State), j.RunAt, []byte(j.Data),

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/rotajobs/rota/internal/backend"
 	"github.com/rotajobs/rota/internal/engine"
 	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/lifecycle"
@@ -432,7 +433,7 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 		if err := engine.FirstRun(t, p); err != nil {
 			return err
 		}
-		if m := store.MetaJSON(p.Meta); m != nil {
+		if m := backend.MetaJSON(p.Meta); m != nil {
 			v := string(m)
 			metas[k] = &v
 		}
@@ -1144,7 +1145,7 @@ func (t *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 			prio = &v
 		}
 		var meta *string
-		if m := store.MetaJSON(a.Meta); m != nil {
+		if m := backend.MetaJSON(a.Meta); m != nil {
 			v := string(m)
 			meta = &v
 		}
@@ -1373,7 +1374,7 @@ func (t *txn) expire(delta time.Duration) (int, time.Time, error) {
 // retireSQL deletes ended jobs past their type's retention (store.Retirer).
 // $1 is how far the caller's now is ahead of this node's clock.
 var retireSQL = `DELETE FROM rota.jobs_ended WHERE id IN (SELECT e.id FROM rota.jobs_ended e LEFT JOIN rota.types t ON t.name = e.type
-	WHERE e.finished_at < now() + $1 * interval '1 microsecond' - ` + store.KeptForSQL("e", "t", "$2") + ` * interval '1 microsecond'
+	WHERE e.finished_at < now() + $1 * interval '1 microsecond' - ` + backend.KeptForSQL("e", "t", "$2") + ` * interval '1 microsecond'
 		AND (e.parent_id IS NULL OR NOT EXISTS (SELECT FROM rota.jobs p WHERE p.id = e.parent_id))
 	LIMIT $3)`
 

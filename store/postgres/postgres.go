@@ -69,6 +69,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/rotajobs/rota/internal/backend"
 	"github.com/rotajobs/rota/internal/migrate"
 	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
@@ -152,7 +153,7 @@ type Store struct {
 	typesMu sync.RWMutex
 	types   map[string]struct{} // type names committed in the types table
 
-	feed store.Watchers // serialises deliveries, so each watcher sees one sequence
+	feed backend.Watchers // serialises deliveries, so each watcher sees one sequence
 
 	out    *outbox // changes waiting to be sent to other nodes
 	leader leader
@@ -219,7 +220,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 		session: session,
 		schema:  pgx.Identifier{cfg.Schema}.Sanitize(),
 		channel: channelName(cfg.Schema),
-		node:    store.NewToken()[:16],
+		node:    backend.NewToken()[:16],
 		pool:    pool,
 		log:     cfg.Logger,
 		ctx:     sctx,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/rotajobs/rota/internal/backend"
 	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/store"
@@ -99,7 +100,7 @@ func (s *jobScan) scan(sc scanner, j *store.Job) error {
 	j.PrevStartedAt = pgTime(s.prev)
 	if s.meta.Valid {
 		var err error
-		if j.Meta, err = store.ParseMetaJSON([]byte(s.meta.String)); err != nil {
+		if j.Meta, err = backend.ParseMetaJSON([]byte(s.meta.String)); err != nil {
 			return fmt.Errorf("job %d: %w", j.ID, err)
 		}
 	}
@@ -172,7 +173,7 @@ func (s *Store) Get(ctx context.Context, ids []int64) ([]store.Job, error) {
 	for i, id := range ids {
 		out[i] = byID[id]
 	}
-	return store.JobsInReach(out, store.ReachOf(ctx)), nil
+	return backend.JobsInReach(out, store.ReachOf(ctx)), nil
 }
 
 // GetByKey returns the job with this type, group and key.
@@ -203,7 +204,7 @@ func (s *Store) GetByKey(ctx context.Context, typ, group, key string) (store.Job
 }
 
 // List returns a page of jobs in id order: of the jobs in the reach ctx
-// carries (store.ListInReach), when it carries one.
+// carries (backend.ListInReach), when it carries one.
 func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult, error) {
 	if s.closed.Load() {
 		return store.ListResult{}, s.wrap("list", store.ErrClosed)
@@ -211,7 +212,7 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult,
 	if err := check.List(&p); err != nil {
 		return store.ListResult{}, err
 	}
-	return store.ListInReach(p, store.ReachOf(ctx), func(p store.ListParams) ([]store.Job, error) { return s.list(ctx, p) })
+	return backend.ListInReach(p, store.ReachOf(ctx), func(p store.ListParams) ([]store.Job, error) { return s.list(ctx, p) })
 }
 
 // list reads up to p.Limit+1 jobs in id order.
@@ -240,7 +241,7 @@ func (s *Store) list(ctx context.Context, p store.ListParams) ([]store.Job, erro
 		where = append(where, "grp = ANY("+arg(valid(p.Groups))+")")
 	}
 	if rs := store.ReachOf(ctx).GroupRanges(); rs != nil {
-		// Only the groups a caller's reach may hold (store.ListInReach
+		// Only the groups a caller's reach may hold (backend.ListInReach
 		// keeps exactly those in reach): a tenant's listing does not read
 		// every other tenant's jobs. grp is COLLATE "C": byte order.
 		var or []string
@@ -298,7 +299,7 @@ func (s *Store) Stats(ctx context.Context) ([]store.Count, error) {
 	err := s.read(ctx, "stats", func(t *txn) error {
 		out = out[:0]
 		r, err := t.query(`SELECT j.type, j.grp, j.state, count(*),
-			count(*) FILTER (WHERE j.state IN (3, 4, 5) AND j.finished_at < now() - `+store.KeptForSQL("j", "y", "$1")+` * interval '1 microsecond')
+			count(*) FILTER (WHERE j.state IN (3, 4, 5) AND j.finished_at < now() - `+backend.KeptForSQL("j", "y", "$1")+` * interval '1 microsecond')
 			FROM (`+bothTables(`SELECT type, grp, state, finished_at FROM %s`)+`) j LEFT JOIN rota.types y ON y.name = j.type
 			GROUP BY j.type, j.grp, j.state ORDER BY j.type, j.grp, j.state`, us(store.DefaultRetention))
 		if err != nil {
@@ -319,7 +320,7 @@ func (s *Store) Stats(ctx context.Context) ([]store.Count, error) {
 	if err != nil {
 		return nil, err
 	}
-	return store.CountsInReach(out, store.ReachOf(ctx)), nil
+	return backend.CountsInReach(out, store.ReachOf(ctx)), nil
 }
 
 // TypeConfigs lists the known types, as every node sees them.
@@ -469,7 +470,7 @@ func (t *txn) bedrockIDs(ids []int64, out map[int64]int64) error {
 			if tries == 4 {
 				return fmt.Errorf("give job %d a bedrock id: four random ids were taken", id)
 			}
-			v := store.NewBedrockID()
+			v := backend.NewBedrockID()
 			var n int64
 			for _, table := range []string{"rota.jobs", "rota.jobs_ended"} {
 				k, err := t.exec(`UPDATE `+table+` SET bedrock_id = $2 WHERE id = $1 AND bedrock_id IS NULL

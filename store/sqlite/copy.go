@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rotajobs/rota/internal/backend"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -286,7 +287,7 @@ func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
 			result = []byte(j.Result)
 		}
 		if len(j.Meta) > 0 {
-			meta = store.MetaJSON(j.Meta)
+			meta = backend.MetaJSON(j.Meta)
 		}
 		// In the order of copyColumns["rota_jobs"].
 		if _, err := l.job.ExecContext(ctx, j.ID, j.Type, nullStr(j.Key), j.Group, j.Priority, int(j.State), micros(j.RunAt),

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rotajobs/rota/internal/backend"
 	"github.com/rotajobs/rota/internal/engine"
 	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/lifecycle"
@@ -230,7 +231,7 @@ func (w *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 			rename = p.Type
 		}
 		args := []any{micros(a.RunAt), a.Data, a.Priority, rename, nonZero(int64(a.MaxAttempts)),
-			nonZero(a.BackoffBase.Microseconds()), nonZero(a.BackoffMax.Microseconds()), store.MetaJSON(a.Meta)}
+			nonZero(a.BackoffBase.Microseconds()), nonZero(a.BackoffMax.Microseconds()), backend.MetaJSON(a.Meta)}
 		args = append(append(args, scheduleArgs(a)...), optTime(p.Slot), now, r.ID)
 		_, err = w.exec(q, args...)
 	case lifecycle.KindMarkResubmit:
@@ -467,7 +468,7 @@ func (w *txn) Insert(p *store.AddParams, data []byte, state store.State) (store.
 		repeat, slot = p.Schedule, runAt
 	}
 	res, err := w.exec(insertSQL, p.Type, key, p.Group, p.Priority, int(state), runAt, data, p.MaxAttempts,
-		p.BackoffBase.Microseconds(), p.BackoffMax.Microseconds(), now, now, store.MetaJSON(p.Meta), repeat, int(p.Missed), slot,
+		p.BackoffBase.Microseconds(), p.BackoffMax.Microseconds(), now, now, backend.MetaJSON(p.Meta), repeat, int(p.Missed), slot,
 		nonZero(p.RetryAfter.Microseconds()), parent)
 	if err != nil {
 		return store.AddResult{}, fmt.Errorf("sqlite: add: %w", err)
@@ -1032,7 +1033,7 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 
 // retireSQL deletes ended jobs past their type's retention (store.Retirer).
 var retireSQL = `DELETE FROM rota_jobs WHERE id IN (SELECT j.id FROM rota_jobs j LEFT JOIN rota_types t ON t.name = j.type
-	WHERE j.state IN (3, 4, 5) AND j.finished_at < ?1 - ` + store.KeptForSQL("j", "t", "?2") + `
+	WHERE j.state IN (3, 4, 5) AND j.finished_at < ?1 - ` + backend.KeptForSQL("j", "t", "?2") + `
 		AND (j.parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM rota_jobs p WHERE p.id = j.parent_id AND p.state IN (0, 1, 2)))
 	LIMIT ?3)`
 

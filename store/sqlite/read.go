@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rotajobs/rota/internal/backend"
 	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
 )
@@ -81,7 +82,7 @@ func jobFromColumns(c *columns) (store.Job, error) {
 // decodeJSONColumns reads a job's JSON columns, meta and errors, into j.
 func decodeJSONColumns(j *store.Job, meta, errs []byte) error {
 	var err error
-	if j.Meta, err = store.ParseMetaJSON(meta); err != nil {
+	if j.Meta, err = backend.ParseMetaJSON(meta); err != nil {
 		return fmt.Errorf("job %d: %w", j.ID, err)
 	}
 	if len(errs) > 0 {
@@ -129,7 +130,7 @@ func (s *Store) Get(ctx context.Context, ids []int64) ([]store.Job, error) {
 			return nil, s.readErr(err)
 		}
 	}
-	return store.JobsInReach(out, store.ReachOf(ctx)), nil
+	return backend.JobsInReach(out, store.ReachOf(ctx)), nil
 }
 
 // GetByKey returns the job with this type, group and key.
@@ -148,12 +149,12 @@ func (s *Store) GetByKey(ctx context.Context, typ, group, key string) (store.Job
 }
 
 // List returns a page of jobs in id order: of the jobs in the reach ctx
-// carries (store.ListInReach), when it carries one.
+// carries (backend.ListInReach), when it carries one.
 func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListResult, error) {
 	if err := check.List(&p); err != nil {
 		return store.ListResult{}, err
 	}
-	return store.ListInReach(p, store.ReachOf(ctx), func(p store.ListParams) ([]store.Job, error) { return s.list(ctx, p) })
+	return backend.ListInReach(p, store.ReachOf(ctx), func(p store.ListParams) ([]store.Job, error) { return s.list(ctx, p) })
 }
 
 // list reads up to p.Limit+1 jobs in id order.
@@ -174,7 +175,7 @@ func (s *Store) list(ctx context.Context, p store.ListParams) ([]store.Job, erro
 		}
 	}
 	if rs := store.ReachOf(ctx).GroupRanges(); rs != nil {
-		// Only the groups a caller's reach may hold (store.ListInReach
+		// Only the groups a caller's reach may hold (backend.ListInReach
 		// keeps exactly those in reach): a tenant's listing does not read
 		// every other tenant's jobs.
 		var or []string
@@ -325,7 +326,7 @@ func (s *Store) listQuery(ctx context.Context, q querier, from string, where []s
 // the table: fine for an operator's view, not for a hot path.
 func (s *Store) Stats(ctx context.Context) ([]store.Count, error) {
 	rows, err := s.reader.QueryContext(ctx, `SELECT j.type, j.grp, j.state, count(*),
-		coalesce(sum(j.state IN (3, 4, 5) AND j.finished_at < ? - `+store.KeptForSQL("j", "t", "?")+`), 0)
+		coalesce(sum(j.state IN (3, 4, 5) AND j.finished_at < ? - `+backend.KeptForSQL("j", "t", "?")+`), 0)
 		FROM rota_jobs j LEFT JOIN rota_types t ON t.name = j.type
 		GROUP BY j.type, j.grp, j.state ORDER BY j.type, j.grp, j.state`, micros(s.cfg.Clock()), store.DefaultRetention.Microseconds())
 	if err != nil {
@@ -345,7 +346,7 @@ func (s *Store) Stats(ctx context.Context) ([]store.Count, error) {
 	if err := rows.Err(); err != nil {
 		return nil, s.readErr(err)
 	}
-	return store.CountsInReach(out, store.ReachOf(ctx)), nil
+	return backend.CountsInReach(out, store.ReachOf(ctx)), nil
 }
 
 func (s *Store) readErr(err error) error {
@@ -394,7 +395,7 @@ func (w *txn) bedrockIDs(ids []int64, out map[int64]int64) error {
 			return fmt.Errorf("sqlite: bedrock id of job %d: %w", id, err)
 		}
 		for tries := 0; !bid.Valid; tries++ {
-			v := store.NewBedrockID()
+			v := backend.NewBedrockID()
 			if _, err := w.exec(`UPDATE rota_jobs SET bedrock_id = ? WHERE id = ?`, v, id); err == nil {
 				bid = sql.NullInt64{Int64: v, Valid: true}
 			} else if tries == 3 {

@@ -30,6 +30,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
 
+	"github.com/rotajobs/rota/internal/backend"
 	"github.com/rotajobs/rota/internal/migrate"
 	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
@@ -92,7 +93,7 @@ type Store struct {
 	types   map[string]typeConfig // known types and their settings
 	groups  map[groupKey]store.GroupConfig
 
-	feed store.Watchers
+	feed backend.Watchers
 }
 
 var _ store.Store = (*Store)(nil)

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/rotajobs/rota/internal/backend"
 	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/store"
 )
@@ -143,7 +144,7 @@ func FuzzCheckMeta(f *testing.F) {
 			invalid(t, err)
 			return
 		}
-		back, err := store.ParseMetaJSON(store.MetaJSON(m))
+		back, err := backend.ParseMetaJSON(backend.MetaJSON(m))
 		if err != nil || !reflect.DeepEqual(back, m) && len(m) > 0 {
 			t.Fatalf("meta %v came back as %v, %v", m, back, err)
 		}

@@ -1,8 +1,10 @@
-package store
+package backend
 
 import (
 	"sync"
 	"time"
+
+	"github.com/rotajobs/rota/store"
 )
 
 // Watchers is the registry behind Store.Watch, for stores to use: it
@@ -11,15 +13,15 @@ import (
 // ready to use.
 type Watchers struct {
 	mu  sync.Mutex
-	fns map[int]func([]Event)
+	fns map[int]func([]store.Event)
 	seq int
 }
 
 // Watch registers fn and returns the function that unregisters it.
-func (w *Watchers) Watch(fn func([]Event)) (stop func()) {
+func (w *Watchers) Watch(fn func([]store.Event)) (stop func()) {
 	w.mu.Lock()
 	if w.fns == nil {
-		w.fns = map[int]func([]Event){}
+		w.fns = map[int]func([]store.Event){}
 	}
 	w.seq++
 	id := w.seq
@@ -34,7 +36,7 @@ func (w *Watchers) Watch(fn func([]Event)) (stop func()) {
 
 // Deliver calls every registered callback with changes, stamping At on
 // those that have none; callbacks must not block.
-func (w *Watchers) Deliver(changes []Event) {
+func (w *Watchers) Deliver(changes []store.Event) {
 	if len(changes) == 0 {
 		return
 	}

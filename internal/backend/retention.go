@@ -1,7 +1,9 @@
-package store
+package backend
 
 import (
 	"fmt"
+
+	"github.com/rotajobs/rota/store"
 )
 
 // KeptForSQL is how long a job is kept after it ends, before the
@@ -16,5 +18,5 @@ import (
 // removed, so a comparison with it never deletes the job.
 func KeptForSQL(job, typ, def string) string {
 	return fmt.Sprintf("(CASE WHEN %[1]s.state = %[3]d THEN nullif(%[2]s.failed_retention, 0) ELSE coalesce(nullif(%[2]s.retention, 0), %[4]s) END)",
-		job, typ, int(Failed), def)
+		job, typ, int(store.Failed), def)
 }

@@ -332,7 +332,7 @@ func (c *Client) SetTypeConfig(ctx context.Context, tc TypeConfig) error {
 // other tenants' included, so only a caller of every group (the admin
 // token) gives a group more than its turn.
 func (c *Client) SetGroupConfig(ctx context.Context, gc GroupConfig) error {
-	if r := store.ReachOf(ctx); !r.HasGroupConfig(gc) {
+	if r := store.ReachOf(ctx); !check.GroupConfigInReach(r, gc) {
 		what := "type " + strconv.Quote(gc.Type)
 		if gc.Type == "" {
 			what = "every type"
@@ -362,7 +362,7 @@ func (c *Client) SetGroupConfig(ctx context.Context, gc GroupConfig) error {
 func (c *Client) GroupConfigs(ctx context.Context) ([]GroupConfig, error) {
 	gcs, err := read(ctx, c, func() ([]GroupConfig, error) { return c.st.GroupConfigs(ctx) })
 	if r := store.ReachOf(ctx); r.Scoped() {
-		gcs = slices.DeleteFunc(gcs, func(g GroupConfig) bool { return !r.HasGroupConfig(g) })
+		gcs = slices.DeleteFunc(gcs, func(g GroupConfig) bool { return !check.GroupConfigInReach(r, g) })
 	}
 	return gcs, err
 }
@@ -467,7 +467,7 @@ func (c *Client) accept(ctx context.Context, p AcceptParams) ([]Job, error) {
 	if p.Wait < 0 {
 		return nil, check.Invalidf("wait %v must not be negative", p.Wait)
 	}
-	if what, pat := store.ReachOf(ctx).NarrowAccept(&p); pat != "" {
+	if what, pat := check.AcceptInReach(store.ReachOf(ctx), &p); pat != "" {
 		return nil, check.Invalidf("%s pattern %q is out of the caller's reach: accept names in reach, or the reach's own patterns", what, pat)
 	}
 	if p.Wait == 0 {

@@ -304,7 +304,7 @@ func scopeAccept(a *access, p *store.AcceptParams) error {
 			return err
 		}
 	}
-	if _, pat := a.reach.NarrowAccept(p); pat != "" {
+	if _, pat := check.AcceptInReach(a.reach, p); pat != "" {
 		return fmt.Errorf("%w: %s may accept types matching %s, not %q", wire.ErrForbidden, a, strings.Join(a.types, ", "), pat)
 	}
 	return nil
@@ -377,7 +377,9 @@ func (a *access) reachesType(typ string) bool { return a.reach.HasType(typ) }
 // reachesGroupConfig reports whether the token reaches a group setting:
 // its group, and its type (a setting for every type needs a token of
 // every type).
-func (a *access) reachesGroupConfig(g store.GroupConfig) bool { return a.reach.HasGroupConfig(g) }
+func (a *access) reachesGroupConfig(g store.GroupConfig) bool {
+	return check.GroupConfigInReach(a.reach, g)
+}
 
 // groupName names a group in a message: `group "acme"`, or the default
 // group, whose name is empty.

@@ -2,6 +2,8 @@ package backend
 
 import (
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/store"
@@ -94,4 +96,51 @@ func PageOf(jobs []store.Job, limit int) store.ListResult {
 		return store.ListResult{Jobs: jobs}
 	}
 	return store.ListResult{Jobs: jobs[:limit], Next: jobs[limit-1].ID}
+}
+
+// GroupRanges returns ranges [from, to) of group names, in byte order,
+// that hold every group in reach r (to "": no bound above), for a store's
+// listing query to read only those groups' jobs; ListInReach keeps the
+// ones in reach exactly. Nil when the reach does not narrow the groups:
+// every group, or a pattern that starts with a metacharacter.
+func GroupRanges(r *store.Reach) [][2]string {
+	if r.Groups() == nil {
+		return nil
+	}
+	var out [][2]string
+	for _, g := range r.Groups() {
+		i := strings.IndexAny(g, glob.Meta)
+		if i < 0 {
+			// A name: itself (and names that go on with a NUL, which no
+			// group has; a store's text may not hold one).
+			out = append(out, [2]string{g, g + "\x01"})
+			continue
+		}
+		if i == 0 {
+			return nil
+		}
+		out = append(out, [2]string{g[:i], successor(g[:i])})
+	}
+	return out
+}
+
+// successor is the least string, in byte order, above every string that
+// starts with prefix ("" when there is none): prefix with its last rune
+// made the next one (UTF-8's byte order is code point order).
+func successor(prefix string) string {
+	for prefix != "" {
+		c, n := utf8.DecodeLastRuneInString(prefix)
+		prefix = prefix[:len(prefix)-n]
+		if c == utf8.RuneError && n <= 1 {
+			return "" // not UTF-8, which names are: no bound
+		}
+		if c < utf8.MaxRune {
+			c++
+			if c == 0xD800 {
+				c = 0xE000 // past the surrogates, which UTF-8 does not hold
+			}
+			return prefix + string(c)
+		}
+	}
+	return ""
 }

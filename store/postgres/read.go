@@ -240,7 +240,7 @@ func (s *Store) list(ctx context.Context, p store.ListParams) ([]store.Job, erro
 	if len(p.Groups) > 0 {
 		where = append(where, "grp = ANY("+arg(valid(p.Groups))+")")
 	}
-	if rs := store.ReachOf(ctx).GroupRanges(); rs != nil {
+	if rs := backend.GroupRanges(store.ReachOf(ctx)); rs != nil {
 		// Only the groups a caller's reach may hold (backend.ListInReach
 		// keeps exactly those in reach): a tenant's listing does not read
 		// every other tenant's jobs. grp is COLLATE "C": byte order.

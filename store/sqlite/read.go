@@ -174,7 +174,7 @@ func (s *Store) list(ctx context.Context, p store.ListParams) ([]store.Job, erro
 			args = append(args, g)
 		}
 	}
-	if rs := store.ReachOf(ctx).GroupRanges(); rs != nil {
+	if rs := backend.GroupRanges(store.ReachOf(ctx)); rs != nil {
 		// Only the groups a caller's reach may hold (backend.ListInReach
 		// keeps exactly those in reach): a tenant's listing does not read
 		// every other tenant's jobs.

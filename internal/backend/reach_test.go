@@ -1,9 +1,11 @@
-package store
+package backend
 
 import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/rotajobs/rota/store"
 )
 
 // TestGroupRanges: every group a reach holds is within one of its
@@ -11,11 +13,11 @@ import (
 func TestGroupRanges(t *testing.T) {
 	groups := []string{"", "a", "acme", "acme-", "acme-1", "acme-é", "acmf", "b", "beta", "beta-x", "zz\U0010FFFF", "é", "ê", "\uD7FF"}
 	for _, pats := range [][]string{{"acme-*"}, {"acme-?", "beta"}, {""}, {"", "b*"}, {"é*"}, {"zz\U0010FFFF*"}, {"\uD7FF*"}, {"[ab]*"}, {"*"}} {
-		r, err := NewReach(pats, nil)
+		r, err := store.NewReach(pats, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ranges := r.GroupRanges()
+		ranges := GroupRanges(r)
 		for _, g := range groups {
 			if !r.HasGroup(g) {
 				continue

@@ -28,6 +28,7 @@ package rota
 import (
 	"context"
 
+	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -178,6 +179,12 @@ var (
 
 // ParseState parses a state name.
 func ParseState(name string) (State, error) { return store.ParseState(name) }
+
+// QuotePattern returns the type pattern that selects the type name alone,
+// whatever pattern characters (* ? [ {) it holds: "a?b" gives "a[?]b".
+// Accept, Subscribe and a reach take patterns; a type with such
+// characters is named exactly through its quoted pattern.
+func QuotePattern(name string) string { return glob.Quote(name) }
 
 // Reach is what a caller may reach (store.Reach): a server gives every
 // request of a scoped token its reach, and the stores honour it. A program

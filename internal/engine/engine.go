@@ -1,5 +1,5 @@
 // Package engine runs every job operation of the stores: it loads the rows
-// an operation concerns, asks internal/lifecycle what to do with each, and
+// an operation concerns, asks internal/rules/lifecycle what to do with each, and
 // has the store apply each plan, then walks the job's family for what the
 // change asks of it. Both stores run their operations through it, inside
 // their own transactions, through Tx; a store keeps only its transactions

@@ -674,7 +674,7 @@ func Moves(r *Row, p *Plan) (from, to *Place) {
 // under a new lease, the attempt counted. Stores claim in set-based
 // statements (their condition: pending and due; their change: state
 // running, attempt + 1, a fresh token, the lease's end), in the order the
-// fair scheduler (internal/fair) decides.
+// fair scheduler (internal/rules/fair) decides.
 func ClaimedEvent(j *store.Job) store.Event {
 	return store.Event{ID: j.ID, Type: j.Type, Group: j.Group, State: store.Running, Lease: store.LeaseTag(j.Token)}
 }

@@ -5,7 +5,7 @@
 // parsed by github.com/robfig/cron/v3.
 //
 // The package is pure: it reads no clock. The job's rules
-// (internal/lifecycle) pass the times a repeat is computed from and apply
+// (internal/rules/lifecycle) pass the times a repeat is computed from and apply
 // the missed-slot policy.
 package schedule
 

@@ -1,3 +1,11 @@
+// Package check is the validation of every request, written once for
+// every store and protocol so that bad input gets the same words
+// everywhere: a batch with bad input is refused as a whole, with an error
+// that matches store.ErrInvalid and says which item and what is wrong.
+// The batch checks (Adds, Finishes, Heartbeats, …) also fill in defaults
+// and return each item's data compacted. The errors stores return for bad
+// input and missing jobs are built here too (Invalidf, TooLarge,
+// JobErrorf, NotFound).
 package check
 
 import (

@@ -6,13 +6,14 @@ import (
 	"github.com/rotajobs/rota/store"
 )
 
-// Invalidf returns an error that matches ErrInvalid and says what is wrong.
+// Invalidf returns an error that matches store.ErrInvalid and says what
+// is wrong.
 func Invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", store.ErrInvalid, fmt.Sprintf(format, args...))
 }
 
 // JobErrorf returns an error about one job that matches sentinel (one of
-// the errors above) and whose message is the formatted text alone: "job 7
+// store's errors) and whose message is the formatted text alone: "job 7
 // not found" rather than "job 7: job not found", so that messages do not
 // say the same thing twice.
 func JobErrorf(sentinel error, format string, args ...any) error {
@@ -30,5 +31,6 @@ type jobError struct {
 func (e *jobError) Error() string { return e.msg }
 func (e *jobError) Unwrap() error { return e.sentinel }
 
-// asInvalid makes a rule's plain error (names, glob) match ErrInvalid.
+// asInvalid makes a rule's plain error (names, glob) match
+// store.ErrInvalid.
 func asInvalid(err error) error { return fmt.Errorf("%w: %w", store.ErrInvalid, err) }

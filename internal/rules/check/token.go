@@ -26,7 +26,7 @@ func Token(t store.Token) error {
 }
 
 // TokenNotFound is the error of a token name or secret that is no
-// token's; it matches ErrNotFound.
+// token's; it matches store.ErrNotFound.
 func TokenNotFound(name string) error {
 	if name == "" {
 		return &noToken{"no such token (unknown, or revoked)"}

@@ -892,7 +892,7 @@ type Event struct {
 	// RunAt is the job's RunAt when pending, so that waiting acceptors
 	// know when it becomes due.
 	RunAt time.Time `json:"run_at,omitzero"`
-	// At is when the change was delivered after its commit (Watchers
+	// At is when the change was delivered after its commit (the store
 	// stamps it), by the clock of the process that committed it.
 	At time.Time `json:"at"`
 }

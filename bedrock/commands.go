@@ -397,7 +397,7 @@ func (s *Server) getJobs(ctx context.Context, c *call, many bool) *Response {
 	// A list of names is matched exactly, each quoted as a pattern of
 	// its own name ("a?b" as "a[?]b"); a single name is a GLOB pattern,
 	// the whole header (Bedrock's "foo," is the pattern "foo,"), which
-	// rota's patterns read as SQLite's GLOB does (store/glob.go). A name
+	// rota's patterns read as SQLite's GLOB does (internal/rules/glob). A name
 	// that cannot be a job's (a control character) matches nothing.
 	if names := splitList(name); len(names) > 1 {
 		for _, n := range names {

@@ -19,12 +19,7 @@ func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
 		return err
 	}
 	err := s.autocommit(ctx, "set type "+c.Type, func(t *txn) error {
-		_, err := t.exec(`INSERT INTO rota.types (name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention, failed_retention, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now())
-			ON CONFLICT (name) DO UPDATE SET lease_timeout = excluded.lease_timeout, bands_high = excluded.bands_high,
-			bands_low = excluded.bands_low, group_max_running = excluded.group_max_running, paused = excluded.paused,
-			retention = excluded.retention, failed_retention = excluded.failed_retention, updated_at = excluded.updated_at`,
-			c.Type, us(c.LeaseTimeout), c.Bands.High, c.Bands.Low, c.GroupMaxRunning, c.Paused, us(c.Retention), us(c.FailedRetention))
+		_, err := t.run("set_type_config", c.Type, us(c.LeaseTimeout), c.Bands.High, c.Bands.Low, c.GroupMaxRunning, c.Paused, us(c.Retention), us(c.FailedRetention))
 		return err
 	})
 	if err != nil {
@@ -42,13 +37,10 @@ func (s *Store) SetGroupConfig(ctx context.Context, c store.GroupConfig) error {
 	}
 	return s.autocommit(ctx, fmt.Sprintf("set group %q", c.Group), func(t *txn) error {
 		if c.MaxRunning == 0 && c.Weight == 0 && !c.Paused {
-			_, err := t.exec(`DELETE FROM rota.group_config WHERE grp = $1 AND type = $2`, c.Group, c.Type)
+			_, err := t.run("delete_group_config", c.Group, c.Type)
 			return err
 		}
-		_, err := t.exec(`INSERT INTO rota.group_config (grp, type, max_running, weight, paused) VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (grp, type) DO UPDATE SET max_running = excluded.max_running, weight = excluded.weight,
-			paused = excluded.paused`,
-			c.Group, c.Type, c.MaxRunning, c.Weight, c.Paused)
+		_, err := t.run("set_group_config", c.Group, c.Type, c.MaxRunning, c.Weight, c.Paused)
 		return err
 	})
 }
@@ -61,7 +53,7 @@ func (s *Store) GroupConfigs(ctx context.Context) ([]store.GroupConfig, error) {
 	var out []store.GroupConfig
 	err := s.read(ctx, "group configs", func(t *txn) error {
 		out = out[:0]
-		r, err := t.query(`SELECT grp, type, max_running, weight, paused FROM rota.group_config ORDER BY grp, type`)
+		r, err := t.rows("group_configs")
 		if err != nil {
 			return err
 		}

@@ -56,35 +56,6 @@ func (t *txn) move(from, to *lifecycle.Place) {
 	}
 }
 
-// clockOf is the virtual clock of a type, where a group that becomes
-// backlogged again starts: the smallest turn among its backlogged groups,
-// or the clock kept in rota.types when none is.
-func clockOf(typ string) string {
-	return `coalesce((SELECT min(x.turn) FROM rota.groups x WHERE x.type = ` + typ + ` AND x.pending > 0),
-		(SELECT y.vclock FROM rota.types y WHERE y.name = ` + typ + `), 0)`
-}
-
-// upsertCounts is an INSERT into rota.groups of the rows of src (with
-// columns type, grp, dp: changes of the pending counts), in (type, grp)
-// order so that the group rows are locked in that order. A group whose
-// pending count rises from zero starts at its type's clock.
-func upsertCounts(src string) string {
-	return `INSERT INTO rota.groups AS g (type, grp, pending, turn)
-	SELECT c.type, c.grp, c.dp, CASE WHEN c.dp > 0 THEN ` + clockOf("c.type") + ` ELSE 0 END
-	FROM (` + src + `) c ORDER BY c.type COLLATE "C", c.grp COLLATE "C"
-	ON CONFLICT (type, grp) DO UPDATE SET
-		turn = CASE WHEN g.pending = 0 AND excluded.pending > 0 THEN greatest(g.turn, excluded.turn) ELSE g.turn END,
-		pending = g.pending + excluded.pending`
-}
-
-// countsCTE is a CTE (named cnt) that counts the rows of the CTE src as
-// new pending jobs.
-func countsCTE(src string) string {
-	return `cnt AS (` + upsertCounts(`SELECT type, grp, count(*) AS dp FROM `+src+` GROUP BY type, grp`) + ` RETURNING 1)`
-}
-
-var flushCountsSQL = upsertCounts(`SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(type, grp, dp)`)
-
 // flushCounts applies the collected counts in one statement.
 func (t *txn) flushCounts() error {
 	if len(t.counts) == 0 {
@@ -110,7 +81,7 @@ func (t *txn) flushCounts() error {
 	if len(keys) == 0 {
 		return nil
 	}
-	if _, err := t.exec(flushCountsSQL, types, grps, dps); err != nil {
+	if _, err := t.run("flush_counts", types, grps, dps); err != nil {
 		return fmt.Errorf("group counts: %w", err)
 	}
 	return nil

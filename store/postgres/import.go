@@ -37,15 +37,14 @@ func (s *Store) Import(ctx context.Context, jobs []store.ImportJob) ([]int64, er
 			var parent, bid *int64
 			if j.ParentIndex >= 0 {
 				parent = &ids[j.ParentIndex]
-				if _, err := t.exec(`UPDATE rota.jobs SET has_children = true WHERE id = $1`, *parent); err != nil {
+				if _, err := t.run("mark_parent", *parent); err != nil {
 					return err
 				}
 			}
 			if j.BedrockID != 0 {
 				bid = &jobs[i].BedrockID
 			}
-			if _, err := t.exec(`UPDATE rota.jobs SET parent_id = $2, bedrock_id = $3, created_at = coalesce($4, created_at),
-				last_error = coalesce($5, last_error) WHERE id = $1`,
+			if _, err := t.run("import_job",
 				ids[i], parent, bid, optTime(j.CreatedAt), optString(j.LastError)); err != nil {
 				return err
 			}
@@ -54,11 +53,11 @@ func (s *Store) Import(ctx context.Context, jobs []store.ImportJob) ([]int64, er
 		for i, j := range jobs {
 			switch {
 			case j.State == store.Paused:
-				if _, err := t.exec(`UPDATE rota.jobs SET state = 2 WHERE id = $1`, ids[i]); err != nil {
+				if _, err := t.run("import_paused", ids[i]); err != nil {
 					return err
 				}
 			case j.State.Terminal():
-				if _, err := t.exec(endSQL, ids[i], int16(j.State), nil, nil, false, true, false); err != nil {
+				if _, err := t.run("end", ids[i], int16(j.State), nil, nil, false, true, false); err != nil {
 					return err
 				}
 			default:

@@ -44,11 +44,17 @@ func (t *txn) Lock(ids []int64) (map[int64]*lifecycle.Row, error) {
 	slices.Sort(want)
 	want = slices.Compact(want)
 	found := make(map[int64]*lifecycle.Row, len(want))
-	for _, table := range []string{"rota.jobs", "rota.jobs_ended", "rota.jobs"} {
+	for pass := range 3 {
 		if len(want) == 0 {
 			break
 		}
-		rs, err := t.readRows(&t.at, `SELECT `+rowColumns+` FROM `+table+` WHERE id = ANY($1) ORDER BY id FOR UPDATE`, want)
+		var rs []*lifecycle.Row
+		var err error
+		if pass == 1 {
+			rs, err = t.readRows(&t.at, "lock_ended", want)
+		} else {
+			rs, err = t.readRows(&t.at, "lock_hot", want)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("lock jobs: %w", err)
 		}
@@ -60,9 +66,10 @@ func (t *txn) Lock(ids []int64) (map[int64]*lifecycle.Row, error) {
 	return found, nil
 }
 
-// readRows runs a query of rowColumns and reads its rows (scanRows).
-func (t *txn) readRows(at *time.Time, query string, args ...any) ([]*lifecycle.Row, error) {
-	r, err := t.query(query, args...)
+// readRows runs the named statement, of rowColumns, and reads its rows
+// (scanRows).
+func (t *txn) readRows(at *time.Time, name string, args ...any) ([]*lifecycle.Row, error) {
+	r, err := t.rows(name, args...)
 	return scanRows(r, err, at)
 }
 
@@ -312,31 +319,22 @@ func (t *txn) Insert(p *store.AddParams, data []byte, state store.State) (store.
 	return out[0], nil
 }
 
-// uniqueSQL finds a job that a unique add of a type and group finds
-// (lifecycle.Matches), through an index for each state. A job of another
-// group is never found: the add is then a new job in its own group.
-const uniqueSQL = `(SELECT id FROM rota.jobs WHERE type = $1 AND grp = $2 AND state = 0 AND attempt = 0 LIMIT 1)
-	UNION ALL (SELECT id FROM rota.jobs WHERE type = $1 AND grp = $2 AND state = 0 AND attempt > 0 LIMIT 1)
-	UNION ALL (SELECT id FROM rota.jobs WHERE type = $1 AND grp = $2 AND state = 1 LIMIT 1)
-	UNION ALL (SELECT id FROM rota.jobs WHERE type = $1 AND grp = $2 AND state = 2 LIMIT 1)
-	UNION ALL (SELECT id FROM rota.jobs_ended WHERE type = $1 AND grp = $2 AND state IN (4, 5) LIMIT 1) LIMIT 1`
-
 // FindUnique finds the job a unique add of p's type and group finds
 // (engine.Tx). A transaction-level lock per type and group serialises
 // unique adds of a type in a group across nodes, so that two cannot both
 // find none and insert.
 func (t *txn) FindUnique(p *store.AddParams) (int64, bool, error) {
-	if _, err := t.exec(`SELECT pg_advisory_xact_lock($1)`, hash64("unique", t.s.cfg.Schema, p.Type, p.Group)); err != nil {
+	if _, err := t.run("lock_unique", hash64("unique", t.s.cfg.Schema, p.Type, p.Group)); err != nil {
 		return 0, false, fmt.Errorf("lock unique type %q in group %q: %w", p.Type, p.Group, err)
 	}
 	var id int64
-	found, err := t.queryRow(uniqueSQL, []any{p.Type, p.Group}, &id)
+	found, err := t.row("unique", []any{p.Type, p.Group}, &id)
 	return id, found, err
 }
 
 // Job reads job id as it now is (engine.Tx).
 func (t *txn) Job(id int64) (store.Job, error) {
-	jobs, err := scanJobs(t.query(bothTables(`SELECT `+jobColumns+` FROM %s WHERE id = $1`), id))
+	jobs, err := scanJobs(t.rows("job", id))
 	if err != nil || len(jobs) != 1 {
 		return store.Job{}, cmp.Or(err, fmt.Errorf("job %d vanished", id))
 	}
@@ -361,10 +359,10 @@ func (t *txn) lockKeys(jobs []store.AddParams) (map[typeKey]int64, error) {
 		return nil, nil
 	}
 	slices.Sort(locks)
-	if _, err := t.exec(`SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k`, slices.Compact(locks)); err != nil {
+	if _, err := t.run("lock_keys", slices.Compact(locks)); err != nil {
 		return nil, fmt.Errorf("lock keys: %w", err)
 	}
-	r, err := t.query(bothTables(`SELECT type, grp, key, id FROM %s WHERE (type, grp, key) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))`), types, grps, keys)
+	r, err := t.rows("find_keys", types, grps, keys)
 	if err != nil {
 		return nil, fmt.Errorf("find keys: %w", err)
 	}
@@ -381,36 +379,12 @@ func (t *txn) lockKeys(jobs []store.AddParams) (map[typeKey]int64, error) {
 	return out, r.Err()
 }
 
-// insertSQL inserts a batch from arrays in one statement, registering new
-// types in the same statement (first, so that two nodes adding the first
-// jobs of a type wait for each other there, before they hold anything
-// else). Rows are inserted, and so get their ids, in the order of the
-// batch. insertCountedSQL also applies the group counts, for an insert
-// that is a transaction of its own.
-const insertHead = `WITH ty AS (
-	INSERT INTO rota.types (name, updated_at) SELECT unnest($1::text[]), now() ON CONFLICT DO NOTHING RETURNING 1),
-ins AS (INSERT INTO rota.jobs (type, key, grp, priority, state, run_at, data, max_attempts, backoff_base, backoff_max, created_at, updated_at, meta,
-	repeat, missed, slot, retry_after, parent_id)
-SELECT u.type, u.key, u.grp, u.priority, u.state, coalesce(u.run_at, now()), u.data, u.max_attempts, u.base, u.maxb, now(), now(), u.meta,
-	u.repeat, u.missed, CASE WHEN u.repeat IS NOT NULL THEN coalesce(u.run_at, now()) END, nullif(u.retry_after, 0), nullif(u.parent, 0)
-FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], $7::bytea[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[],
-	$12::text[], $13::smallint[], $14::bigint[], $15::smallint[], $16::bigint[])
-	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, repeat, missed, retry_after, state, parent, ord)
-WHERE (SELECT count(*) FROM ty) >= 0
-ORDER BY u.ord
-RETURNING id, run_at, created_at, type, grp, state)`
-
-var (
-	insertSQL        = insertHead + ` SELECT id, run_at, created_at FROM ins ORDER BY id`
-	insertCountedSQL = insertHead + `, ` + countsCTE("ins WHERE state = 0") + ` SELECT id, run_at, created_at FROM ins ORDER BY id`
-)
-
 // insert inserts the items ins of jobs; states gives each item's state
 // (pending when nil: only children start otherwise).
 func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes []string, out []store.AddResult, states []int16) error {
 	if len(ins) == 0 {
 		if len(newTypes) > 0 {
-			_, err := t.exec(`INSERT INTO rota.types (name, updated_at) SELECT unnest($1::text[]), now() ON CONFLICT DO NOTHING`, newTypes)
+			_, err := t.run("add_types", newTypes)
 			return err
 		}
 		return nil
@@ -444,16 +418,19 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 	if newTypes == nil {
 		newTypes = []string{}
 	}
-	query := insertCountedSQL
+	args := []any{newTypes, types, keys, grps, prios, runAts, ds, maxAtts, bases, maxBs, metas, repeats, misseds, retryAfters, states, parents}
+	var r rows
+	var err error
 	if t.deferCounts {
-		query = insertSQL
 		for k := range n {
 			if states[k] == int16(store.Pending) {
 				t.count(types[k], grps[k], 1)
 			}
 		}
+		r, err = t.rows("insert", args...)
+	} else {
+		r, err = t.rows("insert_counted", args...)
 	}
-	r, err := t.query(query, newTypes, types, keys, grps, prios, runAts, ds, maxAtts, bases, maxBs, metas, repeats, misseds, retryAfters, states, parents)
 	if err != nil {
 		return fmt.Errorf("insert: %w", err)
 	}
@@ -558,25 +535,6 @@ func (s *Store) decide(ctx context.Context, op string, ids []int64, run func(eng
 // statement: a completion of 250 jobs read 32,000 entries of it, about a
 // quarter of the database's CPU in a drain.
 
-// heartbeatSQL extends leases by each job's lease length and updates data
-// and progress, where the token is current. Items it does not return
-// failed the fence.
-const heartbeatSQL = `UPDATE rota.jobs j SET lease_until = CASE WHEN j.retry_after IS NOT NULL THEN j.lease_until
-		ELSE now() + coalesce(nullif(j.lease_timeout, 0), $5) * interval '1 microsecond' END,
-	data = coalesce(convert_to($3::jsonb ->> j.id::text, 'UTF8'), j.data),
-	progress = coalesce(($4::jsonb ->> j.id::text)::float8, j.progress), updated_at = now()
-WHERE j.id = ANY($1::bigint[]) AND j.state + 0 = 1 AND j.token = $2::jsonb ->> j.id::text %s
-RETURNING j.id, j.lease_until, j.resubmit, j.type, j.grp`
-
-var (
-	heartbeatSyncSQL = fmt.Sprintf(heartbeatSQL, "")
-	// For one item whose data is not UTF-8: $3 is the data itself.
-	heartbeatBytesSQL = strings.Replace(heartbeatSyncSQL, `convert_to($3::jsonb ->> j.id::text, 'UTF8')`, `$3::bytea`, 1)
-	// Without data, losing the heartbeat in a database crash only ends the
-	// lease early, so it need not wait for the WAL flush.
-	heartbeatAsyncSQL = fmt.Sprintf(heartbeatSQL, "AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL")
-)
-
 // Heartbeat extends leases and optionally updates data and progress.
 func (s *Store) Heartbeat(ctx context.Context, ps []store.HeartbeatParams) ([]store.HeartbeatResult, error) {
 	datas, err := check.Heartbeats(ps)
@@ -676,18 +634,25 @@ func (s *Store) heartbeat(ctx context.Context, ps []store.HeartbeatParams, datas
 		}
 		durable = durable || p.Data != nil
 	}
-	query := heartbeatAsyncSQL
-	if durable {
-		query = heartbeatSyncSQL
-	}
+	// Without data, losing the heartbeat in a database crash only ends the
+	// lease early, so it need not wait for the WAL flush; data that is not
+	// UTF-8 is one item's, sent as itself.
 	args := []any{ids, tokenMap.json(), dataMap.json(), progressMap.json(), us(store.DefaultLeaseTimeout)}
 	if oneData != nil {
-		query = heartbeatBytesSQL
 		args[2] = oneData
 	}
 	done := map[int64]bool{}
 	err := s.autocommit(ctx, "heartbeat", func(t *txn) error {
-		r, err := t.query(query, args...)
+		var r rows
+		var err error
+		switch {
+		case oneData != nil:
+			r, err = t.rows("heartbeat_bytes", args...)
+		case durable:
+			r, err = t.rows("heartbeat", args...)
+		default:
+			r, err = t.rows("heartbeat_async", args...)
+		}
 		if err != nil {
 			return err
 		}
@@ -750,7 +715,7 @@ func (s *Store) heartbeat(ctx context.Context, ps []store.HeartbeatParams, datas
 func (s *Store) peek(ctx context.Context, op string, ids []int64) (map[int64]*lifecycle.Row, error) {
 	out := map[int64]*lifecycle.Row{}
 	err := s.read(ctx, op, func(t *txn) error {
-		rs, err := t.readRows(nil, bothTables(`SELECT `+rowColumns+` FROM %s WHERE id = ANY($1)`), ids)
+		rs, err := t.readRows(nil, "peek_rows", ids)
 		for _, x := range rs {
 			out[x.ID] = x
 		}
@@ -758,22 +723,6 @@ func (s *Store) peek(ctx context.Context, op string, ids []int64) (map[int64]*li
 	})
 	return out, err
 }
-
-// completeSQL completes, in one statement, the jobs for which
-// lifecycle.Completes holds (running under the item's token, not
-// resubmitted), moving them to the ended table with their results: the
-// plain completion lifecycle.Finish would plan for each (its state, result,
-// finished_at). Items it does not return take the general path.
-const completeSQL = `WITH d AS (DELETE FROM rota.jobs j
-	WHERE j.id = ANY($1::bigint[]) AND j.state + 0 = 1 AND NOT j.resubmit AND j.repeat IS NULL
-		AND j.parent_id IS NULL AND NOT j.has_children AND j.token = $2::jsonb ->> j.id::text
-	RETURNING j.*)
-INSERT INTO rota.jobs_ended (` + endedColumns + `)
-SELECT d.id, d.type, d.key, d.grp, d.priority, 3, d.run_at, d.attempt, d.max_attempts, d.backoff_base, d.backoff_max,
-	d.lease_timeout, NULL, d.token, d.worker, d.cancel_requested, d.resubmit, d.resubmit_at, d.progress, d.created_at,
-	d.started_at, now(), now(), d.retry_after, d.parent_id, d.repeat, d.data, d.next_data,
-	convert_to($3::jsonb ->> d.id::text, 'UTF8'), d.last_error, d.errors, d.meta, d.missed, d.slot, d.has_children, d.bedrock_id, d.prev_started_at
-FROM d RETURNING id, type, grp, run_at`
 
 // Finish ends leases: complete, fail, snooze, release or cancel.
 func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, error) {
@@ -849,7 +798,7 @@ func (s *Store) completeFast(ctx context.Context, ps []store.FinishParams, resul
 	err := s.autocommit(ctx, "finish", func(t *txn) error {
 		b := &pgx.Batch{}
 		b.Queue(hotPlanSQL)
-		b.Queue(s.q(completeSQL), ids, tokens.json(), res.json())
+		b.Queue(s.stmt("complete"), ids, tokens.json(), res.json())
 		br := s.pool.SendBatch(ctx, b)
 		defer br.Close()
 		if _, err := br.Exec(); err != nil {
@@ -968,113 +917,12 @@ const endedColumns = `id, type, key, grp, priority, state, run_at, attempt, max_
 	started_at, finished_at, updated_at, retry_after, parent_id, repeat, data, next_data, result, last_error, errors, meta,
 	missed, slot, has_children, bedrock_id, prev_started_at`
 
-// The statements that apply each kind of plan (lifecycle.Kind).
-const (
-	// endSQL moves a running, pending or paused job to the ended table
-	// (Complete, Discard, CancelRun, Cancel). Args: id, state, result,
-	// error (NULL keeps the last error), whether the error is the
-	// attempt's (appended to errors), drop token, cancel requested.
-	endSQL = `WITH d AS (DELETE FROM rota.jobs j WHERE j.id = $1 RETURNING j.*)
-INSERT INTO rota.jobs_ended (` + endedColumns + `)
-SELECT d.id, d.type, d.key, d.grp, d.priority, $2::smallint, d.run_at, d.attempt, d.max_attempts, d.backoff_base,
-	d.backoff_max, d.lease_timeout, NULL, CASE WHEN $6::boolean THEN NULL ELSE d.token END, d.worker, $7::boolean,
-	false, d.resubmit_at, d.progress, d.created_at, d.started_at, now(), now(), d.retry_after, d.parent_id, d.repeat,
-	d.data, d.next_data, $3::bytea, coalesce($4::text, d.last_error),
-	CASE WHEN $5::boolean THEN coalesce(d.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', d.attempt, 'at', now(), 'error', $4::text))
-		ELSE d.errors END, d.meta, d.missed, d.slot, d.has_children, d.bedrock_id, d.prev_started_at
-FROM d`
-
-	// reviveSQL moves an ended job back to the hot table as a new cycle
-	// (Revive). Args: id, run_at, data, priority, max attempts,
-	// back-off base and max, meta (NULL keeps each), whether to set the
-	// schedule and to what, the missed-slot policy (NULL keeps it), slot,
-	// a new type (NULL keeps it).
-	reviveSQL = `WITH d AS (DELETE FROM rota.jobs_ended j WHERE j.id = $1 RETURNING j.*)
-INSERT INTO rota.jobs (` + endedColumns + `)
-SELECT d.id, coalesce($13::text, d.type), d.key, d.grp, coalesce($4, d.priority), 0, $2::timestamptz, 0,
-	coalesce($5, d.max_attempts), coalesce($6, d.backoff_base), coalesce($7, d.backoff_max), d.lease_timeout, NULL,
-	d.token, d.worker, false, d.resubmit, d.resubmit_at, 0, d.created_at, d.started_at, NULL, now(), d.retry_after,
-	d.parent_id, CASE WHEN $9::boolean THEN $10::text ELSE d.repeat END, coalesce($3, d.data), d.next_data, NULL, NULL, NULL,
-	coalesce($8, d.meta), coalesce($11::smallint, d.missed), $12::timestamptz, d.has_children, d.bedrock_id, d.prev_started_at
-FROM d RETURNING ` + jobColumns
-
-	// retrySQL records an attempt's error and makes the job pending again
-	// (Retry). Args: id, run_at, error, drop token.
-	retrySQL = `UPDATE rota.jobs j SET state = 0, run_at = $2::timestamptz, last_error = $3::text,
-	errors = coalesce(j.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', j.attempt, 'at', now(), 'error', $3::text)),
-	lease_until = NULL, finished_at = NULL, token = CASE WHEN $4 THEN NULL ELSE token END, updated_at = now()
-WHERE id = $1`
-
-	// requeueSQL makes a running job pending again with its attempt given
-	// back (Requeue). Args: id, run_at, attempt, new type (NULL keeps it).
-	requeueSQL = `UPDATE rota.jobs SET state = 0, run_at = $2::timestamptz, attempt = $3, type = coalesce($4, type), lease_until = NULL,
-	updated_at = now()
-WHERE id = $1`
-
-	// runAgainSQL starts a new cycle of a resubmitted job (RunAgain).
-	// Args: id, run_at, drop token, slot.
-	runAgainSQL = `UPDATE rota.jobs SET state = 0, run_at = $2::timestamptz, slot = $4::timestamptz, data = coalesce(next_data, data),
-	next_data = NULL, resubmit = false, resubmit_at = NULL, attempt = 0, result = NULL, last_error = NULL, errors = NULL,
-	progress = 0, lease_until = NULL, token = CASE WHEN $3 THEN NULL ELSE token END, updated_at = now()
-WHERE id = $1`
-
-	// updateSQL gives a pending or paused job a re-add's values (Update).
-	updateSQL = `UPDATE rota.jobs SET run_at = $2::timestamptz, data = coalesce($3, data), priority = coalesce($4, priority), type = coalesce($13::text, type),
-	max_attempts = coalesce($5, max_attempts), backoff_base = coalesce($6, backoff_base),
-	backoff_max = coalesce($7, backoff_max), meta = coalesce($8, meta),
-	repeat = CASE WHEN $9::boolean THEN $10::text ELSE repeat END, missed = coalesce($11::smallint, missed), slot = $12::timestamptz,
-	updated_at = now() WHERE id = $1 RETURNING ` + jobColumns
-
-	// markResubmitSQL marks a running job to run again (MarkResubmit).
-	// Args: id, run_at (NULL: now, or a recurring job's next slot), data,
-	// and the schedule as in reviveSQL.
-	markResubmitSQL = `UPDATE rota.jobs SET resubmit = true, resubmit_at = $2::timestamptz,
-	next_data = coalesce($3, next_data), repeat = CASE WHEN $4::boolean THEN $5::text ELSE repeat END,
-	missed = coalesce($6::smallint, missed), updated_at = now() WHERE id = $1 RETURNING ` + jobColumns
-
-	// recurSQL starts a recurring job's next cycle (Recur): the run's
-	// result and error are its last outcome, its errors and attempts start
-	// again. Args: id, run_at, slot, result, error (NULL: none), drop token.
-	recurSQL = `UPDATE rota.jobs SET state = 0, run_at = $2::timestamptz, slot = $3::timestamptz, attempt = 0, result = $4::bytea,
-	last_error = $5::text, errors = NULL, progress = 0, lease_until = NULL, finished_at = now(), updated_at = now(),
-	token = CASE WHEN $6 THEN NULL ELSE token END WHERE id = $1`
-
-	// skipSlotsSQL takes back a claim of a job that missed its slots
-	// (SkipSlots). Args: id, run_at, slot, attempt.
-	skipSlotsSQL = `UPDATE rota.jobs SET state = 0, run_at = $2::timestamptz, slot = $3::timestamptz, attempt = $4,
-	lease_until = NULL, token = NULL, updated_at = now() WHERE id = $1`
-
-	// editSQL changes a job in place (Edit), in whichever table it is.
-	// Args: id, data, priority (NULL keeps each), the schedule as in
-	// reviveSQL, slot, run_at.
-	editSQL = `UPDATE %s SET data = coalesce($2, data), priority = coalesce($3, priority),
-	repeat = CASE WHEN $4::boolean THEN $5::text ELSE repeat END, missed = coalesce($6::smallint, missed), slot = $7::timestamptz,
-	run_at = $8::timestamptz, updated_at = now() WHERE id = $1`
-
-	// waitSQL pauses a parent whose run completed until its children end
-	// (Wait). Args: id, run_at, result.
-	waitSQL = `UPDATE rota.jobs SET state = 2, run_at = $2::timestamptz, result = $3, lease_until = NULL, updated_at = now()
-WHERE id = $1`
-	// resumeSQL makes a paused job pending (Resume). Args: id, run_at.
-	resumeSQL = `UPDATE rota.jobs SET state = 0, run_at = $2::timestamptz, updated_at = now() WHERE id = $1`
-
-	// touchSQL sets what a finish changes besides the job's state
-	// (lifecycle.Touch), on a job in the hot table. Args: id, data,
-	// priority (NULL keeps each), whether to end the schedule.
-	touchSQL = `UPDATE rota.jobs SET data = coalesce($2, data), priority = coalesce($3, priority),
-	repeat = CASE WHEN $4::boolean THEN NULL ELSE repeat END, slot = CASE WHEN $4::boolean THEN NULL ELSE slot END,
-	updated_at = now() WHERE id = $1`
-
-	removeHotSQL   = `DELETE FROM rota.jobs WHERE id = $1`
-	removeEndedSQL = `DELETE FROM rota.jobs_ended WHERE id = $1`
-)
-
 // Now is the transaction's now(), which every statement of it writes
 // (engine.Tx): read with the rows it locked (scanRows), or asked for when
 // it locked none.
 func (t *txn) Now() (time.Time, error) {
 	if t.at.IsZero() {
-		if _, err := t.queryRow(`SELECT now()`, nil, &t.at); err != nil {
+		if _, err := t.row("now", nil, &t.at); err != nil {
 			return time.Time{}, fmt.Errorf("read the time: %w", err)
 		}
 		t.at = t.at.UTC()
@@ -1097,7 +945,7 @@ func (t *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 			v := int64(*p.Touch.Priority)
 			prio = &v
 		}
-		if n, err = t.exec(touchSQL, r.ID, p.Touch.Data, prio, p.Touch.EndSchedule); err == nil && n != 1 {
+		if n, err = t.run("touch", r.ID, p.Touch.Data, prio, p.Touch.EndSchedule); err == nil && n != 1 {
 			err = fmt.Errorf("%d rows changed, want 1", n)
 		}
 		if err != nil {
@@ -1114,31 +962,27 @@ func (t *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 			errText = &e
 		}
 		recorded := p.Kind == lifecycle.KindDiscard
-		n, err = t.exec(endSQL, r.ID, int16(p.State), p.Result, errText, recorded, p.DropToken, p.CancelRequested)
+		n, err = t.run("end", r.ID, int16(p.State), p.Result, errText, recorded, p.DropToken, p.CancelRequested)
 	case lifecycle.KindRetry:
-		n, err = t.exec(retrySQL, r.ID, p.RunAt, cleanText(p.Error), p.DropToken)
+		n, err = t.run("retry", r.ID, p.RunAt, cleanText(p.Error), p.DropToken)
 	case lifecycle.KindRequeue:
 		if err = t.registerRename(p.Type); err != nil {
 			break
 		}
-		n, err = t.exec(requeueSQL, r.ID, p.RunAt, p.Attempt, optString(p.Type))
+		n, err = t.run("requeue", r.ID, p.RunAt, p.Attempt, optString(p.Type))
 	case lifecycle.KindRunAgain:
-		n, err = t.exec(runAgainSQL, r.ID, p.RunAt, p.DropToken, optTime(p.Slot))
+		n, err = t.run("run_again", r.ID, p.RunAt, p.DropToken, optTime(p.Slot))
 	case lifecycle.KindRecur:
 		var errText *string
 		if p.Error != "" {
 			e := cleanText(p.Error)
 			errText = &e
 		}
-		n, err = t.exec(recurSQL, r.ID, p.RunAt, optTime(p.Slot), p.Result, errText, p.DropToken)
+		n, err = t.run("recur", r.ID, p.RunAt, optTime(p.Slot), p.Result, errText, p.DropToken)
 	case lifecycle.KindSkipSlots:
-		n, err = t.exec(skipSlotsSQL, r.ID, p.RunAt, optTime(p.Slot), p.Attempt)
+		n, err = t.run("skip_slots", r.ID, p.RunAt, optTime(p.Slot), p.Attempt)
 	case lifecycle.KindUpdate, lifecycle.KindRevive:
 		a := &p.Set
-		q := updateSQL
-		if p.Kind == lifecycle.KindRevive {
-			q = reviveSQL
-		}
 		var prio *int64
 		if a.Priority != nil {
 			v := int64(*a.Priority)
@@ -1153,17 +997,22 @@ func (t *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 			break
 		}
 		set, text, missed := scheduleArgs(a)
-		jobs, err = scanJobs(t.query(q, r.ID, a.RunAt, a.Data, prio, optInt(int64(a.MaxAttempts)),
-			optInt(us(a.BackoffBase)), optInt(us(a.BackoffMax)), meta, set, text, missed, optTime(p.Slot), optString(p.Type)))
+		args := []any{r.ID, a.RunAt, a.Data, prio, optInt(int64(a.MaxAttempts)),
+			optInt(us(a.BackoffBase)), optInt(us(a.BackoffMax)), meta, set, text, missed, optTime(p.Slot), optString(p.Type)}
+		if p.Kind == lifecycle.KindRevive {
+			jobs, err = scanJobs(t.rows("revive", args...))
+		} else {
+			jobs, err = scanJobs(t.rows("update", args...))
+		}
 		n = int64(len(jobs))
 	case lifecycle.KindMarkResubmit:
 		set, text, missed := scheduleArgs(&p.Set)
-		jobs, err = scanJobs(t.query(markResubmitSQL, r.ID, optTime(p.Set.RunAt), p.Set.Data, set, text, missed))
+		jobs, err = scanJobs(t.rows("mark_resubmit", r.ID, optTime(p.Set.RunAt), p.Set.Data, set, text, missed))
 		n = int64(len(jobs))
 	case lifecycle.KindWait:
-		n, err = t.exec(waitSQL, r.ID, p.RunAt, p.Result)
+		n, err = t.run("wait", r.ID, p.RunAt, p.Result)
 	case lifecycle.KindResume:
-		n, err = t.exec(resumeSQL, r.ID, p.RunAt)
+		n, err = t.run("resume", r.ID, p.RunAt)
 	case lifecycle.KindEdit:
 		a := &p.Set
 		var prio *int64
@@ -1172,19 +1021,16 @@ func (t *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 			prio = &v
 		}
 		set, text, missed := scheduleArgs(a)
-		for _, table := range []string{"rota.jobs", "rota.jobs_ended"} {
-			var k int64
-			if k, err = t.exec(fmt.Sprintf(editSQL, table), r.ID, a.Data, prio, set, text, missed, optTime(p.Slot), p.RunAt); err != nil {
-				break
-			}
+		args := []any{r.ID, a.Data, prio, set, text, missed, optTime(p.Slot), p.RunAt}
+		var k int64
+		if n, err = t.run("edit_hot", args...); err == nil {
+			k, err = t.run("edit_ended", args...)
 			n += k
 		}
 	case lifecycle.KindRemove:
-		for _, q := range []string{removeHotSQL, removeEndedSQL} {
-			var k int64
-			if k, err = t.exec(q, r.ID); err != nil {
-				break
-			}
+		var k int64
+		if n, err = t.run("remove_hot", r.ID); err == nil {
+			k, err = t.run("remove_ended", r.ID)
 			n += k
 		}
 	default:
@@ -1209,15 +1055,16 @@ func (t *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 // Children lists the ids of job parent's children of kin (engine.Tx):
 // the unended ones are in the hot table.
 func (t *txn) Children(parent int64, kin engine.Kin) ([]int64, error) {
-	q := `SELECT id FROM rota.jobs WHERE parent_id = $1 ORDER BY id`
+	var rows rows
+	var err error
 	switch kin {
 	case engine.Paused:
-		q = `SELECT id FROM rota.jobs WHERE parent_id = $1 AND state = 2 ORDER BY id`
+		rows, err = t.rows("children_paused", parent)
 	case engine.All:
-		q = `SELECT id FROM (SELECT id FROM rota.jobs WHERE parent_id = $1 UNION ALL
-			SELECT id FROM rota.jobs_ended WHERE parent_id = $1) c ORDER BY id`
+		rows, err = t.rows("children_all", parent)
+	default:
+		rows, err = t.rows("children", parent)
 	}
-	rows, err := t.query(q, parent)
 	if err != nil {
 		return nil, err
 	}
@@ -1236,8 +1083,7 @@ func (t *txn) Children(parent int64, kin engine.Kin) ([]int64, error) {
 // DropEnded deletes job parent's ended children in one statement
 // (engine.Tx): ended jobs are in no count.
 func (t *txn) DropEnded(parent int64, keepFailed bool) error {
-	rows, err := t.query(`DELETE FROM rota.jobs_ended WHERE parent_id = $1 AND (NOT $2 OR state <> 4) RETURNING id, type, grp, state`,
-		parent, keepFailed)
+	rows, err := t.rows("drop_ended", parent, keepFailed)
 	if err != nil {
 		return err
 	}
@@ -1257,7 +1103,7 @@ func (t *txn) DropEnded(parent int64, keepFailed bool) error {
 // MarkParent records that job id has children (engine.Tx). Parents that
 // can have children are running or paused, so in the hot table.
 func (t *txn) MarkParent(id int64) error {
-	_, err := t.exec(`UPDATE rota.jobs SET has_children = true WHERE id = $1`, id)
+	_, err := t.run("mark_parent", id)
 	return err
 }
 
@@ -1267,7 +1113,7 @@ func (t *txn) MarkParent(id int64) error {
 // fan-out of n children cost n² index steps).
 func (t *txn) Unfinished(id int64) (bool, error) {
 	var found bool
-	if _, err := t.queryRow(`SELECT EXISTS (SELECT FROM rota.jobs WHERE parent_id = $1)`, []any{id}, &found); err != nil {
+	if _, err := t.row("unfinished", []any{id}, &found); err != nil {
 		return false, fmt.Errorf("look for unfinished children of job %d: %w", id, err)
 	}
 	return found, nil
@@ -1302,7 +1148,7 @@ func optInt(v int64) *int64 {
 // commits.
 func (t *txn) KeyTaken(r *lifecycle.Row, typ string) (string, bool, error) {
 	var key *string
-	if _, err := t.queryRow(`SELECT key FROM rota.jobs WHERE id = $1 UNION ALL SELECT key FROM rota.jobs_ended WHERE id = $1`, []any{r.ID}, &key); err != nil {
+	if _, err := t.row("key_of", []any{r.ID}, &key); err != nil {
 		return "", false, fmt.Errorf("rename job %d: %w", r.ID, err)
 	}
 	if key == nil {
@@ -1354,9 +1200,7 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 }
 
 func (t *txn) expire(delta time.Duration) (int, time.Time, error) {
-	expired, err := t.readRows(&t.at, `SELECT `+rowColumns+` FROM rota.jobs
-		WHERE lease_until < now() + $1::bigint * interval '1 microsecond' AND state = 1
-		ORDER BY lease_until LIMIT 1000 FOR UPDATE SKIP LOCKED`, us(delta))
+	expired, err := t.readRows(&t.at, "expired", us(delta))
 	if err != nil {
 		return 0, time.Time{}, err
 	}
@@ -1365,18 +1209,11 @@ func (t *txn) expire(delta time.Duration) (int, time.Time, error) {
 		return 0, time.Time{}, err
 	}
 	var next sql.NullTime
-	if _, err := t.queryRow(`SELECT min(lease_until) FROM rota.jobs WHERE lease_until IS NOT NULL`, nil, &next); err != nil {
+	if _, err := t.row("next_lease", nil, &next); err != nil {
 		return 0, time.Time{}, err
 	}
 	return n, nullTime(next), nil
 }
-
-// retireSQL deletes ended jobs past their type's retention (store.Retirer).
-// $1 is how far the caller's now is ahead of this node's clock.
-var retireSQL = `DELETE FROM rota.jobs_ended WHERE id IN (SELECT e.id FROM rota.jobs_ended e LEFT JOIN rota.types t ON t.name = e.type
-	WHERE e.finished_at < now() + $1 * interval '1 microsecond' - ` + backend.KeptForSQL("e", "t", "$2") + ` * interval '1 microsecond'
-		AND (e.parent_id IS NULL OR NOT EXISTS (SELECT FROM rota.jobs p WHERE p.id = e.parent_id))
-	LIMIT $3)`
 
 // Retire deletes up to limit ended jobs past their type's retention. Only
 // the elected sweep leader deletes (as ExpireLeases, which it elects);
@@ -1401,7 +1238,7 @@ func (s *Store) Retire(ctx context.Context, now time.Time, limit int) (int, erro
 	var n int64
 	err = s.inTxOn(ctx, "retire ended jobs", conn, func(t *txn) error {
 		var err error
-		n, err = t.exec(retireSQL, us(delta), us(store.DefaultRetention), max(limit, 1))
+		n, err = t.run("retire", us(delta), us(store.DefaultRetention), max(limit, 1))
 		return err
 	})
 	l.lastSweep = time.Now()
@@ -1436,7 +1273,7 @@ func (t *txn) registerRename(typ string) error {
 	if typ == "" {
 		return nil
 	}
-	if _, err := t.exec(`INSERT INTO rota.types (name, updated_at) VALUES ($1, now()) ON CONFLICT DO NOTHING`, typ); err != nil {
+	if _, err := t.run("add_type", typ); err != nil {
 		return err
 	}
 	if !t.user {

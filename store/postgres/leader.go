@@ -64,7 +64,7 @@ func (l *leader) acquire(ctx context.Context) (*pgx.Conn, error) {
 		return nil, err
 	}
 	var got bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, l.key()).Scan(&got); err != nil {
+	if err := conn.QueryRow(ctx, l.s.stmt("leader_lock"), l.key()).Scan(&got); err != nil {
 		conn.Close(context.Background())
 		return nil, err
 	}

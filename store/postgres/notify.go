@@ -168,7 +168,7 @@ func (t *txn) notifyInTx() error {
 		return nil
 	}
 	payloads := encode(anyNode, t.changes, t.s.cfg.NotifyMaxPayloads)
-	_, err := t.db.exec(t.ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, t.s.channel, payloads)
+	_, err := t.db.exec(t.ctx, t.s.stmt("notify_in_tx"), t.s.channel, payloads)
 	return err
 }
 
@@ -236,8 +236,7 @@ func (o *outbox) flush() {
 	// Its own statement, after the writes committed: the NOTIFY lock is
 	// never held across a writing transaction. It need not wait for the
 	// WAL flush: a notification lost in a crash only delays a wake-up.
-	if _, err := o.s.pool.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p
-		WHERE (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL`, o.s.channel, payloads); err != nil {
+	if _, err := o.s.pool.Exec(ctx, o.s.stmt("notify"), o.s.channel, payloads); err != nil {
 		// Other nodes' acceptors re-poll; a lost notification only
 		// delays them.
 		o.s.log.Warn("rota postgres: could not notify other nodes", "changes", len(batch), "err", err)
@@ -255,7 +254,7 @@ func (s *Store) listen(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
+	if _, err := conn.Exec(ctx, s.stmt("listen")); err != nil {
 		conn.Close(context.Background())
 		return nil, err
 	}

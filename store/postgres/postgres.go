@@ -62,7 +62,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"text/template"
 	"time"
+
+	"github.com/rotajobs/rota/internal/sqlfile"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -147,8 +150,10 @@ type Store struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
-	sqlMu sync.RWMutex
-	sql   map[string]string // query text with the schema filled in
+	stmts  sqlfile.Statements // the named statements of sql/*.sql, the schema filled in
+	inline *strings.Replacer  // fills the schema into accept.go's inline statements (q)
+	qMu    sync.RWMutex
+	qs     map[string]string // inline statements with the schema filled in
 
 	typesMu sync.RWMutex
 	types   map[string]struct{} // type names committed in the types table
@@ -225,9 +230,15 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 		log:     cfg.Logger,
 		ctx:     sctx,
 		cancel:  cancel,
-		sql:     map[string]string{},
+		qs:      map[string]string{},
 		types:   map[string]struct{}{},
 	}
+	if s.stmts, err = loadStatements(s.schema, s.channel); err != nil {
+		cancel()
+		pool.Close()
+		return nil, err
+	}
+	s.inline = strings.NewReplacer("rota.", s.schema+".")
 	s.out = newOutbox(s)
 	s.leader.s = s
 	fail := func(err error) (*Store, error) {
@@ -236,7 +247,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	var encoding string
-	if err := pool.QueryRow(ctx, `SHOW server_encoding`).Scan(&encoding); err != nil {
+	if err := pool.QueryRow(ctx, s.stmt("server_encoding")).Scan(&encoding); err != nil {
 		return fail(s.wrap("open", err))
 	}
 	if encoding != "UTF8" {
@@ -308,19 +319,55 @@ func hash64(parts ...string) int64 {
 	return int64(h.Sum64())
 }
 
-// q returns query with the schema filled in: queries name tables as
-// rota.jobs, rota.jobs_ended and rota.types.
+//go:embed sql/*.sql
+var sqlFiles embed.FS
+
+// loadStatements reads the named statements of sql/*.sql and fills in
+// the schema (a quoted identifier) and the NOTIFY channel, once, when the
+// store opens.
+func loadStatements(schema, channel string) (sqlfile.Statements, error) {
+	st, err := sqlfile.Load(sqlFiles, "sql", template.FuncMap{
+		"schema":       func() string { return schema },
+		"channel":      func() string { return pgx.Identifier{channel}.Sanitize() },
+		"jobColumns":   func() string { return jobColumns },
+		"endedColumns": func() string { return endedColumns },
+		"rowColumns":   func() string { return rowColumns },
+		"keptFor":      backend.KeptForSQL,
+		"migrationLockTimeout": func() string {
+			return fmt.Sprintf("%dms", migrationLockTimeout.Milliseconds())
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return st, nil
+}
+
+// stmt returns the named statement of sql/*.sql. A name that is none is
+// a bug, which TestNamedStatements catches.
+func (s *Store) stmt(name string) string {
+	q, ok := s.stmts[name]
+	if !ok {
+		panic("postgres: no statement named " + name)
+	}
+	return q
+}
+
+// q returns one of accept.go's inline statements with the schema filled
+// in. They name their tables rota.jobs, rota.groups…: until they move to
+// sql/accept.sql, "rota." is their placeholder for the schema. Only
+// accept.go's statements pass through here (TestNamedStatements).
 func (s *Store) q(query string) string {
-	s.sqlMu.RLock()
-	out, ok := s.sql[query]
-	s.sqlMu.RUnlock()
+	s.qMu.RLock()
+	out, ok := s.qs[query]
+	s.qMu.RUnlock()
 	if ok {
 		return out
 	}
-	out = strings.ReplaceAll(query, "rota.", s.schema+".")
-	s.sqlMu.Lock()
-	s.sql[query] = out
-	s.sqlMu.Unlock()
+	out = s.inline.Replace(query)
+	s.qMu.Lock()
+	s.qs[query] = out
+	s.qMu.Unlock()
 	return out
 }
 
@@ -371,14 +418,11 @@ func (s *Store) migrateTo(ctx context.Context, target int) error {
 	}
 	defer conn.Release()
 	key := hash64("migrate", s.cfg.Schema)
-	// Session-level, to span the migrations' transactions and the
-	// statements that run outside any. (Nodes of releases that took the
-	// transaction-level lock of the same key queue on it too.)
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
+	if _, err := conn.Exec(ctx, s.stmt("migrate_lock"), key); err != nil {
 		return s.wrap("migrate schema "+s.cfg.Schema, err)
 	}
 	defer func() {
-		if _, err := conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, key); err != nil {
+		if _, err := conn.Exec(context.Background(), s.stmt("migrate_unlock"), key); err != nil {
 			conn.Conn().Close(context.Background()) // the lock ends with the session
 		}
 	}()
@@ -390,11 +434,10 @@ func (s *Store) migrateTo(ctx context.Context, target int) error {
 
 func (s *Store) migrateLocked(ctx context.Context, conn *pgx.Conn, target int) error {
 	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+s.schema); err != nil {
+		if _, err := tx.Exec(ctx, s.stmt("create_schema")); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+s.schema+`.schema_migrations (
-			version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		if _, err := tx.Exec(ctx, s.stmt("migrations_table")); err != nil {
 			return err
 		}
 		// Whether older nodes may run beside the migration; false for
@@ -402,11 +445,10 @@ func (s *Store) migrateLocked(ctx context.Context, conn *pgx.Conn, target int) e
 		// that a role that may not alter the table opens an up-to-date
 		// schema as before.
 		var has bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM information_schema.columns
-			WHERE table_schema = $1 AND table_name = 'schema_migrations' AND column_name = 'compatible')`, s.cfg.Schema).Scan(&has); err != nil || has {
+		if err := tx.QueryRow(ctx, s.stmt("migrations_have_compatible"), s.cfg.Schema).Scan(&has); err != nil || has {
 			return err
 		}
-		_, err := tx.Exec(ctx, `ALTER TABLE `+s.schema+`.schema_migrations ADD COLUMN IF NOT EXISTS compatible boolean NOT NULL DEFAULT false`)
+		_, err := tx.Exec(ctx, s.stmt("migrations_add_compatible"))
 		return err
 	})
 	if err != nil {
@@ -414,7 +456,7 @@ func (s *Store) migrateLocked(ctx context.Context, conn *pgx.Conn, target int) e
 	}
 	compatible := map[int]bool{}
 	have := 0
-	rows, err := conn.Query(ctx, `SELECT version, compatible FROM `+s.schema+`.schema_migrations`)
+	rows, err := conn.Query(ctx, s.stmt("migrations_applied"))
 	if err != nil {
 		return err
 	}
@@ -465,7 +507,7 @@ func (s *Store) migrateLocked(ctx context.Context, conn *pgx.Conn, target int) e
 // would wait for every older transaction of the database, for nothing).
 func (s *Store) createSchema(ctx context.Context, conn *pgx.Conn, all []migrate.Migration) error {
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+s.schema); err != nil {
+		if _, err := tx.Exec(ctx, s.stmt("use_schema")); err != nil {
 			return err
 		}
 		for _, m := range all {
@@ -481,7 +523,7 @@ func (s *Store) createSchema(ctx context.Context, conn *pgx.Conn, all []migrate.
 					return fmt.Errorf("migration %s: %w", m.Name, err)
 				}
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, compatible) VALUES ($1, $2, $3)`, m.Version, m.Name, m.Compatible); err != nil {
+			if _, err := tx.Exec(ctx, s.stmt("migration_record"), m.Version, m.Name, m.Compatible); err != nil {
 				return fmt.Errorf("migration %s: record: %w", m.Name, err)
 			}
 		}
@@ -492,42 +534,38 @@ func (s *Store) createSchema(ctx context.Context, conn *pgx.Conn, all []migrate.
 // applyMigration applies m and records it, trying again while it cannot
 // take its locks within migrationLockTimeout.
 func (s *Store) applyMigration(ctx context.Context, conn *pgx.Conn, m migrate.Migration) error {
-	timeout := fmt.Sprintf("%dms", migrationLockTimeout.Milliseconds())
-	record := `INSERT INTO ` + s.schema + `.schema_migrations (version, name, compatible) VALUES ($1, $2, $3)`
 	var run func() error
 	if !m.NoTransaction {
 		run = func() error {
 			return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-				if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+s.schema); err != nil {
+				if _, err := tx.Exec(ctx, s.stmt("use_schema")); err != nil {
 					return err
 				}
-				if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+timeout+`'`); err != nil {
+				if _, err := tx.Exec(ctx, s.stmt("migration_lock_timeout")); err != nil {
 					return err
 				}
 				if _, err := tx.Exec(ctx, m.SQL); err != nil {
 					return err
 				}
-				_, err := tx.Exec(ctx, record, m.Version, m.Name, m.Compatible)
+				_, err := tx.Exec(ctx, s.stmt("migration_record"), m.Version, m.Name, m.Compatible)
 				return err
 			})
 		}
 		return retryLocked(ctx, run)
 	}
 	// One statement at a time, each its own transaction, in the schema.
-	if _, err := conn.Exec(ctx, `SET search_path TO `+s.schema); err != nil {
+	if _, err := conn.Exec(ctx, s.stmt("use_schema_session")); err != nil {
 		return err
 	}
-	defer conn.Exec(context.Background(), `RESET search_path; RESET lock_timeout`)
-	if _, err := conn.Exec(ctx, `SET lock_timeout = '`+timeout+`'`); err != nil {
+	defer conn.Exec(context.Background(), s.stmt("reset_session"))
+	if _, err := conn.Exec(ctx, s.stmt("migration_lock_timeout_session")); err != nil {
 		return err
 	}
 	// An index that a CREATE INDEX CONCURRENTLY left invalid when it
 	// failed (this migration's, tried before) is dropped, so that IF NOT
 	// EXISTS builds it again.
 	var invalid []string
-	rows, err := conn.Query(ctx, `SELECT format('%I.%I', n.nspname, c.relname) FROM pg_index i
-		JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE NOT i.indisvalid AND n.nspname = $1`, s.cfg.Schema)
+	rows, err := conn.Query(ctx, s.stmt("invalid_indexes"), s.cfg.Schema)
 	if err != nil {
 		return err
 	}
@@ -544,6 +582,8 @@ func (s *Store) applyMigration(ctx context.Context, conn *pgx.Conn, m migrate.Mi
 		return err
 	}
 	for _, name := range invalid {
+		// Assembled: the index's name, quoted by format('%I.%I'), is an
+		// identifier, which no parameter can stand for.
 		if err := retryLocked(ctx, func() error { _, err := conn.Exec(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+name); return err }); err != nil {
 			return fmt.Errorf("drop the invalid index %s: %w", name, err)
 		}
@@ -553,7 +593,7 @@ func (s *Store) applyMigration(ctx context.Context, conn *pgx.Conn, m migrate.Mi
 			return err
 		}
 	}
-	_, err = conn.Exec(ctx, record, m.Version, m.Name, m.Compatible)
+	_, err = conn.Exec(ctx, s.stmt("migration_record"), m.Version, m.Name, m.Compatible)
 	return err
 }
 
@@ -593,14 +633,14 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("postgres: schema version: %w", store.ErrClosed)
 	}
 	var exists bool
-	if err := s.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, s.schema+".schema_migrations").Scan(&exists); err != nil {
+	if err := s.pool.QueryRow(ctx, s.stmt("schema_exists"), s.schema+".schema_migrations").Scan(&exists); err != nil {
 		return 0, s.wrap("schema version", err)
 	}
 	if !exists {
 		return 0, nil
 	}
 	var v int
-	if err := s.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+s.schema+`.schema_migrations`).Scan(&v); err != nil {
+	if err := s.pool.QueryRow(ctx, s.stmt("schema_version")).Scan(&v); err != nil {
 		return 0, s.wrap("schema version", err)
 	}
 	return v, nil
@@ -788,6 +828,24 @@ type txn struct {
 	at          time.Time          // the transaction's now(), once read (see now)
 }
 
+// run runs the named statement (sql/*.sql) and returns the rows it changed.
+func (t *txn) run(name string, args ...any) (int64, error) {
+	return t.db.exec(t.ctx, t.s.stmt(name), args...)
+}
+
+// rows runs the named statement and returns its rows.
+func (t *txn) rows(name string, args ...any) (rows, error) {
+	return t.db.query(t.ctx, t.s.stmt(name), args...)
+}
+
+// row runs the named statement, expected to return at most one row;
+// found is false when it returns none.
+func (t *txn) row(name string, args []any, dest ...any) (found bool, err error) {
+	r, err := t.rows(name, args...)
+	return readOne(r, err, dest...)
+}
+
+// exec, query and queryRow run accept.go's inline statements (q).
 func (t *txn) exec(query string, args ...any) (int64, error) {
 	return t.db.exec(t.ctx, t.s.q(query), args...)
 }
@@ -796,10 +854,14 @@ func (t *txn) query(query string, args ...any) (rows, error) {
 	return t.db.query(t.ctx, t.s.q(query), args...)
 }
 
-// queryRow runs a query expected to return at most one row; found is false
-// when it returns none.
 func (t *txn) queryRow(query string, args []any, dest ...any) (found bool, err error) {
 	r, err := t.query(query, args...)
+	return readOne(r, err, dest...)
+}
+
+// readOne reads the one row r holds into dest; found is false when it
+// holds none.
+func readOne(r rows, err error, dest ...any) (found bool, _ error) {
 	if err != nil {
 		return false, err
 	}

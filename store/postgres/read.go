@@ -141,9 +141,9 @@ func scanJobs(r rows, err error) ([]store.Job, error) {
 	return out, r.Err()
 }
 
-// bothTables is a query over the hot and the ended table: %s stands for
-// the table, and the two parts are combined with UNION ALL. A job is in
-// exactly one of them in any snapshot.
+// bothTables is one of accept.go's inline queries over the hot and the
+// ended table: %s stands for the table, and the two parts are combined
+// with UNION ALL. A job is in exactly one of them in any snapshot.
 func bothTables(part string) string {
 	return fmt.Sprintf(part, "rota.jobs") + " UNION ALL " + fmt.Sprintf(part, "rota.jobs_ended")
 }
@@ -160,7 +160,7 @@ func (s *Store) Get(ctx context.Context, ids []int64) ([]store.Job, error) {
 	var jobs []store.Job
 	err := s.read(ctx, "get", func(t *txn) error {
 		var err error
-		jobs, err = scanJobs(t.query(bothTables(`SELECT `+jobColumns+` FROM %s WHERE id = ANY($1)`), ids))
+		jobs, err = scanJobs(t.rows("jobs_by_id", ids))
 		return err
 	})
 	if err != nil {
@@ -191,7 +191,7 @@ func (s *Store) GetByKey(ctx context.Context, typ, group, key string) (store.Job
 	var jobs []store.Job
 	err := s.read(ctx, "get by key", func(t *txn) error {
 		var err error
-		jobs, err = scanJobs(t.query(bothTables(`SELECT `+jobColumns+` FROM %s WHERE type = $1 AND grp = $2 AND key = $3`), typ, group, key))
+		jobs, err = scanJobs(t.rows("job_by_key", typ, group, key))
 		return err
 	})
 	if err != nil {
@@ -273,16 +273,22 @@ func (s *Store) list(ctx context.Context, p store.ListParams) ([]store.Job, erro
 		where = append(where, "id > "+arg(p.After))
 	}
 	limit := arg(p.Limit + 1)
+	// The one statement assembled in Go: a listing's filters are each
+	// optional, and a filter left out must leave no condition behind,
+	// or the planner, which plans once for any values, could not use the
+	// index each filter has. Values are parameters; only the conditions
+	// and the schema's tables (fixed at open) are put in the text.
 	part := `(SELECT ` + jobColumns + ` FROM %s`
 	if len(where) > 0 {
 		part += " WHERE " + strings.Join(where, " AND ")
 	}
 	part += " ORDER BY id " + order + " LIMIT " + limit + ")"
-	q := bothTables(part) + " ORDER BY id " + order + " LIMIT " + limit
+	q := fmt.Sprintf(part, s.schema+".jobs") + " UNION ALL " + fmt.Sprintf(part, s.schema+".jobs_ended") +
+		" ORDER BY id " + order + " LIMIT " + limit
 	var jobs []store.Job
 	err := s.read(ctx, "list", func(t *txn) error {
 		var err error
-		jobs, err = scanJobs(t.query(q, args...))
+		jobs, err = scanJobs(t.db.query(t.ctx, q, args...))
 		return err
 	})
 	return jobs, err
@@ -298,10 +304,7 @@ func (s *Store) Stats(ctx context.Context) ([]store.Count, error) {
 	var out []store.Count
 	err := s.read(ctx, "stats", func(t *txn) error {
 		out = out[:0]
-		r, err := t.query(`SELECT j.type, j.grp, j.state, count(*),
-			count(*) FILTER (WHERE j.state IN (3, 4, 5) AND j.finished_at < now() - `+backend.KeptForSQL("j", "y", "$1")+` * interval '1 microsecond')
-			FROM (`+bothTables(`SELECT type, grp, state, finished_at FROM %s`)+`) j LEFT JOIN rota.types y ON y.name = j.type
-			GROUP BY j.type, j.grp, j.state ORDER BY j.type, j.grp, j.state`, us(store.DefaultRetention))
+		r, err := t.rows("stats", us(store.DefaultRetention))
 		if err != nil {
 			return err
 		}
@@ -331,7 +334,7 @@ func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
 	var out []store.TypeConfig
 	err := s.read(ctx, "type configs", func(t *txn) error {
 		out = out[:0]
-		r, err := t.query(`SELECT name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention, failed_retention FROM rota.types`)
+		r, err := t.rows("type_configs")
 		if err != nil {
 			return err
 		}
@@ -368,7 +371,7 @@ func (s *Store) reloadTypes(ctx context.Context) error {
 	var names []string
 	err := s.read(ctx, "load types", func(t *txn) error {
 		names = names[:0]
-		r, err := t.query(`SELECT name FROM rota.types`)
+		r, err := t.rows("type_names")
 		if err != nil {
 			return err
 		}
@@ -463,7 +466,7 @@ func (t *txn) bedrockIDs(ids []int64, out map[int64]int64) error {
 			continue
 		}
 		var bid *int64
-		if _, err := t.queryRow(bothTables(`SELECT bedrock_id FROM %s WHERE id = $1`), []any{id}, &bid); err != nil {
+		if _, err := t.row("bedrock_id", []any{id}, &bid); err != nil {
 			return err
 		}
 		for tries := 0; bid == nil; tries++ {
@@ -471,16 +474,15 @@ func (t *txn) bedrockIDs(ids []int64, out map[int64]int64) error {
 				return fmt.Errorf("give job %d a bedrock id: four random ids were taken", id)
 			}
 			v := backend.NewBedrockID()
-			var n int64
-			for _, table := range []string{"rota.jobs", "rota.jobs_ended"} {
-				k, err := t.exec(`UPDATE `+table+` SET bedrock_id = $2 WHERE id = $1 AND bedrock_id IS NULL
-						AND NOT EXISTS (SELECT FROM rota.jobs WHERE bedrock_id = $2)
-						AND NOT EXISTS (SELECT FROM rota.jobs_ended WHERE bedrock_id = $2)`, id, v)
-				if err != nil {
-					return err
-				}
-				n += k
+			n, err := t.run("set_bedrock_id_hot", id, v)
+			if err != nil {
+				return err
 			}
+			k, err := t.run("set_bedrock_id_ended", id, v)
+			if err != nil {
+				return err
+			}
+			n += k
 			if n == 1 {
 				bid = &v
 			}
@@ -519,7 +521,7 @@ func (s *Store) ByBedrockID(ctx context.Context, bids []int64) (map[int64]int64,
 	out := map[int64]int64{}
 	err := s.read(ctx, "by bedrock id", func(t *txn) error {
 		clear(out)
-		r, err := t.query(bothTables(`SELECT bedrock_id, id FROM %s WHERE bedrock_id = ANY($1)`), bids)
+		r, err := t.rows("ids_by_bedrock_id", bids)
 		if err != nil {
 			return err
 		}

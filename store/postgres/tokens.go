@@ -18,7 +18,7 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token, hash []byte) err
 		return err
 	}
 	err := s.autocommit(ctx, fmt.Sprintf("create token %q", t.Name), func(tx *txn) error {
-		_, err := tx.exec(`INSERT INTO rota.tokens (name, hash, groups, types, read_only) VALUES ($1, $2, $3, $4, $5)`,
+		_, err := tx.run("create_token",
 			t.Name, hash, nonNil(t.Groups), nonNil(t.Types), t.ReadOnly)
 		return err
 	})
@@ -35,8 +35,6 @@ func nonNil(s []string) []string {
 	}
 	return s
 }
-
-const tokenColumns = `name, groups, types, read_only, created_at`
 
 func scanToken(r rows) (store.Token, error) {
 	var t store.Token
@@ -58,7 +56,7 @@ func (s *Store) Tokens(ctx context.Context) ([]store.Token, error) {
 	var out []store.Token
 	err := s.read(ctx, "tokens", func(t *txn) error {
 		out = out[:0]
-		r, err := t.query(`SELECT ` + tokenColumns + ` FROM rota.tokens ORDER BY name`)
+		r, err := t.rows("tokens")
 		if err != nil {
 			return err
 		}
@@ -80,7 +78,7 @@ func (s *Store) RevokeToken(ctx context.Context, name string) error {
 	var n int64
 	err := s.autocommit(ctx, fmt.Sprintf("revoke token %q", name), func(t *txn) error {
 		var err error
-		n, err = t.exec(`DELETE FROM rota.tokens WHERE name = $1`, name)
+		n, err = t.run("revoke_token", name)
 		return err
 	})
 	if err != nil {
@@ -97,7 +95,7 @@ func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, erro
 	var tok store.Token
 	found := false
 	err := s.read(ctx, "token", func(t *txn) error {
-		r, err := t.query(`SELECT `+tokenColumns+` FROM rota.tokens WHERE hash = $1`, hash)
+		r, err := t.rows("token_by_hash", hash)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,28 @@
+-- The settings of types and groups (config.go).
+
+-- name: set_type_config
+-- Stores a type's settings, replacing its previous ones.
+-- $1 type, $2 lease timeout (µs), $3 high bands, $4 low bands,
+-- $5 the bound of running jobs per group, $6 paused, $7 retention (µs),
+-- $8 failed jobs' retention (µs).
+INSERT INTO {{schema}}.types (name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention, failed_retention, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now())
+			ON CONFLICT (name) DO UPDATE SET lease_timeout = excluded.lease_timeout, bands_high = excluded.bands_high,
+			bands_low = excluded.bands_low, group_max_running = excluded.group_max_running, paused = excluded.paused,
+			retention = excluded.retention, failed_retention = excluded.failed_retention, updated_at = excluded.updated_at;
+
+-- name: delete_group_config
+-- Removes a group's setting for a type ('' for all types).
+-- $1 group, $2 type.
+DELETE FROM {{schema}}.group_config WHERE grp = $1 AND type = $2;
+
+-- name: set_group_config
+-- Stores a group's weight, bound and pause for a type ('' for all types).
+-- $1 group, $2 type, $3 max running, $4 weight, $5 paused.
+INSERT INTO {{schema}}.group_config (grp, type, max_running, weight, paused) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (grp, type) DO UPDATE SET max_running = excluded.max_running, weight = excluded.weight,
+			paused = excluded.paused;
+
+-- name: group_configs
+-- Every group setting, by group, then type.
+SELECT grp, type, max_running, weight, paused FROM {{schema}}.group_config ORDER BY grp, type;

@@ -81,3 +81,53 @@ func Calls(dir string, funcs map[string]int) ([]Call, error) {
 	}
 	return out, nil
 }
+
+// A Literal is a string literal of a package's Go source.
+type Literal struct {
+	File string // the file's base name
+	Line int
+	In   string // the function it is in ("" outside functions)
+	Text string
+}
+
+// Literals finds the string literals of the non-test Go files of dir
+// that match match: for the stores' tests, SQL left in Go.
+func Literals(dir string, match func(string) bool) ([]Literal, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	var out []Literal
+	fset := token.NewFileSet()
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		visit := func(in string) func(ast.Node) bool {
+			return func(n ast.Node) bool {
+				lit, ok := n.(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					return true
+				}
+				text, err := strconv.Unquote(lit.Value)
+				if err == nil && match(text) {
+					out = append(out, Literal{File: filepath.Base(path), Line: fset.Position(lit.Pos()).Line, In: in, Text: text})
+				}
+				return true
+			}
+		}
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok {
+				ast.Inspect(fd, visit(fd.Name.Name))
+			} else {
+				ast.Inspect(d, visit(""))
+			}
+		}
+	}
+	return out, nil
+}

@@ -63,7 +63,7 @@ func Backup(ctx context.Context, path, dst string) (BackupInfo, error) {
 	defer src.Close()
 	src.SetMaxOpenConns(1)
 	var tables int
-	if err := src.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('rota_jobs', 'rota_types')`).Scan(&tables); err != nil {
+	if err := src.QueryRowContext(ctx, stmt("backup_tables")).Scan(&tables); err != nil {
 		return BackupInfo{}, fmt.Errorf("sqlite: backup %s: %w", path, err)
 	}
 	if tables != 2 {
@@ -85,7 +85,7 @@ func Backup(ctx context.Context, path, dst string) (BackupInfo, error) {
 		}
 	}()
 	// One statement, one read transaction: the snapshot of its start.
-	if _, err := src.ExecContext(ctx, `VACUUM INTO ?`, tmpName); err != nil {
+	if _, err := src.ExecContext(ctx, stmt("backup_into"), tmpName); err != nil {
 		return BackupInfo{}, fmt.Errorf("sqlite: backup %s: %w", path, err)
 	}
 	if err := syncFile(tmpName); err != nil {
@@ -138,6 +138,6 @@ func countJobs(ctx context.Context, path string) (int64, error) {
 	}
 	defer db.Close()
 	var n int64
-	err = db.QueryRowContext(ctx, `SELECT count(*) FROM rota_jobs`).Scan(&n)
+	err = db.QueryRowContext(ctx, stmt("backup_jobs")).Scan(&n)
 	return n, err
 }

@@ -25,7 +25,7 @@ type typeConfig struct {
 type groupKey struct{ grp, typ string }
 
 func (s *Store) loadConfig() error {
-	rows, err := s.reader.Query(`SELECT name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention, failed_retention FROM rota_types`)
+	rows, err := s.reader.Query(stmt("type_configs"))
 	if err != nil {
 		return fmt.Errorf("sqlite: load types: %w", err)
 	}
@@ -45,7 +45,7 @@ func (s *Store) loadConfig() error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("sqlite: load types: %w", err)
 	}
-	grows, err := s.reader.Query(`SELECT grp, type, max_running, weight, paused FROM rota_group_config`)
+	grows, err := s.reader.Query(stmt("group_configs"))
 	if err != nil {
 		return fmt.Errorf("sqlite: load group settings: %w", err)
 	}
@@ -100,7 +100,7 @@ func (s *Store) applyGroupConfig(w *txn, g *fair.Group, tc typeConfig, cross map
 		b, ok := cross[g.Name]
 		if !ok {
 			b = &fair.Bound{Max: int64(all.MaxRunning), Exact: true}
-			if err := w.queryRow(`SELECT coalesce(sum(running), 0) FROM rota_groups WHERE grp = ? AND running > 0`, g.Name).Scan(&b.Running); err != nil {
+			if err := w.row("group_running", g.Name).Scan(&b.Running); err != nil {
 				return fmt.Errorf("sqlite: accept: group %q: %w", g.Name, err)
 			}
 			cross[g.Name] = b
@@ -116,11 +116,7 @@ func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
 		return err
 	}
 	err := s.write(ctx, true, func(w *txn) error {
-		_, err := w.exec(`INSERT INTO rota_types (name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention,
-			failed_retention, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (name) DO UPDATE SET lease_timeout = excluded.lease_timeout, bands_high = excluded.bands_high,
-			bands_low = excluded.bands_low, group_max_running = excluded.group_max_running, paused = excluded.paused,
-			retention = excluded.retention, failed_retention = excluded.failed_retention, updated_at = excluded.updated_at`,
+		_, err := w.run("set_type_config",
 			c.Type, c.LeaseTimeout.Microseconds(), c.Bands.High, c.Bands.Low, c.GroupMaxRunning, c.Paused,
 			c.Retention.Microseconds(), c.FailedRetention.Microseconds(), micros(w.now))
 		return err
@@ -165,12 +161,10 @@ func (s *Store) SetGroupConfig(ctx context.Context, c store.GroupConfig) error {
 	remove := c.MaxRunning == 0 && c.Weight == 0 && !c.Paused
 	err := s.write(ctx, true, func(w *txn) error {
 		if remove {
-			_, err := w.exec(`DELETE FROM rota_group_config WHERE grp = ? AND type = ?`, c.Group, c.Type)
+			_, err := w.run("delete_group_config", c.Group, c.Type)
 			return err
 		}
-		_, err := w.exec(`INSERT INTO rota_group_config (grp, type, max_running, weight, paused) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (grp, type) DO UPDATE SET max_running = excluded.max_running, weight = excluded.weight,
-			paused = excluded.paused`,
+		_, err := w.run("set_group_config",
 			c.Group, c.Type, c.MaxRunning, c.Weight, c.Paused)
 		return err
 	})

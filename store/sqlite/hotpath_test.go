@@ -128,7 +128,7 @@ func BenchmarkHotStatements(b *testing.B) {
 				exec(`UPDATE rota_groups SET pending = pending - ?, running = running + ? WHERE type = 'bench' AND grp = ''`, n, n)
 				exec("COMMIT")
 				exec("BEGIN IMMEDIATE")
-				if rows, err = conn.QueryContext(ctx, completeManyQuery, now, now, string(items)); err != nil {
+				if rows, err = conn.QueryContext(ctx, stmt("complete_many"), now, now, string(items)); err != nil {
 					b.Fatal(err)
 				}
 				m := 0

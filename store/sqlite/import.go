@@ -32,7 +32,7 @@ func (s *Store) Import(ctx context.Context, jobs []store.ImportJob) ([]int64, er
 			var parent, bid, finished, lastErr any
 			if j.ParentIndex >= 0 {
 				parent = ids[j.ParentIndex]
-				if _, err := w.exec(`UPDATE rota_jobs SET has_children = 1 WHERE id = ?`, parent); err != nil {
+				if _, err := w.run("mark_parent", parent); err != nil {
 					return err
 				}
 			}
@@ -49,8 +49,7 @@ func (s *Store) Import(ctx context.Context, jobs []store.ImportJob) ([]int64, er
 			if !j.CreatedAt.IsZero() {
 				created = micros(j.CreatedAt)
 			}
-			if _, err := w.exec(`UPDATE rota_jobs SET state = ?, parent_id = ?, bedrock_id = ?, created_at = ?, finished_at = ?,
-				last_error = coalesce(?, last_error) WHERE id = ?`,
+			if _, err := w.run("import_job",
 				int(j.State), parent, bid, created, finished, lastErr, ids[i]); err != nil {
 				return fmt.Errorf("import %d: %w", i, err)
 			}

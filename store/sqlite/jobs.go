@@ -79,7 +79,7 @@ func (w *txn) readRow(id int64) (*lifecycle.Row, time.Duration, error) {
 	var base, maxB, runAt, lease int64
 	var resubmitAt, slot, started, leaseUntil sql.NullInt64
 	var retryAfter int64
-	err := w.queryRow(`SELECT `+rowColumns+` FROM rota_jobs WHERE id = ?`, id).Scan(
+	err := w.row("read_row", id).Scan(
 		&r.ID, &r.Type, &r.Group, &state, &r.Token, &r.Attempt, &r.MaxAttempts, &base, &maxB,
 		&r.Resubmit, &resubmitAt, &runAt, &lease, &r.Schedule, &r.Missed, &slot, &started, &retryAfter, &leaseUntil,
 		&r.Parent, &r.HasChildren)
@@ -96,67 +96,6 @@ func (w *txn) readRow(id int64) (*lifecycle.Row, time.Duration, error) {
 	r.RetryAfter, r.LeaseUntil = time.Duration(retryAfter)*time.Microsecond, fromNullMicros(leaseUntil)
 	return &r, time.Duration(lease) * time.Microsecond, nil
 }
-
-// insertSQL adds a job. It is the only insert into rota_jobs, and no
-// trigger counts it: add counts the jobs it inserts (addCounts), since an
-// insert trigger's mere presence slows every insert.
-const insertSQL = `INSERT INTO rota_jobs (type, key, grp, priority, state, run_at, data, max_attempts,
-	backoff_base, backoff_max, created_at, updated_at, meta, repeat, missed, slot, retry_after, parent_id)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-
-// The statements that apply each kind of plan (lifecycle.Kind).
-const (
-	completeSQL = `UPDATE rota_jobs SET state = 3, result = ?, lease_until = NULL, finished_at = ?, updated_at = ?
-	WHERE id = ?`
-	// failSQL records an attempt's error and moves the job to pending (a
-	// retry) or failed (args: state, run_at, error, at, error, finished_at,
-	// updated_at, drop token, id).
-	failSQL = `UPDATE rota_jobs SET state = ?, run_at = ?, last_error = ?,
-	errors = json_insert(coalesce(errors, '[]'), '$[#]', json_object('attempt', attempt, 'at', ?, 'error', ?)),
-	lease_until = NULL, finished_at = ?, updated_at = ?, token = CASE WHEN ? THEN NULL ELSE token END WHERE id = ?`
-	requeueSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, attempt = ?, type = coalesce(?, type), lease_until = NULL,
-	updated_at = ? WHERE id = ?`
-	cancelRunSQL = `UPDATE rota_jobs SET state = 5, last_error = ?, lease_until = NULL, resubmit = 0,
-	finished_at = ?, updated_at = ? WHERE id = ?`
-	runAgainSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, slot = ?, data = coalesce(next_data, data), next_data = NULL,
-	resubmit = 0, resubmit_at = NULL, attempt = 0, result = NULL, last_error = NULL, errors = NULL, progress = 0,
-	lease_until = NULL, token = CASE WHEN ? THEN NULL ELSE token END, updated_at = ? WHERE id = ?`
-	cancelSQL = `UPDATE rota_jobs SET state = 5, cancel_requested = ?, lease_until = NULL, resubmit = 0,
-	finished_at = ?, updated_at = ? WHERE id = ?`
-	// updateSQL and reviveSQL set the schedule with CASE, since NULL is a
-	// value there (no schedule): the flag says whether to set it.
-	updateSQL = `UPDATE rota_jobs SET run_at = ?, data = coalesce(?, data), priority = coalesce(?, priority), type = coalesce(?, type),
-	max_attempts = coalesce(?, max_attempts), backoff_base = coalesce(?, backoff_base),
-	backoff_max = coalesce(?, backoff_max), meta = coalesce(?, meta),
-	repeat = CASE WHEN ? THEN ? ELSE repeat END, missed = coalesce(?, missed), slot = ?, updated_at = ? WHERE id = ?`
-	markResubmitSQL = `UPDATE rota_jobs SET resubmit = 1, resubmit_at = ?, next_data = coalesce(?, next_data),
-	repeat = CASE WHEN ? THEN ? ELSE repeat END, missed = coalesce(?, missed), updated_at = ? WHERE id = ?`
-	reviveSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, data = coalesce(?, data), priority = coalesce(?, priority), type = coalesce(?, type),
-	max_attempts = coalesce(?, max_attempts), backoff_base = coalesce(?, backoff_base),
-	backoff_max = coalesce(?, backoff_max), meta = coalesce(?, meta),
-	repeat = CASE WHEN ? THEN ? ELSE repeat END, missed = coalesce(?, missed), slot = ?, attempt = 0, errors = NULL, last_error = NULL, result = NULL,
-	progress = 0, finished_at = NULL, lease_until = NULL, cancel_requested = 0, updated_at = ? WHERE id = ?`
-	// touchSQL sets what a finish changes besides the job's state
-	// (lifecycle.Touch): data, priority (NULL keeps each), and whether to
-	// end the schedule.
-	touchSQL = `UPDATE rota_jobs SET data = coalesce(?1, data), priority = coalesce(?2, priority),
-	repeat = CASE WHEN ?3 THEN NULL ELSE repeat END, slot = CASE WHEN ?3 THEN NULL ELSE slot END, updated_at = ?4 WHERE id = ?5`
-	removeSQL = `DELETE FROM rota_jobs WHERE id = ?`
-	extendSQL = `UPDATE rota_jobs SET lease_until = ?, data = coalesce(?, data), progress = coalesce(?, progress),
-	updated_at = ? WHERE id = ?`
-	// recurSQL starts a recurring job's next cycle: the run's result and
-	// error are its last outcome, its errors and attempts start again.
-	recurSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, slot = ?, attempt = 0, result = ?, last_error = ?, errors = NULL,
-	progress = 0, lease_until = NULL, finished_at = ?, updated_at = ?, token = CASE WHEN ? THEN NULL ELSE token END WHERE id = ?`
-	skipSlotsSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, slot = ?, attempt = ?, lease_until = NULL, token = NULL,
-	updated_at = ? WHERE id = ?`
-	// editSQL changes a job in place (Edit); the schedule as in updateSQL.
-	editSQL = `UPDATE rota_jobs SET data = coalesce(?, data), priority = coalesce(?, priority),
-	repeat = CASE WHEN ? THEN ? ELSE repeat END, missed = coalesce(?, missed), slot = ?, run_at = ?, updated_at = ? WHERE id = ?`
-	// waitSQL pauses a parent whose run completed until its children end.
-	waitSQL   = `UPDATE rota_jobs SET state = 2, run_at = ?, result = ?, lease_until = NULL, updated_at = ? WHERE id = ?`
-	resumeSQL = `UPDATE rota_jobs SET state = 0, run_at = ?, updated_at = ? WHERE id = ?`
-)
 
 // optTime is t in microseconds, NULL when zero.
 func optTime(t time.Time) any {
@@ -187,20 +126,20 @@ func (w *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 	now := micros(w.now)
 	var err error
 	if p.Touch.Any() && p.Kind != lifecycle.KindKeep {
-		if _, err := w.exec(touchSQL, p.Touch.Data, p.Touch.Priority, p.Touch.EndSchedule, now, r.ID); err != nil {
+		if _, err := w.run("touch", p.Touch.Data, p.Touch.Priority, p.Touch.EndSchedule, now, r.ID); err != nil {
 			return nil, fmt.Errorf("sqlite: %s job %d: set what the finish changes: %w", p.Kind, r.ID, err)
 		}
 	}
 	switch p.Kind {
 	case lifecycle.KindKeep:
 	case lifecycle.KindComplete:
-		_, err = w.exec(completeSQL, p.Result, now, now, r.ID)
+		_, err = w.run("complete", p.Result, now, now, r.ID)
 	case lifecycle.KindRetry, lifecycle.KindDiscard:
 		var finished any
 		if p.Kind == lifecycle.KindDiscard {
 			finished = now
 		}
-		_, err = w.exec(failSQL, int(p.State), micros(p.RunAt), p.Error, w.now.Format(time.RFC3339Nano), p.Error,
+		_, err = w.run("fail", int(p.State), micros(p.RunAt), p.Error, w.now.Format(time.RFC3339Nano), p.Error,
 			finished, now, p.DropToken, r.ID)
 	case lifecycle.KindRequeue:
 		var rename any
@@ -210,19 +149,15 @@ func (w *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 			}
 			rename = p.Type
 		}
-		_, err = w.exec(requeueSQL, micros(p.RunAt), p.Attempt, rename, now, r.ID)
+		_, err = w.run("requeue", micros(p.RunAt), p.Attempt, rename, now, r.ID)
 	case lifecycle.KindCancelRun:
-		_, err = w.exec(cancelRunSQL, p.Error, now, now, r.ID)
+		_, err = w.run("cancel_run", p.Error, now, now, r.ID)
 	case lifecycle.KindRunAgain:
-		_, err = w.exec(runAgainSQL, micros(p.RunAt), optTime(p.Slot), p.DropToken, now, r.ID)
+		_, err = w.run("run_again", micros(p.RunAt), optTime(p.Slot), p.DropToken, now, r.ID)
 	case lifecycle.KindCancel:
-		_, err = w.exec(cancelSQL, p.CancelRequested, now, now, r.ID)
+		_, err = w.run("cancel", p.CancelRequested, now, now, r.ID)
 	case lifecycle.KindUpdate, lifecycle.KindRevive:
 		a := &p.Set
-		q := updateSQL
-		if p.Kind == lifecycle.KindRevive {
-			q = reviveSQL
-		}
 		var rename any
 		if p.Type != "" {
 			if err := w.registerType(p.Type); err != nil {
@@ -233,34 +168,38 @@ func (w *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 		args := []any{micros(a.RunAt), a.Data, a.Priority, rename, nonZero(int64(a.MaxAttempts)),
 			nonZero(a.BackoffBase.Microseconds()), nonZero(a.BackoffMax.Microseconds()), backend.MetaJSON(a.Meta)}
 		args = append(append(args, scheduleArgs(a)...), optTime(p.Slot), now, r.ID)
-		_, err = w.exec(q, args...)
+		if p.Kind == lifecycle.KindRevive {
+			_, err = w.run("revive", args...)
+		} else {
+			_, err = w.run("update", args...)
+		}
 	case lifecycle.KindMarkResubmit:
 		args := append([]any{optTime(p.Set.RunAt), p.Set.Data}, scheduleArgs(&p.Set)...)
-		_, err = w.exec(markResubmitSQL, append(args, now, r.ID)...)
+		_, err = w.run("mark_resubmit", append(args, now, r.ID)...)
 	case lifecycle.KindRecur:
 		var errText any
 		if p.Error != "" {
 			errText = p.Error
 		}
-		_, err = w.exec(recurSQL, micros(p.RunAt), optTime(p.Slot), p.Result, errText, now, now, p.DropToken, r.ID)
+		_, err = w.run("recur", micros(p.RunAt), optTime(p.Slot), p.Result, errText, now, now, p.DropToken, r.ID)
 	case lifecycle.KindEdit:
 		a := &p.Set
 		args := append([]any{a.Data, a.Priority}, scheduleArgs(a)...)
-		_, err = w.exec(editSQL, append(args, optTime(p.Slot), micros(p.RunAt), now, r.ID)...)
+		_, err = w.run("edit", append(args, optTime(p.Slot), micros(p.RunAt), now, r.ID)...)
 	case lifecycle.KindWait:
-		_, err = w.exec(waitSQL, micros(p.RunAt), p.Result, now, r.ID)
+		_, err = w.run("wait", micros(p.RunAt), p.Result, now, r.ID)
 	case lifecycle.KindResume:
-		_, err = w.exec(resumeSQL, micros(p.RunAt), now, r.ID)
+		_, err = w.run("resume", micros(p.RunAt), now, r.ID)
 	case lifecycle.KindSkipSlots:
-		_, err = w.exec(skipSlotsSQL, micros(p.RunAt), optTime(p.Slot), p.Attempt, now, r.ID)
+		_, err = w.run("skip_slots", micros(p.RunAt), optTime(p.Slot), p.Attempt, now, r.ID)
 	case lifecycle.KindRemove:
-		_, err = w.exec(removeSQL, r.ID)
+		_, err = w.run("remove", r.ID)
 	case lifecycle.KindExtend:
 		var prog any
 		if c.Progress != nil {
 			prog = *c.Progress
 		}
-		_, err = w.exec(extendSQL, micros(p.LeaseUntil), c.Data, prog, now, r.ID)
+		_, err = w.run("extend", micros(p.LeaseUntil), c.Data, prog, now, r.ID)
 	default:
 		err = fmt.Errorf("unknown plan %s", p.Kind)
 	}
@@ -281,21 +220,19 @@ func (w *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 
 // Children lists the ids of job parent's children of kin (engine.Tx).
 func (w *txn) Children(parent int64, kin engine.Kin) ([]int64, error) {
-	where := "state IN (0, 1, 2)"
 	switch kin {
 	case engine.Paused:
-		where = "state = 2"
+		return w.ids(w.rows("children_paused", parent))
 	case engine.All:
-		where = "true"
+		return w.ids(w.rows("children_all", parent))
 	}
-	return w.ids(`SELECT id FROM rota_jobs WHERE parent_id = ? AND `+where+` ORDER BY id`, parent)
+	return w.ids(w.rows("children", parent))
 }
 
 // DropEnded deletes job parent's ended children in one statement
 // (engine.Tx): ended jobs are in no count.
 func (w *txn) DropEnded(parent int64, keepFailed bool) error {
-	rows, err := w.query(`DELETE FROM rota_jobs WHERE parent_id = ? AND state IN (3, 4, 5) AND NOT (? AND state = 4)
-		RETURNING id, type, grp, state`, parent, keepFailed)
+	rows, err := w.rows("drop_ended", parent, keepFailed)
 	if err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
@@ -312,13 +249,13 @@ func (w *txn) DropEnded(parent int64, keepFailed bool) error {
 
 // MarkParent records that job id has children (engine.Tx).
 func (w *txn) MarkParent(id int64) error {
-	_, err := w.exec(`UPDATE rota_jobs SET has_children = 1 WHERE id = ?`, id)
+	_, err := w.run("mark_parent", id)
 	return err
 }
 
 // Job reads job id as it now is (engine.Tx).
 func (w *txn) Job(id int64) (store.Job, error) {
-	j, err := scanJob(w.queryRow(`SELECT `+jobColumns+` FROM rota_jobs WHERE id = ?`, id))
+	j, err := scanJob(w.row("job", id))
 	if err != nil {
 		return store.Job{}, fmt.Errorf("sqlite: read job %d: %w", id, err)
 	}
@@ -332,8 +269,7 @@ func (w *txn) Job(id int64) (store.Job, error) {
 // so the first it meets is usually unfinished.
 func (w *txn) Unfinished(id int64) (bool, error) {
 	var child int64
-	err := w.queryRow(`SELECT id FROM rota_jobs INDEXED BY rota_jobs_parent
-		WHERE parent_id = ? AND state IN (0, 1, 2) ORDER BY id DESC LIMIT 1`, id).Scan(&child)
+	err := w.row("unfinished", id).Scan(&child)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -343,9 +279,8 @@ func (w *txn) Unfinished(id int64) (bool, error) {
 	return true, nil
 }
 
-// ids runs a query of one id column.
-func (w *txn) ids(query string, args ...any) ([]int64, error) {
-	rows, err := w.query(query, args...)
+// ids reads rows of one id column.
+func (w *txn) ids(rows *sql.Rows, err error) ([]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
@@ -441,7 +376,7 @@ func (w *txn) add(jobs []store.AddParams, datas [][]byte, reach *store.Reach) (_
 // (engine.Inserter); the writer serialises adds.
 func (w *txn) KeyHolder(p *store.AddParams) (int64, bool, error) {
 	var id int64
-	err := w.queryRow(`SELECT id FROM rota_jobs WHERE type = ? AND grp = ? AND key = ?`, p.Type, p.Group, p.Key).Scan(&id)
+	err := w.row("key_holder", p.Type, p.Group, p.Key).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
@@ -467,7 +402,7 @@ func (w *txn) Insert(p *store.AddParams, data []byte, state store.State) (store.
 	if p.Schedule != "" {
 		repeat, slot = p.Schedule, runAt
 	}
-	res, err := w.exec(insertSQL, p.Type, key, p.Group, p.Priority, int(state), runAt, data, p.MaxAttempts,
+	res, err := w.run("insert", p.Type, key, p.Group, p.Priority, int(state), runAt, data, p.MaxAttempts,
 		p.BackoffBase.Microseconds(), p.BackoffMax.Microseconds(), now, now, backend.MetaJSON(p.Meta), repeat, int(p.Missed), slot,
 		nonZero(p.RetryAfter.Microseconds()), parent)
 	if err != nil {
@@ -542,24 +477,11 @@ func (c *addCounts) save(w *txn) error {
 	return nil
 }
 
-// uniqueSQL finds a job that a unique add of a type and group finds
-// (lifecycle.Matches): pending ones through rota_jobs_next, running ones
-// through rota_jobs_lease, and the rest (paused, failed, cancelled)
-// through rota_jobs_state, filtered by type and group. A job of another
-// group is never found: the add is then a new job in its own group. An index of those by type
-// would make unique adds of a type with many ended jobs of other types
-// cheaper, but it cost a tenth of the drain rate (every claim and
-// completion changes the state it is partial on), and unique adds are
-// rare.
-const uniqueSQL = `SELECT id FROM (SELECT id FROM rota_jobs WHERE type = ?1 AND grp = ?2 AND state = 0 LIMIT 1)
-	UNION ALL SELECT id FROM (SELECT id FROM rota_jobs WHERE type = ?1 AND grp = ?2 AND state = 1 LIMIT 1)
-	UNION ALL SELECT id FROM (SELECT id FROM rota_jobs WHERE type = ?1 AND grp = ?2 AND state IN (2, 4, 5) LIMIT 1) LIMIT 1`
-
 // FindUnique finds the job a unique add of p's type and group finds
 // (engine.Tx); the writer serialises unique adds.
 func (w *txn) FindUnique(p *store.AddParams) (int64, bool, error) {
 	var id int64
-	err := w.queryRow(uniqueSQL, p.Type, p.Group).Scan(&id)
+	err := w.row("unique", p.Type, p.Group).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
@@ -574,7 +496,7 @@ func (w *txn) registerType(name string) error {
 	// entry may come from a transaction that rolled back (a caller's AddTx,
 	// or a failed request), and a type missing from rota_types is unknown
 	// to patterns after a restart. The insert is a no-op when the row exists.
-	if _, err := w.exec(`INSERT OR IGNORE INTO rota_types (name, lease_timeout, updated_at) VALUES (?, 0, ?)`, name, micros(w.now)); err != nil {
+	if _, err := w.run("register_type", name, micros(w.now)); err != nil {
 		return fmt.Errorf("sqlite: register type %q: %w", name, err)
 	}
 	w.s.typesMu.Lock()
@@ -815,7 +737,7 @@ func (w *txn) completeMany(ps []store.FinishParams, results [][]byte) ([]bool, e
 		return nil, nil
 	}
 	buf = append(buf, ']')
-	rows, err := w.query(completeManyQuery, micros(w.now), micros(w.now), string(buf))
+	rows, err := w.rows("complete_many", micros(w.now), micros(w.now), string(buf))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: finish: %w", err)
 	}
@@ -857,7 +779,7 @@ func (w *txn) count(typ, grp string, pending, running int) error {
 			return err
 		}
 	}
-	if _, err := w.exec(`UPDATE rota_groups SET pending = pending + ?, running = running + ? WHERE type = ? AND grp = ?`,
+	if _, err := w.run("count",
 		pending, running, typ, grp); err != nil {
 		return fmt.Errorf("sqlite: count jobs of group %q: %w", grp, err)
 	}
@@ -873,12 +795,7 @@ func (w *txn) enter(typ, grp string, pending, running int) error {
 	if err != nil {
 		return err
 	}
-	if _, err := w.exec(`INSERT INTO rota_groups (type, grp, pending, running, turn)
-		VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (type, grp) DO UPDATE SET
-			turn = CASE WHEN pending = 0 AND excluded.pending > 0 THEN max(turn, excluded.turn) ELSE turn END,
-			pending = pending + excluded.pending,
-			running = running + excluded.running`, typ, grp, pending, running, clock); err != nil {
+	if _, err := w.run("enter", typ, grp, pending, running, clock); err != nil {
 		return fmt.Errorf("sqlite: count jobs of group %q: %w", grp, err)
 	}
 	return nil
@@ -895,8 +812,7 @@ func (w *txn) clock(typ string) (float64, error) {
 		return c, nil
 	}
 	var c float64
-	if err := w.queryRow(`SELECT coalesce((SELECT min(turn) FROM rota_groups WHERE type = ? AND pending > 0),
-		(SELECT vclock FROM rota_types WHERE name = ?), 0)`, typ, typ).Scan(&c); err != nil {
+	if err := w.row("clock", typ, typ).Scan(&c); err != nil {
 		return 0, fmt.Errorf("sqlite: virtual clock of type %q: %w", typ, err)
 	}
 	if w.clocks == nil {
@@ -935,17 +851,6 @@ func b2i(b bool) int {
 	return 0
 }
 
-// completeManyQuery completes in one statement. "+state" keeps SQLite from
-// driving the join from the state index (which scans every running job
-// for each item); each item is a rowid lookup. The caller counts the
-// jobs.
-const completeManyQuery = `UPDATE rota_jobs SET state = 3, result = unhex(j.value->>2), lease_until = NULL,
-	finished_at = ?, updated_at = ?
-	FROM json_each(?) AS j
-	WHERE rota_jobs.id = j.value->>0 AND rota_jobs.token = j.value->>1 AND +rota_jobs.state = 1 AND rota_jobs.resubmit = 0
-		AND rota_jobs.repeat IS NULL AND rota_jobs.parent_id IS NULL AND rota_jobs.has_children = 0
-	RETURNING rota_jobs.id, rota_jobs.type, rota_jobs.grp, rota_jobs.run_at`
-
 // appendJSONString appends s as a JSON string.
 func appendJSONString(buf []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
@@ -964,13 +869,13 @@ func appendJSONString(buf []byte, s string) []byte {
 func (w *txn) KeyTaken(r *lifecycle.Row, typ string) (string, bool, error) {
 	var key sql.NullString
 	var other int64
-	if err := w.queryRow(`SELECT key FROM rota_jobs WHERE id = ?`, r.ID).Scan(&key); err != nil {
+	if err := w.row("key_of", r.ID).Scan(&key); err != nil {
 		return "", false, fmt.Errorf("sqlite: rename job %d: %w", r.ID, err)
 	}
 	if !key.Valid {
 		return "", false, nil
 	}
-	err := w.queryRow(`SELECT id FROM rota_jobs WHERE type = ? AND grp = ? AND key = ?`, typ, r.Group, key.String).Scan(&other)
+	err := w.row("key_holder", typ, r.Group, key.String).Scan(&other)
 	switch {
 	case err == nil:
 		return key.String, true, nil
@@ -986,7 +891,7 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 	var next time.Time
 	err := s.write(ctx, true, func(w *txn) error {
 		n, next = 0, time.Time{}
-		rows, err := w.query(`SELECT id FROM rota_jobs WHERE state = 1 AND lease_until < ? ORDER BY lease_until LIMIT 1000`, micros(now))
+		rows, err := w.rows("expired", micros(now))
 		if err != nil {
 			return err
 		}
@@ -1017,7 +922,7 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 			return err
 		}
 		var v sql.NullInt64
-		if err := w.queryRow(`SELECT min(lease_until) FROM rota_jobs WHERE state = 1`).Scan(&v); err != nil {
+		if err := w.row("next_lease").Scan(&v); err != nil {
 			return err
 		}
 		if v.Valid {
@@ -1031,17 +936,11 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 	return n, next, nil
 }
 
-// retireSQL deletes ended jobs past their type's retention (store.Retirer).
-var retireSQL = `DELETE FROM rota_jobs WHERE id IN (SELECT j.id FROM rota_jobs j LEFT JOIN rota_types t ON t.name = j.type
-	WHERE j.state IN (3, 4, 5) AND j.finished_at < ?1 - ` + backend.KeptForSQL("j", "t", "?2") + `
-		AND (j.parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM rota_jobs p WHERE p.id = j.parent_id AND p.state IN (0, 1, 2)))
-	LIMIT ?3)`
-
 // Retire deletes up to limit ended jobs past their type's retention.
 func (s *Store) Retire(ctx context.Context, now time.Time, limit int) (int, error) {
 	var n int
 	err := s.write(ctx, true, func(w *txn) error {
-		res, err := w.exec(retireSQL, micros(now), store.DefaultRetention.Microseconds(), max(limit, 1))
+		res, err := w.run("retire", micros(now), store.DefaultRetention.Microseconds(), max(limit, 1))
 		if err != nil {
 			return fmt.Errorf("sqlite: retire ended jobs: %w", err)
 		}

@@ -103,32 +103,36 @@ func (s *Store) Get(ctx context.Context, ids []int64) ([]store.Job, error) {
 	for i, id := range ids {
 		pos[id] = append(pos[id], i)
 	}
-	for start := 0; start < len(ids); start += 500 {
-		chunk := ids[start:min(start+500, len(ids))]
-		args := make([]any, len(chunk))
-		for i, id := range chunk {
-			args[i] = id
+	// The ids travel as one JSON array (json_each), so that the
+	// statement is one text for any number of them.
+	list := make([]byte, 0, 12*len(ids))
+	list = append(list, '[')
+	for i, id := range ids {
+		if i > 0 {
+			list = append(list, ',')
 		}
-		rows, err := s.reader.QueryContext(ctx, `SELECT `+jobColumns+` FROM rota_jobs WHERE id IN (`+placeholders(len(chunk))+`)`, args...)
+		list = strconv.AppendInt(list, id, 10)
+	}
+	list = append(list, ']')
+	rows, err := s.reader.QueryContext(ctx, stmt("jobs_by_id"), string(list))
+	if err != nil {
+		return nil, s.readErr(err)
+	}
+	for rows.Next() {
+		j, err := scanJob(rows)
 		if err != nil {
-			return nil, s.readErr(err)
+			rows.Close()
+			return nil, fmt.Errorf("sqlite: get: %w", err)
 		}
-		for rows.Next() {
-			j, err := scanJob(rows)
-			if err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("sqlite: get: %w", err)
-			}
-			for _, i := range pos[j.ID] {
-				out[i] = j
-			}
+		for _, i := range pos[j.ID] {
+			out[i] = j
 		}
-		if err := rows.Close(); err != nil {
-			return nil, s.readErr(err)
-		}
-		if err := rows.Err(); err != nil {
-			return nil, s.readErr(err)
-		}
+	}
+	if err := rows.Close(); err != nil {
+		return nil, s.readErr(err)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr(err)
 	}
 	return backend.JobsInReach(out, store.ReachOf(ctx)), nil
 }
@@ -138,7 +142,7 @@ func (s *Store) GetByKey(ctx context.Context, typ, group, key string) (store.Job
 	if typ == "" || key == "" {
 		return store.Job{}, check.Invalidf("type and key are both required")
 	}
-	j, err := scanJob(s.reader.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM rota_jobs WHERE type = ? AND grp = ? AND key = ?`, typ, group, key))
+	j, err := scanJob(s.reader.QueryRowContext(ctx, stmt("job_by_key"), typ, group, key))
 	if errors.Is(err, sql.ErrNoRows) || err == nil && !store.ReachOf(ctx).Has(typ, group) {
 		return store.Job{}, fmt.Errorf("type %q group %q key %q: %w", typ, group, key, store.ErrNotFound)
 	}
@@ -295,7 +299,11 @@ func (s *Store) listSnapshot(ctx context.Context, fn func(q querier) ([]store.Jo
 	return fn(conn)
 }
 
-// listQuery reads up to limit jobs from "from" in id order.
+// listQuery reads up to limit jobs from "from" in id order. Its
+// statement is the one assembled in Go: a listing's filters are each
+// optional, and the index hint and the IN lists depend on which are
+// given; a filter left out leaves no condition behind, so that SQLite
+// picks the index the given ones have. Values are parameters.
 func (s *Store) listQuery(ctx context.Context, q querier, from string, where []string, args []any, order string, limit int) ([]store.Job, error) {
 	query := `SELECT ` + jobColumns + ` FROM ` + from
 	if len(where) > 0 {
@@ -325,10 +333,7 @@ func (s *Store) listQuery(ctx context.Context, q querier, from string, where []s
 // the reach ctx carries. It reads every row, so it costs in proportion to
 // the table: fine for an operator's view, not for a hot path.
 func (s *Store) Stats(ctx context.Context) ([]store.Count, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT j.type, j.grp, j.state, count(*),
-		coalesce(sum(j.state IN (3, 4, 5) AND j.finished_at < ? - `+backend.KeptForSQL("j", "t", "?")+`), 0)
-		FROM rota_jobs j LEFT JOIN rota_types t ON t.name = j.type
-		GROUP BY j.type, j.grp, j.state ORDER BY j.type, j.grp, j.state`, micros(s.cfg.Clock()), store.DefaultRetention.Microseconds())
+	rows, err := s.reader.QueryContext(ctx, stmt("stats"), micros(s.cfg.Clock()), store.DefaultRetention.Microseconds())
 	if err != nil {
 		return nil, s.readErr(err)
 	}
@@ -387,7 +392,7 @@ func (s *Store) BedrockIDs(ctx context.Context, ids []int64) (map[int64]int64, e
 func (w *txn) bedrockIDs(ids []int64, out map[int64]int64) error {
 	for _, id := range ids {
 		var bid sql.NullInt64
-		err := w.queryRow(`SELECT bedrock_id FROM rota_jobs WHERE id = ?`, id).Scan(&bid)
+		err := w.row("bedrock_id", id).Scan(&bid)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
@@ -396,7 +401,7 @@ func (w *txn) bedrockIDs(ids []int64, out map[int64]int64) error {
 		}
 		for tries := 0; !bid.Valid; tries++ {
 			v := backend.NewBedrockID()
-			if _, err := w.exec(`UPDATE rota_jobs SET bedrock_id = ? WHERE id = ?`, v, id); err == nil {
+			if _, err := w.run("set_bedrock_id", v, id); err == nil {
 				bid = sql.NullInt64{Int64: v, Valid: true}
 			} else if tries == 3 {
 				return fmt.Errorf("sqlite: give job %d a bedrock id: %w", id, err)
@@ -436,7 +441,7 @@ func (s *Store) ByBedrockID(ctx context.Context, bids []int64) (map[int64]int64,
 	out := map[int64]int64{}
 	for _, bid := range bids {
 		var id int64
-		err := s.reader.QueryRowContext(ctx, `SELECT id FROM rota_jobs WHERE bedrock_id = ?`, bid).Scan(&id)
+		err := s.reader.QueryRowContext(ctx, stmt("id_by_bedrock_id"), bid).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}

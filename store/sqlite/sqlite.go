@@ -26,7 +26,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"text/template"
 	"time"
+
+	"github.com/rotajobs/rota/internal/sqlfile"
 
 	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
 
@@ -240,7 +243,7 @@ func checkPragmas(db *sql.DB, path string, want int) error {
 // SchemaVersion returns the highest migration applied.
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
-	err := s.reader.QueryRowContext(ctx, "SELECT coalesce(max(version), 0) FROM rota_migrations").Scan(&v)
+	err := s.reader.QueryRowContext(ctx, stmt("migrations_applied")).Scan(&v)
 	return v, err
 }
 
@@ -253,18 +256,16 @@ var migrations = func() []migrate.Migration {
 	return all
 }()
 
-const migrationsTableSQL = `CREATE TABLE IF NOT EXISTS rota_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`
-
 // migrationTx is a migration's transaction (migrate.Tx): BEGIN IMMEDIATE,
 // so that processes opening the file at once queue on the write lock.
 type migrationTx struct{ tx *sql.Tx }
 
 func (m migrationTx) Applied(ctx context.Context) (int, error) {
-	if _, err := m.tx.ExecContext(ctx, migrationsTableSQL); err != nil {
+	if _, err := m.tx.ExecContext(ctx, stmt("migrations_table")); err != nil {
 		return 0, err
 	}
 	var v int
-	err := m.tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM rota_migrations`).Scan(&v)
+	err := m.tx.QueryRowContext(ctx, stmt("migrations_applied")).Scan(&v)
 	return v, err
 }
 
@@ -274,7 +275,7 @@ func (m migrationTx) Exec(ctx context.Context, q string) error {
 }
 
 func (m migrationTx) Record(ctx context.Context, mg migrate.Migration) error {
-	_, err := m.tx.ExecContext(ctx, `INSERT INTO rota_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+	_, err := m.tx.ExecContext(ctx, stmt("migration_record"),
 		mg.Version, mg.Name, time.Now().UnixMicro())
 	return err
 }
@@ -305,12 +306,12 @@ func PendingMigrations(path string) ([]migrate.Migration, error) {
 	}
 	defer db.Close()
 	var exists int
-	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'rota_migrations'`).Scan(&exists); err != nil {
+	if err := db.QueryRow(stmt("migrations_exist")).Scan(&exists); err != nil {
 		return nil, fmt.Errorf("sqlite: read %s: %w", path, err)
 	}
 	have := 0
 	if exists > 0 {
-		if err := db.QueryRow(`SELECT coalesce(max(version), 0) FROM rota_migrations`).Scan(&have); err != nil {
+		if err := db.QueryRow(stmt("migrations_applied")).Scan(&have); err != nil {
 			return nil, fmt.Errorf("sqlite: read %s: %w", path, err)
 		}
 	}
@@ -424,15 +425,62 @@ func (w *txn) readAfter(read func(snapshot func())) bool {
 // claimReadConns bounds claimReader's connections.
 const claimReadConns = 8
 
-func (w *txn) stmt(query string) *sql.Stmt {
+//go:embed sql/*.sql
+var sqlFiles embed.FS
+
+// statements are the named statements of sql/*.sql. SQLite has no schema
+// to fill in, so they are read once, when the package loads.
+var statements = func() sqlfile.Statements {
+	st, err := sqlfile.Load(sqlFiles, "sql", template.FuncMap{
+		"jobColumns": func() string { return jobColumns },
+		"rowColumns": func() string { return rowColumns },
+		"keptFor":    backend.KeptForSQL,
+	})
+	if err != nil {
+		panic("sqlite: " + err.Error())
+	}
+	return st
+}()
+
+// stmt returns the named statement of sql/*.sql. A name that is none is
+// a bug, which TestNamedStatements catches.
+func stmt(name string) string {
+	q, ok := statements[name]
+	if !ok {
+		panic("sqlite: no statement named " + name)
+	}
+	return q
+}
+
+// run runs the named statement (sql/*.sql), prepared once on the
+// writer's connection.
+func (w *txn) run(name string, args ...any) (sql.Result, error) {
+	return w.exec(stmt(name), args...)
+}
+
+// rows runs the named statement and returns its rows.
+func (w *txn) rows(name string, args ...any) (*sql.Rows, error) {
+	return w.query(stmt(name), args...)
+}
+
+// row runs the named statement, which returns at most one row.
+func (w *txn) row(name string, args ...any) *sql.Row {
+	return w.queryRow(stmt(name), args...)
+}
+
+// prepared is query's statement prepared on the writer's connection, nil
+// when it has none yet or w is a caller's transaction.
+func (w *txn) prepared(query string) *sql.Stmt {
 	if !w.own {
 		return nil
 	}
 	return w.s.stmts[query]
 }
 
+// exec, query and queryRow run a statement's text: a named one's, or one
+// of accept.go's inline statements.
 func (w *txn) exec(query string, args ...any) (sql.Result, error) {
-	if st := w.stmt(query); st != nil {
+	if st := w.prepared(query); st != nil {
 		return st.Exec(args...)
 	}
 	if w.own {
@@ -444,7 +492,7 @@ func (w *txn) exec(query string, args ...any) (sql.Result, error) {
 }
 
 func (w *txn) query(query string, args ...any) (*sql.Rows, error) {
-	if st := w.stmt(query); st != nil {
+	if st := w.prepared(query); st != nil {
 		return st.Query(args...)
 	}
 	if w.own {
@@ -456,7 +504,7 @@ func (w *txn) query(query string, args ...any) (*sql.Rows, error) {
 }
 
 func (w *txn) queryRow(query string, args ...any) *sql.Row {
-	if st := w.stmt(query); st != nil {
+	if st := w.prepared(query); st != nil {
 		return st.QueryRow(args...)
 	}
 	if w.own {

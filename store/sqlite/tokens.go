@@ -19,7 +19,7 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token, hash []byte) err
 	groups, _ := json.Marshal(nonNil(t.Groups))
 	types, _ := json.Marshal(nonNil(t.Types))
 	err := s.write(ctx, true, func(w *txn) error {
-		_, err := w.exec(`INSERT INTO rota_tokens (name, hash, groups, types, read_only, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		_, err := w.run("create_token",
 			t.Name, hash, string(groups), string(types), t.ReadOnly, micros(w.now))
 		return err
 	})
@@ -41,7 +41,7 @@ func nonNil(s []string) []string {
 
 // Tokens lists the tokens by name.
 func (s *Store) Tokens(ctx context.Context) ([]store.Token, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT name, groups, types, read_only, created_at FROM rota_tokens ORDER BY name`)
+	rows, err := s.reader.QueryContext(ctx, stmt("tokens"))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: tokens: %w", err)
 	}
@@ -87,7 +87,7 @@ func scanToken(sc scanner) (store.Token, error) {
 func (s *Store) RevokeToken(ctx context.Context, name string) error {
 	var n int64
 	err := s.write(ctx, true, func(w *txn) error {
-		res, err := w.exec(`DELETE FROM rota_tokens WHERE name = ?`, name)
+		res, err := w.run("revoke_token", name)
 		if err == nil {
 			n, err = res.RowsAffected()
 		}
@@ -104,7 +104,7 @@ func (s *Store) RevokeToken(ctx context.Context, name string) error {
 
 // TokenByHash returns the token whose secret has this hash.
 func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, error) {
-	t, err := scanToken(s.reader.QueryRowContext(ctx, `SELECT name, groups, types, read_only, created_at FROM rota_tokens WHERE hash = ?`, hash))
+	t, err := scanToken(s.reader.QueryRowContext(ctx, stmt("token_by_hash"), hash))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Token{}, check.TokenNotFound("")
 	}

@@ -35,6 +35,34 @@ func testGet(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 	})
 
+	t.Run("Many", func(t *testing.T) {
+		// More ids than one statement's list once held: all of them, in
+		// the order asked, in one snapshot.
+		s := open(t)
+		ps := make([]store.AddParams, 1200)
+		for i := range ps {
+			ps[i] = store.AddParams{Type: "many", Priority: i}
+		}
+		res := add(t, s, ps...)
+		var want []int64
+		for i := len(res) - 1; i >= 0; i-- {
+			want = append(want, res[i].Job.ID)
+		}
+		want = append(want, 0, res[0].Job.ID)
+		asked := slices.Clone(want)
+		asked[len(res)] = res[len(res)-1].Job.ID + 1000
+		jobs, err := s.Get(t.Context(), asked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(jobs); !slices.Equal(got, want) {
+			t.Errorf("Get of %d ids returned %d ids, %d of them wrong", len(asked), len(got), countDiff(got, want))
+		}
+		if len(jobs) == len(want) && jobs[0].Priority != len(ps)-1 {
+			t.Errorf("Get's first job has priority %d, want %d", jobs[0].Priority, len(ps)-1)
+		}
+	})
+
 	t.Run("ByKey", func(t *testing.T) {
 		s := open(t)
 		j := addOne(t, s, store.AddParams{Type: "t", Key: "k"})
@@ -196,4 +224,15 @@ func testStats(t *testing.T, open func(t *testing.T) store.Store) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Stats = %+v\nwant    %+v", got, want)
 	}
+}
+
+// countDiff counts the positions at which got and want differ.
+func countDiff(got, want []int64) int {
+	n := max(len(got), len(want)) - min(len(got), len(want))
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			n++
+		}
+	}
+	return n
 }

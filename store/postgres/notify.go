@@ -349,7 +349,7 @@ func (s *Store) checkListener(conn *pgx.Conn) error {
 	ctx, cancel := context.WithTimeout(s.ctx, pingTimeout)
 	defer cancel()
 	var standby bool
-	if err := conn.QueryRow(ctx, `SELECT pg_is_in_recovery()`).Scan(&standby); err != nil {
+	if err := conn.QueryRow(ctx, s.stmt("in_recovery")).Scan(&standby); err != nil {
 		return err
 	}
 	if standby {

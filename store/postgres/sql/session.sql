@@ -104,3 +104,8 @@ SELECT pg_try_advisory_lock($1);
 -- name: listen
 -- Hears the changes other nodes send on the schema's channel.
 LISTEN {{channel}};
+
+-- name: in_recovery
+-- Whether the LISTEN connection's server is a standby: nodes notify on
+-- the primary, so a listener on a standby hears nothing.
+SELECT pg_is_in_recovery();

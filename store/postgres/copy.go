@@ -57,11 +57,6 @@ func (s *Store) Export(ctx context.Context, size int, fn func(*store.CopyBatch) 
 	if err := fn(first); err != nil {
 		return err
 	}
-	// Both tables in id order, merged from their primary keys.
-	cols := strings.Join(jobCopyColumns, ", ")
-	q := s.q(`SELECT ` + strings.Replace(cols, "errors", "errors::text", 1) + ` FROM (
-		(SELECT ` + cols + ` FROM rota.jobs WHERE id > $1 ORDER BY id LIMIT $2)
-		UNION ALL (SELECT ` + cols + ` FROM rota.jobs_ended WHERE id > $1 ORDER BY id LIMIT $2)) j ORDER BY id LIMIT $2`)
 	var leaseTimeout pgtype.Int8
 	var resubmitAt pgtype.Timestamptz
 	var nextData []byte
@@ -70,7 +65,7 @@ func (s *Store) Export(ctx context.Context, size int, fn func(*store.CopyBatch) 
 	var after int64
 	for {
 		b.Jobs = b.Jobs[:0]
-		rows, err := tx.Query(ctx, q, after, size)
+		rows, err := tx.Query(ctx, s.stmt("export_jobs"), after, size)
 		if err != nil {
 			return s.wrap("export jobs", err)
 		}
@@ -101,7 +96,7 @@ func (s *Store) Export(ctx context.Context, size int, fn func(*store.CopyBatch) 
 }
 
 func (s *Store) exportSettings(ctx context.Context, tx pgx.Tx, b *store.CopyBatch) error {
-	rows, err := tx.Query(ctx, s.q(`SELECT `+strings.Join(copyColumns["types"], ", ")+` FROM rota.types ORDER BY name`))
+	rows, err := tx.Query(ctx, s.stmt("export_types"))
 	if err != nil {
 		return err
 	}
@@ -122,7 +117,7 @@ func (s *Store) exportSettings(ctx context.Context, tx pgx.Tx, b *store.CopyBatc
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	rows, err = tx.Query(ctx, s.q(`SELECT type, grp, turn, band_count FROM rota.groups ORDER BY type, grp`))
+	rows, err = tx.Query(ctx, s.stmt("export_groups"))
 	if err != nil {
 		return err
 	}
@@ -138,7 +133,7 @@ func (s *Store) exportSettings(ctx context.Context, tx pgx.Tx, b *store.CopyBatc
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	rows, err = tx.Query(ctx, s.q(`SELECT grp, type, max_running, weight, paused FROM rota.group_config ORDER BY grp, type`))
+	rows, err = tx.Query(ctx, s.stmt("export_group_config"))
 	if err != nil {
 		return err
 	}
@@ -154,7 +149,7 @@ func (s *Store) exportSettings(ctx context.Context, tx pgx.Tx, b *store.CopyBatc
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	rows, err = tx.Query(ctx, s.q(`SELECT name, hash, groups, types, read_only, created_at FROM rota.tokens ORDER BY name`))
+	rows, err = tx.Query(ctx, s.stmt("export_tokens"))
 	if err != nil {
 		return err
 	}
@@ -171,11 +166,7 @@ func (s *Store) exportSettings(ctx context.Context, tx pgx.Tx, b *store.CopyBatc
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	// The identity's next value, past the ids of removed jobs.
-	return tx.QueryRow(ctx, s.q(`SELECT greatest(
-		coalesce(pg_sequence_last_value(pg_get_serial_sequence($1, 'id')::regclass), 0),
-		coalesce((SELECT max(id) FROM rota.jobs), 0), coalesce((SELECT max(id) FROM rota.jobs_ended), 0)) + 1,
-		(SELECT count(*) FROM rota.jobs) + (SELECT count(*) FROM rota.jobs_ended)`), s.schema+".jobs").Scan(&b.NextID, &b.TotalJobs)
+	return tx.QueryRow(ctx, s.stmt("export_next_id"), s.schema+".jobs").Scan(&b.NextID, &b.TotalJobs)
 }
 
 // loader is a load in one transaction.
@@ -198,8 +189,7 @@ func (s *Store) BeginLoad(ctx context.Context, replace bool) (store.Loader, erro
 		return nil, err
 	}
 	var jobs, types, configs, tokens int64
-	if err := tx.QueryRow(ctx, s.q(`SELECT (SELECT count(*) FROM rota.jobs) + (SELECT count(*) FROM rota.jobs_ended),
-		(SELECT count(*) FROM rota.types), (SELECT count(*) FROM rota.group_config), (SELECT count(*) FROM rota.tokens)`)).
+	if err := tx.QueryRow(ctx, s.stmt("load_counts")).
 		Scan(&jobs, &types, &configs, &tokens); err != nil {
 		return fail(s.wrap("load", err))
 	}
@@ -208,7 +198,7 @@ func (s *Store) BeginLoad(ctx context.Context, replace bool) (store.Loader, erro
 			return fail(fmt.Errorf("%w: schema %s holds %d jobs, %d types, %d group settings and %d tokens",
 				store.ErrNotEmpty, s.cfg.Schema, jobs, types, configs, tokens))
 		}
-		if _, err := tx.Exec(ctx, s.q(`TRUNCATE rota.jobs, rota.jobs_ended, rota.types, rota.groups, rota.group_config, rota.tokens`)); err != nil {
+		if _, err := tx.Exec(ctx, s.stmt("load_empty")); err != nil {
 			return fail(s.wrap("load: empty the schema", err))
 		}
 	}
@@ -223,26 +213,26 @@ func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
 		l.next = b.NextID
 	}
 	for _, t := range b.Types {
-		if _, err := tx.Exec(ctx, s.q(`INSERT INTO rota.types (`+strings.Join(copyColumns["types"], ", ")+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`),
+		if _, err := tx.Exec(ctx, s.stmt("load_type"),
 			t.Name, t.LeaseTimeout.Microseconds(), t.UpdatedAt, t.BandsHigh, t.BandsLow, t.GroupMaxRunning, t.VClock,
 			t.Paused, t.Retention.Microseconds(), t.FailedRetention.Microseconds()); err != nil {
 			return s.wrap(fmt.Sprintf("load type %q", t.Name), err)
 		}
 	}
 	for _, g := range b.Groups {
-		if _, err := tx.Exec(ctx, s.q(`INSERT INTO rota.groups (type, grp, turn, band_count) VALUES ($1, $2, $3, $4)`),
+		if _, err := tx.Exec(ctx, s.stmt("load_group"),
 			g.Type, g.Group, g.Turn, g.BandCount); err != nil {
 			return s.wrap(fmt.Sprintf("load group %q of type %q", g.Group, g.Type), err)
 		}
 	}
 	for _, g := range b.GroupConfig {
-		if _, err := tx.Exec(ctx, s.q(`INSERT INTO rota.group_config (grp, type, max_running, weight, paused) VALUES ($1, $2, $3, $4, $5)`),
+		if _, err := tx.Exec(ctx, s.stmt("load_group_config"),
 			g.Group, g.Type, g.MaxRunning, g.Weight, g.Paused); err != nil {
 			return s.wrap(fmt.Sprintf("load settings of group %q", g.Group), err)
 		}
 	}
 	for _, t := range b.Tokens {
-		if _, err := tx.Exec(ctx, s.q(`INSERT INTO rota.tokens (name, hash, groups, types, read_only, created_at) VALUES ($1, $2, $3, $4, $5, $6)`),
+		if _, err := tx.Exec(ctx, s.stmt("load_token"),
 			t.Name, t.Hash, nonNil(t.Groups), nonNil(t.Types), t.ReadOnly, t.CreatedAt); err != nil {
 			return s.wrap(fmt.Sprintf("load token %q", t.Name), err)
 		}
@@ -297,21 +287,16 @@ func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
 func (l *loader) Commit(ctx context.Context) error {
 	s, tx := l.s, l.tx
 	defer tx.Rollback(context.Background())
-	if _, err := tx.Exec(ctx, s.q(`INSERT INTO rota.groups (type, grp, pending)
-		SELECT type, grp, count(*) FROM rota.jobs WHERE state = 0 GROUP BY type, grp
-		ON CONFLICT (type, grp) DO UPDATE SET pending = excluded.pending`)); err != nil {
+	if _, err := tx.Exec(ctx, s.stmt("load_count_groups")); err != nil {
 		return s.wrap("load: count the groups", err)
 	}
 	if l.next > 1 {
-		if _, err := tx.Exec(ctx, `SELECT setval(pg_get_serial_sequence($1, 'id'), $2)`, s.schema+".jobs", l.next-1); err != nil {
+		if _, err := tx.Exec(ctx, s.stmt("load_next_id"), s.schema+".jobs", l.next-1); err != nil {
 			return s.wrap("load: set the next id", err)
 		}
 	}
-	// What the planner knows of the tables is of an empty store.
-	for _, t := range []string{"jobs", "jobs_ended", "groups"} {
-		if _, err := tx.Exec(ctx, s.q(`ANALYZE rota.`+t)); err != nil {
-			return s.wrap("load: analyze "+t, err)
-		}
+	if _, err := tx.Exec(ctx, s.stmt("load_analyze")); err != nil {
+		return s.wrap("load: analyze", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return s.wrap("load: commit", err)

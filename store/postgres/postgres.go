@@ -65,6 +65,8 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/rotajobs/rota/internal/backend"
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/sqlfile"
 
 	"github.com/jackc/pgx/v5"
@@ -72,9 +74,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/rotajobs/rota/internal/backend"
 	"github.com/rotajobs/rota/internal/migrate"
-	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -333,6 +333,10 @@ func loadStatements(schema, channel string) (sqlfile.Statements, error) {
 		"endedColumns": func() string { return endedColumns },
 		"rowColumns":   func() string { return rowColumns },
 		"keptFor":      backend.KeptForSQL,
+		"copyColumns":  func(table string) string { return strings.Join(copyColumns[table], ", ") },
+		"exportJobColumns": func() string {
+			return strings.Replace(strings.Join(jobCopyColumns, ", "), "errors", "errors::text", 1)
+		},
 		"migrationLockTimeout": func() string {
 			return fmt.Sprintf("%dms", migrationLockTimeout.Milliseconds())
 		},

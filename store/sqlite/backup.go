@@ -138,6 +138,6 @@ func countJobs(ctx context.Context, path string) (int64, error) {
 	}
 	defer db.Close()
 	var n int64
-	err = db.QueryRowContext(ctx, stmt("backup_jobs")).Scan(&n)
+	err = db.QueryRowContext(ctx, stmt("count_jobs")).Scan(&n)
 	return n, err
 }

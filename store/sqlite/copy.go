@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/rotajobs/rota/internal/backend"
@@ -37,9 +36,6 @@ var notCopied = map[string]string{
 	"sqlite_sequence":     "carried as CopyBatch.NextID",
 }
 
-// exportJobSQL reads jobs with every column, in the order of copyColumns.
-var exportJobSQL = `SELECT ` + jobColumns + `, lease_timeout, resubmit_at, next_data FROM rota_jobs WHERE id > ? ORDER BY id LIMIT ?`
-
 // Export calls fn with everything the database holds, from one read
 // transaction (store.Copier).
 func (s *Store) Export(ctx context.Context, size int, fn func(*store.CopyBatch) error) error {
@@ -67,7 +63,7 @@ func (s *Store) Export(ctx context.Context, size int, fn func(*store.CopyBatch) 
 	var after int64
 	for {
 		b.Jobs = b.Jobs[:0]
-		rows, err := tx.QueryContext(ctx, exportJobSQL, after, size)
+		rows, err := tx.QueryContext(ctx, stmt("export_jobs"), after, size)
 		if err != nil {
 			return fmt.Errorf("sqlite: export jobs: %w", err)
 		}
@@ -111,7 +107,7 @@ func (s *Store) Export(ctx context.Context, size int, fn func(*store.CopyBatch) 
 }
 
 func exportSettings(ctx context.Context, tx rowQuerier, b *store.CopyBatch) error {
-	err := queryEach(ctx, tx, `SELECT `+strings.Join(copyColumns["rota_types"], ", ")+` FROM rota_types ORDER BY name`, func(c *columns) {
+	err := queryEach(ctx, tx, stmt("export_types"), func(c *columns) {
 		b.Types = append(b.Types, store.CopyType{Name: c.str(0), LeaseTimeout: time.Duration(c.int64(1)) * time.Microsecond,
 			UpdatedAt: c.time(2), BandsHigh: c.int64(3), BandsLow: c.int64(4), GroupMaxRunning: c.int64(5), VClock: c.float(6),
 			Paused: c.bool(7), Retention: time.Duration(c.int64(8)) * time.Microsecond,
@@ -120,13 +116,13 @@ func exportSettings(ctx context.Context, tx rowQuerier, b *store.CopyBatch) erro
 	if err != nil {
 		return err
 	}
-	err = queryEach(ctx, tx, `SELECT `+strings.Join(copyColumns["rota_groups"], ", ")+` FROM rota_groups ORDER BY type, grp`, func(c *columns) {
+	err = queryEach(ctx, tx, stmt("export_groups"), func(c *columns) {
 		b.Groups = append(b.Groups, store.CopyGroup{Type: c.str(0), Group: c.str(1), Turn: c.float(2), BandCount: c.int64(3)})
 	}, copyColumns["rota_groups"])
 	if err != nil {
 		return err
 	}
-	err = queryEach(ctx, tx, `SELECT `+strings.Join(copyColumns["rota_group_config"], ", ")+` FROM rota_group_config ORDER BY grp, type`, func(c *columns) {
+	err = queryEach(ctx, tx, stmt("export_group_config"), func(c *columns) {
 		b.GroupConfig = append(b.GroupConfig, store.CopyGroupConfig{Group: c.str(0), Type: c.str(1), MaxRunning: c.int64(2),
 			Weight: c.float(3), Paused: c.bool(4)})
 	}, copyColumns["rota_group_config"])
@@ -134,7 +130,7 @@ func exportSettings(ctx context.Context, tx rowQuerier, b *store.CopyBatch) erro
 		return err
 	}
 	var jsonErr error
-	err = queryEach(ctx, tx, `SELECT `+strings.Join(copyColumns["rota_tokens"], ", ")+` FROM rota_tokens ORDER BY name`, func(c *columns) {
+	err = queryEach(ctx, tx, stmt("export_tokens"), func(c *columns) {
 		t := store.CopyToken{Name: c.str(0), Hash: c.bytes(1), ReadOnly: c.bool(4), CreatedAt: c.time(5)}
 		if err := json.Unmarshal(c.bytes(2), &t.Groups); err != nil && jsonErr == nil {
 			jsonErr = fmt.Errorf("token %q: groups: %w", t.Name, err)
@@ -151,11 +147,11 @@ func exportSettings(ctx context.Context, tx rowQuerier, b *store.CopyBatch) erro
 		return jsonErr
 	}
 	var seq, maxID sql.NullInt64
-	if err := tx.QueryRowContext(ctx, `SELECT (SELECT seq FROM sqlite_sequence WHERE name = 'rota_jobs'), (SELECT max(id) FROM rota_jobs)`).Scan(&seq, &maxID); err != nil {
+	if err := tx.QueryRowContext(ctx, stmt("export_next_id")).Scan(&seq, &maxID); err != nil {
 		return err
 	}
 	b.NextID = max(seq.Int64, maxID.Int64) + 1
-	return tx.QueryRowContext(ctx, `SELECT count(*) FROM rota_jobs`).Scan(&b.TotalJobs)
+	return tx.QueryRowContext(ctx, stmt("count_jobs")).Scan(&b.TotalJobs)
 }
 
 // rowQuerier is a connection or a transaction.
@@ -215,8 +211,7 @@ func (s *Store) BeginLoad(ctx context.Context, replace bool) (store.Loader, erro
 		return nil, err
 	}
 	var jobs, types, configs, tokens int
-	if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM rota_jobs), (SELECT count(*) FROM rota_types),
-		(SELECT count(*) FROM rota_group_config), (SELECT count(*) FROM rota_tokens)`).Scan(&jobs, &types, &configs, &tokens); err != nil {
+	if err := tx.QueryRowContext(ctx, stmt("load_counts")).Scan(&jobs, &types, &configs, &tokens); err != nil {
 		return fail(fmt.Errorf("sqlite: load: %w", err))
 	}
 	if jobs+types+configs+tokens > 0 {
@@ -224,17 +219,11 @@ func (s *Store) BeginLoad(ctx context.Context, replace bool) (store.Loader, erro
 			return fail(fmt.Errorf("%w: %s holds %d jobs, %d types, %d group settings and %d tokens",
 				store.ErrNotEmpty, s.path, jobs, types, configs, tokens))
 		}
-		for _, t := range []string{"rota_jobs", "rota_types", "rota_groups", "rota_group_config", "rota_tokens"} {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM `+t); err != nil {
-				return fail(fmt.Errorf("sqlite: load: empty %s: %w", t, err))
-			}
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM sqlite_sequence WHERE name = 'rota_jobs'`); err != nil {
-			return fail(fmt.Errorf("sqlite: load: %w", err))
+		if _, err := tx.ExecContext(ctx, stmt("load_empty")); err != nil {
+			return fail(fmt.Errorf("sqlite: load: empty the database: %w", err))
 		}
 	}
-	names := copyColumns["rota_jobs"]
-	if l.job, err = tx.PrepareContext(ctx, `INSERT INTO rota_jobs (`+strings.Join(names, ", ")+`) VALUES (`+placeholders(len(names))+`)`); err != nil {
+	if l.job, err = tx.PrepareContext(ctx, stmt("load_job")); err != nil {
 		return fail(fmt.Errorf("sqlite: load: %w", err))
 	}
 	return l, nil
@@ -247,20 +236,20 @@ func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
 		l.next = b.NextID
 	}
 	for _, t := range b.Types {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO rota_types (`+strings.Join(copyColumns["rota_types"], ", ")+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, stmt("load_type"),
 			t.Name, t.LeaseTimeout.Microseconds(), micros(t.UpdatedAt), t.BandsHigh, t.BandsLow, t.GroupMaxRunning, t.VClock,
 			t.Paused, t.Retention.Microseconds(), t.FailedRetention.Microseconds()); err != nil {
 			return fmt.Errorf("sqlite: load type %q: %w", t.Name, err)
 		}
 	}
 	for _, g := range b.Groups {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO rota_groups (type, grp, turn, band_count) VALUES (?, ?, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, stmt("load_group"),
 			g.Type, g.Group, g.Turn, g.BandCount); err != nil {
 			return fmt.Errorf("sqlite: load group %q of type %q: %w", g.Group, g.Type, err)
 		}
 	}
 	for _, g := range b.GroupConfig {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO rota_group_config (grp, type, max_running, weight, paused) VALUES (?, ?, ?, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, stmt("load_group_config"),
 			g.Group, g.Type, g.MaxRunning, g.Weight, g.Paused); err != nil {
 			return fmt.Errorf("sqlite: load settings of group %q: %w", g.Group, err)
 		}
@@ -268,7 +257,7 @@ func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
 	for _, t := range b.Tokens {
 		groups, _ := json.Marshal(nonNil(t.Groups))
 		types, _ := json.Marshal(nonNil(t.Types))
-		if _, err := tx.ExecContext(ctx, `INSERT INTO rota_tokens (name, hash, groups, types, read_only, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, stmt("load_token"),
 			t.Name, t.Hash, string(groups), string(types), t.ReadOnly, micros(t.CreatedAt)); err != nil {
 			return fmt.Errorf("sqlite: load token %q: %w", t.Name, err)
 		}
@@ -309,16 +298,14 @@ func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
 func (l *loader) Commit(ctx context.Context) error {
 	defer l.close()
 	tx := l.tx
-	if _, err := tx.ExecContext(ctx, `INSERT INTO rota_groups (type, grp, pending, running)
-		SELECT type, grp, sum(state = 0), sum(state = 1) FROM rota_jobs WHERE state IN (0, 1) GROUP BY type, grp
-		ON CONFLICT (type, grp) DO UPDATE SET pending = excluded.pending, running = excluded.running`); err != nil {
+	if _, err := tx.ExecContext(ctx, stmt("load_count_groups")); err != nil {
 		return fmt.Errorf("sqlite: load: count the groups: %w", err)
 	}
 	if l.next > 1 {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM sqlite_sequence WHERE name = 'rota_jobs'`); err != nil {
+		if _, err := tx.ExecContext(ctx, stmt("load_forget_id")); err != nil {
 			return fmt.Errorf("sqlite: load: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO sqlite_sequence (name, seq) VALUES ('rota_jobs', ?)`, l.next-1); err != nil {
+		if _, err := tx.ExecContext(ctx, stmt("load_next_id"), l.next-1); err != nil {
 			return fmt.Errorf("sqlite: load: %w", err)
 		}
 	}

@@ -29,13 +29,13 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/rotajobs/rota/internal/backend"
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/sqlfile"
 
 	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
 
-	"github.com/rotajobs/rota/internal/backend"
 	"github.com/rotajobs/rota/internal/migrate"
-	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -432,9 +432,11 @@ var sqlFiles embed.FS
 // to fill in, so they are read once, when the package loads.
 var statements = func() sqlfile.Statements {
 	st, err := sqlfile.Load(sqlFiles, "sql", template.FuncMap{
-		"jobColumns": func() string { return jobColumns },
-		"rowColumns": func() string { return rowColumns },
-		"keptFor":    backend.KeptForSQL,
+		"jobColumns":  func() string { return jobColumns },
+		"rowColumns":  func() string { return rowColumns },
+		"keptFor":     backend.KeptForSQL,
+		"copyColumns": func(table string) string { return strings.Join(copyColumns[table], ", ") },
+		"copyParams":  func(table string) string { return placeholders(len(copyColumns[table])) },
 	})
 	if err != nil {
 		panic("sqlite: " + err.Error())

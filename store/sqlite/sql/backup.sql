@@ -8,7 +8,3 @@ SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('rota_jobs'
 -- Writes a copy of the database, as of its read transaction, to a new file.
 -- ? the file's path.
 VACUUM INTO ?;
-
--- name: backup_jobs
--- How many jobs the copy holds.
-SELECT count(*) FROM rota_jobs;

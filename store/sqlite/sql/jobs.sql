@@ -9,6 +9,10 @@
 -- ? id.
 SELECT {{rowColumns}} FROM rota_jobs WHERE id = ?;
 
+-- name: count_jobs
+-- How many jobs the database holds (an export's total, a backup's check).
+SELECT count(*) FROM rota_jobs;
+
 -- name: job
 -- A job as it now is (jobColumns).
 -- ? id.

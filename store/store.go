@@ -345,6 +345,20 @@ type AddParams struct {
 	// without them clears them), as Bedrock does; its state and run time
 	// stay. The outcome is then Updated.
 	Overwrite bool
+	// UniqueFor, when positive, makes the add return an existing job
+	// instead of adding one when that job was created less than UniqueFor
+	// ago (by the store's clock), is of the add's type and group, and has
+	// the add's key, or, without a key, the same data (normalized JSON,
+	// compared byte for byte); the outcome is then Unchanged. Within the
+	// window a keyed add is not a re-add: the job stays as it is. Past it,
+	// a keyed add re-adds the job and an add without a key adds one. Not
+	// with Unique. Adds of one type, group and key (or data) are
+	// serialised across nodes, so concurrent adds make one job.
+	UniqueFor time.Duration
+	// UniqueStates narrows the states a job must be in for UniqueFor to
+	// find it; nil means any state but cancelled (a completed or failed
+	// job within the window still counts: a throttle).
+	UniqueStates []State
 	// Parent makes the job a child of that job, which must be running (a
 	// child of a running parent is paused until the parent finishes its
 	// run) or paused waiting for its children (the child is pending at

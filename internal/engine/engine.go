@@ -545,6 +545,11 @@ type Inserter interface {
 	// taking the key's lock, so that a key found free stays free until
 	// the transaction ends.
 	KeyHolder(p *store.AddParams) (id int64, found bool, err error)
+	// SameData finds the jobs of p's type and group whose data are data
+	// and that were created after since, in id order, taking a lock on
+	// (type, group, data) so that adds of the same data are serialised
+	// across nodes until the transaction ends.
+	SameData(p *store.AddParams, data []byte, since time.Time) ([]int64, error)
 	// Insert inserts a job for p (data: its normalized data; p.RunAt
 	// zero: at the store's now) in state, counts it, and queues its
 	// event.
@@ -561,6 +566,16 @@ func Add(tx Inserter, jobs []store.AddParams, datas [][]byte, reach *store.Reach
 	out := make([]store.AddResult, len(jobs))
 	for i := range jobs {
 		p := &jobs[i]
+		if p.UniqueFor > 0 {
+			res, found, err := AddUniqueFor(tx, p, datas[i])
+			if err != nil {
+				return nil, err
+			}
+			if found {
+				out[i] = res
+				continue
+			}
+		}
 		if p.Unique {
 			res, found, err := AddUnique(tx, p, datas[i])
 			if err != nil {
@@ -681,6 +696,51 @@ func AddUnique(tx Tx, p *store.AddParams, data []byte) (res store.AddResult, fou
 	res.Outcome = plan.Outcome
 	res.Job, err = job(tx, r, j)
 	return res, true, err
+}
+
+// AddUniqueFor looks for the job an add p with a unique window finds
+// (lifecycle.InUniqueWindow): the holder of its key, or, without a key,
+// the jobs with its data created within the window, the first that
+// matches. found is false when there is none, and the add goes on as any
+// other (a keyed add re-adds the job, another inserts).
+func AddUniqueFor(tx Inserter, p *store.AddParams, data []byte) (res store.AddResult, found bool, err error) {
+	now, err := tx.Now()
+	if err != nil {
+		return store.AddResult{}, false, err
+	}
+	var candidates []int64
+	if p.Key != "" {
+		id, held, err := tx.KeyHolder(p)
+		if err != nil || !held {
+			return store.AddResult{}, false, err
+		}
+		candidates = []int64{id}
+	} else if candidates, err = tx.SameData(p, data, lifecycle.UniqueSince(p, now)); err != nil {
+		return store.AddResult{}, false, err
+	}
+	if len(candidates) == 0 {
+		return store.AddResult{}, false, nil
+	}
+	rs, err := tx.Lock(candidates)
+	if err != nil {
+		return store.AddResult{}, false, err
+	}
+	for _, id := range candidates {
+		r := rs[id] // nil: removed meanwhile
+		if r == nil {
+			continue
+		}
+		j, err := tx.Job(id)
+		if err != nil {
+			return store.AddResult{}, false, err
+		}
+		if !lifecycle.InUniqueWindow(p, r, j.CreatedAt, now) {
+			continue
+		}
+		// Nothing changes: the add answers with the job as it is.
+		return store.AddResult{Job: j, Outcome: store.Unchanged}, true, nil
+	}
+	return store.AddResult{}, false, nil
 }
 
 func ids(n int, id func(int) int64) []int64 {

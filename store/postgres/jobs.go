@@ -143,7 +143,7 @@ func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddRes
 		}
 		return withBedrockIDs(jobs, out, t.bedrockIDs)
 	}
-	if slices.ContainsFunc(jobs, func(p store.AddParams) bool { return p.Key != "" || p.Unique || p.Parent != 0 || p.BedrockID }) {
+	if slices.ContainsFunc(jobs, func(p store.AddParams) bool { return p.Key != "" || p.Unique || p.UniqueFor > 0 || p.Parent != 0 || p.BedrockID }) {
 		if err := s.inTx(ctx, "add", run); err != nil {
 			return nil, err
 		}
@@ -204,7 +204,7 @@ func (s *Store) addIn(ctx context.Context, d db, jobs []store.AddParams) ([]stor
 type typeKey struct{ typ, grp, key string }
 
 func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]store.AddResult, error) {
-	if slices.ContainsFunc(jobs, func(p store.AddParams) bool { return p.Unique || p.Parent != 0 }) {
+	if slices.ContainsFunc(jobs, func(p store.AddParams) bool { return p.Unique || p.UniqueFor > 0 || p.Parent != 0 }) {
 		return t.addInTurn(jobs, datas, newTypes)
 	}
 	out := make([]store.AddResult, len(jobs))
@@ -330,6 +330,30 @@ func (t *txn) FindUnique(p *store.AddParams) (int64, bool, error) {
 	var id int64
 	found, err := t.row("unique", []any{p.Type, p.Group}, &id)
 	return id, found, err
+}
+
+// SameData finds the jobs of p's type and group with data created after
+// since (engine.Inserter), in either table. A transaction-level lock on
+// (type, group, data) serialises such adds across nodes, so that two
+// cannot both find none and insert; adds of other data go on beside.
+func (t *txn) SameData(p *store.AddParams, data []byte, since time.Time) ([]int64, error) {
+	if _, err := t.run("lock_unique", hash64("unique_for", t.s.cfg.Schema, p.Type, p.Group, string(data))); err != nil {
+		return nil, fmt.Errorf("lock unique window of type %q in group %q: %w", p.Type, p.Group, err)
+	}
+	rs, err := t.rows("same_data", p.Type, p.Group, data, since)
+	if err != nil {
+		return nil, fmt.Errorf("find jobs of type %q in group %q with the same data: %w", p.Type, p.Group, err)
+	}
+	defer rs.Close()
+	var ids []int64
+	for rs.Next() {
+		var id int64
+		if err := rs.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rs.Err()
 }
 
 // Job reads job id as it now is (engine.Tx).

@@ -477,6 +477,25 @@ func (c *addCounts) save(w *txn) error {
 	return nil
 }
 
+// SameData finds the jobs of p's type and group with data created after
+// since (engine.Inserter); the writer serialises adds.
+func (w *txn) SameData(p *store.AddParams, data []byte, since time.Time) ([]int64, error) {
+	rs, err := w.rows("same_data", p.Type, p.Group, data, micros(since))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: unique window: %w", err)
+	}
+	defer rs.Close()
+	var ids []int64
+	for rs.Next() {
+		var id int64
+		if err := rs.Scan(&id); err != nil {
+			return nil, fmt.Errorf("sqlite: unique window: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rs.Err()
+}
+
 // FindUnique finds the job a unique add of p's type and group finds
 // (engine.Tx); the writer serialises unique adds.
 func (w *txn) FindUnique(p *store.AddParams) (int64, bool, error) {

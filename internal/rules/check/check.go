@@ -168,6 +168,9 @@ func Add(p *store.AddParams) ([]byte, error) {
 	if p.Unique && p.Key != "" {
 		return nil, Invalidf("unique and key are two ways to find an existing job: give one")
 	}
+	if err := UniqueFor(p); err != nil {
+		return nil, err
+	}
 	if p.Overwrite && !p.Unique {
 		return nil, Invalidf("overwrite applies to unique adds only")
 	}
@@ -654,3 +657,31 @@ func Imports(jobs []store.ImportJob) ([]store.AddParams, [][]byte, error) {
 	}
 	return Adds(ps)
 }
+
+// UniqueFor checks an add's unique window: a window of at least a
+// millisecond and at most MaxUniqueFor, states only with a window, and
+// not with Unique (which finds a job of any age).
+func UniqueFor(p *store.AddParams) error {
+	p.UniqueFor = p.UniqueFor.Truncate(time.Microsecond)
+	switch {
+	case p.UniqueFor < 0:
+		return Invalidf("unique_for %v must not be negative", p.UniqueFor)
+	case p.UniqueFor > 0 && p.UniqueFor < time.Millisecond:
+		return Invalidf("unique_for %v is less than 1ms", p.UniqueFor)
+	case p.UniqueFor > MaxUniqueFor:
+		return Invalidf("unique_for %v is more than %v", p.UniqueFor, MaxUniqueFor)
+	case p.UniqueFor == 0 && p.UniqueStates != nil:
+		return Invalidf("unique_states apply with unique_for only")
+	case p.UniqueFor > 0 && p.Unique:
+		return Invalidf("unique and unique_for are two ways to find an existing job: give one")
+	}
+	for _, st := range p.UniqueStates {
+		if !st.Valid() {
+			return Invalidf("unique_states: %d is not a job state", st)
+		}
+	}
+	return nil
+}
+
+// MaxUniqueFor bounds a unique window: a year.
+const MaxUniqueFor = 366 * 24 * time.Hour

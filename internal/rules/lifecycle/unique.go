@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -16,6 +17,24 @@ import (
 // any state Bedrock still holds a job in. Bedrock deletes a job that
 // completes, so a completed job that rota merely retains does not count.
 func Matches(s store.State) bool { return s != store.Completed }
+
+// UniqueSince is the start of an add's unique window at the store's time
+// now: a job created after it is within the window (AddParams.UniqueFor).
+func UniqueSince(p *store.AddParams, now time.Time) time.Time { return now.Add(-p.UniqueFor) }
+
+// InUniqueWindow reports whether job r, created at created, is one an add
+// p with a unique window finds at the store's time now: created within
+// the window, and in one of p's unique states (by default any state but
+// cancelled: a job that completed within the window still throttles).
+func InUniqueWindow(p *store.AddParams, r *Row, created, now time.Time) bool {
+	if p.UniqueFor <= 0 || r == nil || !created.After(UniqueSince(p, now)) {
+		return false
+	}
+	if p.UniqueStates == nil {
+		return r.State != store.Cancelled
+	}
+	return slices.Contains(p.UniqueStates, r.State)
+}
 
 // UniqueAdd decides a unique add p (data: its normalized data) that found
 // job r, whose data are existing: the same data, or no overwrite, change

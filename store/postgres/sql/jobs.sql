@@ -44,6 +44,13 @@ SELECT pg_advisory_xact_lock($1);
 	UNION ALL (SELECT id FROM {{schema}}.jobs WHERE type = $1 AND grp = $2 AND state = 2 LIMIT 1)
 	UNION ALL (SELECT id FROM {{schema}}.jobs_ended WHERE type = $1 AND grp = $2 AND state IN (4, 5) LIMIT 1) LIMIT 1;
 
+-- name: same_data
+-- The jobs of a type and group with these data, created after a time, in
+-- either table, in id order (a unique window: engine.AddUniqueFor).
+-- $1 type, $2 group, $3 data, $4 the window's start.
+SELECT id FROM (SELECT id FROM {{schema}}.jobs WHERE type = $1 AND grp = $2 AND created_at > $4 AND data = $3
+	UNION ALL SELECT id FROM {{schema}}.jobs_ended WHERE type = $1 AND grp = $2 AND created_at > $4 AND data = $3) AS j ORDER BY id;
+
 -- name: lock_keys
 -- Serialises adds of the same (type, group, key) across nodes, until the
 -- transaction ends; the keys are sorted, so adds cannot deadlock.

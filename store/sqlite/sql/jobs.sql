@@ -56,6 +56,12 @@ SELECT id FROM (SELECT id FROM rota_jobs WHERE type = ?1 AND grp = ?2 AND state 
 	UNION ALL SELECT id FROM (SELECT id FROM rota_jobs WHERE type = ?1 AND grp = ?2 AND state = 1 LIMIT 1)
 	UNION ALL SELECT id FROM (SELECT id FROM rota_jobs WHERE type = ?1 AND grp = ?2 AND state IN (2, 4, 5) LIMIT 1) LIMIT 1;
 
+-- name: same_data
+-- The jobs of a type and group with these data, created after a time, in
+-- id order (a unique window: engine.AddUniqueFor).
+-- ?1 type, ?2 group, ?3 data, ?4 the window's start (micros).
+SELECT id FROM rota_jobs WHERE type = ?1 AND grp = ?2 AND created_at > ?4 AND CAST(data AS BLOB) = CAST(?3 AS BLOB) ORDER BY id;
+
 -- name: register_type
 -- Registers a type (a no-op when its row exists).
 -- ? name, ? updated_at.

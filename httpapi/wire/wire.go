@@ -52,6 +52,9 @@ type AddRequest struct {
 	Unique      bool              `json:"unique,omitempty"`
 	Overwrite   bool              `json:"overwrite,omitempty"`
 	Parent      int64             `json:"parent,omitempty"`
+	// UniqueFor and UniqueStates are a unique window (store.AddParams).
+	UniqueFor    Duration      `json:"unique_for,omitempty"`
+	UniqueStates []store.State `json:"unique_states,omitempty"`
 }
 
 // Params converts the request to store parameters.
@@ -59,7 +62,8 @@ func (a AddRequest) Params() store.AddParams {
 	p := store.AddParams{Type: a.Type, Key: a.Key, Group: a.Group, Priority: a.Priority, Data: a.Data,
 		MaxAttempts: a.MaxAttempts, BackoffBase: time.Duration(a.BackoffBase), BackoffMax: time.Duration(a.BackoffMax),
 		Meta: a.Meta, Schedule: a.Schedule, Missed: a.Missed, RetryAfter: time.Duration(a.RetryAfter),
-		Unique: a.Unique, Overwrite: a.Overwrite, Parent: a.Parent}
+		Unique: a.Unique, Overwrite: a.Overwrite, Parent: a.Parent,
+		UniqueFor: time.Duration(a.UniqueFor), UniqueStates: a.UniqueStates}
 	if a.RunAt != nil {
 		p.RunAt = *a.RunAt
 	}
@@ -70,7 +74,8 @@ func (a AddRequest) Params() store.AddParams {
 func NewAddRequest(p store.AddParams) AddRequest {
 	a := AddRequest{Type: p.Type, Key: p.Key, Group: p.Group, Priority: p.Priority, Data: p.Data,
 		MaxAttempts: p.MaxAttempts, BackoffBase: Duration(p.BackoffBase), BackoffMax: Duration(p.BackoffMax), Meta: p.Meta,
-		Schedule: p.Schedule, Missed: p.Missed, RetryAfter: Duration(p.RetryAfter), Unique: p.Unique, Overwrite: p.Overwrite, Parent: p.Parent}
+		Schedule: p.Schedule, Missed: p.Missed, RetryAfter: Duration(p.RetryAfter), Unique: p.Unique, Overwrite: p.Overwrite, Parent: p.Parent,
+		UniqueFor: Duration(p.UniqueFor), UniqueStates: p.UniqueStates}
 	if !p.RunAt.IsZero() {
 		t := p.RunAt
 		a.RunAt = &t

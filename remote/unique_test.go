@@ -1,0 +1,55 @@
+package remote_test
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rotajobs/rota"
+	"github.com/rotajobs/rota/httpapi"
+	"github.com/rotajobs/rota/remote"
+	"github.com/rotajobs/rota/store"
+	"github.com/rotajobs/rota/store/sqlite"
+)
+
+// TestAddUniqueFor: a unique window and its states cross the wire, and the
+// answer says the add was deduplicated.
+func TestAddUniqueFor(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "jobs.db"), sqlite.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := rota.NewClient(st, rota.Config{CloseStore: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	api := httpapi.New(local, httpapi.Config{})
+	defer api.Close()
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	rs, err := remote.New(srv.URL, remote.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	data := json.RawMessage(`{"to":"a"}`)
+	p := store.AddParams{Type: "mail", UniqueFor: time.Hour, Data: data}
+	res, err := rs.Add(t.Context(), []store.AddParams{p, p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Outcome != store.Inserted || res[1].Outcome != store.Unchanged || res[1].Job.ID != res[0].Job.ID {
+		t.Errorf("two adds in a window: %d %v, %d %v", res[0].Job.ID, res[0].Outcome, res[1].Job.ID, res[1].Outcome)
+	}
+	p.UniqueStates = []store.State{store.Completed}
+	res, err = rs.Add(t.Context(), []store.AddParams{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Outcome != store.Inserted {
+		t.Errorf("an add counting completed jobs only: %v, want inserted (unique_states lost on the wire?)", res[0].Outcome)
+	}
+}

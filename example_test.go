@@ -389,3 +389,34 @@ func ExampleAddParams_parent() {
 	// parent sees {"n":0} completed "done"
 	// parent sees {"n":1} completed "done"
 }
+
+// A unique window: a burst of adds of the same data within ten minutes
+// makes one job; the later adds answer with it, outcome unchanged.
+func ExampleAddParams_uniqueFor() {
+	path, cleanup := dbPath()
+	defer cleanup()
+	client, err := rota.Open(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+
+	for _, to := range []string{"ann", "ann", "bob"} {
+		res, err := client.Add(ctx, rota.AddParams{
+			Type:      "mail.welcome",
+			Data:      json.RawMessage(`{"to":"` + to + `"}`),
+			UniqueFor: 10 * time.Minute,
+			// Jobs that were cancelled never count; narrow further with
+			// UniqueStates: []rota.State{rota.Pending, rota.Running}.
+		})
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(to, res.Outcome, res.Job.ID)
+	}
+	// Output:
+	// ann inserted 1
+	// ann unchanged 1
+	// bob inserted 2
+}

@@ -55,7 +55,8 @@ type (
 	// object), Key (unique within the type), Group, Priority, RunAt, Meta,
 	// MaxAttempts, BackoffBase and BackoffMax; Schedule and Missed for a
 	// recurring job; RetryAfter for a fixed lease; Unique and Overwrite for
-	// a unique add; Parent to add a child of a running job; BedrockID to
+	// a unique add; UniqueFor and UniqueStates for a unique window
+	// (deduplication, throttle); Parent to add a child of a running job; BedrockID to
 	// give it a Bedrock id in the add's transaction.
 	AddParams = store.AddParams
 	// AcceptParams asks for due jobs, optionally waiting for them: Types,

@@ -233,6 +233,9 @@ func TestBadInput(t *testing.T) {
 		{[]string{"add", "e2e.t", "--in", "soon"}, `invalid argument "soon"`},
 		{[]string{"add", "e2e.t", "--at", "tomorrow"}, "not an RFC 3339 time"},
 		{[]string{"add", "e2e.t", "--max-attempts", "-1"}, "--max-attempts"},
+		{[]string{"add", "e2e.t", "--unique-for", "-1s"}, "--unique-for -1s must not be negative"},
+		{[]string{"add", "e2e.t", "--unique-for", "1h", "--unique-states", "asleep"}, `--unique-states: unknown state "asleep"`},
+		{[]string{"add", "e2e.t", "--unique-states", "pending"}, "--unique-states apply with unique-for only"},
 		{[]string{"retry", "1", "--in", "-5m"}, "must not be negative"},
 		{[]string{"cancel", "1", "two"}, `bad job id "two"`},
 		{[]string{"rm"}, "at least one job ID"},
@@ -591,6 +594,23 @@ func TestAddMeta(t *testing.T) {
 	}
 	if out := s.rota(t, "get", strconv.FormatInt(withMeta.Job.ID, 10)); !strings.Contains(out, "route=eu tier=gold") {
 		t.Errorf("rota get does not show the metadata:\n%s", out)
+	}
+}
+
+// TestAddUniqueFor: rota add --unique-for prints the job it found and
+// outcome unchanged within the window; --unique-states narrows what counts.
+func TestAddUniqueFor(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	first := s.rota(t, "add", "e2e.unique", `{"to":"a"}`, "--unique-for", "1h")
+	again := s.rota(t, "add", "e2e.unique", `{"to":"a"}`, "--unique-for", "1h")
+	id, _, _ := strings.Cut(first, " ")
+	if !strings.HasSuffix(strings.TrimSpace(first), "inserted") || strings.TrimSpace(again) != id+" unchanged" {
+		t.Errorf("two adds within the window printed %q and %q, want the same job, inserted then unchanged", first, again)
+	}
+	other := s.rota(t, "add", "e2e.unique", `{"to":"a"}`, "--unique-for", "1h", "--unique-states", "completed,failed")
+	if !strings.HasSuffix(strings.TrimSpace(other), "inserted") {
+		t.Errorf("an add counting completed and failed jobs only printed %q, want a new job", other)
 	}
 }
 

@@ -56,12 +56,13 @@ func (s *schedule) runAt(cmd *cobra.Command, now time.Time) (time.Time, error) {
 
 func addCommand(g *globals) *cobra.Command {
 	var (
-		p        rota.AddParams
-		dataFile string
-		sched    schedule
-		quiet    bool
-		meta     map[string]string
-		missed   string
+		p            rota.AddParams
+		dataFile     string
+		sched        schedule
+		quiet        bool
+		meta         map[string]string
+		uniqueStates []string
+		missed       string
 	)
 	cmd := &cobra.Command{
 		Use:   "add TYPE [DATA-JSON | -]",
@@ -125,6 +126,16 @@ resubmitted or requeued. With --json it prints the API's answer,
 			if err := check.Schedule(&p.Schedule, p.Missed); err != nil {
 				return usageErrorf("--%v", invalidDetail(err))
 			}
+			for _, name := range uniqueStates {
+				st, err := store.ParseState(name)
+				if err != nil {
+					return usageErrorf("--unique-states: %v", invalidDetail(err))
+				}
+				p.UniqueStates = append(p.UniqueStates, st)
+			}
+			if err := check.UniqueFor(&p); err != nil {
+				return usageErrorf("--%v", strings.ReplaceAll(invalidDetail(err), "unique_", "unique-"))
+			}
 			arg := ""
 			if len(args) == 2 {
 				arg = args[1]
@@ -170,6 +181,8 @@ resubmitted or requeued. With --json it prints the API's answer,
 	f.Int64Var(&p.Parent, "parent", 0, "add the job as a child of this running (or waiting) job")
 	f.BoolVar(&p.Unique, "unique", false, "return the existing job of this type in this group that has not completed, if any, instead of adding one")
 	f.BoolVar(&p.Overwrite, "overwrite", false, "with --unique: merge this data into the existing job's (JSON merge patch) and set its priority and schedule")
+	f.DurationVar(&p.UniqueFor, "unique-for", 0, "a unique window: within this time of a job's add, an add of its type, group and key (or, without --key, its data) returns it instead of adding one")
+	f.StringSliceVar(&uniqueStates, "unique-states", nil, "with --unique-for: the states a job must be in to count (default: any but cancelled)")
 	f.StringVar(&missed, "missed", "", "what a recurring job does about missed slots: once, skip or all (default once)")
 	f.StringToStringVar(&meta, "meta", nil, "metadata carried with the job, KEY=VALUE (repeat, or comma-separate)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print only the job id")

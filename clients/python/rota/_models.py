@@ -7,7 +7,7 @@ from ._base import Model, RotaError
 
 API_VERSION = "1"
 # The SHA-256 of the document this module was generated from.
-OPENAPI_SHA256 = "06f608b2b6d1a5f77e03f112ae346b54abee7221587536e3cb04befeacd661d7"
+OPENAPI_SHA256 = "46bea851fda30631ea8435d6f5883093872c91c3e6f1d2851e71c7df5d066a83"
 
 # How a worker ends its hold on a job: complete (done, result stored); fail (retried with back-off unless permanent or out of attempts); snooze (pending again at run_at, the attempt is given back); release (pending again at once, the attempt is given back; used on shutdown); cancel (the worker cancels the job).
 ENDINGS = ("complete", "fail", "snooze", "release", "cancel")
@@ -18,7 +18,7 @@ ERROR_CODES = ("invalid_input", "not_found", "worker_conflict", "canceled", "fin
 # A recurring job's policy for slots that passed while it could not run (server down, type or group paused, a run longer than a slot); a slot counts as missed when the next one falls due before the job starts.
 MISSED_POLICIES = ("once", "skip", "all")
 
-# What an add or resubmit did: inserted a new job; updated a pending job (new data and run time); resubmitted a running job (it runs again when its worker ends); requeued an ended job (pending again, same id); unchanged: a unique add found the job and changed nothing.
+# What an add or resubmit did: inserted a new job; updated a pending job (new data and run time); resubmitted a running job (it runs again when its worker ends); requeued an ended job (pending again, same id); unchanged: a unique add, or an add within a unique window (unique_for), found the job and changed nothing (it was deduplicated).
 OUTCOMES = ("inserted", "updated", "resubmitted", "requeued", "unchanged")
 
 # A job's lifecycle state.
@@ -206,6 +206,8 @@ class AddRequest(Model):
         "schedule": "json",
         "type": "json",
         "unique": "json",
+        "unique_for": "duration",
+        "unique_states": "json",
     }
     _required = ("type",)
     backoff_base = None
@@ -224,6 +226,8 @@ class AddRequest(Model):
     schedule = ""
     type = ""
     unique = False
+    unique_for = None
+    unique_states = ()
 
 
 class AddResponse(Model):

@@ -35,6 +35,18 @@ def test_add_get_and_outcomes(client, typ):
     assert [j and j.id for j in client.get_many([job.id, 10 ** 12])] == [job.id, None]
 
 
+def test_add_unique_for(client, typ):
+    """An add within a unique window answers with the job it found (outcome
+    unchanged); unique_states narrows what counts; a bad window is refused."""
+    first = client.add(typ, {"to": "a"}, unique_for=dt.timedelta(hours=1))
+    again = client.add(typ, {"to": "a"}, unique_for=3600)
+    assert first.outcome == "inserted" and (again.id, again.outcome) == (first.id, "unchanged")
+    other = client.add(typ, {"to": "a"}, unique_for=3600, unique_states=["completed"])
+    assert other.id != first.id and other.outcome == "inserted"
+    with pytest.raises(rota.InvalidInputError, match="unique_states"):
+        client.add(typ, unique_states=["pending"])
+
+
 def test_add_refuses_unknown_options_before_sending(client, typ):
     with pytest.raises(TypeError, match="no field 'colour'"):
         client.add(typ, colour="red")

@@ -173,6 +173,23 @@ export interface AddRequest {
      * unknown parent, or one out of the token's reach (answered alike): 404.
      */
     parent?: number;
+    /**
+     * A unique window (1ms to 366 days): when a job of this type in this group
+     * with this add's key, or, without a key, with the same data (normalized
+     * JSON), was created less than this long ago and is in one of unique_states,
+     * the add returns that job unchanged instead of adding one (outcome unchanged:
+     * the add was deduplicated); within the window a keyed add does not re-add the
+     * job. Past the window the add goes on as any other. Adds of one type, group
+     * and key (or data) are serialised across nodes, so concurrent adds make one
+     * job. Not with unique.
+     */
+    unique_for?: Duration;
+    /**
+     * With unique_for: the states a job must be in to be found. Absent: any state
+     * but cancelled (a job that completed within the window still counts, a
+     * throttle).
+     */
+    unique_states?: State[];
 }
 /**
  * The answer to one add or resubmit.
@@ -773,7 +790,8 @@ export declare const missedValues: readonly Missed[];
  * What an add or resubmit did: inserted a new job; updated a pending job (new
  * data and run time); resubmitted a running job (it runs again when its worker
  * ends); requeued an ended job (pending again, same id); unchanged: a unique
- * add found the job and changed nothing.
+ * add, or an add within a unique window (unique_for), found the job and
+ * changed nothing (it was deduplicated).
  */
 export type Outcome = "inserted" | "updated" | "resubmitted" | "requeued" | "unchanged";
 /** Every Outcome, in the document's order. */

@@ -45,6 +45,17 @@ for (const store of stores()) {
       assert.ok(Date.parse(later.run_at) > Date.now() + 3500_000);
     });
 
+    test("an add within a unique window answers with the job it found, outcome unchanged", async () => {
+      const type = uniq("unique");
+      const first = await c.add({ type, data: { to: "a" }, unique_for: "1h" });
+      const again = await c.add({ type, data: { to: "a" }, unique_for: "1h" });
+      assert.equal(first.outcome, "inserted");
+      assert.deepEqual([again.id, again.outcome], [first.id, "unchanged"]);
+      const other = await c.add({ type, data: { to: "a" }, unique_for: "1h", unique_states: ["completed"] });
+      assert.ok(other.id !== first.id && other.outcome === "inserted");
+      await assert.rejects(c.add({ type, unique_states: ["pending"] }), (e: unknown) => e instanceof InvalidInputError && /unique_states/.test(e.message));
+    });
+
     test("add refuses bad input with InvalidInputError and adds nothing", async () => {
       const type = uniq("bad");
       await assert.rejects(c.add({ type, max_attempts: -1 }), (e: unknown) => {

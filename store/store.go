@@ -359,6 +359,14 @@ type AddParams struct {
 	// find it; nil means any state but cancelled (a completed or failed
 	// job within the window still counts: a throttle).
 	UniqueStates []State
+	// Debounce, when positive, makes a keyed add run its job Debounce
+	// after the add (by the store's clock), and another add of the key
+	// before then replace the pending job's data and push its run time to
+	// Debounce after that add: the last add wins, and the job runs once
+	// the adds stop for Debounce. It is a re-add (see Outcome): Updated
+	// says the add debounced a pending job. Needs Key; not with RunAt,
+	// Unique or UniqueFor.
+	Debounce time.Duration
 	// Parent makes the job a child of that job, which must be running (a
 	// child of a running parent is paused until the parent finishes its
 	// run) or paused waiting for its children (the child is pending at

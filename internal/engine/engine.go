@@ -593,6 +593,13 @@ func Add(tx Inserter, jobs []store.AddParams, datas [][]byte, reach *store.Reach
 				return nil, err
 			}
 		}
+		if p.Debounce > 0 {
+			now, err := tx.Now()
+			if err != nil {
+				return nil, err
+			}
+			p.RunAt = lifecycle.DebouncedRunAt(p, now)
+		}
 		if p.Key != "" {
 			id, found, err := tx.KeyHolder(p)
 			if err != nil {

@@ -204,7 +204,7 @@ func (s *Store) addIn(ctx context.Context, d db, jobs []store.AddParams) ([]stor
 type typeKey struct{ typ, grp, key string }
 
 func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]store.AddResult, error) {
-	if slices.ContainsFunc(jobs, func(p store.AddParams) bool { return p.Unique || p.UniqueFor > 0 || p.Parent != 0 }) {
+	if slices.ContainsFunc(jobs, func(p store.AddParams) bool { return p.Unique || p.UniqueFor > 0 || p.Debounce > 0 || p.Parent != 0 }) {
 		return t.addInTurn(jobs, datas, newTypes)
 	}
 	out := make([]store.AddResult, len(jobs))

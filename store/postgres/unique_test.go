@@ -12,8 +12,8 @@ import (
 )
 
 // Adds with a unique window on two nodes at once make one job per (type,
-// group, data) and per (type, group, key): the lock on what a window finds
-// holds across nodes.
+// group, data) and per (type, group, key), and debounced adds of one key
+// one job: the lock on what a window finds holds across nodes.
 func TestUniqueForAcrossNodes(t *testing.T) {
 	schema := newSchema(t)
 	nodes := []*postgres.Store{openIn(t, schema, postgres.Config{}), openIn(t, schema, postgres.Config{})}
@@ -23,7 +23,7 @@ func TestUniqueForAcrossNodes(t *testing.T) {
 		key := fmt.Sprintf("k-%d", round)
 		var wg sync.WaitGroup
 		var mu sync.Mutex
-		ids := map[string]map[int64]bool{"data": {}, "key": {}}
+		ids := map[string]map[int64]bool{"data": {}, "key": {}, "debounce": {}}
 		errs := make(chan error, 2*len(nodes)*perNode)
 		for _, n := range nodes {
 			for range perNode {
@@ -33,6 +33,7 @@ func TestUniqueForAcrossNodes(t *testing.T) {
 					res, err := n.Add(t.Context(), []store.AddParams{
 						{Type: "mail", Group: "acme", UniqueFor: time.Hour, Data: data},
 						{Type: "mail", Group: "acme", Key: key, UniqueFor: time.Hour},
+						{Type: "index", Group: "acme", Key: key, Debounce: time.Hour, Data: data},
 					})
 					if err != nil {
 						errs <- err
@@ -41,6 +42,7 @@ func TestUniqueForAcrossNodes(t *testing.T) {
 					mu.Lock()
 					ids["data"][res[0].Job.ID] = true
 					ids["key"][res[1].Job.ID] = true
+					ids["debounce"][res[2].Job.ID] = true
 					mu.Unlock()
 				}()
 			}
@@ -50,15 +52,15 @@ func TestUniqueForAcrossNodes(t *testing.T) {
 		for err := range errs {
 			t.Fatal(err)
 		}
-		if len(ids["data"]) != 1 || len(ids["key"]) != 1 {
-			t.Fatalf("round %d: %d jobs for the same data, %d for the same key, want 1 each", round, len(ids["data"]), len(ids["key"]))
+		if len(ids["data"]) != 1 || len(ids["key"]) != 1 || len(ids["debounce"]) != 1 {
+			t.Fatalf("round %d: %d jobs for the same data, %d for the same key, %d debounced, want 1 each", round, len(ids["data"]), len(ids["key"]), len(ids["debounce"]))
 		}
 	}
-	res, err := nodes[0].List(t.Context(), store.ListParams{Types: []string{"mail"}, Limit: 1000})
+	res, err := nodes[0].List(t.Context(), store.ListParams{Types: []string{"mail", "index"}, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Jobs) != 2*rounds {
-		t.Errorf("%d jobs, want %d", len(res.Jobs), 2*rounds)
+	if len(res.Jobs) != 3*rounds {
+		t.Errorf("%d jobs, want %d", len(res.Jobs), 3*rounds)
 	}
 }

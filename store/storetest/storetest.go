@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("RetryAfter", func(t *testing.T) { testRetryAfter(t, open) })
 	t.Run("Unique", func(t *testing.T) { testUnique(t, open) })
 	t.Run("UniqueFor", func(t *testing.T) { testUniqueFor(t, open) })
+	t.Run("Debounce", func(t *testing.T) { testDebounce(t, open) })
 	t.Run("Tenants", func(t *testing.T) { testTenants(t, open) })
 	t.Run("Family", func(t *testing.T) { testFamily(t, open) })
 	t.Run("Retention", func(t *testing.T) { testRetention(t, open) })

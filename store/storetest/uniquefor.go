@@ -129,3 +129,63 @@ func testUniqueFor(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 	})
 }
+
+// ---- debounce (AddParams.Debounce) ----
+
+func testDebounce(t *testing.T, open func(t *testing.T) store.Store) {
+	t.Run("LastAddWins", func(t *testing.T) {
+		s := open(t)
+		before := time.Now()
+		first := add(t, s, store.AddParams{Type: "index", Key: "doc-1", Debounce: time.Hour, Data: raw(`{"v":1}`)})[0]
+		after := time.Now()
+		if first.Outcome != store.Inserted || first.Job.State != store.Pending {
+			t.Fatalf("first add: %v %v, want an inserted pending job", first.Outcome, first.Job.State)
+		}
+		aboutNow(t, "first run time less the debounce", first.Job.RunAt.Add(-time.Hour), before, after)
+		time.Sleep(20 * time.Millisecond)
+		before = time.Now()
+		again := add(t, s, store.AddParams{Type: "index", Key: "doc-1", Debounce: time.Hour, Data: raw(`{"v":2}`)})[0]
+		after = time.Now()
+		if again.Job.ID != first.Job.ID || again.Outcome != store.Updated {
+			t.Fatalf("second add: %d %v, want %d updated", again.Job.ID, again.Outcome, first.Job.ID)
+		}
+		got := get(t, s, first.Job.ID)
+		wantJSON(t, "data after the second add", got.Data, `{"v":2}`)
+		if !got.RunAt.After(first.Job.RunAt) {
+			t.Errorf("run time %v did not move past the first's %v", got.RunAt, first.Job.RunAt)
+		}
+		aboutNow(t, "second run time less the debounce", got.RunAt.Add(-time.Hour), before, after)
+		// Another group's key is another job.
+		if r := add(t, s, store.AddParams{Type: "index", Key: "doc-1", Group: "other", Debounce: time.Hour})[0]; r.Job.ID == first.Job.ID {
+			t.Errorf("another group's debounced add found job %d", r.Job.ID)
+		}
+	})
+
+	t.Run("RunsWhenTheAddsStop", func(t *testing.T) {
+		s := open(t)
+		const d = 200 * time.Millisecond
+		j := add(t, s, store.AddParams{Type: "quiet", Key: "k", Debounce: d})[0].Job
+		if got := accept(t, s, store.AcceptParams{Types: []string{"quiet"}, Limit: 1}); len(got.Jobs) != 0 {
+			t.Fatalf("a debounced job ran before its debounce: %v", got.Jobs)
+		}
+		time.Sleep(d + 100*time.Millisecond)
+		got := accept(t, s, store.AcceptParams{Types: []string{"quiet"}, Limit: 1})
+		if len(got.Jobs) != 1 || got.Jobs[0].ID != j.ID {
+			t.Fatalf("after the debounce: %v, want job %d", got.Jobs, j.ID)
+		}
+	})
+
+	t.Run("Invalid", func(t *testing.T) {
+		s := open(t)
+		for name, p := range map[string]store.AddParams{
+			"negative":    {Type: "x", Key: "k", Debounce: -time.Second},
+			"no key":      {Type: "x", Debounce: time.Second},
+			"with run_at": {Type: "x", Key: "k", Debounce: time.Second, RunAt: time.Now()},
+			"with window": {Type: "x", Key: "k", Debounce: time.Second, UniqueFor: time.Second},
+		} {
+			if _, err := s.Add(t.Context(), []store.AddParams{p}); !errors.Is(err, store.ErrInvalid) {
+				t.Errorf("%s: %v, want ErrInvalid", name, err)
+			}
+		}
+	})
+}

@@ -171,6 +171,9 @@ func Add(p *store.AddParams) ([]byte, error) {
 	if err := UniqueFor(p); err != nil {
 		return nil, err
 	}
+	if err := Debounce(p); err != nil {
+		return nil, err
+	}
 	if p.Overwrite && !p.Unique {
 		return nil, Invalidf("overwrite applies to unique adds only")
 	}
@@ -685,3 +688,27 @@ func UniqueFor(p *store.AddParams) error {
 
 // MaxUniqueFor bounds a unique window: a year.
 const MaxUniqueFor = 366 * 24 * time.Hour
+
+// Debounce checks an add's debounce: at least a millisecond and at most
+// MaxUniqueFor, with a key (which names the job the adds replace), and
+// without a run time or another way of finding the job.
+func Debounce(p *store.AddParams) error {
+	p.Debounce = p.Debounce.Truncate(time.Microsecond)
+	switch {
+	case p.Debounce == 0:
+		return nil
+	case p.Debounce < 0:
+		return Invalidf("debounce %v must not be negative", p.Debounce)
+	case p.Debounce < time.Millisecond:
+		return Invalidf("debounce %v is less than 1ms", p.Debounce)
+	case p.Debounce > MaxUniqueFor:
+		return Invalidf("debounce %v is more than %v", p.Debounce, MaxUniqueFor)
+	case p.Key == "":
+		return Invalidf("debounce needs a key: it names the job that later adds replace")
+	case !p.RunAt.IsZero():
+		return Invalidf("debounce sets the run time: give run_at or debounce, not both")
+	case p.Unique || p.UniqueFor > 0:
+		return Invalidf("debounce replaces the job a unique add or unique window keeps: give one")
+	}
+	return nil
+}

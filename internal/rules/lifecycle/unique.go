@@ -36,6 +36,17 @@ func InUniqueWindow(p *store.AddParams, r *Row, created, now time.Time) bool {
 	return slices.Contains(p.UniqueStates, r.State)
 }
 
+// DebouncedRunAt is the run time of a debounced add p at the store's time
+// now: Debounce after it, whether the add inserts the job or re-adds the
+// pending one (which then replaces its data and run time: the last add
+// wins). Zero when p does not debounce.
+func DebouncedRunAt(p *store.AddParams, now time.Time) time.Time {
+	if p.Debounce <= 0 {
+		return time.Time{}
+	}
+	return now.Add(p.Debounce)
+}
+
 // UniqueAdd decides a unique add p (data: its normalized data) that found
 // job r, whose data are existing: the same data, or no overwrite, change
 // nothing (KindKeep, Unchanged); otherwise the add's data are merged into the

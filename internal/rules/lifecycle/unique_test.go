@@ -42,3 +42,13 @@ func TestInUniqueWindow(t *testing.T) {
 		t.Error("a job that is gone is in the window")
 	}
 }
+
+func TestDebouncedRunAt(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	if got := lifecycle.DebouncedRunAt(&store.AddParams{Debounce: 5 * time.Second}, now); !got.Equal(now.Add(5 * time.Second)) {
+		t.Errorf("debounce 5s: %v, want %v", got, now.Add(5*time.Second))
+	}
+	if got := lifecycle.DebouncedRunAt(&store.AddParams{}, now); !got.IsZero() {
+		t.Errorf("no debounce: %v, want zero (now, as any add)", got)
+	}
+}

@@ -236,6 +236,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"add", "e2e.t", "--unique-for", "-1s"}, "--unique-for -1s must not be negative"},
 		{[]string{"add", "e2e.t", "--unique-for", "1h", "--unique-states", "asleep"}, `--unique-states: unknown state "asleep"`},
 		{[]string{"add", "e2e.t", "--unique-states", "pending"}, "--unique-states apply with unique-for only"},
+		{[]string{"add", "e2e.t", "--debounce", "1m"}, "--debounce needs a key"},
 		{[]string{"retry", "1", "--in", "-5m"}, "must not be negative"},
 		{[]string{"cancel", "1", "two"}, `bad job id "two"`},
 		{[]string{"rm"}, "at least one job ID"},
@@ -611,6 +612,25 @@ func TestAddUniqueFor(t *testing.T) {
 	other := s.rota(t, "add", "e2e.unique", `{"to":"a"}`, "--unique-for", "1h", "--unique-states", "completed,failed")
 	if !strings.HasSuffix(strings.TrimSpace(other), "inserted") {
 		t.Errorf("an add counting completed and failed jobs only printed %q, want a new job", other)
+	}
+}
+
+// TestAddDebounce: rota add --debounce runs the job that long after the
+// add; another add of the key replaces its data, outcome updated.
+func TestAddDebounce(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	var first, again struct {
+		Job     job
+		Outcome string
+	}
+	s.rotaJSON(t, &first, "add", "e2e.debounce", `{"v":1}`, "--key", "doc-1", "--debounce", "1h")
+	s.rotaJSON(t, &again, "add", "e2e.debounce", `{"v":2}`, "--key", "doc-1", "--debounce", "1h")
+	if first.Outcome != "inserted" || again.Outcome != "updated" || again.Job.ID != first.Job.ID {
+		t.Errorf("two debounced adds: %d %s, %d %s; want one job, inserted then updated", first.Job.ID, first.Outcome, again.Job.ID, again.Outcome)
+	}
+	if compact(again.Job.Data) != `{"v":2}` {
+		t.Errorf("data after the second add: %s", again.Job.Data)
 	}
 }
 

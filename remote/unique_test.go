@@ -14,8 +14,8 @@ import (
 	"github.com/rotajobs/rota/store/sqlite"
 )
 
-// TestAddUniqueFor: a unique window and its states cross the wire, and the
-// answer says the add was deduplicated.
+// TestAddUniqueFor: a unique window, its states and debounce cross the
+// wire, and the answer says the add was deduplicated.
 func TestAddUniqueFor(t *testing.T) {
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "jobs.db"), sqlite.Config{})
 	if err != nil {
@@ -51,5 +51,13 @@ func TestAddUniqueFor(t *testing.T) {
 	}
 	if res[0].Outcome != store.Inserted {
 		t.Errorf("an add counting completed jobs only: %v, want inserted (unique_states lost on the wire?)", res[0].Outcome)
+	}
+	// Debounce crosses the wire too: the job runs an hour after the add.
+	res, err = rs.Add(t.Context(), []store.AddParams{{Type: "index", Key: "doc", Debounce: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if until := time.Until(res[0].Job.RunAt); until < 59*time.Minute {
+		t.Errorf("a debounced add runs in %v, want about an hour (debounce lost on the wire?)", until)
 	}
 }

@@ -55,6 +55,7 @@ type AddRequest struct {
 	// UniqueFor and UniqueStates are a unique window (store.AddParams).
 	UniqueFor    Duration      `json:"unique_for,omitempty"`
 	UniqueStates []store.State `json:"unique_states,omitempty"`
+	Debounce     Duration      `json:"debounce,omitempty"`
 }
 
 // Params converts the request to store parameters.
@@ -63,7 +64,7 @@ func (a AddRequest) Params() store.AddParams {
 		MaxAttempts: a.MaxAttempts, BackoffBase: time.Duration(a.BackoffBase), BackoffMax: time.Duration(a.BackoffMax),
 		Meta: a.Meta, Schedule: a.Schedule, Missed: a.Missed, RetryAfter: time.Duration(a.RetryAfter),
 		Unique: a.Unique, Overwrite: a.Overwrite, Parent: a.Parent,
-		UniqueFor: time.Duration(a.UniqueFor), UniqueStates: a.UniqueStates}
+		UniqueFor: time.Duration(a.UniqueFor), UniqueStates: a.UniqueStates, Debounce: time.Duration(a.Debounce)}
 	if a.RunAt != nil {
 		p.RunAt = *a.RunAt
 	}
@@ -75,7 +76,7 @@ func NewAddRequest(p store.AddParams) AddRequest {
 	a := AddRequest{Type: p.Type, Key: p.Key, Group: p.Group, Priority: p.Priority, Data: p.Data,
 		MaxAttempts: p.MaxAttempts, BackoffBase: Duration(p.BackoffBase), BackoffMax: Duration(p.BackoffMax), Meta: p.Meta,
 		Schedule: p.Schedule, Missed: p.Missed, RetryAfter: Duration(p.RetryAfter), Unique: p.Unique, Overwrite: p.Overwrite, Parent: p.Parent,
-		UniqueFor: Duration(p.UniqueFor), UniqueStates: p.UniqueStates}
+		UniqueFor: Duration(p.UniqueFor), UniqueStates: p.UniqueStates, Debounce: Duration(p.Debounce)}
 	if !p.RunAt.IsZero() {
 		t := p.RunAt
 		a.RunAt = &t

@@ -133,6 +133,9 @@ resubmitted or requeued. With --json it prints the API's answer,
 				}
 				p.UniqueStates = append(p.UniqueStates, st)
 			}
+			if err := check.Debounce(&p); err != nil {
+				return usageErrorf("--%v", invalidDetail(err))
+			}
 			if err := check.UniqueFor(&p); err != nil {
 				return usageErrorf("--%v", strings.ReplaceAll(invalidDetail(err), "unique_", "unique-"))
 			}
@@ -182,6 +185,7 @@ resubmitted or requeued. With --json it prints the API's answer,
 	f.BoolVar(&p.Unique, "unique", false, "return the existing job of this type in this group that has not completed, if any, instead of adding one")
 	f.BoolVar(&p.Overwrite, "overwrite", false, "with --unique: merge this data into the existing job's (JSON merge patch) and set its priority and schedule")
 	f.DurationVar(&p.UniqueFor, "unique-for", 0, "a unique window: within this time of a job's add, an add of its type, group and key (or, without --key, its data) returns it instead of adding one")
+	f.DurationVar(&p.Debounce, "debounce", 0, "with --key: run the job this long after the add; another add of the key before then replaces its data and pushes its run time (the last add wins)")
 	f.StringSliceVar(&uniqueStates, "unique-states", nil, "with --unique-for: the states a job must be in to count (default: any but cancelled)")
 	f.StringVar(&missed, "missed", "", "what a recurring job does about missed slots: once, skip or all (default once)")
 	f.StringToStringVar(&meta, "meta", nil, "metadata carried with the job, KEY=VALUE (repeat, or comma-separate)")

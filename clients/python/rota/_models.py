@@ -7,7 +7,7 @@ from ._base import Model, RotaError
 
 API_VERSION = "1"
 # The SHA-256 of the document this module was generated from.
-OPENAPI_SHA256 = "46bea851fda30631ea8435d6f5883093872c91c3e6f1d2851e71c7df5d066a83"
+OPENAPI_SHA256 = "eb2916df878c6af0b90edca468339d6f2e66954c0631fffcd7b07ba56fa3889f"
 
 # How a worker ends its hold on a job: complete (done, result stored); fail (retried with back-off unless permanent or out of attempts); snooze (pending again at run_at, the attempt is given back); release (pending again at once, the attempt is given back; used on shutdown); cancel (the worker cancels the job).
 ENDINGS = ("complete", "fail", "snooze", "release", "cancel")
@@ -193,6 +193,7 @@ class AddRequest(Model):
         "backoff_base": "duration",
         "backoff_max": "duration",
         "data": "json",
+        "debounce": "duration",
         "group": "json",
         "key": "json",
         "max_attempts": "json",
@@ -213,6 +214,7 @@ class AddRequest(Model):
     backoff_base = None
     backoff_max = None
     data = None
+    debounce = None
     group = ""
     key = ""
     max_attempts = 0

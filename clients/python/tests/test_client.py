@@ -47,6 +47,19 @@ def test_add_unique_for(client, typ):
         client.add(typ, unique_states=["pending"])
 
 
+def test_add_debounce(client, typ):
+    """A debounced add runs its job that long after the add; another add of
+    the key replaces its data and run time (outcome updated)."""
+    first = client.add(typ, {"v": 1}, key="doc-1", debounce=dt.timedelta(hours=1))
+    assert first.outcome == "inserted"
+    assert first.run_at > dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=59)
+    again = client.add(typ, {"v": 2}, key="doc-1", debounce=3600)
+    assert (again.id, again.outcome, again.data) == (first.id, "updated", {"v": 2})
+    assert again.run_at > first.run_at
+    with pytest.raises(rota.InvalidInputError, match="debounce needs a key"):
+        client.add(typ, debounce=60)
+
+
 def test_add_refuses_unknown_options_before_sending(client, typ):
     with pytest.raises(TypeError, match="no field 'colour'"):
         client.add(typ, colour="red")

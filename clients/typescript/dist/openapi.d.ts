@@ -190,6 +190,15 @@ export interface AddRequest {
      * throttle).
      */
     unique_states?: State[];
+    /**
+     * Debounce (1ms to 366 days; needs key, not with run_at, unique or
+     * unique_for): the job runs this long after the add, and another add of the
+     * key before then replaces the pending job's data and pushes its run time to
+     * this long after that add (outcome updated: the add was debounced); the last
+     * add wins, and the job runs once the adds stop. A running job is resubmitted,
+     * an ended one requeued, as for any re-add.
+     */
+    debounce?: Duration;
 }
 /**
  * The answer to one add or resubmit.

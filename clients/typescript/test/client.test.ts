@@ -56,6 +56,17 @@ for (const store of stores()) {
       await assert.rejects(c.add({ type, unique_states: ["pending"] }), (e: unknown) => e instanceof InvalidInputError && /unique_states/.test(e.message));
     });
 
+    test("a debounced add runs later; another add of the key replaces its data and run time", async () => {
+      const type = uniq("debounce");
+      const first = await c.add({ type, key: "doc-1", data: { v: 1 }, debounce: "1h" });
+      assert.equal(first.outcome, "inserted");
+      assert.ok(Date.parse(first.run_at) > Date.now() + 3500_000);
+      const again = await c.add({ type, key: "doc-1", data: { v: 2 }, debounce: "1h" });
+      assert.deepEqual([again.id, again.outcome, again.data], [first.id, "updated", { v: 2 }]);
+      assert.ok(Date.parse(again.run_at) > Date.parse(first.run_at));
+      await assert.rejects(c.add({ type, debounce: "1m" }), (e: unknown) => e instanceof InvalidInputError && /debounce needs a key/.test(e.message));
+    });
+
     test("add refuses bad input with InvalidInputError and adds nothing", async () => {
       const type = uniq("bad");
       await assert.rejects(c.add({ type, max_attempts: -1 }), (e: unknown) => {

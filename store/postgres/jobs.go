@@ -143,7 +143,9 @@ func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddRes
 		}
 		return withBedrockIDs(jobs, out, t.bedrockIDs)
 	}
-	if slices.ContainsFunc(jobs, func(p store.AddParams) bool { return p.Key != "" || p.Unique || p.UniqueFor > 0 || p.Parent != 0 || p.BedrockID }) {
+	if slices.ContainsFunc(jobs, func(p store.AddParams) bool {
+		return p.Key != "" || p.Unique || p.UniqueFor > 0 || p.Parent != 0 || p.BedrockID
+	}) {
 		if err := s.inTx(ctx, "add", run); err != nil {
 			return nil, err
 		}

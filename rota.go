@@ -56,7 +56,8 @@ type (
 	// MaxAttempts, BackoffBase and BackoffMax; Schedule and Missed for a
 	// recurring job; RetryAfter for a fixed lease; Unique and Overwrite for
 	// a unique add; UniqueFor and UniqueStates for a unique window
-	// (deduplication, throttle); Parent to add a child of a running job; BedrockID to
+	// (deduplication, throttle); Debounce for a keyed add whose job runs
+	// once the adds stop; Parent to add a child of a running job; BedrockID to
 	// give it a Bedrock id in the add's transaction.
 	AddParams = store.AddParams
 	// AcceptParams asks for due jobs, optionally waiting for them: Types,

@@ -420,3 +420,33 @@ func ExampleAddParams_uniqueFor() {
 	// ann unchanged 1
 	// bob inserted 2
 }
+
+// Debounce: a burst of adds of one key makes one job, which runs once the
+// adds stop for the debounce, with the last add's data.
+func ExampleAddParams_debounce() {
+	path, cleanup := dbPath()
+	defer cleanup()
+	client, err := rota.Open(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+
+	for _, rev := range []string{"1", "2", "3"} {
+		res, err := client.Add(ctx, rota.AddParams{
+			Type:     "search.reindex",
+			Key:      "doc-42",
+			Data:     json.RawMessage(`{"rev":` + rev + `}`),
+			Debounce: 30 * time.Second, // each add pushes the run 30 s further
+		})
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(res.Outcome, res.Job.ID, string(res.Job.Data), time.Until(res.Job.RunAt) > 29*time.Second)
+	}
+	// Output:
+	// inserted 1 {"rev":1} true
+	// updated 1 {"rev":2} true
+	// updated 1 {"rev":3} true
+}

@@ -753,6 +753,9 @@ type TypeConfig struct {
 	// GroupMaxRunning bounds the running jobs of each group of this type;
 	// zero means no bound.
 	GroupMaxRunning int
+	// MaxRunning bounds the running jobs of the whole type, all groups
+	// together, across every node of the store; zero means no bound.
+	MaxRunning int
 	// Paused stops accepts of the type: its jobs are added and wait, and
 	// its running jobs finish, until it is resumed. Recurring jobs whose
 	// slots pass meanwhile follow their missed-slot policy.

@@ -38,14 +38,18 @@ import (
 // Groups with a bound on running jobs are served under a transaction-level
 // advisory lock per group name, taken before their running jobs are read,
 // so that bounds hold across nodes; see lock_group in migration 0002 and
-// "Fairness" in docs/postgres.md.
+// "Fairness" in docs/postgres.md. A type with a bound on its running jobs
+// (TypeConfig.MaxRunning) is served under an advisory lock of its own,
+// taken before any of its groups' locks and waited for (lock_type in
+// migration 0014).
 
 // queue is one type's groups during one accept (fair.Queue), with the
 // type's bound per group, read with the first page.
 type queue struct {
 	*fair.Queue
 	gmax   int64
-	paused bool // the type is paused: its groups give nothing
+	bound  *fair.Bound // the bound on the type's running jobs; nil: none
+	paused bool        // the type is paused: its groups give nothing
 }
 
 // pageSQL reads the next groups with pending jobs in turn order, with their
@@ -53,7 +57,7 @@ type queue struct {
 const pageSQL = `SELECT g.grp, g.turn, g.pending, g.band_count,
 	coalesce(o.max_running, 0), coalesce(o.weight, 0), coalesce(al.max_running, 0), coalesce(al.weight, 0),
 	coalesce(o.paused, false) OR coalesce(al.paused, false),
-	(SELECT ARRAY[y.bands_high, y.bands_low, y.group_max_running, y.paused::int] FROM rota.types y WHERE y.name = $1)
+	(SELECT ARRAY[y.bands_high, y.bands_low, y.group_max_running, y.paused::int, y.max_running] FROM rota.types y WHERE y.name = $1)
 FROM (SELECT grp, turn, pending, band_count FROM rota.groups
 	WHERE type = $1 AND pending > 0 AND (turn, grp) > ($2::float8, $3::text)
 	ORDER BY turn, grp LIMIT $4) g
@@ -97,12 +101,16 @@ func (a *acceptor) load(q *queue, r rows) ([]*fair.Group, error) {
 		if err := r.Scan(&g.Name, &g.Turn, &g.Pending, &g.BandCount, &ownMax, &ownW, &allMax, &allW, &g.Paused, &typeCfg); err != nil {
 			return nil, fmt.Errorf("groups: %w", err)
 		}
-		if first && len(typeCfg) == 4 {
+		if first && len(typeCfg) == 5 {
 			q.Bands = store.Bands{High: int(typeCfg[0]), Low: int(typeCfg[1])}
 			q.gmax = typeCfg[2]
 			q.paused = typeCfg[3] != 0
+			if typeCfg[4] > 0 && q.bound == nil {
+				q.bound = &fair.Bound{Max: typeCfg[4]}
+			}
 			first = false
 		}
+		g.TypeBound = q.bound
 		g.Paused = g.Paused || q.paused || !a.inScope(g.Name)
 		g.Weight = 1
 		switch {
@@ -158,6 +166,11 @@ func (a *acceptor) plan(q *queue, need int64, start map[*fair.Group]fair.Mark) (
 		if g.Out {
 			continue
 		}
+		if b := g.TypeBound; b != nil && !b.Exact {
+			if err := a.lockType(g.Type, b); err != nil {
+				return nil, err
+			}
+		}
 		if g.Bounded() && !g.Exact {
 			ok, err := a.lock(g, g == a.waitFor)
 			if err != nil {
@@ -169,7 +182,7 @@ func (a *acceptor) plan(q *queue, need int64, start map[*fair.Group]fair.Mark) (
 				continue
 			}
 		}
-		room := g.Room(extra[g.Cross])
+		room := g.Room(extra)
 		if room == 0 {
 			if _, planned := start[g]; !planned {
 				g.Out = true // at its bound: its turn stays
@@ -184,6 +197,9 @@ func (a *acceptor) plan(q *queue, need int64, start map[*fair.Group]fair.Mark) (
 		g.Plan(n)
 		if g.Cross != nil {
 			extra[g.Cross] += n
+		}
+		if g.TypeBound != nil {
+			extra[g.TypeBound] += n
 		}
 		q.Push(g)
 		planned += n
@@ -376,7 +392,7 @@ const headTurnsSQL = `SELECT g.grp, g.turn, g.pending, w.w, greatest(1, least($2
 		(SELECT c.weight FROM rota.group_config c WHERE c.grp = g.grp AND c.type = $1 AND c.weight > 0),
 		(SELECT c.weight FROM rota.group_config c WHERE c.grp = g.grp AND c.type = '' AND c.weight > 0), 1) AS w) w
 	WHERE NOT EXISTS (SELECT FROM rota.group_config c WHERE c.grp = g.grp AND (c.type = $1 OR c.type = '') AND (c.max_running > 0 OR c.paused))
-		AND NOT EXISTS (SELECT FROM rota.types y WHERE y.name = $1 AND (y.bands_high + y.bands_low > 0 OR y.group_max_running > 0 OR y.paused))`
+		AND NOT EXISTS (SELECT FROM rota.types y WHERE y.name = $1 AND (y.bands_high + y.bands_low > 0 OR y.group_max_running > 0 OR y.max_running > 0 OR y.paused))`
 
 // vclockIfRanOutSQL moves the type's virtual clock ($1) to the turn that
 // the headSQL before it in the same round trip noted in rotajobs.vclock:
@@ -499,6 +515,22 @@ func (a *acceptor) lock(g *fair.Group, wait bool) (bool, error) {
 		c.Running = all
 	}
 	return true, nil
+}
+
+// lockType takes the lock of a type with a bound on its running jobs and
+// counts them (with this transaction's claims). It waits: the lock is held
+// only for the accepts of the type, and taken before its groups' locks, so
+// every accept takes them in the same order.
+func (a *acceptor) lockType(typ string, b *fair.Bound) error {
+	if err := a.begin(); err != nil {
+		return err
+	}
+	if _, err := a.t.queryRow(`SELECT rota.lock_type($1, $2)`,
+		[]any{typ, hash64("type", a.s.cfg.Schema, typ)}, &b.Running); err != nil {
+		return fmt.Errorf("lock type %q: %w", typ, err)
+	}
+	b.Exact = true
+	return nil
 }
 
 // round plans and claims up to need jobs from the queues and appends them

@@ -29,7 +29,7 @@ var jobCopyColumns = append(strings.Split(strings.NewReplacer("\n", "", "\t", ""
 var copyColumns = map[string][]string{
 	"jobs":       jobCopyColumns,
 	"jobs_ended": jobCopyColumns,
-	"types": {"name", "lease_timeout", "updated_at", "bands_high", "bands_low", "group_max_running", "vclock",
+	"types": {"name", "lease_timeout", "updated_at", "bands_high", "bands_low", "group_max_running", "max_running", "vclock",
 		"paused", "retention", "failed_retention"},
 	"groups":       {"type", "grp", "turn", "band_count"},
 	"group_config": {"grp", "type", "max_running", "weight", "paused"},

@@ -41,6 +41,7 @@ func (s *Store) resolve(pats []glob.Pattern) []string {
 type queue struct {
 	*fair.Queue
 	cfg     typeConfig
+	bound   *fair.Bound // the type's bound on its running jobs, read with the first page; nil: none
 	touched []*fair.Group
 	vclock  float64
 	moved   bool // the virtual clock moved
@@ -60,6 +61,14 @@ func (w *txn) newQueue(typ string, first int, cross map[string]*fair.Bound) *que
 	q.Queue = fair.NewQueue(typ, q.cfg.bands, first, func(isFirst bool, turn float64, name string, limit int) ([]*fair.Group, error) {
 		var rows *sql.Rows
 		var err error
+		if isFirst && q.cfg.maxRunning > 0 {
+			// One writer: the count is exact, and the accept's claims add
+			// to it as they are made (fair.Group.Serve).
+			q.bound = &fair.Bound{Max: int64(q.cfg.maxRunning), Exact: true}
+			if err := w.row("type_running", typ).Scan(&q.bound.Running); err != nil {
+				return nil, fmt.Errorf("sqlite: accept: type %q: running jobs: %w", typ, err)
+			}
+		}
 		if isFirst {
 			rows, err = w.query(groupsFirstSQL, typ, limit)
 		} else {
@@ -71,7 +80,7 @@ func (w *txn) newQueue(typ string, first int, cross map[string]*fair.Bound) *que
 		defer rows.Close()
 		var out []*fair.Group
 		for rows.Next() {
-			g := &fair.Group{Type: typ, Paused: q.cfg.paused}
+			g := &fair.Group{Type: typ, Paused: q.cfg.paused, TypeBound: q.bound}
 			if err := rows.Scan(&g.Name, &g.Turn, &g.Pending, &g.Running, &g.BandCount); err != nil {
 				return nil, fmt.Errorf("sqlite: accept: groups: %w", err)
 			}
@@ -470,7 +479,7 @@ func (w *txn) acceptOneType(q *queue, limit int, dueBy int64, res *store.AcceptR
 		if err != nil || g == nil {
 			return err
 		}
-		room := g.Room(0)
+		room := g.Room(nil)
 		if room == 0 {
 			continue // skipped in this accept; its turn stays
 		}
@@ -506,7 +515,7 @@ func (w *txn) acceptTypes(queues []*queue, limit int, dueBy int64, res *store.Ac
 				if g == nil {
 					break
 				}
-				if g.Room(0) == 0 {
+				if g.Room(nil) == 0 {
 					continue
 				}
 				offers, err := w.offer(g, q.Bands, dueBy, 1)
@@ -529,7 +538,7 @@ func (w *txn) acceptTypes(queues []*queue, limit int, dueBy int64, res *store.Ac
 		}
 		h := heads[best]
 		heads[best] = nil
-		if h.g.Room(0) == 0 {
+		if h.g.Room(nil) == 0 {
 			continue // another type's job of the group used up a bound across types
 		}
 		if err := take(queues[best], h.g, []fair.Candidate{h.c}); err != nil {

@@ -17,6 +17,7 @@ type typeConfig struct {
 	lease           time.Duration // 0: the default
 	bands           store.Bands
 	groupMaxRunning int
+	maxRunning      int // the bound on the whole type's running jobs; 0: none
 	paused          bool
 	retention       time.Duration // 0: the default
 	failedRetention time.Duration // 0: until removed
@@ -34,7 +35,7 @@ func (s *Store) loadConfig() error {
 		var name string
 		var lt, ret, fret int64
 		var c typeConfig
-		if err := rows.Scan(&name, &lt, &c.bands.High, &c.bands.Low, &c.groupMaxRunning, &c.paused, &ret, &fret); err != nil {
+		if err := rows.Scan(&name, &lt, &c.bands.High, &c.bands.Low, &c.groupMaxRunning, &c.paused, &ret, &fret, &c.maxRunning); err != nil {
 			return fmt.Errorf("sqlite: load types: %w", err)
 		}
 		c.lease = time.Duration(lt) * time.Microsecond
@@ -118,14 +119,14 @@ func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
 	err := s.write(ctx, true, func(w *txn) error {
 		_, err := w.run("set_type_config",
 			c.Type, c.LeaseTimeout.Microseconds(), c.Bands.High, c.Bands.Low, c.GroupMaxRunning, c.Paused,
-			c.Retention.Microseconds(), c.FailedRetention.Microseconds(), micros(w.now))
+			c.Retention.Microseconds(), c.FailedRetention.Microseconds(), micros(w.now), c.MaxRunning)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: set type %q: %w", c.Type, err)
 	}
 	s.typesMu.Lock()
-	s.types[c.Type] = typeConfig{lease: c.LeaseTimeout, bands: c.Bands, groupMaxRunning: c.GroupMaxRunning, paused: c.Paused,
+	s.types[c.Type] = typeConfig{lease: c.LeaseTimeout, bands: c.Bands, groupMaxRunning: c.GroupMaxRunning, maxRunning: c.MaxRunning, paused: c.Paused,
 		retention: c.Retention, failedRetention: c.FailedRetention}
 	s.typesMu.Unlock()
 	return nil
@@ -146,7 +147,7 @@ func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
 		if lt == 0 {
 			lt = store.DefaultLeaseTimeout
 		}
-		out = append(out, store.TypeConfig{Type: name, LeaseTimeout: lt, Bands: c.bands, GroupMaxRunning: c.groupMaxRunning, Paused: c.paused,
+		out = append(out, store.TypeConfig{Type: name, LeaseTimeout: lt, Bands: c.bands, GroupMaxRunning: c.groupMaxRunning, MaxRunning: c.maxRunning, Paused: c.paused,
 			Retention: cmp.Or(c.retention, store.DefaultRetention), FailedRetention: c.failedRetention})
 	}
 	slices.SortFunc(out, func(a, b store.TypeConfig) int { return cmp.Compare(a.Type, b.Type) })

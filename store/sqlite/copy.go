@@ -20,7 +20,7 @@ var _ store.Copier = (*Store)(nil)
 // named here (or in notCopied) before the copy can be trusted with it.
 var copyColumns = map[string][]string{
 	"rota_jobs": append(append([]string(nil), jobColumnNames...), "lease_timeout", "resubmit_at", "next_data"),
-	"rota_types": {"name", "lease_timeout", "updated_at", "bands_high", "bands_low", "group_max_running", "vclock",
+	"rota_types": {"name", "lease_timeout", "updated_at", "bands_high", "bands_low", "group_max_running", "max_running", "vclock",
 		"paused", "retention", "failed_retention"},
 	"rota_groups":       {"type", "grp", "turn", "band_count"},
 	"rota_group_config": {"grp", "type", "max_running", "weight", "paused"},

@@ -174,6 +174,112 @@ func testFairness(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Errorf("with every group bounded to 1: %q, want %q", got, want)
 		}
 	})
+	t.Run("TypeBound", func(t *testing.T) {
+		s := open(t)
+		if err := s.SetTypeConfig(t.Context(), store.TypeConfig{Type: "t", MaxRunning: 3}); err != nil {
+			t.Fatal(err)
+		}
+		addGroups(t, s, "t", map[string]int{"a": 5, "b": 5})
+		addGroups(t, s, "u", map[string]int{"a": 2})
+		if got, want := acceptGroups(t, s, "t", 10, 2), "a b a"; got != want {
+			t.Errorf("with type t bounded to 3 running: %q, want %q", got, want)
+		}
+		// Another type is not held back by t's bound.
+		if got := acceptGroups(t, s, "u", 10, 2); got != "a a" {
+			t.Errorf("type u: %q, want both its jobs", got)
+		}
+		// One accept of both types holds t's bound too.
+		addGroups(t, s, "u", map[string]int{"a": 1})
+		if res := accept(t, s, store.AcceptParams{Types: []string{"t", "u"}, Limit: 10}); len(res.Jobs) != 1 || res.Jobs[0].Type != "u" {
+			t.Errorf("accept of t and u at t's bound: %d jobs, want u's one", len(res.Jobs))
+		}
+		// Finishing one of t's jobs makes room for exactly one more, from
+		// the group whose turn it is.
+		done := listAll(t, s, store.ListParams{Types: []string{"t"}, States: []store.State{store.Running}})[0]
+		mustFinish(t, s, store.FinishParams{Lease: lease(done), As: store.Complete})
+		if got := acceptGroups(t, s, "t", 10, 1); got != "b" {
+			t.Errorf("after a finish: %q, want one more job, b's", got)
+		}
+		// Raising the bound lets more start; zero removes it.
+		if err := s.SetTypeConfig(t.Context(), store.TypeConfig{Type: "t"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := acceptGroups(t, s, "t", 10, 3); len(strings.Fields(got)) != 6 {
+			t.Errorf("without a bound: %q, want the 6 jobs left", got)
+		}
+	})
+	t.Run("TypeBoundWithGroupBound", func(t *testing.T) {
+		s := open(t)
+		if err := s.SetTypeConfig(t.Context(), store.TypeConfig{Type: "t", MaxRunning: 4, GroupMaxRunning: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetGroupConfig(t.Context(), store.GroupConfig{Group: "c", MaxRunning: 2}); err != nil {
+			t.Fatal(err)
+		}
+		addGroups(t, s, "t", map[string]int{"a": 3, "b": 3, "c": 3, "d": 3, "e": 3})
+		if got, want := acceptGroups(t, s, "t", 10, 10), "a b c d"; got != want {
+			t.Errorf("type bound 4, each group 1: %q, want %q", got, want)
+		}
+	})
+	t.Run("TypeBoundUnderConcurrency", func(t *testing.T) {
+		s := open(t)
+		const bound = 4
+		if err := s.SetTypeConfig(t.Context(), store.TypeConfig{Type: "t", MaxRunning: bound}); err != nil {
+			t.Fatal(err)
+		}
+		addGroups(t, s, "t", map[string]int{"a": 50, "b": 50, "c": 50})
+		var mu sync.Mutex
+		running, most := 0, 0
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for w := range 10 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for idle := 0; idle < 200; {
+					res, err := s.Accept(t.Context(), store.AcceptParams{Types: []string{"t"}, Limit: 1 + w%3})
+					if err != nil {
+						errs <- err
+						return
+					}
+					if len(res.Jobs) == 0 {
+						idle++
+						time.Sleep(time.Millisecond)
+						continue
+					}
+					mu.Lock()
+					if running += len(res.Jobs); running > bound {
+						errs <- fmt.Errorf("type t has %d jobs running, bound %d", running, bound)
+					}
+					most = max(most, running)
+					mu.Unlock()
+					time.Sleep(time.Millisecond) // a run, so that accepts overlap
+					mu.Lock()
+					running -= len(res.Jobs) // before the finish commits: never more than the store's count
+					mu.Unlock()
+					var ps []store.FinishParams
+					for _, j := range res.Jobs {
+						ps = append(ps, store.FinishParams{Lease: lease(j), As: store.Complete})
+					}
+					if _, err := s.Finish(t.Context(), ps); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if left := listAll(t, s, store.ListParams{States: []store.State{store.Pending, store.Running}}); len(left) != 0 {
+			t.Errorf("%d jobs left unfinished", len(left))
+		}
+		if most < 2 {
+			t.Errorf("at most %d jobs ran at once, bound %d: the bound is not what held them", most, bound)
+		}
+	})
 	t.Run("GroupBoundAcrossTypes", func(t *testing.T) {
 		s := open(t)
 		if err := s.SetGroupConfig(t.Context(), store.GroupConfig{Group: "a", MaxRunning: 3}); err != nil {
@@ -304,10 +410,11 @@ func testFairness(t *testing.T, open func(t *testing.T) store.Store) {
 	})
 	t.Run("ConfigSurvivesInTypeConfigs", func(t *testing.T) {
 		s := open(t)
-		c := store.TypeConfig{Type: "t", LeaseTimeout: time.Minute, Bands: store.Bands{High: 3, Low: 1}, GroupMaxRunning: 7}
+		c := store.TypeConfig{Type: "t", LeaseTimeout: time.Minute, Bands: store.Bands{High: 3, Low: 1}, GroupMaxRunning: 7, MaxRunning: 20}
 		if err := s.SetTypeConfig(t.Context(), c); err != nil {
 			t.Fatal(err)
 		}
+		wantErr(t, "SetTypeConfig(MaxRunning: -1)", s.SetTypeConfig(t.Context(), store.TypeConfig{Type: "t", MaxRunning: -1}), store.ErrInvalid)
 		got, err := s.TypeConfigs(t.Context())
 		c.Retention = store.DefaultRetention // listed with its default, as the lease timeout would be
 		if err != nil || len(got) != 1 || got[0] != c {

@@ -483,6 +483,9 @@ func TypeConfig(c store.TypeConfig) error {
 	if c.GroupMaxRunning < 0 {
 		return Invalidf("group max running %d must not be negative", c.GroupMaxRunning)
 	}
+	if c.MaxRunning < 0 {
+		return Invalidf("max running %d must not be negative", c.MaxRunning)
+	}
 	if c.Retention != 0 && (c.Retention < store.MinRetention || c.Retention > store.MaxRetention) {
 		return Invalidf("retention %v must be within %v..%v, or zero for the default (%v)", c.Retention, store.MinRetention, store.MaxRetention, store.DefaultRetention)
 	}

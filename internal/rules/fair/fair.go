@@ -42,6 +42,10 @@ type Group struct {
 	// Cross bounds its running jobs of all types together, shared by its
 	// groups of every type in the accept; nil: none.
 	Cross *Bound
+	// TypeBound bounds the running jobs of the whole type, shared by its
+	// groups in the accept (TypeConfig.MaxRunning); nil: none. A store
+	// counts it exactly before the type gives a job.
+	TypeBound *Bound
 	// Exact: Running was counted under the group's lock, so its bounds
 	// hold across nodes (a store with one writer counts exactly always).
 	Exact bool
@@ -58,7 +62,8 @@ type Group struct {
 	Served int64
 }
 
-// Bound is a bound on a group's running jobs across types.
+// Bound is a bound on the running jobs of several groups together: a
+// group's across types, or a type's across its groups.
 type Bound struct {
 	Max, Running int64
 	// Exact: Running was counted under the group's lock (and this accept's
@@ -66,12 +71,14 @@ type Bound struct {
 	Exact bool
 }
 
-// Bounded reports whether a bound applies to g.
+// Bounded reports whether a bound of the group's own applies to g (its
+// type's bound, TypeBound, is counted once for all its groups).
 func (g *Group) Bounded() bool { return g.Limit > 0 || g.Cross != nil || g.Paused }
 
-// Room is how many more jobs g may start; extra are jobs of its name
-// planned, not yet claimed, under its cross-type bound.
-func (g *Group) Room(extra int64) int64 {
+// Room is how many more jobs g may start under every bound that applies
+// to it; planned are jobs planned under a shared bound (its cross-type
+// bound, its type's) and not claimed yet (nil: none).
+func (g *Group) Room(planned map[*Bound]int64) int64 {
 	if g.Paused {
 		return 0
 	}
@@ -79,8 +86,10 @@ func (g *Group) Room(extra int64) int64 {
 	if g.Limit > 0 {
 		r = g.Limit - g.Running
 	}
-	if g.Cross != nil {
-		r = min(r, g.Cross.Max-g.Cross.Running-extra)
+	for _, b := range [...]*Bound{g.Cross, g.TypeBound} {
+		if b != nil {
+			r = min(r, b.Max-b.Running-planned[b])
+		}
 	}
 	return max(r, 0)
 }
@@ -93,12 +102,15 @@ func (g *Group) Serve(n int64) {
 	if g.Cross != nil {
 		g.Cross.Running += n
 	}
+	if g.TypeBound != nil {
+		g.TypeBound.Running += n
+	}
 }
 
 // Plan records that g is to give n jobs, for a store that plans several
 // turns before it claims them: its turn and its own counts move as Serve
-// moves them; its cross-type bound, shared with its groups of other types,
-// and Served wait for what is claimed (Settle).
+// moves them; its shared bounds (cross-type, its type's) and Served wait
+// for what is claimed (Settle).
 func (g *Group) Plan(n int64) {
 	g.Turn += float64(n) / g.Weight
 	g.Pending -= n

@@ -2,6 +2,7 @@ package fair
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -71,7 +72,7 @@ func serve(t *testing.T, q *Queue, n int64) []string {
 		if g == nil {
 			break
 		}
-		k := min(q.Wins(g, n-int64(len(out))), g.Pending, g.Room(0))
+		k := min(q.Wins(g, n-int64(len(out))), g.Pending, g.Room(nil))
 		if k == 0 {
 			continue
 		}
@@ -85,6 +86,8 @@ func serve(t *testing.T, q *Queue, n int64) []string {
 }
 
 func TestRoundRobin(t *testing.T) {
+	typeBound := &Bound{Max: 4, Running: 1}
+	typeBound2 := &Bound{Max: 3}
 	tests := []struct {
 		name   string
 		groups []*Group
@@ -97,6 +100,8 @@ func TestRoundRobin(t *testing.T) {
 		{"turns carried from earlier accepts count", []*Group{{Name: "a", Pending: 5, Turn: 2}, {Name: "b", Pending: 5}}, 4, "b b a b"},
 		{"a bound per group", []*Group{{Name: "a", Pending: 5, Limit: 1}, {Name: "b", Pending: 5}}, 4, "a b b b"},
 		{"a bound across types", []*Group{{Name: "a", Pending: 5, Cross: &Bound{Max: 3, Running: 2}}, {Name: "b", Pending: 5}}, 4, "a b b b"},
+		{"a bound on the whole type is shared by its groups", []*Group{{Name: "a", Pending: 5, TypeBound: typeBound}, {Name: "b", Pending: 5, TypeBound: typeBound}}, 6, "a b a"},
+		{"a type's bound and a group's: the tighter holds", []*Group{{Name: "a", Pending: 5, Limit: 1, TypeBound: typeBound2}, {Name: "b", Pending: 5, TypeBound: typeBound2}}, 6, "a b b"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -203,5 +208,53 @@ func TestPlanSettle(t *testing.T) {
 		if got := g.LastTurn(); got != 1.5+1/w {
 			t.Errorf("weight %v: LastTurn = %v, want %v", w, got, 1.5+1/w)
 		}
+	}
+}
+
+// TestRoom checks the room a group has under each bound, and under the
+// jobs planned but not claimed under the shared ones.
+func TestRoom(t *testing.T) {
+	cross, typ := &Bound{Max: 10, Running: 4}, &Bound{Max: 8, Running: 5}
+	tests := []struct {
+		name    string
+		g       Group
+		planned map[*Bound]int64
+		want    int64
+	}{
+		{"no bound", Group{}, nil, math.MaxInt64},
+		{"paused", Group{Paused: true}, nil, 0},
+		{"its own bound", Group{Limit: 5, Running: 2}, nil, 3},
+		{"over its own bound", Group{Limit: 2, Running: 3}, nil, 0},
+		{"cross-type bound", Group{Cross: cross}, nil, 6},
+		{"the type's bound", Group{TypeBound: typ}, nil, 3},
+		{"the type's bound with planned jobs", Group{TypeBound: typ}, map[*Bound]int64{typ: 2}, 1},
+		{"planned under another bound leave the type's", Group{TypeBound: typ, Cross: cross}, map[*Bound]int64{cross: 1}, 3},
+		{"the tightest of all", Group{Limit: 9, Running: 7, Cross: cross, TypeBound: typ}, nil, 2},
+		{"the type's bound reached", Group{TypeBound: &Bound{Max: 2, Running: 2}}, nil, 0},
+	}
+	for _, tt := range tests {
+		if got := tt.g.Room(tt.planned); got != tt.want {
+			t.Errorf("%s: room %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestServeTypeBound checks that serving a group counts its jobs under its
+// type's bound, which every group of the type shares.
+func TestServeTypeBound(t *testing.T) {
+	b := &Bound{Max: 5}
+	a, c := &Group{Name: "a", Weight: 1, Pending: 9, TypeBound: b}, &Group{Name: "c", Weight: 1, Pending: 9, TypeBound: b}
+	a.Serve(2)
+	if c.Room(nil) != 3 {
+		t.Fatalf("after a served 2 of 5, c's room is %d, want 3", c.Room(nil))
+	}
+	m := c.Mark()
+	c.Plan(3)
+	if b.Running != 2 {
+		t.Fatalf("planned jobs counted under the type's bound before they were claimed: %d", b.Running)
+	}
+	c.Settle(m, 1)
+	if b.Running != 3 || c.Bounded() {
+		t.Fatalf("settled 1: type running %d, want 3 (own bound %v)", b.Running, c.Bounded())
 	}
 }

@@ -3,7 +3,7 @@
 
 -- name: type_configs
 -- Every type's settings.
-SELECT name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention, failed_retention FROM rota_types;
+SELECT name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention, failed_retention, max_running FROM rota_types;
 
 -- name: group_configs
 -- Every group setting.
@@ -15,16 +15,23 @@ SELECT grp, type, max_running, weight, paused FROM rota_group_config;
 -- ? group.
 SELECT coalesce(sum(running), 0) FROM rota_groups WHERE grp = ? AND running > 0;
 
+-- name: type_running
+-- How many jobs of a type run, all groups together, for the type's bound
+-- (only read when the type has one).
+-- ? type.
+SELECT coalesce(sum(running), 0) FROM rota_groups WHERE type = ? AND running > 0;
+
 -- name: set_type_config
 -- Stores a type's settings, replacing its previous ones.
 -- ? type, ? lease timeout (µs), ? high bands, ? low bands, ? the bound of
 -- running jobs per group, ? paused, ? retention (µs), ? failed jobs'
--- retention (µs), ? updated_at.
+-- retention (µs), ? updated_at, ? the bound of the type's running jobs.
 INSERT INTO rota_types (name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention,
-			failed_retention, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+			failed_retention, updated_at, max_running) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET lease_timeout = excluded.lease_timeout, bands_high = excluded.bands_high,
 			bands_low = excluded.bands_low, group_max_running = excluded.group_max_running, paused = excluded.paused,
-			retention = excluded.retention, failed_retention = excluded.failed_retention, updated_at = excluded.updated_at;
+			retention = excluded.retention, failed_retention = excluded.failed_retention, updated_at = excluded.updated_at,
+			max_running = excluded.max_running;
 
 -- name: delete_group_config
 -- Removes a group's setting for a type ('' for all types).

@@ -109,7 +109,7 @@ type (
 	// Ending is how a worker ends its hold on a job.
 	Ending = store.Ending
 	// TypeConfig is per-type configuration: Type, LeaseTimeout, Bands,
-	// GroupMaxRunning, Paused, Retention and FailedRetention.
+	// GroupMaxRunning, MaxRunning, Paused, Retention and FailedRetention.
 	TypeConfig = store.TypeConfig
 	// Bands is a counting scheme interleaving two priority bands: High
 	// and Low.

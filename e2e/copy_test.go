@@ -303,7 +303,7 @@ func fillForCopy(t *testing.T, path string, n int) {
 	}
 	for _, c := range []store.TypeConfig{
 		{Type: "copy.mail", LeaseTimeout: 90 * time.Second, Retention: 48 * time.Hour, FailedRetention: 30 * 24 * time.Hour},
-		{Type: "copy.report", GroupMaxRunning: 50, Bands: store.Bands{High: 3, Low: 1}},
+		{Type: "copy.report", GroupMaxRunning: 50, MaxRunning: 80, Bands: store.Bands{High: 3, Low: 1}},
 	} {
 		if err := st.SetTypeConfig(ctx, c); err != nil {
 			t.Fatal(err)

@@ -65,6 +65,7 @@ func TestExitCodes(t *testing.T) {
 		{name: "watch", ok: []string{"watch", "--job", id(completed)}, bad: []string{"watch", "--job", "x"}, notFound: []string{"watch", "--job", missing}},
 		{name: "pause", ok: []string{"pause", "--type", "e2e.paused"}, bad: []string{"pause"}},
 		{name: "resume", ok: []string{"resume", "--type", "e2e.paused"}, bad: []string{"resume"}},
+		{name: "limit", ok: []string{"limit", "--type", "e2e.limited", "--max-running", "3"}, bad: []string{"limit", "--type", "e2e.limited", "--max-running", "-1"}},
 		{name: "work", bad: []string{"work", "--type", "e2e.t"}},
 		{name: "token create", on: &admin, ok: []string{"token", "create", "e2e-tenant", "--groups", "t-*"}, bad: []string{"token", "create"}},
 		{name: "token ls", on: &admin, ok: []string{"token", "ls"}, bad: []string{"token", "ls", "extra"}},

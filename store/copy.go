@@ -42,6 +42,7 @@ type CopyType struct {
 	UpdatedAt                  time.Time
 	BandsHigh, BandsLow        int64
 	GroupMaxRunning            int64
+	MaxRunning                 int64
 	VClock                     float64
 	Paused                     bool
 	Retention, FailedRetention time.Duration
@@ -158,7 +159,7 @@ func (s *CopySummary) Add(b *CopyBatch) {
 	slices.SortFunc(types, func(a, b CopyType) int { return cmp.Compare(a.Name, b.Name) })
 	for _, t := range types {
 		e = e.str("type").str(t.Name).i(int64(t.LeaseTimeout)).t(t.UpdatedAt).i(t.BandsHigh).i(t.BandsLow).i(t.GroupMaxRunning).
-			f(t.VClock).b(t.Paused).i(int64(t.Retention)).i(int64(t.FailedRetention))
+			f(t.VClock).b(t.Paused).i(int64(t.Retention)).i(int64(t.FailedRetention)).i(t.MaxRunning)
 	}
 	groups := slices.Clone(b.Groups)
 	slices.SortFunc(groups, func(a, b CopyGroup) int { return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.Group, b.Group)) })

@@ -282,6 +282,7 @@ type TypeConfig struct {
 	// priority order.
 	Bands           string   `json:"bands,omitempty"`
 	GroupMaxRunning int      `json:"group_max_running,omitempty"`
+	MaxRunning      int      `json:"max_running,omitempty"`
 	Paused          bool     `json:"paused,omitempty"`
 	Retention       Duration `json:"retention,omitempty"`
 	FailedRetention Duration `json:"failed_retention,omitempty"`
@@ -293,13 +294,13 @@ func (t TypeConfig) Params() (store.TypeConfig, error) {
 	if err != nil {
 		return store.TypeConfig{}, err
 	}
-	return store.TypeConfig{Type: t.Type, LeaseTimeout: time.Duration(t.LeaseTimeout), Bands: b, GroupMaxRunning: t.GroupMaxRunning,
+	return store.TypeConfig{Type: t.Type, LeaseTimeout: time.Duration(t.LeaseTimeout), Bands: b, GroupMaxRunning: t.GroupMaxRunning, MaxRunning: t.MaxRunning,
 		Paused: t.Paused, Retention: time.Duration(t.Retention), FailedRetention: time.Duration(t.FailedRetention)}, nil
 }
 
 // NewTypeConfig converts store settings to the wire form.
 func NewTypeConfig(c store.TypeConfig) TypeConfig {
-	t := TypeConfig{Type: c.Type, LeaseTimeout: Duration(c.LeaseTimeout), GroupMaxRunning: c.GroupMaxRunning, Paused: c.Paused,
+	t := TypeConfig{Type: c.Type, LeaseTimeout: Duration(c.LeaseTimeout), GroupMaxRunning: c.GroupMaxRunning, MaxRunning: c.MaxRunning, Paused: c.Paused,
 		Retention: Duration(c.Retention), FailedRetention: Duration(c.FailedRetention)}
 	if !c.Bands.IsZero() {
 		t.Bands = c.Bands.String()

@@ -29,8 +29,8 @@ var jobCopyColumns = append(strings.Split(strings.NewReplacer("\n", "", "\t", ""
 var copyColumns = map[string][]string{
 	"jobs":       jobCopyColumns,
 	"jobs_ended": jobCopyColumns,
-	"types": {"name", "lease_timeout", "updated_at", "bands_high", "bands_low", "group_max_running", "max_running", "vclock",
-		"paused", "retention", "failed_retention"},
+	"types": {"name", "lease_timeout", "updated_at", "bands_high", "bands_low", "group_max_running", "vclock",
+		"paused", "retention", "failed_retention", "max_running"},
 	"groups":       {"type", "grp", "turn", "band_count"},
 	"group_config": {"grp", "type", "max_running", "weight", "paused"},
 	"tokens":       {"name", "hash", "groups", "types", "read_only", "created_at"},
@@ -104,7 +104,7 @@ func (s *Store) exportSettings(ctx context.Context, tx pgx.Tx, b *store.CopyBatc
 		var t store.CopyType
 		var lease, retention, failed int64
 		if err := rows.Scan(&t.Name, &lease, &t.UpdatedAt, &t.BandsHigh, &t.BandsLow, &t.GroupMaxRunning, &t.VClock,
-			&t.Paused, &retention, &failed); err != nil {
+			&t.Paused, &retention, &failed, &t.MaxRunning); err != nil {
 			rows.Close()
 			return err
 		}
@@ -215,7 +215,7 @@ func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
 	for _, t := range b.Types {
 		if _, err := tx.Exec(ctx, s.stmt("load_type"),
 			t.Name, t.LeaseTimeout.Microseconds(), t.UpdatedAt, t.BandsHigh, t.BandsLow, t.GroupMaxRunning, t.VClock,
-			t.Paused, t.Retention.Microseconds(), t.FailedRetention.Microseconds()); err != nil {
+			t.Paused, t.Retention.Microseconds(), t.FailedRetention.Microseconds(), t.MaxRunning); err != nil {
 			return s.wrap(fmt.Sprintf("load type %q", t.Name), err)
 		}
 	}

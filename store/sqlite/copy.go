@@ -20,8 +20,8 @@ var _ store.Copier = (*Store)(nil)
 // named here (or in notCopied) before the copy can be trusted with it.
 var copyColumns = map[string][]string{
 	"rota_jobs": append(append([]string(nil), jobColumnNames...), "lease_timeout", "resubmit_at", "next_data"),
-	"rota_types": {"name", "lease_timeout", "updated_at", "bands_high", "bands_low", "group_max_running", "max_running", "vclock",
-		"paused", "retention", "failed_retention"},
+	"rota_types": {"name", "lease_timeout", "updated_at", "bands_high", "bands_low", "group_max_running", "vclock",
+		"paused", "retention", "failed_retention", "max_running"},
 	"rota_groups":       {"type", "grp", "turn", "band_count"},
 	"rota_group_config": {"grp", "type", "max_running", "weight", "paused"},
 	"rota_tokens":       {"name", "hash", "groups", "types", "read_only", "created_at"},
@@ -111,7 +111,7 @@ func exportSettings(ctx context.Context, tx rowQuerier, b *store.CopyBatch) erro
 		b.Types = append(b.Types, store.CopyType{Name: c.str(0), LeaseTimeout: time.Duration(c.int64(1)) * time.Microsecond,
 			UpdatedAt: c.time(2), BandsHigh: c.int64(3), BandsLow: c.int64(4), GroupMaxRunning: c.int64(5), VClock: c.float(6),
 			Paused: c.bool(7), Retention: time.Duration(c.int64(8)) * time.Microsecond,
-			FailedRetention: time.Duration(c.int64(9)) * time.Microsecond})
+			FailedRetention: time.Duration(c.int64(9)) * time.Microsecond, MaxRunning: c.int64(10)})
 	}, copyColumns["rota_types"])
 	if err != nil {
 		return err
@@ -238,7 +238,7 @@ func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
 	for _, t := range b.Types {
 		if _, err := tx.ExecContext(ctx, stmt("load_type"),
 			t.Name, t.LeaseTimeout.Microseconds(), micros(t.UpdatedAt), t.BandsHigh, t.BandsLow, t.GroupMaxRunning, t.VClock,
-			t.Paused, t.Retention.Microseconds(), t.FailedRetention.Microseconds()); err != nil {
+			t.Paused, t.Retention.Microseconds(), t.FailedRetention.Microseconds(), t.MaxRunning); err != nil {
 			return fmt.Errorf("sqlite: load type %q: %w", t.Name, err)
 		}
 	}

@@ -7,7 +7,7 @@ from ._base import Model, RotaError
 
 API_VERSION = "1"
 # The SHA-256 of the document this module was generated from.
-OPENAPI_SHA256 = "eb2916df878c6af0b90edca468339d6f2e66954c0631fffcd7b07ba56fa3889f"
+OPENAPI_SHA256 = "2cd6721badde07593aee1c860b921fc19b6f26c05f6268c7e2cc19721ed592b7"
 
 # How a worker ends its hold on a job: complete (done, result stored); fail (retried with back-off unless permanent or out of attempts); snooze (pending again at run_at, the attempt is given back); release (pending again at once, the attempt is given back; used on shutdown); cancel (the worker cancels the job).
 ENDINGS = ("complete", "fail", "snooze", "release", "cancel")
@@ -753,6 +753,7 @@ class TypeConfig(Model):
         "failed_retention": "duration",
         "group_max_running": "json",
         "lease_timeout": "duration",
+        "max_running": "json",
         "paused": "json",
         "retention": "duration",
         "type": "json",
@@ -762,6 +763,7 @@ class TypeConfig(Model):
     failed_retention = None
     group_max_running = 0
     lease_timeout = None
+    max_running = 0
     paused = False
     retention = None
     type = ""

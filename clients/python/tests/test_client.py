@@ -192,9 +192,10 @@ def test_stats(client, typ):
 
 def test_types_groups_and_settings(client, typ):
     client.add(typ)
-    tc = client.set_type(typ, lease_timeout=dt.timedelta(seconds=90), bands="2,1", group_max_running=3)
+    tc = client.set_type(typ, lease_timeout=dt.timedelta(seconds=90), bands="2,1", group_max_running=3, max_running=10)
     assert tc.lease_timeout == dt.timedelta(seconds=90) and tc.bands == "2,1" and tc.group_max_running == 3
-    assert any(t.type == typ and t.group_max_running == 3 for t in client.types())
+    assert tc.max_running == 10
+    assert any(t.type == typ and t.group_max_running == 3 and t.max_running == 10 for t in client.types())
     g = client.set_group("tenant-1", type=typ, max_running=2, weight=2.5)
     assert (g.group, g.max_running, g.weight) == ("tenant-1", 2, 2.5)
     assert any(x.group == "tenant-1" and x.type == typ for x in client.groups())

@@ -986,6 +986,13 @@ export interface TypeConfig {
    */
   group_max_running?: number;
   /**
+   * At most this many running jobs of the whole type, all groups together,
+   * across every node of the store; absent or 0 means no bound. It holds beside
+   * group_max_running and the groups' own bounds: a job starts only within all
+   * of them.
+   */
+  max_running?: number;
+  /**
    * The type is paused: its jobs are added and wait, running ones finish, no
    * accept takes any until it is resumed. Recurring jobs whose slots pass
    * meanwhile follow their missed-slot policy. Absent means false.

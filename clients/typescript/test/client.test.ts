@@ -213,10 +213,13 @@ for (const store of stores()) {
     test("types and groups: settings set and read back", async () => {
       const type = uniq("cfg");
       await c.add({ type });
-      const set = await c.setType({ type, lease_timeout: "45s", group_max_running: 2 });
+      const set = await c.setType({ type, lease_timeout: "45s", group_max_running: 2, max_running: 5 });
       assert.equal(set.lease_timeout, "45s");
+      assert.equal(set.max_running, 5);
       const t = (await c.types()).find((x) => x.type === type);
       assert.equal(t?.group_max_running, 2);
+      assert.equal(t?.max_running, 5);
+      await assert.rejects(c.setType({ type, max_running: -1 }), InvalidInputError);
       await c.setGroup({ group: "tenant-x", type, weight: 2 });
       assert.ok((await c.groups()).some((g) => g.group === "tenant-x" && g.type === type && g.weight === 2));
       await assert.rejects(c.setType({ type, lease_timeout: "forever" }), InvalidInputError);

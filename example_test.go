@@ -450,3 +450,41 @@ func ExampleAddParams_debounce() {
 	// updated 1 {"rev":2} true
 	// updated 1 {"rev":3} true
 }
+
+// Bound how many jobs of a type run at once, across every worker and node:
+// jobs over the bound stay pending until a running one ends.
+func ExampleClient_SetTypeConfig() {
+	path, cleanup := dbPath()
+	defer cleanup()
+	client, err := rota.Open(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+
+	if err := client.SetTypeConfig(ctx, rota.TypeConfig{Type: "sms.send", MaxRunning: 2}); err != nil {
+		log.Fatal(err)
+	}
+	for _, tenant := range []string{"acme", "globex", "acme"} {
+		if _, err := client.Add(ctx, rota.AddParams{Type: "sms.send", Group: tenant}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	jobs, err := client.Accept(ctx, rota.AcceptParams{Types: []string{"sms.send"}, Limit: 10})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("started", len(jobs))
+	if err := client.Complete(ctx, jobs[0].Lease(), nil); err != nil {
+		log.Fatal(err)
+	}
+	more, err := client.Accept(ctx, rota.AcceptParams{Types: []string{"sms.send"}, Limit: 10})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("after one ended, started", len(more))
+	// Output:
+	// started 2
+	// after one ended, started 1
+}

@@ -758,7 +758,9 @@ func (s *Server) setType(w http.ResponseWriter, r *http.Request) {
 			}
 			if err == nil {
 				if tc.Bands, err = store.ParseBands(strings.TrimSpace(f.Get("bands"))); err == nil {
-					tc.GroupMaxRunning, err = formInt(f, "group_max_running")
+					if tc.GroupMaxRunning, err = formInt(f, "group_max_running"); err == nil {
+						tc.MaxRunning, err = formInt(f, "max_running")
+					}
 				}
 			}
 		}

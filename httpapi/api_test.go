@@ -496,13 +496,13 @@ func TestTypes(t *testing.T) {
 	if tc.Type != "email.send" || time.Duration(tc.LeaseTimeout) != 45*time.Second {
 		t.Errorf("PUT answered %+v", tc)
 	}
-	want[wire.TypeConfig](t, s, 200, "PUT", "/v1/types/report.build", map[string]any{"type": "report.build", "lease_timeout": "2m", "failed_retention": "720h"})
+	want[wire.TypeConfig](t, s, 200, "PUT", "/v1/types/report.build", map[string]any{"type": "report.build", "lease_timeout": "2m", "failed_retention": "720h", "max_running": 12})
 	got := want[wire.TypesResponse](t, s, 200, "GET", "/v1/types", nil)
 	// email.send keeps its failed jobs until removed (no failed_retention).
 	wantTypes := []wire.TypeConfig{
 		{Type: "email.send", LeaseTimeout: wire.Duration(45 * time.Second), Retention: wire.Duration(store.DefaultRetention)},
 		{Type: "report.build", LeaseTimeout: wire.Duration(2 * time.Minute), Retention: wire.Duration(store.DefaultRetention),
-			FailedRetention: wire.Duration(720 * time.Hour)},
+			FailedRetention: wire.Duration(720 * time.Hour), MaxRunning: 12},
 	}
 	if !slices.Equal(got.Types, wantTypes) {
 		t.Errorf("types %+v, want %+v", got.Types, wantTypes)
@@ -877,6 +877,7 @@ func TestBadInput(t *testing.T) {
 		{name: "bad type in PUT", method: "PUT", target: "/v1/types/a%01", body: `{"lease_timeout":"1s"}`, status: 400, code: "invalid_input", msg: "control character"},
 		{name: "PUT body names another type", method: "PUT", target: "/v1/types/a", body: `{"type":"b"}`, status: 400, code: "invalid_input", msg: `path names "a"`},
 		{name: "negative lease timeout in PUT", method: "PUT", target: "/v1/types/a", body: `{"lease_timeout":"-1s"}`, status: 400, code: "invalid_input", msg: "must not be negative"},
+		{name: "negative max_running in PUT", method: "PUT", target: "/v1/types/a", body: `{"max_running":-1}`, status: 400, code: "invalid_input", msg: "max running -1 must not be negative"},
 		{name: "failed retention under a second", method: "PUT", target: "/v1/types/a", body: `{"failed_retention":"10ms"}`, status: 400, code: "invalid_input", msg: "failed retention 10ms must be within"},
 
 		// Times and durations.

@@ -446,6 +446,9 @@ type acceptor struct {
 	t       *txn  // where statements run: the pool, or the accept's transaction
 	tx      pgx.Tx
 	locks   map[string]bool // group names whose lock the transaction holds
+	// typeLocked: the transaction holds a type's lock (lockType), and so
+	// never waits for a group's
+	typeLocked bool
 	crosses map[string]*fair.Bound
 	// deferred: jobs claimed from a group in the accept's transaction, not
 	// yet counted as not pending
@@ -530,6 +533,7 @@ func (a *acceptor) lockType(typ string, b *fair.Bound) error {
 		return fmt.Errorf("lock type %q: %w", typ, err)
 	}
 	b.Exact = true
+	a.typeLocked = true
 	return nil
 }
 
@@ -1176,8 +1180,9 @@ func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []str
 			// Nothing to take but groups that other accepts serve: wait
 			// for the first of them, as its next acceptor, rather than
 			// come back empty. Only an accept that holds no group's lock
-			// waits, so accepts cannot wait for each other in a circle.
-			if len(a.jobs) > 0 || len(a.locks) > 0 || len(a.busy) == 0 || a.waitFor != nil {
+			// and no type's waits, so accepts cannot wait for each other
+			// in a circle.
+			if len(a.jobs) > 0 || len(a.locks) > 0 || a.typeLocked || len(a.busy) == 0 || a.waitFor != nil {
 				break
 			}
 			g := a.busy[0]

@@ -439,17 +439,17 @@ gu AS (`+servedSQL(`SELECT cd.type, cd.grp, cd.n, w.w FROM cd
 
 // acceptor is one accept.
 type acceptor struct {
-	s       *Store
-	ctx     context.Context
-	p       store.AcceptParams
-	lease   []any // $7..$9 of the claims: lease override, default, worker
-	t       *txn  // where statements run: the pool, or the accept's transaction
-	tx      pgx.Tx
-	locks   map[string]bool // group names whose lock the transaction holds
+	s     *Store
+	ctx   context.Context
+	p     store.AcceptParams
+	lease []any // $7..$9 of the claims: lease override, default, worker
+	t     *txn  // where statements run: the pool, or the accept's transaction
+	tx    pgx.Tx
+	locks map[string]bool // group names whose lock the transaction holds
 	// typeLocked: the transaction holds a type's lock (lockType), and so
 	// never waits for a group's
 	typeLocked bool
-	crosses map[string]*fair.Bound
+	crosses    map[string]*fair.Bound
 	// deferred: jobs claimed from a group in the accept's transaction, not
 	// yet counted as not pending
 	deferred map[*fair.Group]int64

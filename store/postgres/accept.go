@@ -184,9 +184,11 @@ func (a *acceptor) plan(q *queue, need int64, start map[*fair.Group]fair.Mark) (
 		}
 		room := g.Room(extra)
 		if room == 0 {
-			if _, planned := start[g]; !planned {
+			if _, planned := start[g]; !planned && g.Room(nil) == 0 {
 				g.Out = true // at its bound: its turn stays
-			} // else at its bound with the turns planned: the next round sees
+			} // else at its bound with the turns planned, its own or other
+			// groups' under a shared bound: the next round sees what they
+			// claimed
 			continue
 		}
 		n := min(q.Wins(g, need-planned), room, g.Pending)

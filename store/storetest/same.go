@@ -244,7 +244,10 @@ func (d *differ) run(ops int) {
 			if d.r.IntN(3) == 0 {
 				c.GroupMaxRunning = 1 + d.r.IntN(3)
 			}
-			d.logf("type config %q bands %v max %d", c.Type, c.Bands, c.GroupMaxRunning)
+			if d.r.IntN(3) == 0 {
+				c.MaxRunning = 2 + d.r.IntN(4)
+			}
+			d.logf("type config %q bands %v max %d, type max %d", c.Type, c.Bands, c.GroupMaxRunning, c.MaxRunning)
 			var err [2]error
 			for s, st := range d.stores {
 				err[s] = st.SetTypeConfig(ctx, c)

@@ -278,6 +278,91 @@ func TestGroupBoundAcrossNodes(t *testing.T) {
 	}
 }
 
+// TestTypeBoundAcrossNodes: three nodes accept one type with a bound on
+// its running jobs, in single and multi-type accepts, with a bound per
+// group and across types besides; the type never runs more than its bound,
+// and every job runs once.
+func TestTypeBoundAcrossNodes(t *testing.T) {
+	schema := newSchema(t)
+	nodes := []*postgres.Store{openIn(t, schema, postgres.Config{}), openIn(t, schema, postgres.Config{}), openIn(t, schema, postgres.Config{})}
+	ctx := t.Context()
+	const bound = 5
+	if err := nodes[0].SetTypeConfig(ctx, store.TypeConfig{Type: "t", MaxRunning: bound}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nodes[0].SetGroupConfig(ctx, store.GroupConfig{Group: "a", MaxRunning: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var ps []store.AddParams
+	for range 30 {
+		for _, g := range []string{"a", "b", "c", "d"} {
+			ps = append(ps, store.AddParams{Type: "t", Group: g}, store.AddParams{Type: "u", Group: g})
+		}
+	}
+	if _, err := nodes[1].Add(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	running, most, total := 0, 0, 0
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for w := range 12 {
+		s := nodes[w%3]
+		types := [][]string{{"t"}, {"t", "u"}, {"*"}}[w%3]
+		wg.Go(func() {
+			for idle := 0; idle < 300; {
+				res, err := s.Accept(ctx, store.AcceptParams{Types: types, Limit: 1 + w%4})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(res.Jobs) == 0 {
+					idle++
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				mu.Lock()
+				total += len(res.Jobs)
+				for _, j := range res.Jobs {
+					if j.Type == "t" {
+						running++
+					}
+				}
+				if running > bound {
+					errs <- fmt.Errorf("type t runs %d jobs, bound %d", running, bound)
+				}
+				most = max(most, running)
+				mu.Unlock()
+				time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond) // run
+				fps := make([]store.FinishParams, len(res.Jobs))
+				mu.Lock()
+				for i, j := range res.Jobs {
+					if j.Type == "t" {
+						running-- // before the finish commits: never above the store's count
+					}
+					fps[i] = store.FinishParams{Lease: j.Lease(), As: store.Complete}
+				}
+				mu.Unlock()
+				if _, err := nodes[(w+1)%3].Finish(ctx, fps); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if total != len(ps) {
+		t.Errorf("%d jobs accepted, want each of the %d once", total, len(ps))
+	}
+	if most < 3 {
+		t.Errorf("at most %d jobs of t ran at once, bound %d: the accepts did not overlap", most, bound)
+	}
+}
+
 // TestSettingsAcrossNodes: settings made through one node apply to the
 // next accept on another.
 func TestSettingsAcrossNodes(t *testing.T) {

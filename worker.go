@@ -16,6 +16,7 @@ import (
 	"github.com/rotajobs/rota/internal/batch"
 	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/glob"
+	"github.com/rotajobs/rota/internal/rules/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -23,7 +24,8 @@ import (
 // Permanent and CancelJob for the other outcomes; any other error fails
 // the attempt, and the job retries with back-off until it runs out of
 // attempts. The context is cancelled when the job is cancelled or removed
-// (cause ErrCanceled), when its lease is lost (ErrLeaseLost), or when the
+// (cause ErrCanceled), when its lease is lost (ErrLeaseLost), when the
+// job's Timeout passes (its deadline, cause ErrTimedOut), or when the
 // worker's ShutdownTimeout ends (ErrShutdown; the job is then handed back
 // to pending when the handler returns an error, and completes when it
 // returns nil).
@@ -60,6 +62,10 @@ var (
 	// has passed; the job is handed back to pending once the handler
 	// returns.
 	ErrShutdown = errors.New("worker shut down")
+	// ErrTimedOut: the run lasted the job's Timeout (AddParams.Timeout).
+	// An error the handler then returns fails the attempt as "timed out
+	// after …"; the store takes the run back at that time in any case.
+	ErrTimedOut = errors.New("run timed out")
 )
 
 // SnoozeError asks for the job to run again after Delay without using up
@@ -672,6 +678,13 @@ func average(v *atomic.Int64, d time.Duration) {
 // start registers a job the store leased to the worker by the time took.
 func (w *Worker) start(base context.Context, job Job, took time.Time) *runningJob {
 	ctx, cancel := context.WithCancelCause(base)
+	if job.Timeout > 0 {
+		// The run's end on this machine's clock: the lease started by took.
+		var stop context.CancelFunc
+		ctx, stop = context.WithDeadlineCause(ctx, took.Add(job.Timeout), ErrTimedOut)
+		cancelRun := cancel
+		cancel = func(cause error) { cancelRun(cause); stop() }
+	}
 	var skew time.Duration // without the lease's start, assume none
 	if !job.StartedAt.IsZero() && job.StartedAt.Before(job.LeaseUntil) {
 		skew = took.Sub(job.StartedAt) // the lease starts as the job does
@@ -750,6 +763,8 @@ func (w *Worker) execute(r *runningJob, handlerDone func()) {
 		// Stopped by the shutdown, not failed: hand the job back without
 		// using up the attempt.
 		p.As = Release
+	case err != nil && errors.Is(cause, ErrTimedOut):
+		p.As, p.Error = Fail, lifecycle.TimedOutAfter(r.view.Timeout)
 	case err == nil:
 		r.mu.Lock()
 		p.As, p.Result = Complete, r.result

@@ -177,6 +177,8 @@ type Job struct {
 
 	// RetryAfter gives the job a fixed lease (AddParams.RetryAfter).
 	RetryAfter time.Duration `json:"retry_after,omitempty"` // JSON: a Go duration string
+	// Timeout bounds each run of the job (AddParams.Timeout); 0 for none.
+	Timeout time.Duration `json:"timeout,omitempty"` // JSON: a Go duration string
 
 	// Parent is the job's parent (AddParams.Parent), 0 for none;
 	// HasChildren says the job has had children (list them with
@@ -208,6 +210,7 @@ type jobJSON struct {
 	BackoffBase string `json:"backoff_base"`
 	BackoffMax  string `json:"backoff_max"`
 	RetryAfter  string `json:"retry_after,omitempty"`
+	Timeout     string `json:"timeout,omitempty"`
 }
 
 type jobAlias Job
@@ -218,6 +221,9 @@ func (j Job) MarshalJSON() ([]byte, error) {
 	v := jobJSON{jobAlias: &a, BackoffBase: j.BackoffBase.String(), BackoffMax: j.BackoffMax.String()}
 	if j.RetryAfter > 0 {
 		v.RetryAfter = j.RetryAfter.String()
+	}
+	if j.Timeout > 0 {
+		v.Timeout = j.Timeout.String()
 	}
 	return json.Marshal(v)
 }
@@ -242,6 +248,11 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 	if v.RetryAfter != "" {
 		if j.RetryAfter, err = time.ParseDuration(v.RetryAfter); err != nil {
 			return fmt.Errorf("retry_after: %w", err)
+		}
+	}
+	if v.Timeout != "" {
+		if j.Timeout, err = time.ParseDuration(v.Timeout); err != nil {
+			return fmt.Errorf("timeout: %w", err)
 		}
 	}
 	return nil
@@ -332,6 +343,12 @@ type AddParams struct {
 	// it fails. For work that may hang or die without a trace, where
 	// running it again is the cure.
 	RetryAfter time.Duration
+	// Timeout, when positive, bounds each run of the job: a run that lasts
+	// longer is stopped (its handler's context ends, and the store takes
+	// the job back even while its worker sends heartbeats) and counts as a
+	// failed attempt, "timed out after …", retried under the job's policy.
+	// It is at least MinLeaseTimeout.
+	Timeout time.Duration
 	// Unique makes the add return the existing job of this type in this
 	// group, if there is one that has not completed (pending, running, paused, failed or
 	// cancelled; the lowest id when there are several), instead of adding

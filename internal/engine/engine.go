@@ -445,6 +445,10 @@ func Fenced(id int64, r *lifecycle.Row, token string) error {
 	if err := lifecycle.Fence(id, r, token); err != nil {
 		return err
 	}
+	if r.Timeout > 0 {
+		// The statement's other condition: the run is past its timeout.
+		return lifecycle.RunTimedOut(id, r.Timeout)
+	}
 	// Running under this token again since: cannot happen, tokens are
 	// fresh; still a conflict rather than a success that did nothing.
 	return fmt.Errorf("job %d: %w", id, store.ErrWorkerConflict)

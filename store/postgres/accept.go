@@ -324,7 +324,7 @@ func claimSQL(arg int, ctes, where, returning string) string {
 lt AS (SELECT p.id, p.e, coalesce($%d::bigint, nullif(t.lease_timeout, 0), $%d::bigint) AS us
 	FROM picked p LEFT JOIN rota.types t ON t.name = p.type)`, arg, arg+1) + ctes + fmt.Sprintf(`
 UPDATE rota.jobs j SET state = 1, token = translate(gen_random_uuid()::text, '-', ''), worker = $%d,
-	lease_timeout = coalesce(j.retry_after, lt.us), lease_until = now() + coalesce(j.retry_after, lt.us) * interval '1 microsecond',
+	lease_timeout = coalesce(j.retry_after, lt.us), lease_until = now() + least(coalesce(j.retry_after, lt.us), j.run_timeout) * interval '1 microsecond',
 	attempt = j.attempt + 1,
 	prev_started_at = j.started_at, started_at = now(), cancel_requested = false, updated_at = now()
 FROM lt WHERE j.id = lt.id AND j.id = ANY(ARRAY(SELECT id FROM picked))
@@ -368,7 +368,7 @@ lt AS (SELECT coalesce($4::bigint, (SELECT nullif(y.lease_timeout, 0) FROM rota.
 gu AS (UPDATE rota.groups g SET pending = g.pending - x.n, turn = g.turn + x.n / hd.w, band_count = g.band_count + x.n
 	FROM (SELECT count(*) AS n FROM picked) x, hd WHERE g.type = $1 AND g.grp = hd.grp AND x.n > 0)
 UPDATE rota.jobs j SET state = 1, token = translate(gen_random_uuid()::text, '-', ''), worker = $6,
-	lease_timeout = coalesce(j.retry_after, lt.us), lease_until = now() + coalesce(j.retry_after, lt.us) * interval '1 microsecond',
+	lease_timeout = coalesce(j.retry_after, lt.us), lease_until = now() + least(coalesce(j.retry_after, lt.us), j.run_timeout) * interval '1 microsecond',
 	attempt = j.attempt + 1,
 	prev_started_at = j.started_at, started_at = now(), cancel_requested = false, updated_at = now()
 FROM lt WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL

@@ -34,7 +34,7 @@ import (
 
 const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max,
 	resubmit, resubmit_at, run_at, coalesce(repeat, ''), missed, slot, started_at, coalesce(retry_after, 0), lease_until,
-	coalesce(parent_id, 0), has_children, now()`
+	coalesce(parent_id, 0), has_children, coalesce(run_timeout, 0), now()`
 
 // Lock locks and reads the jobs with these ids (engine.Tx). A job moving between the
 // hot and the ended table while this waits for its lock is looked for
@@ -89,11 +89,11 @@ func scanRows(r rows, err error, at *time.Time) ([]*lifecycle.Row, error) {
 		var attempt, maxAttempts, base, maxB int64
 		var resubmitAt, slot, started, leaseUntil sql.NullTime
 		var missed int16
-		var retryAfter int64
+		var retryAfter, timeout int64
 		var now time.Time
 		if err := r.Scan(&x.ID, &x.Type, &x.Group, &state, &x.Token, &attempt, &maxAttempts,
 			&base, &maxB, &x.Resubmit, &resubmitAt, &x.RunAt, &x.Schedule, &missed, &slot, &started, &retryAfter, &leaseUntil,
-			&x.Parent, &x.HasChildren, &now); err != nil {
+			&x.Parent, &x.HasChildren, &timeout, &now); err != nil {
 			return nil, err
 		}
 		if at != nil && at.IsZero() {
@@ -105,6 +105,7 @@ func scanRows(r rows, err error, at *time.Time) ([]*lifecycle.Row, error) {
 		x.RunAt, x.ResubmitAt = x.RunAt.UTC(), nullTime(resubmitAt)
 		x.Missed, x.Slot, x.StartedAt = store.Missed(missed), nullTime(slot), nullTime(started)
 		x.RetryAfter, x.LeaseUntil = time.Duration(retryAfter)*time.Microsecond, nullTime(leaseUntil)
+		x.Timeout = time.Duration(timeout) * time.Microsecond
 		out = append(out, x)
 	}
 	return out, r.Err()
@@ -426,10 +427,11 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 	if states == nil {
 		states = make([]int16, n)
 	}
-	parents := make([]int64, n)
+	parents, timeouts := make([]int64, n), make([]int64, n)
 	for k, i := range ins {
 		p := &jobs[i]
 		repeats[k], misseds[k], retryAfters[k], parents[k] = optString(p.Schedule), int16(p.Missed), us(p.RetryAfter), p.Parent
+		timeouts[k] = us(p.Timeout)
 		if err := engine.FirstRun(t, p); err != nil {
 			return err
 		}
@@ -444,7 +446,7 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 	if newTypes == nil {
 		newTypes = []string{}
 	}
-	args := []any{newTypes, types, keys, grps, prios, runAts, ds, maxAtts, bases, maxBs, metas, repeats, misseds, retryAfters, states, parents}
+	args := []any{newTypes, types, keys, grps, prios, runAts, ds, maxAtts, bases, maxBs, metas, repeats, misseds, retryAfters, states, parents, timeouts}
 	var r rows
 	var err error
 	if t.deferCounts {
@@ -477,7 +479,7 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 			RunAt: runAt.UTC(), Data: ds[k], MaxAttempts: p.MaxAttempts, Meta: p.Meta,
 			BackoffBase: p.BackoffBase.Truncate(time.Microsecond), BackoffMax: p.BackoffMax.Truncate(time.Microsecond),
 			CreatedAt: created.UTC(), UpdatedAt: created.UTC(), Schedule: p.Schedule, Missed: p.Missed,
-			RetryAfter: p.RetryAfter,
+			RetryAfter: p.RetryAfter, Timeout: p.Timeout,
 		}
 		if p.Schedule != "" {
 			j.Slot = j.RunAt
@@ -941,7 +943,7 @@ func (s *Store) finishIn(ctx context.Context, d db, ps []store.FinishParams) ([]
 const endedColumns = `id, type, key, grp, priority, state, run_at, attempt, max_attempts, backoff_base, backoff_max,
 	lease_timeout, lease_until, token, worker, cancel_requested, resubmit, resubmit_at, progress, created_at,
 	started_at, finished_at, updated_at, retry_after, parent_id, repeat, data, next_data, result, last_error, errors, meta,
-	missed, slot, has_children, bedrock_id, prev_started_at`
+	missed, slot, has_children, bedrock_id, prev_started_at, run_timeout`
 
 // Now is the transaction's now(), which every statement of it writes
 // (engine.Tx): read with the rows it locked (scanRows), or asked for when

@@ -25,7 +25,7 @@ import (
 const jobColumns = `id, type, key, grp, priority, state, run_at, data, attempt, max_attempts,
 	backoff_base, backoff_max, token, worker, lease_until, cancel_requested, resubmit,
 	progress, last_error, errors::text, result, created_at, started_at, finished_at, updated_at, meta,
-	repeat, missed, slot, retry_after, parent_id, has_children, bedrock_id, prev_started_at`
+	repeat, missed, slot, retry_after, parent_id, has_children, bedrock_id, prev_started_at, run_timeout`
 
 func prefixed(prefix, cols string) string {
 	parts := strings.Split(cols, ",")
@@ -68,6 +68,7 @@ type jobScan struct {
 	leaseUntil, started, finished     pgtype.Timestamptz
 	slot, prev                        pgtype.Timestamptz
 	retryAfter, parent, bedrockID     pgtype.Int8
+	timeout                           pgtype.Int8
 	runAt, created, updated           time.Time
 	base, maxB, prio, attempt, maxAtt int64
 	state, missed                     int16
@@ -82,7 +83,7 @@ func newJobScan(extra ...any) *jobScan {
 	s.dest = append([]any{&s.id, &s.typ, &s.key, &s.group, &s.prio, &s.state, &s.runAt, &s.data, &s.attempt, &s.maxAtt,
 		&s.base, &s.maxB, &s.token, &s.worker, &s.leaseUntil, &s.cancelRequested, &s.resubmit,
 		&s.progress, &s.lastErr, &s.errs, &s.result, &s.created, &s.started, &s.finished, &s.updated, &s.meta,
-		&s.repeat, &s.missed, &s.slot, &s.retryAfter, &s.parent, &s.kids, &s.bedrockID, &s.prev}, extra...)
+		&s.repeat, &s.missed, &s.slot, &s.retryAfter, &s.parent, &s.kids, &s.bedrockID, &s.prev, &s.timeout}, extra...)
 	return s
 }
 
@@ -96,6 +97,7 @@ func (s *jobScan) scan(sc scanner, j *store.Job) error {
 		Progress: s.progress, HasChildren: s.kids}
 	j.Schedule, j.Missed, j.Slot = s.repeat.String, store.Missed(s.missed), pgTime(s.slot)
 	j.RetryAfter = time.Duration(s.retryAfter.Int64) * time.Microsecond
+	j.Timeout = time.Duration(s.timeout.Int64) * time.Microsecond
 	j.Parent, j.BedrockID = s.parent.Int64, s.bedrockID.Int64
 	j.PrevStartedAt = pgTime(s.prev)
 	if s.meta.Valid {

@@ -248,11 +248,15 @@ func (w *txn) claim(dst []store.Job, g *fair.Group, cands []fair.Candidate, work
 		j.Slot = c.nullTime(4)
 		j.Parent = c.int64(5)
 		j.HasChildren = c.bool(6)
+		j.Timeout = time.Duration(c.int64(7)) * time.Microsecond
 		if c.err != nil {
 			return dst[:base], fmt.Errorf("sqlite: accept: claim: %w", c.err)
 		}
 		if j.RetryAfter > 0 {
 			j.LeaseUntil = fromMicros(now + j.RetryAfter.Microseconds())
+		}
+		if j.Timeout > 0 && j.LeaseUntil.After(j.StartedAt.Add(j.Timeout)) {
+			j.LeaseUntil = fromMicros(now + j.Timeout.Microseconds()) // the lease ends with the run's time
 		}
 		n++
 	}
@@ -292,7 +296,7 @@ func newTokens(n int) ([]string, error) {
 // with a retry-after has a lease of that length instead. It returns
 // claimColumns.
 const claimSQL = `UPDATE rota_jobs SET state = 1, token = j.value->>1, worker = ?,
-	lease_until = ? + coalesce(retry_after, ?), lease_timeout = coalesce(retry_after, ?), attempt = attempt + 1,
+	lease_until = ? + min(coalesce(retry_after, ?), coalesce(run_timeout, 9223372036854775807)), lease_timeout = coalesce(retry_after, ?), attempt = attempt + 1,
 	prev_started_at = started_at, started_at = ?, cancel_requested = 0, updated_at = ?
 	FROM json_each(?) AS j WHERE rota_jobs.id = j.value->>0 AND +rota_jobs.state = 0
 	RETURNING ` + claimColumns
@@ -301,10 +305,10 @@ const claimSQL = `UPDATE rota_jobs SET state = 1, token = j.value->>1, worker = 
 // length (retry_after), whether lifecycle.Late applies (a schedule under
 // MissedSkip, and its slot) and whether the family rules do.
 const claimColumns = `rota_jobs.id, attempt, coalesce(retry_after, 0), CASE WHEN missed = 1 THEN repeat END, slot,
-	coalesce(parent_id, 0), has_children`
+	coalesce(parent_id, 0), has_children, coalesce(run_timeout, 0)`
 
 // claimedColumns names claimColumns, for columns' errors.
-var claimedColumns = []string{"id", "attempt", "retry_after", "repeat", "slot", "parent_id", "has_children"}
+var claimedColumns = []string{"id", "attempt", "retry_after", "repeat", "slot", "parent_id", "has_children", "run_timeout"}
 
 // readClaimedSQL reads the rest of claimed jobs, by a JSON array of ids,
 // with their state and token, which readClaimed checks.

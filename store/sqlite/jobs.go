@@ -28,7 +28,7 @@ import (
 
 const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max,
 	resubmit, resubmit_at, run_at, coalesce(lease_timeout, 0), coalesce(repeat, ''), missed, slot, started_at,
-	coalesce(retry_after, 0), lease_until, coalesce(parent_id, 0), has_children`
+	coalesce(retry_after, 0), lease_until, coalesce(parent_id, 0), has_children, coalesce(run_timeout, 0)`
 
 // Lock reads the rows of jobs ids: the writer's transaction holds the
 // whole database, so a row read is a row locked. It keeps each job's own
@@ -78,11 +78,11 @@ func (w *txn) readRow(id int64) (*lifecycle.Row, time.Duration, error) {
 	var state int
 	var base, maxB, runAt, lease int64
 	var resubmitAt, slot, started, leaseUntil sql.NullInt64
-	var retryAfter int64
+	var retryAfter, timeout int64
 	err := w.row("read_row", id).Scan(
 		&r.ID, &r.Type, &r.Group, &state, &r.Token, &r.Attempt, &r.MaxAttempts, &base, &maxB,
 		&r.Resubmit, &resubmitAt, &runAt, &lease, &r.Schedule, &r.Missed, &slot, &started, &retryAfter, &leaseUntil,
-		&r.Parent, &r.HasChildren)
+		&r.Parent, &r.HasChildren, &timeout)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, 0, nil
 	}
@@ -94,6 +94,7 @@ func (w *txn) readRow(id int64) (*lifecycle.Row, time.Duration, error) {
 	r.RunAt, r.ResubmitAt = fromMicros(runAt), fromNullMicros(resubmitAt)
 	r.Slot, r.StartedAt = fromNullMicros(slot), fromNullMicros(started)
 	r.RetryAfter, r.LeaseUntil = time.Duration(retryAfter)*time.Microsecond, fromNullMicros(leaseUntil)
+	r.Timeout = time.Duration(timeout) * time.Microsecond
 	return &r, time.Duration(lease) * time.Microsecond, nil
 }
 
@@ -404,7 +405,7 @@ func (w *txn) Insert(p *store.AddParams, data []byte, state store.State) (store.
 	}
 	res, err := w.run("insert", p.Type, key, p.Group, p.Priority, int(state), runAt, data, p.MaxAttempts,
 		p.BackoffBase.Microseconds(), p.BackoffMax.Microseconds(), now, now, backend.MetaJSON(p.Meta), repeat, int(p.Missed), slot,
-		nonZero(p.RetryAfter.Microseconds()), parent)
+		nonZero(p.RetryAfter.Microseconds()), parent, nonZero(p.Timeout.Microseconds()))
 	if err != nil {
 		return store.AddResult{}, fmt.Errorf("sqlite: add: %w", err)
 	}
@@ -417,7 +418,7 @@ func (w *txn) Insert(p *store.AddParams, data []byte, state store.State) (store.
 		RunAt: fromMicros(runAt), Data: data, MaxAttempts: p.MaxAttempts, Meta: p.Meta,
 		BackoffBase: p.BackoffBase.Truncate(time.Microsecond), BackoffMax: p.BackoffMax.Truncate(time.Microsecond),
 		CreatedAt: fromMicros(now), UpdatedAt: fromMicros(now), Schedule: p.Schedule, Missed: p.Missed,
-		RetryAfter: p.RetryAfter,
+		RetryAfter: p.RetryAfter, Timeout: p.Timeout,
 	}
 	if p.Schedule != "" {
 		j.Slot = j.RunAt

@@ -138,6 +138,10 @@ func Add(p *store.AddParams) ([]byte, error) {
 		return nil, Invalidf("retry_after %v must be at least %v, or zero for none", p.RetryAfter, store.MinLeaseTimeout)
 	}
 	p.RetryAfter = p.RetryAfter.Truncate(time.Microsecond)
+	if p.Timeout < 0 || (p.Timeout > 0 && p.Timeout < store.MinLeaseTimeout) {
+		return nil, Invalidf("timeout %v must be at least %v, or zero for none", p.Timeout, store.MinLeaseTimeout)
+	}
+	p.Timeout = p.Timeout.Truncate(time.Microsecond)
 	switch {
 	case p.MaxAttempts == 0 && p.RetryAfter > 0:
 		p.MaxAttempts = store.DefaultRetryAfterRuns

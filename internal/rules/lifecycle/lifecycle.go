@@ -56,6 +56,9 @@ type Row struct {
 	// LeaseUntil the end of its current lease.
 	RetryAfter time.Duration
 	LeaseUntil time.Time
+	// Timeout bounds each run (store.AddParams.Timeout; 0: none): a run
+	// started at StartedAt ends by StartedAt+Timeout (RunEnd).
+	Timeout time.Duration
 	// Parent is the job's parent (0: none); HasChildren says it has had
 	// children, and Unfinished whether any of them is pending, running or
 	// paused (stores look it up for the rules that need it: Finish, and a
@@ -350,19 +353,63 @@ func RetryAfterElapsed(d time.Duration) string {
 	return fmt.Sprintf("retry-after %v elapsed: the run did not finish within its fixed lease", d)
 }
 
+// TimedOutAfter is the error recorded for a run that lasted longer than
+// its job's timeout (store.AddParams.Timeout).
+func TimedOutAfter(d time.Duration) string {
+	return fmt.Sprintf("timed out after %v", d)
+}
+
+// RunTimedOut is the refusal of a heartbeat for job id's run that is past
+// its timeout d: a worker conflict, which stops the worker.
+func RunTimedOut(id int64, d time.Duration) error {
+	return check.JobErrorf(store.ErrWorkerConflict, "job %d %s", id, TimedOutAfter(d))
+}
+
+// RunEnd is when r's current run must end: StartedAt+Timeout, zero when
+// the job has no timeout or is not running.
+func RunEnd(r *Row) time.Time {
+	if r.Timeout <= 0 || r.StartedAt.IsZero() {
+		return time.Time{}
+	}
+	return r.StartedAt.Add(r.Timeout)
+}
+
+// TimedOut reports whether r's run has lasted its timeout at now. A
+// lease never outlasts the run's end (the claim and Heartbeat cap it), so
+// the lease sweep takes a timed-out run back even while its worker sends
+// heartbeats (Expire).
+func TimedOut(r *Row, now time.Time) bool {
+	end := RunEnd(r)
+	return !end.IsZero() && !now.Before(end)
+}
+
 // Expire decides what becomes of a running job whose lease ended: it runs
 // again (a new cycle when it was resubmitted, a retry due at once when it
 // has attempts left) or fails. The expired lease is fenced out for good.
 // A job with a retry-after runs again likewise, whether or not it sent
 // heartbeats: that is what its fixed lease is for.
+//
+// A run that outlasted its job's Timeout (TimedOut) is a failed attempt
+// like any other: it is retried after the job's back-off, and its error
+// says it timed out.
 func Expire(r *Row, now time.Time) Plan {
 	why := LeaseExpired
 	if r.RetryAfter > 0 {
 		why = RetryAfterElapsed(r.RetryAfter)
 	}
+	// The claim and Heartbeat never let a lease outlast the run's end, so
+	// a lease that reached it is a run that timed out (whatever the
+	// sweep's clock).
+	end := RunEnd(r)
+	timedOut := !end.IsZero() && !r.LeaseUntil.Before(end)
+	if timedOut {
+		why = TimedOutAfter(r.Timeout)
+	}
 	switch {
 	case r.Resubmit:
 		return runAgain(r, now, true)
+	case r.Attempt < r.MaxAttempts && timedOut:
+		return retry(r, now.Add(Backoff(r.BackoffBase, r.BackoffMax, r.Attempt)), why, true)
 	case r.Attempt < r.MaxAttempts:
 		return retry(r, now, why, true)
 	case r.Schedule != "":
@@ -538,16 +585,26 @@ func Remove(id int64, r *Row) (Plan, error) {
 }
 
 // Heartbeat decides a heartbeat on r (nil when the job does not exist):
-// fenced like every worker call, it extends the lease by lease from now.
+// fenced like every worker call, it extends the lease by lease from now,
+// but not past the end of the run's timeout (RunEnd); a run past it is
+// refused (ErrWorkerConflict), so that its worker stops.
 // An event is published when it changes what subscribers see (data or
 // progress).
 func Heartbeat(r *Row, p *store.HeartbeatParams, lease time.Duration, now time.Time) (Plan, error) {
 	if err := Fence(p.ID, r, p.Token); err != nil {
 		return Plan{}, err
 	}
+	if TimedOut(r, now) {
+		// The run is over, whatever the worker thinks: it is told so,
+		// and the lease sweep retries the job.
+		return Plan{}, RunTimedOut(p.ID, r.Timeout)
+	}
 	pl := Plan{Kind: KindExtend, State: store.Running, RunAt: r.RunAt, Attempt: r.Attempt, LeaseUntil: now.Add(lease)}
 	if r.RetryAfter > 0 {
 		pl.LeaseUntil = r.LeaseUntil // a fixed lease: heartbeats update data and progress only
+	}
+	if end := RunEnd(r); !end.IsZero() && pl.LeaseUntil.After(end) {
+		pl.LeaseUntil = end // no lease outlasts the run's timeout
 	}
 	if p.Progress != nil || p.Data != nil {
 		pl.Event = HeartbeatEvent(r.ID, r.Type, r.Group, p)

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -594,5 +595,79 @@ func TestResubmitHandBack(t *testing.T) {
 				t.Errorf("running, keep %v: %+v", keep, p)
 			}
 		}
+	}
+}
+
+// TestTimeout checks a run timeout's rules: the lease ends with the run,
+// a heartbeat past it is refused, and the sweep fails the attempt with
+// "timed out after …", retried after the back-off.
+func TestTimeout(t *testing.T) {
+	started := now.Add(-10 * time.Second)
+	running := func(timeout time.Duration, leaseUntil time.Time) *Row {
+		r := row(store.Running)
+		r.StartedAt, r.Timeout, r.LeaseUntil = started, timeout, leaseUntil
+		return r
+	}
+	hb := func(r *Row, at time.Time) (Plan, error) {
+		return Heartbeat(r, &store.HeartbeatParams{Lease: store.Lease{ID: 7, Token: tok}}, time.Minute, at)
+	}
+	for _, c := range []struct {
+		name      string
+		timeout   time.Duration
+		at        time.Time
+		wantLease time.Time // zero: refused
+	}{
+		{"no timeout", 0, now, now.Add(time.Minute)},
+		{"timeout beyond the lease", time.Hour, now, now.Add(time.Minute)},
+		{"timeout within the lease: the lease ends with the run", 30 * time.Second, now, started.Add(30 * time.Second)},
+		{"just before the run's end", 10*time.Second + time.Microsecond, now, now.Add(time.Microsecond)},
+		{"at the run's end", 10 * time.Second, now, time.Time{}},
+		{"past the run's end", 5 * time.Second, now, time.Time{}},
+	} {
+		p, err := hb(running(c.timeout, now.Add(time.Second)), c.at)
+		switch {
+		case c.wantLease.IsZero() && (!errors.Is(err, store.ErrWorkerConflict) || !strings.HasPrefix(err.Error(), "job 7 "+TimedOutAfter(c.timeout))):
+			t.Errorf("%s: heartbeat %+v, %v; want it refused as timed out", c.name, p, err)
+		case !c.wantLease.IsZero() && (err != nil || p.Kind != KindExtend || !p.LeaseUntil.Equal(c.wantLease)):
+			t.Errorf("%s: heartbeat %+v, %v; want the lease extended to %v", c.name, p, err, c.wantLease)
+		}
+	}
+	// A fixed lease is capped too.
+	r := running(5*time.Second, started.Add(time.Hour))
+	r.RetryAfter = time.Hour
+	if p, err := hb(r, started.Add(time.Second)); err != nil || !p.LeaseUntil.Equal(started.Add(5*time.Second)) {
+		t.Errorf("retry-after with a shorter timeout: %+v, %v; want the lease at the run's end", p, err)
+	}
+
+	for _, c := range []struct {
+		name       string
+		timeout    time.Duration
+		leaseUntil time.Time
+		attempt    int
+		kind       Kind
+		err        string
+		backoff    bool
+	}{
+		{"lease ended before the run's end", time.Hour, now.Add(-time.Second), 1, KindRetry, LeaseExpired, false},
+		{"lease reached the run's end", 10 * time.Second, started.Add(10 * time.Second), 1, KindRetry, "timed out after 10s", true},
+		{"timed out on the last attempt", 10 * time.Second, started.Add(10 * time.Second), 3, KindDiscard, "timed out after 10s", false},
+	} {
+		r := running(c.timeout, c.leaseUntil)
+		r.Attempt = c.attempt
+		p := Expire(r, now)
+		if p.Kind != c.kind || p.Error != c.err || !p.DropToken || !p.Event.Failed {
+			t.Errorf("%s: Expire %+v, want %v with error %q", c.name, p, c.kind, c.err)
+		}
+		if c.backoff && (p.RunAt.Before(now.Add(900*time.Millisecond)) || p.RunAt.After(now.Add(1100*time.Millisecond))) {
+			t.Errorf("%s: retry at %v, want after the back-off (1s ± 10%%) from %v", c.name, p.RunAt, now)
+		}
+		if c.kind == KindRetry && !c.backoff && !p.RunAt.Equal(now) {
+			t.Errorf("%s: retry at %v, want at once", c.name, p.RunAt)
+		}
+	}
+	r = running(10*time.Second, started.Add(10*time.Second))
+	r.Schedule, r.Attempt = "every 1h", r.MaxAttempts
+	if p := Expire(r, now); p.Kind != KindRecur || p.Error != "timed out after 10s" {
+		t.Errorf("recurring job timed out on its last attempt: %+v, want its next slot", p)
 	}
 }

@@ -88,17 +88,17 @@ INSERT INTO {{schema}}.types (name, updated_at) VALUES ($1, now()) ON CONFLICT D
 -- (NULL: none), $4 group, $5 priority, $6 run_at (NULL: now), $7 data,
 -- $8 max attempts, $9 back-off base (µs), $10 back-off max (µs), $11 meta
 -- (NULL: none), $12 schedule (NULL: none), $13 missed-slot policy,
--- $14 retry-after (µs, 0: none), $15 state, $16 parent id (0: none).
+-- $14 retry-after (µs, 0: none), $15 state, $16 parent id (0: none), $17 run timeout (µs, 0: none).
 -- Returns id, run_at, created_at in the batch's order.
 WITH ty AS (
 	INSERT INTO {{schema}}.types (name, updated_at) SELECT unnest($1::text[]), now() ON CONFLICT DO NOTHING RETURNING 1),
 ins AS (INSERT INTO {{schema}}.jobs (type, key, grp, priority, state, run_at, data, max_attempts, backoff_base, backoff_max, created_at, updated_at, meta,
-	repeat, missed, slot, retry_after, parent_id)
+	repeat, missed, slot, retry_after, parent_id, run_timeout)
 SELECT u.type, u.key, u.grp, u.priority, u.state, coalesce(u.run_at, now()), u.data, u.max_attempts, u.base, u.maxb, now(), now(), u.meta,
-	u.repeat, u.missed, CASE WHEN u.repeat IS NOT NULL THEN coalesce(u.run_at, now()) END, nullif(u.retry_after, 0), nullif(u.parent, 0)
+	u.repeat, u.missed, CASE WHEN u.repeat IS NOT NULL THEN coalesce(u.run_at, now()) END, nullif(u.retry_after, 0), nullif(u.parent, 0), nullif(u.run_timeout, 0)
 FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], $7::bytea[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[],
-	$12::text[], $13::smallint[], $14::bigint[], $15::smallint[], $16::bigint[])
-	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, repeat, missed, retry_after, state, parent, ord)
+	$12::text[], $13::smallint[], $14::bigint[], $15::smallint[], $16::bigint[], $17::bigint[])
+	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, repeat, missed, retry_after, state, parent, run_timeout, ord)
 WHERE (SELECT count(*) FROM ty) >= 0
 ORDER BY u.ord
 RETURNING id, run_at, created_at, type, grp, state) SELECT id, run_at, created_at FROM ins ORDER BY id;
@@ -110,12 +110,12 @@ RETURNING id, run_at, created_at, type, grp, state) SELECT id, run_at, created_a
 WITH ty AS (
 	INSERT INTO {{schema}}.types (name, updated_at) SELECT unnest($1::text[]), now() ON CONFLICT DO NOTHING RETURNING 1),
 ins AS (INSERT INTO {{schema}}.jobs (type, key, grp, priority, state, run_at, data, max_attempts, backoff_base, backoff_max, created_at, updated_at, meta,
-	repeat, missed, slot, retry_after, parent_id)
+	repeat, missed, slot, retry_after, parent_id, run_timeout)
 SELECT u.type, u.key, u.grp, u.priority, u.state, coalesce(u.run_at, now()), u.data, u.max_attempts, u.base, u.maxb, now(), now(), u.meta,
-	u.repeat, u.missed, CASE WHEN u.repeat IS NOT NULL THEN coalesce(u.run_at, now()) END, nullif(u.retry_after, 0), nullif(u.parent, 0)
+	u.repeat, u.missed, CASE WHEN u.repeat IS NOT NULL THEN coalesce(u.run_at, now()) END, nullif(u.retry_after, 0), nullif(u.parent, 0), nullif(u.run_timeout, 0)
 FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], $7::bytea[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[],
-	$12::text[], $13::smallint[], $14::bigint[], $15::smallint[], $16::bigint[])
-	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, repeat, missed, retry_after, state, parent, ord)
+	$12::text[], $13::smallint[], $14::bigint[], $15::smallint[], $16::bigint[], $17::bigint[])
+	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, repeat, missed, retry_after, state, parent, run_timeout, ord)
 WHERE (SELECT count(*) FROM ty) >= 0
 ORDER BY u.ord
 RETURNING id, run_at, created_at, type, grp, state), cnt AS (INSERT INTO {{schema}}.groups AS g (type, grp, pending, turn)
@@ -128,38 +128,44 @@ RETURNING id, run_at, created_at, type, grp, state), cnt AS (INSERT INTO {{schem
 
 -- name: heartbeat
 -- Extends leases by each job's lease length and updates data and
--- progress, where the token is current (lifecycle.Heartbeat under Fence's
--- precondition). Items it does not return failed the fence. Used when an
+-- progress, where the token is current and the run within its timeout
+-- (lifecycle.Heartbeat's preconditions; no lease outlasts the timeout). Items it does not return failed the fence. Used when an
 -- item carries data: it waits for the WAL flush.
 -- $1 ids (bigint[]), $2 tokens by id (jsonb), $3 data by id (jsonb of
 -- text), $4 progress by id (jsonb), $5 the default lease (µs).
 -- Returns id, lease_until, resubmit, type, grp.
-UPDATE {{schema}}.jobs j SET lease_until = CASE WHEN j.retry_after IS NOT NULL THEN j.lease_until
+UPDATE {{schema}}.jobs j SET lease_until = least(CASE WHEN j.retry_after IS NOT NULL THEN j.lease_until
 		ELSE now() + coalesce(nullif(j.lease_timeout, 0), $5) * interval '1 microsecond' END,
+		j.started_at + j.run_timeout * interval '1 microsecond'),
 	data = coalesce(convert_to($3::jsonb ->> j.id::text, 'UTF8'), j.data),
 	progress = coalesce(($4::jsonb ->> j.id::text)::float8, j.progress), updated_at = now()
 WHERE j.id = ANY($1::bigint[]) AND j.state + 0 = 1 AND j.token = $2::jsonb ->> j.id::text
+	AND (j.run_timeout IS NULL OR now() < j.started_at + j.run_timeout * interval '1 microsecond')
 RETURNING j.id, j.lease_until, j.resubmit, j.type, j.grp;
 
 -- name: heartbeat_bytes
 -- heartbeat for one item whose data is not UTF-8.
 -- Parameters as in heartbeat, but $3 is the data itself (bytea).
-UPDATE {{schema}}.jobs j SET lease_until = CASE WHEN j.retry_after IS NOT NULL THEN j.lease_until
+UPDATE {{schema}}.jobs j SET lease_until = least(CASE WHEN j.retry_after IS NOT NULL THEN j.lease_until
 		ELSE now() + coalesce(nullif(j.lease_timeout, 0), $5) * interval '1 microsecond' END,
+		j.started_at + j.run_timeout * interval '1 microsecond'),
 	data = coalesce($3::bytea, j.data),
 	progress = coalesce(($4::jsonb ->> j.id::text)::float8, j.progress), updated_at = now()
 WHERE j.id = ANY($1::bigint[]) AND j.state + 0 = 1 AND j.token = $2::jsonb ->> j.id::text
+	AND (j.run_timeout IS NULL OR now() < j.started_at + j.run_timeout * interval '1 microsecond')
 RETURNING j.id, j.lease_until, j.resubmit, j.type, j.grp;
 
 -- name: heartbeat_async
 -- heartbeat without data: losing it in a database crash only ends the
 -- lease early, so it need not wait for the WAL flush.
 -- Parameters as in heartbeat.
-UPDATE {{schema}}.jobs j SET lease_until = CASE WHEN j.retry_after IS NOT NULL THEN j.lease_until
+UPDATE {{schema}}.jobs j SET lease_until = least(CASE WHEN j.retry_after IS NOT NULL THEN j.lease_until
 		ELSE now() + coalesce(nullif(j.lease_timeout, 0), $5) * interval '1 microsecond' END,
+		j.started_at + j.run_timeout * interval '1 microsecond'),
 	data = coalesce(convert_to($3::jsonb ->> j.id::text, 'UTF8'), j.data),
 	progress = coalesce(($4::jsonb ->> j.id::text)::float8, j.progress), updated_at = now()
-WHERE j.id = ANY($1::bigint[]) AND j.state + 0 = 1 AND j.token = $2::jsonb ->> j.id::text AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL
+WHERE j.id = ANY($1::bigint[]) AND j.state + 0 = 1 AND j.token = $2::jsonb ->> j.id::text
+	AND (j.run_timeout IS NULL OR now() < j.started_at + j.run_timeout * interval '1 microsecond') AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL
 RETURNING j.id, j.lease_until, j.resubmit, j.type, j.grp;
 
 -- name: complete
@@ -178,7 +184,7 @@ INSERT INTO {{schema}}.jobs_ended ({{endedColumns}})
 SELECT d.id, d.type, d.key, d.grp, d.priority, 3, d.run_at, d.attempt, d.max_attempts, d.backoff_base, d.backoff_max,
 	d.lease_timeout, NULL, d.token, d.worker, d.cancel_requested, d.resubmit, d.resubmit_at, d.progress, d.created_at,
 	d.started_at, now(), now(), d.retry_after, d.parent_id, d.repeat, d.data, d.next_data,
-	convert_to($3::jsonb ->> d.id::text, 'UTF8'), d.last_error, d.errors, d.meta, d.missed, d.slot, d.has_children, d.bedrock_id, d.prev_started_at
+	convert_to($3::jsonb ->> d.id::text, 'UTF8'), d.last_error, d.errors, d.meta, d.missed, d.slot, d.has_children, d.bedrock_id, d.prev_started_at, d.run_timeout
 FROM d RETURNING id, type, grp, run_at;
 
 -- name: children

@@ -977,3 +977,36 @@ func TestWaitForStates(t *testing.T) {
 		t.Errorf("wait for an unknown state: %v, want ErrInvalid", err)
 	}
 }
+
+// TestTimeoutCancelsHandler runs a handler that outlasts its job's
+// timeout while the worker heartbeats: the handler's context ends at the
+// run's deadline with cause ErrTimedOut, and the attempt fails as
+// "timed out after …", retried under the job's policy until it fails.
+func TestTimeoutCancelsHandler(t *testing.T) {
+	c := newClient(t)
+	causes := make(chan error, 2)
+	w := rota.NewWorker(c, rota.WorkerConfig{LeaseTimeout: 200 * time.Millisecond})
+	w.Handle("hang", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		if _, ok := ctx.Deadline(); !ok {
+			t.Error("the handler's context has no deadline")
+		}
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return ctx.Err()
+	}))
+	runWorker(t, w)
+	began := time.Now()
+	j := add(t, c, rota.AddParams{Type: "hang", Timeout: 500 * time.Millisecond, MaxAttempts: 2, BackoffBase: time.Millisecond, BackoffMax: time.Millisecond})
+	j = waitJob(t, c, j.ID)
+	if j.State != rota.Failed || j.Attempt != 2 || j.LastError != "timed out after 500ms" || len(j.Errors) != 2 {
+		t.Errorf("job %s after %d attempts, errors %v; want failed after 2 attempts that timed out", j.State, j.Attempt, j.Errors)
+	}
+	if took := time.Since(began); took < time.Second {
+		t.Errorf("two runs of 500ms ended after %v", took)
+	}
+	for range 2 {
+		if err := <-causes; !errors.Is(err, rota.ErrTimedOut) && !errors.Is(err, rota.ErrLeaseLost) {
+			t.Errorf("handler context cause %v, want ErrTimedOut", err)
+		}
+	}
+}

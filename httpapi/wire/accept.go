@@ -154,6 +154,11 @@ func appendJob(buf []byte, j *store.Job) []byte {
 		o.lit(j.RetryAfter.String())
 		o.lit(`"`)
 	}
+	if j.Timeout > 0 {
+		o.lit(`,"timeout":"`)
+		o.lit(j.Timeout.String())
+		o.lit(`"`)
+	}
 	o.lit(`}`)
 	if !o.ok {
 		b, err := json.Marshal(NewJobWire(*j))
@@ -501,7 +506,7 @@ var jobKeys = func() map[string]jobKey {
 	keys := []string{"id", "type", "key", "group", "priority", "state", "run_at", "data", "attempt", "max_attempts",
 		"token", "worker", "lease_until", "cancel_requested", "resubmit", "progress", "last_error", "errors", "result",
 		"meta", "schedule", "missed", "slot", "retry_after", "parent", "has_children", "bedrock_id", "parent_data",
-		"children", "created_at", "started_at", "prev_started_at", "finished_at", "updated_at", "backoff_base", "backoff_max"}
+		"children", "created_at", "started_at", "prev_started_at", "finished_at", "updated_at", "backoff_base", "backoff_max", "timeout"}
 	m := make(map[string]jobKey, len(keys))
 	for i, k := range keys {
 		m[k] = jobKey{name: k, bit: 1 << i}
@@ -608,6 +613,12 @@ func (p *jsonScan) field(j *store.Job, key string) bool {
 		if v, ok = p.str(); ok {
 			d, err := time.ParseDuration(v)
 			j.RetryAfter, ok = d, err == nil
+		}
+	case "timeout":
+		var v string
+		if v, ok = p.str(); ok {
+			d, err := time.ParseDuration(v)
+			j.Timeout, ok = d, err == nil
 		}
 	case "parent":
 		j.Parent, ok = p.int()

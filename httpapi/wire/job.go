@@ -25,6 +25,7 @@ type JobWire struct {
 	// RetryAfter is a duration string, as store.Job's methods and the
 	// OpenAPI document's Duration write it.
 	RetryAfter string `json:"retry_after,omitempty"`
+	Timeout    string `json:"timeout,omitempty"`
 }
 
 // jobFields is store.Job without its methods; JobWire's own fields take
@@ -36,6 +37,9 @@ func NewJobWire(j store.Job) JobWire {
 	w := JobWire{jobFields: jobFields(j), BackoffBase: j.BackoffBase.String(), BackoffMax: j.BackoffMax.String()}
 	if j.RetryAfter > 0 {
 		w.RetryAfter = j.RetryAfter.String()
+	}
+	if j.Timeout > 0 {
+		w.Timeout = j.Timeout.String()
 	}
 	return w
 }
@@ -57,6 +61,11 @@ func (w JobWire) Job() (store.Job, error) {
 	if w.RetryAfter != "" {
 		if j.RetryAfter, err = time.ParseDuration(w.RetryAfter); err != nil {
 			return j, fmt.Errorf("retry_after: %w", err)
+		}
+	}
+	if w.Timeout != "" {
+		if j.Timeout, err = time.ParseDuration(w.Timeout); err != nil {
+			return j, fmt.Errorf("timeout: %w", err)
 		}
 	}
 	return j, nil

@@ -49,6 +49,7 @@ type AddRequest struct {
 	Schedule    string            `json:"schedule,omitempty"`
 	Missed      store.Missed      `json:"missed,omitempty"`
 	RetryAfter  Duration          `json:"retry_after,omitempty"`
+	Timeout     Duration          `json:"timeout,omitempty"`
 	Unique      bool              `json:"unique,omitempty"`
 	Overwrite   bool              `json:"overwrite,omitempty"`
 	Parent      int64             `json:"parent,omitempty"`
@@ -62,7 +63,7 @@ type AddRequest struct {
 func (a AddRequest) Params() store.AddParams {
 	p := store.AddParams{Type: a.Type, Key: a.Key, Group: a.Group, Priority: a.Priority, Data: a.Data,
 		MaxAttempts: a.MaxAttempts, BackoffBase: time.Duration(a.BackoffBase), BackoffMax: time.Duration(a.BackoffMax),
-		Meta: a.Meta, Schedule: a.Schedule, Missed: a.Missed, RetryAfter: time.Duration(a.RetryAfter),
+		Meta: a.Meta, Schedule: a.Schedule, Missed: a.Missed, RetryAfter: time.Duration(a.RetryAfter), Timeout: time.Duration(a.Timeout),
 		Unique: a.Unique, Overwrite: a.Overwrite, Parent: a.Parent,
 		UniqueFor: time.Duration(a.UniqueFor), UniqueStates: a.UniqueStates, Debounce: time.Duration(a.Debounce)}
 	if a.RunAt != nil {
@@ -75,7 +76,7 @@ func (a AddRequest) Params() store.AddParams {
 func NewAddRequest(p store.AddParams) AddRequest {
 	a := AddRequest{Type: p.Type, Key: p.Key, Group: p.Group, Priority: p.Priority, Data: p.Data,
 		MaxAttempts: p.MaxAttempts, BackoffBase: Duration(p.BackoffBase), BackoffMax: Duration(p.BackoffMax), Meta: p.Meta,
-		Schedule: p.Schedule, Missed: p.Missed, RetryAfter: Duration(p.RetryAfter), Unique: p.Unique, Overwrite: p.Overwrite, Parent: p.Parent,
+		Schedule: p.Schedule, Missed: p.Missed, RetryAfter: Duration(p.RetryAfter), Timeout: Duration(p.Timeout), Unique: p.Unique, Overwrite: p.Overwrite, Parent: p.Parent,
 		UniqueFor: Duration(p.UniqueFor), UniqueStates: p.UniqueStates, Debounce: Duration(p.Debounce)}
 	if !p.RunAt.IsZero() {
 		t := p.RunAt

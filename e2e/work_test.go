@@ -350,3 +350,37 @@ func TestWorkStopsProgramWhenLeaseRunsOut(t *testing.T) {
 		t.Errorf("the worker's log does not say that job %d's lease was lost:\n%s", jid, w.stderr)
 	}
 }
+
+// TestWorkJobTimeout runs a program that hangs past its job's timeout
+// (rota add --timeout) under a worker that keeps heartbeating: the program
+// and its child are stopped, the attempt fails as "timed out after 2s",
+// and the job's second attempt completes. rota get shows the timeout.
+func TestWorkJobTimeout(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	dir := t.TempDir()
+	script := `[ "$ROTA_JOB_ATTEMPT" -gt 1 ] && { echo "{\"attempt\": $ROTA_JOB_ATTEMPT}"; exit 0; }
+` + pidsScript(dir)
+	w := s.start(t, "work", "--type", "e2e.timeout", "--lease", "1s", "--kill-grace", "1s", "--shutdown-timeout", "2s", "--", "sh", "-c", script)
+	jid := s.add(t, "e2e.timeout", "--timeout", "2s", "--max-attempts", "2", "--backoff-base", "10ms", "--backoff-max", "10ms")
+	if r := s.run(t, "", "get", id(jid)); r.code != 0 || !strings.Contains(r.stdout, "timeout") || !strings.Contains(r.stdout, "2s") {
+		t.Errorf("rota get does not show the timeout: %v", r)
+	}
+	pids := readPids(t, dir, jid)
+	eventually(t, "the program is stopped", func() bool { return !alive(pids[0]) && !alive(pids[1]) })
+	if r := s.run(t, "", "wait", id(jid)); r.code != 0 {
+		t.Fatalf("%v", r)
+	}
+	j := s.get(t, jid)
+	if j.State != "completed" || j.Attempt != 2 || len(j.Errors) != 1 || j.Errors[0].Error != "timed out after 2s" {
+		t.Errorf("job %d: state %s, attempt %d, errors %+v; want completed by a second attempt after one that timed out", jid, j.State, j.Attempt, j.Errors)
+	}
+	if code := w.signal(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("worker exited with status %d", code)
+	}
+	// The worker's deadline and the server's sweep race: the program is
+	// stopped by whichever comes first.
+	if log := w.stderr.String(); !strings.Contains(log, "longer than its timeout") && !strings.Contains(log, "lease lost") {
+		t.Errorf("the worker's log does not say that the job was stopped:\n%s", log)
+	}
+}

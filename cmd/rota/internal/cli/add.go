@@ -181,6 +181,7 @@ resubmitted or requeued. With --json it prints the API's answer,
 	f.StringVar(&dataFile, "data-file", "", `read the data from this file ("-" for standard input)`)
 	f.StringVar(&p.Schedule, "schedule", "", `make the job recurring: a repeat ("SCHEDULED, +1 HOUR") or cron expression ("*/5 * * * *")`)
 	f.DurationVar(&p.RetryAfter, "retry-after", 0, "give each run a fixed lease this long that heartbeats do not extend; a run not finished by then runs again (at most --max-attempts runs, default 10)")
+	f.DurationVar(&p.Timeout, "timeout", 0, "stop each run that lasts longer than this; it counts as a failed attempt (\"timed out after …\"), retried under the job's policy")
 	f.Int64Var(&p.Parent, "parent", 0, "add the job as a child of this running (or waiting) job")
 	f.BoolVar(&p.Unique, "unique", false, "return the existing job of this type in this group that has not completed, if any, instead of adding one")
 	f.BoolVar(&p.Overwrite, "overwrite", false, "with --unique: merge this data into the existing job's (JSON merge patch) and set its priority and schedule")

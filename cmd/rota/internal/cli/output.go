@@ -165,6 +165,9 @@ func writeJob(w io.Writer, j rota.Job, now time.Time) {
 	if j.RetryAfter > 0 {
 		line("retry after", j.RetryAfter.String()+" (a fixed lease: a run not finished by then runs again)")
 	}
+	if j.Timeout > 0 {
+		line("timeout", j.Timeout.String()+" (a run that lasts longer is stopped and counts as a failed attempt)")
+	}
 	line("run at", stamp(j.RunAt, now))
 	line("created", stamp(j.CreatedAt, now))
 	if !j.StartedAt.IsZero() {

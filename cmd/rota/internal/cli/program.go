@@ -118,6 +118,11 @@ func (r *runner) Work(ctx context.Context, job *rota.Job) error {
 			msg := withTail(fmt.Sprintf("timed out after %v and was stopped", r.timeout), tail)
 			log.Warn("job failed", "err", firstLine(msg), "took", took)
 			return errors.New(msg)
+		case errors.Is(cause, rota.ErrTimedOut):
+			// The job's own timeout (rota add --timeout): the runtime
+			// fails the attempt as "timed out after …".
+			log.Warn("job failed: it ran longer than its timeout and was stopped", "timeout", job.Timeout, "took", took)
+			return cause
 		case errors.Is(cause, errStopNow):
 			// A snooze with no delay hands the job back to pending now,
 			// without using up the attempt, as the runtime's own

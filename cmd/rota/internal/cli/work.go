@@ -51,7 +51,8 @@ are never part of the result.
 Heartbeats are automatic while the program runs. The program is stopped
 (SIGTERM to its process group, then SIGKILL after --kill-grace) when its job
 is cancelled or removed, when the worker loses the job's lease, when
---timeout passes (a retryable failure), or when the worker shuts down.
+--timeout or the job's own timeout (rota add --timeout) passes (a
+retryable failure), or when the worker shuts down.
 When the program exits, whatever it started that still runs in its process
 group is killed; so is every program's group when the worker exits.
 A heartbeat or finish that fails because the server cannot be reached for

@@ -488,3 +488,44 @@ func ExampleClient_SetTypeConfig() {
 	// started 2
 	// after one ended, started 1
 }
+
+// A job's Timeout bounds each of its runs: a handler that outlasts it
+// sees its context end (cause rota.ErrTimedOut), and the attempt fails as
+// "timed out after …", retried under the job's policy. The server takes
+// the run back at that time even if the worker keeps sending heartbeats.
+func ExampleAddParams_timeout() {
+	path, cleanup := dbPath()
+	defer cleanup()
+	client, err := rota.Open(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+
+	added, err := client.Add(ctx, rota.AddParams{Type: "report.build", Timeout: 200 * time.Millisecond, MaxAttempts: 1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	w := rota.NewWorker(client, rota.WorkerConfig{})
+	w.Handle("report.build", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		select {
+		case <-time.After(time.Minute): // far longer than the job may run
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}))
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- w.Run(runCtx) }()
+
+	job, err := client.Wait(ctx, added.Job.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	stop()
+	<-done
+	fmt.Println(job.State, job.Timeout, job.LastError)
+	// Output: failed 200ms timed out after 200ms
+}

@@ -44,7 +44,8 @@ type (
 	//     BackoffMax, Progress, Result, LastError and Errors (one
 	//     AttemptError per failed attempt);
 	//   - its run: Worker, Token, LeaseUntil, CancelRequested, Resubmit (it
-	//     runs again when this attempt ends), RetryAfter (a fixed lease);
+	//     runs again when this attempt ends), RetryAfter (a fixed lease),
+	//     Timeout (how long each run may last);
 	//   - recurring jobs: Schedule, Missed, Slot;
 	//   - families: Parent, HasChildren, ParentData, Children;
 	//   - times: CreatedAt, StartedAt, PrevStartedAt, FinishedAt, UpdatedAt.
@@ -54,8 +55,9 @@ type (
 	// AddParams describes a job to add: Type (required), Data (a JSON
 	// object), Key (unique within the type), Group, Priority, RunAt, Meta,
 	// MaxAttempts, BackoffBase and BackoffMax; Schedule and Missed for a
-	// recurring job; RetryAfter for a fixed lease; Unique and Overwrite for
-	// a unique add; UniqueFor and UniqueStates for a unique window
+	// recurring job; RetryAfter for a fixed lease; Timeout to bound each
+	// run; Unique and Overwrite for a unique add; UniqueFor and
+	// UniqueStates for a unique window
 	// (deduplication, throttle); Debounce for a keyed add whose job runs
 	// once the adds stop; Parent to add a child of a running job; BedrockID to
 	// give it a Bedrock id in the add's transaction.

@@ -7,7 +7,7 @@ from ._base import Model, RotaError
 
 API_VERSION = "1"
 # The SHA-256 of the document this module was generated from.
-OPENAPI_SHA256 = "2cd6721badde07593aee1c860b921fc19b6f26c05f6268c7e2cc19721ed592b7"
+OPENAPI_SHA256 = "8fe5ddbdf5bcfd6330b85d5a5f401804ff26895a412f73d15825025b06d06c14"
 
 # How a worker ends its hold on a job: complete (done, result stored); fail (retried with back-off unless permanent or out of attempts); snooze (pending again at run_at, the attempt is given back); release (pending again at once, the attempt is given back; used on shutdown); cancel (the worker cancels the job).
 ENDINGS = ("complete", "fail", "snooze", "release", "cancel")
@@ -205,6 +205,7 @@ class AddRequest(Model):
         "retry_after": "duration",
         "run_at": "time",
         "schedule": "json",
+        "timeout": "duration",
         "type": "json",
         "unique": "json",
         "unique_for": "duration",
@@ -226,6 +227,7 @@ class AddRequest(Model):
     retry_after = None
     run_at = None
     schedule = ""
+    timeout = None
     type = ""
     unique = False
     unique_for = None
@@ -601,6 +603,7 @@ class Job(Model):
         "slot": "time",
         "started_at": "time",
         "state": "json",
+        "timeout": "duration",
         "token": "json",
         "type": "json",
         "updated_at": "time",
@@ -639,6 +642,7 @@ class Job(Model):
     slot = None
     started_at = None
     state = ""
+    timeout = None
     token = ""
     type = ""
     updated_at = None

@@ -214,3 +214,34 @@ def test_stop_hands_back_jobs_leased_ahead_and_waits_for_running_ones(client, ty
     assert states.count("completed") >= 1
     assert all(g.state == "completed" or (g.state == "pending" and g.attempt == 0) for g in got), got
     assert w.stats["released"] == states.count("pending")
+
+
+def test_a_run_past_its_timeout_is_stopped_by_the_server(client, typ, caplog):
+    """A job with a timeout of 1 s whose handler runs 2.5 s while the
+    worker keeps heartbeating: the server ends the run as a failed attempt
+    ("timed out after 1s"), the worker's finish is refused, and the second
+    run completes."""
+    ends = []
+    w = rota.Worker(client, concurrency=2, poll_wait=1, on_finish=lambda job, ending, err: ends.append((job.attempt, err)))
+    runs = []
+
+    @w.handle(typ)
+    def work(job):
+        runs.append(job.attempt)
+        if job.attempt == 1:
+            time.sleep(2.5)  # past the timeout (1 s), heartbeating meanwhile
+            return "late"
+        return "in time"
+
+    job = client.add(typ, timeout=1, max_attempts=3, backoff_base="10ms", backoff_max="10ms")
+    assert job.timeout == dt.timedelta(seconds=1)
+    t = run_in_thread(w)
+    wait_for(lambda: len(ends) == 2, timeout=15, what="both runs' finishes")
+    w.stop()
+    t.join(15)
+    assert runs == [1, 2]
+    got = client.get(job.id)
+    assert got.state == "completed" and got.result == "in time"
+    assert [e.error for e in got.errors] == ["timed out after 1s"]
+    late = [e for a, e in ends if a == 1][0]
+    assert isinstance(late, rota.WorkerConflictError)

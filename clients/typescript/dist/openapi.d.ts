@@ -147,6 +147,15 @@ export interface AddRequest {
      */
     retry_after?: Duration;
     /**
+     * Bounds each run (at least 1ms): a run that lasts longer is stopped (an
+     * in-process handler's context is cancelled, a remote worker's next heartbeat
+     * is refused with worker_conflict, and the server takes the job back even
+     * while its worker sends heartbeats) and counts as a failed attempt with the
+     * error "timed out after …", retried after the job's back-off while it has
+     * attempts left. A lease never outlasts it.
+     */
+    timeout?: Duration;
+    /**
      * Return the existing job of this type in this group that has not completed
      * (pending, running, paused, failed or cancelled), if there is one, instead of
      * adding another: Bedrock's unique by name; a job of another group is never
@@ -735,6 +744,11 @@ export interface Job {
      * The job's fixed lease (see AddRequest.retry_after); absent when none.
      */
     retry_after?: Duration;
+    /**
+     * How long each run of the job may last (see AddRequest.timeout); absent when
+     * none.
+     */
+    timeout?: Duration;
     /**
      * The job's parent (AddRequest.parent); absent for none.
      */

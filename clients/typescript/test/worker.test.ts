@@ -192,6 +192,39 @@ for (const store of stores()) {
       assert.ok(reports[0].error instanceof LeaseLostError);
     });
 
+    test("a run past its job's timeout is ended by the server while the worker heartbeats: the handler's signal aborts, the attempt fails as timed out", async () => {
+      const type = uniq("timeout");
+      const j = await c.add({ type, timeout: "1s", max_attempts: 2, backoff_base: "10ms", backoff_max: "10ms" });
+      assert.equal(j.timeout, "1s");
+      const w = new Worker(c, { concurrency: 1, logger: quiet });
+      let runs = 0;
+      w.handle(type, async (_job: Job, ctx) => {
+        runs++;
+        if (runs === 1) {
+          // Wait, heartbeating, until told the run is over (or far past it).
+          await new Promise<void>((resolve) => {
+            const t = setTimeout(resolve, 10000);
+            ctx.signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
+          });
+          assert.ok(ctx.signal.aborted, "the handler's signal did not abort at the timeout");
+        }
+        return { run: runs };
+      });
+      const reports: FinishReport[] = [];
+      w.on("finish", (r: FinishReport) => reports.push(r));
+      const stop = running(w);
+      const done = await c.wait(j.id);
+      await stop();
+      assert.equal(done.state, "completed");
+      assert.equal(done.attempt, 2);
+      assert.deepEqual(done.result, { run: 2 });
+      assert.deepEqual(
+        (done.errors ?? []).map((e) => e.error),
+        ["timed out after 1s"],
+      );
+      assert.equal(reports[0].as, "abandon");
+    });
+
     test("a lease lost mid-run unknown to the worker (the process stalled): the stale finish is refused and reported", async () => {
       const type = uniq("stale");
       await c.setType({ type, lease_timeout: "1s" });

@@ -230,6 +230,9 @@ func fillForCopy(t *testing.T, path string, n int) {
 			if i%13 == 0 {
 				p.RunAt = time.Now().Add(time.Hour).Truncate(time.Microsecond)
 			}
+			if i%17 == 0 {
+				p.Timeout = time.Duration(i%5+1) * time.Hour
+			}
 			batch = append(batch, p)
 		}
 		if _, err := st.Add(ctx, batch); err != nil {

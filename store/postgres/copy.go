@@ -260,7 +260,7 @@ func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
 			optString(j.Token), optString(j.Worker), optTime(j.LeaseUntil), j.CancelRequested, j.Resubmit,
 			j.Progress, optString(j.LastError), errs, result, j.CreatedAt, optTime(j.StartedAt), optTime(j.FinishedAt),
 			j.UpdatedAt, meta, optString(j.Schedule), int16(j.Missed), optTime(j.Slot), optInt(j.RetryAfter.Microseconds()),
-			optInt(j.Parent), j.HasChildren, optInt(j.BedrockID), optTime(j.PrevStartedAt),
+			optInt(j.Parent), j.HasChildren, optInt(j.BedrockID), optTime(j.PrevStartedAt), optInt(j.Timeout.Microseconds()),
 			optInt(j.LeaseTimeout.Microseconds()), optTime(j.ResubmitAt), optBytes(j.NextData)}
 		if j.State.Terminal() {
 			l.end = append(l.end, row)

@@ -285,7 +285,7 @@ func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
 			j.Progress, nullStr(j.LastError), errs, result, micros(j.CreatedAt), nullMicros(j.StartedAt),
 			nullMicros(j.FinishedAt), micros(j.UpdatedAt), meta,
 			nullStr(j.Schedule), int(j.Missed), nullMicros(j.Slot), nullInt(j.RetryAfter.Microseconds()), nullInt(j.Parent),
-			j.HasChildren, nullInt(j.BedrockID), nullMicros(j.PrevStartedAt),
+			j.HasChildren, nullInt(j.BedrockID), nullMicros(j.PrevStartedAt), nullInt(j.Timeout.Microseconds()),
 			nullInt(j.LeaseTimeout.Microseconds()), nullMicros(j.ResubmitAt), nullBytes(j.NextData)); err != nil {
 			return fmt.Errorf("sqlite: load job %d: %w", j.ID, err)
 		}

@@ -3,6 +3,6 @@
 -- Both job tables keep their columns in one order (jobs.go, endedColumns).
 ALTER TABLE jobs ADD COLUMN run_timeout bigint;
 ALTER TABLE jobs_ended ADD COLUMN run_timeout bigint;
--- Nodes of version 13 keep working beside it (TestChaosUpgrade): their
+-- Nodes of version 14 keep working beside it (TestChaosUpgrade): their
 -- jobs have no timeout, and they neither read nor write the column.
 -- rota:compatible

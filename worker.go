@@ -337,6 +337,8 @@ func (w *Worker) cancelChanged(changes []Event) {
 		switch {
 		case ch.Removed || ch.State == Cancelled:
 			r.cancel(ErrCanceled)
+		case !ended && r.timedOut(time.Now()):
+			r.cancel(ErrTimedOut)
 		case !ended:
 			r.cancel(ErrLeaseLost)
 		}
@@ -993,6 +995,10 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 		w.mu.Unlock()
 		for _, r := range lost {
 			if r.ctx.Err() == nil {
+				if r.timedOut(now) {
+					r.cancel(ErrTimedOut)
+					continue
+				}
 				w.log.Error("lease lost: it ran out before a heartbeat extended it; stopping the job", "id", r.lease.ID, "type", r.typ)
 				r.cancel(ErrLeaseLost)
 			}
@@ -1079,11 +1085,30 @@ func (w *Worker) beat(ctx context.Context, rs []*runningJob, progress *float64) 
 			r.cancel(ErrCanceled)
 		case retryable(err):
 			// Left as it is: the loop tries again while the lease holds.
+		case r.timedOut(time.Now()):
+			r.cancel(ErrTimedOut)
 		default:
 			r.cancel(ErrLeaseLost)
 		}
 	}
 	return res, nil
+}
+
+// timedOut says whether the run has lasted its job's Timeout by now. The
+// lease, capped at the run's end, runs out at that same instant, so a
+// lease that ends, a heartbeat refused or the store's take-back seen then
+// is the timeout, and the handler learns it as ErrTimedOut whichever
+// comes first. The store's take-back can arrive a little before the local
+// deadline, which counts from when the accept's answer arrived: a loss
+// within a moment of the run's end (a tenth of the timeout, at most 50ms)
+// is the run's end.
+func (r *runningJob) timedOut(now time.Time) bool {
+	deadline, ok := r.ctx.Deadline()
+	if !ok || r.view.Timeout <= 0 {
+		return false
+	}
+	slack := min(50*time.Millisecond, r.view.Timeout/10)
+	return !now.Add(slack).Before(deadline)
 }
 
 type runningKey struct{}

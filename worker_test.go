@@ -1005,7 +1005,10 @@ func TestTimeoutCancelsHandler(t *testing.T) {
 		t.Errorf("two runs of 500ms ended after %v", took)
 	}
 	for range 2 {
-		if err := <-causes; !errors.Is(err, rota.ErrTimedOut) && !errors.Is(err, rota.ErrLeaseLost) {
+		// The lease, capped at the run's end, runs out at the deadline's
+		// instant: whichever the worker notices first, the handler learns
+		// that the run timed out.
+		if err := <-causes; !errors.Is(err, rota.ErrTimedOut) {
 			t.Errorf("handler context cause %v, want ErrTimedOut", err)
 		}
 	}

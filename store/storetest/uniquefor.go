@@ -71,6 +71,10 @@ func testUniqueFor(t *testing.T, open func(t *testing.T) store.Store) {
 		if r := add(t, s, store.AddParams{Type: "done", UniqueFor: time.Hour, Data: raw(`{"n":1}`)})[0]; r.Job.ID != done.ID || r.Outcome != store.Unchanged {
 			t.Errorf("over a completed job: %d %v, want %d unchanged", r.Job.ID, r.Outcome, done.ID)
 		}
+		// An empty list of states is the default, as over HTTP, which drops it.
+		if r := add(t, s, store.AddParams{Type: "done", UniqueFor: time.Hour, UniqueStates: []store.State{}, Data: raw(`{"n":1}`)})[0]; r.Job.ID != done.ID || r.Outcome != store.Unchanged {
+			t.Errorf("empty states over a completed job: %d %v, want %d unchanged", r.Job.ID, r.Outcome, done.ID)
+		}
 		cancelled := ended(t, s, store.AddParams{Type: "gone"}, store.Cancelled)
 		if r := add(t, s, store.AddParams{Type: "gone", UniqueFor: time.Hour})[0]; r.Job.ID == cancelled.ID || r.Outcome != store.Inserted {
 			t.Errorf("over a cancelled job: %d %v, want a new job", r.Job.ID, r.Outcome)

@@ -673,6 +673,11 @@ func Imports(jobs []store.ImportJob) ([]store.AddParams, [][]byte, error) {
 // not with Unique (which finds a job of any age).
 func UniqueFor(p *store.AddParams) error {
 	p.UniqueFor = p.UniqueFor.Truncate(time.Microsecond)
+	if len(p.UniqueStates) == 0 {
+		// No states named is the default, as it is over HTTP, which
+		// drops an empty list.
+		p.UniqueStates = nil
+	}
 	switch {
 	case p.UniqueFor < 0:
 		return Invalidf("unique_for %v must not be negative", p.UniqueFor)

@@ -146,13 +146,22 @@ func TestChaosUpgrade(t *testing.T) {
 // returns its path.
 func buildRelease(t *testing.T, commit string) string {
 	t.Helper()
+	// Without the history there is nothing to build the previous release
+	// from: the test says so and is skipped, unless ROTA_REQUIRE_HISTORY=1
+	// asks for it to fail (a checkout without history cannot run it).
+	missing := t.Skipf
+	if os.Getenv("ROTA_REQUIRE_HISTORY") == "1" {
+		missing = t.Fatalf
+	}
 	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
 	if err != nil {
-		t.Fatalf("TestChaosUpgrade builds the previous release from git history, and this is not a git clone (%v): run the test in a clone of rota", err)
+		missing("TestChaosUpgrade builds the previous release from git history, and this is not a git clone (%v): run the test in a clone of rota", err)
+		return ""
 	}
 	root := strings.TrimSpace(string(top))
 	if err := exec.Command("git", "-C", root, "cat-file", "-e", commit+"^{commit}").Run(); err != nil {
-		t.Fatalf("the previous release, commit %s, is not in this clone's history (a shallow clone?): run scripts/setup.sh, which deepens it, or `git fetch --unshallow` (or `git fetch origin %s`), then run the test again", commit, commit)
+		missing("the previous release, commit %s, is not in this clone's history (a shallow clone?): run scripts/setup.sh, which deepens it, or `git fetch --unshallow` (or `git fetch origin %s`), then run the test again", commit, commit)
+		return ""
 	}
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")

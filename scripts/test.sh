@@ -32,6 +32,12 @@ if [ -z "${ROTA_TEST_POSTGRES:-}" ]; then
   export ROTA_BENCH_POSTGRES="postgres://rota:rota@127.0.0.1:$pgport/rota_bench_test?sslmode=disable"
 fi
 export ROTA_REQUIRE_POSTGRES=1
+# A clone with its history runs the rolling-upgrade test (it builds the
+# previous release from that history); a shallow one that setup could not
+# deepen skips it, saying why.
+if [ "$(git -C "$(dirname "$0")/.." rev-parse --is-shallow-repository 2>/dev/null)" = false ]; then
+  export ROTA_REQUIRE_HISTORY=1
+fi
 # The dashboard's browser tests fail rather than skip without Chromium.
 export ROTA_REQUIRE_CHROMIUM=1
 # bench/peers's smoke test fails rather than skips without redis-server.

@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/internal/rules/check"
 )
 
@@ -54,15 +53,9 @@ bound flag it prints the current ones.`,
 			ctx := cmd.Context()
 			var out any
 			if byGroup {
-				gc := rota.GroupConfig{Group: group, Type: typ}
-				all, err := c.GroupConfigs(ctx)
+				gc, err := groupConfig(ctx, c, group, typ)
 				if err != nil {
 					return g.explain(err)
-				}
-				for _, x := range all {
-					if x.Group == group && x.Type == typ {
-						gc = x
-					}
 				}
 				if setMax {
 					gc.MaxRunning = maxRunning
@@ -79,15 +72,9 @@ bound flag it prints the current ones.`,
 					fmt.Fprintf(cmd.OutOrStdout(), "%s: max running %s\n", what, bound(gc.MaxRunning))
 				}
 			} else {
-				tc := rota.TypeConfig{Type: typ}
-				all, err := c.TypeConfigs(ctx)
+				tc, err := typeConfig(ctx, c, typ)
 				if err != nil {
 					return g.explain(err)
-				}
-				for _, x := range all {
-					if x.Type == typ {
-						tc = x
-					}
 				}
 				if setMax {
 					tc.MaxRunning = maxRunning

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -56,30 +57,18 @@ It changes the type's or group's setting and keeps its other settings.`,
 				if typ != "" {
 					what += " of type " + typ
 				}
-				gc := rota.GroupConfig{Group: group, Type: typ}
-				all, err := c.GroupConfigs(ctx)
+				gc, err := groupConfig(ctx, c, group, typ)
 				if err != nil {
 					return g.explain(err)
-				}
-				for _, x := range all {
-					if x.Group == group && x.Type == typ {
-						gc = x
-					}
 				}
 				gc.Paused = paused
 				if err := c.SetGroupConfig(ctx, gc); err != nil {
 					return g.explain(err)
 				}
 			} else {
-				tc := rota.TypeConfig{Type: typ}
-				all, err := c.TypeConfigs(ctx)
+				tc, err := typeConfig(ctx, c, typ)
 				if err != nil {
 					return g.explain(err)
-				}
-				for _, x := range all {
-					if x.Type == typ {
-						tc = x
-					}
 				}
 				tc.Paused = paused
 				if err := c.SetTypeConfig(ctx, tc); err != nil {
@@ -96,4 +85,34 @@ It changes the type's or group's setting and keeps its other settings.`,
 	cmd.Flags().StringVar(&typ, "type", "", "the type")
 	cmd.Flags().StringVar(&group, "group", "", `the group ("" is the default group)`)
 	return cmd
+}
+
+// typeConfig is typ's settings as the server has them (none: the zero
+// settings), for a command that changes one and keeps the others.
+func typeConfig(ctx context.Context, c *rota.Client, typ string) (rota.TypeConfig, error) {
+	all, err := c.TypeConfigs(ctx)
+	if err != nil {
+		return rota.TypeConfig{}, err
+	}
+	for _, x := range all {
+		if x.Type == typ {
+			return x, nil
+		}
+	}
+	return rota.TypeConfig{Type: typ}, nil
+}
+
+// groupConfig is the settings of group for typ ("" for every type) as the
+// server has them, for a command that changes one and keeps the others.
+func groupConfig(ctx context.Context, c *rota.Client, group, typ string) (rota.GroupConfig, error) {
+	all, err := c.GroupConfigs(ctx)
+	if err != nil {
+		return rota.GroupConfig{}, err
+	}
+	for _, x := range all {
+		if x.Group == group && x.Type == typ {
+			return x, nil
+		}
+	}
+	return rota.GroupConfig{Group: group, Type: typ}, nil
 }

@@ -40,6 +40,8 @@ var copyColumns = map[string][]string{
 var notCopied = map[string]string{
 	"groups.pending":    "counted from the jobs loaded",
 	"schema_migrations": "the destination's schema is its own, migrated when it opens",
+	"job_logs":          "per-job logs are diagnostics of runs on the source; a copy starts without them",
+	"job_log_attempts":  "per-job logs are diagnostics of runs on the source; a copy starts without them",
 }
 
 // Export calls fn with everything the schema holds, from one snapshot (a

@@ -1061,6 +1061,9 @@ func (t *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 			k, err = t.run("remove_ended", r.ID)
 			n += k
 		}
+		if err == nil {
+			_, err = t.run("logs_remove", []int64{r.ID})
+		}
 	default:
 		err = fmt.Errorf("unknown plan %s", p.Kind)
 	}
@@ -1266,7 +1269,7 @@ func (s *Store) Retire(ctx context.Context, now time.Time, limit int) (int, erro
 	var n int64
 	err = s.inTxOn(ctx, "retire ended jobs", conn, func(t *txn) error {
 		var err error
-		n, err = t.run("retire", us(delta), us(store.DefaultRetention), max(limit, 1))
+		_, err = t.row("retire", []any{us(delta), us(store.DefaultRetention), max(limit, 1)}, &n)
 		return err
 	})
 	l.lastSweep = time.Now()

@@ -29,11 +29,13 @@ var copyColumns = map[string][]string{
 
 // notCopied are the tables and columns a copy leaves out, and why.
 var notCopied = map[string]string{
-	"rota_jobs.bulk":      "unused since migration 0014",
-	"rota_groups.pending": "counted from the jobs loaded",
-	"rota_groups.running": "counted from the jobs loaded",
-	"rota_migrations":     "the destination's schema is its own, migrated when it opens",
-	"sqlite_sequence":     "carried as CopyBatch.NextID",
+	"rota_jobs.bulk":        "unused since migration 0014",
+	"rota_groups.pending":   "counted from the jobs loaded",
+	"rota_groups.running":   "counted from the jobs loaded",
+	"rota_migrations":       "the destination's schema is its own, migrated when it opens",
+	"sqlite_sequence":       "carried as CopyBatch.NextID",
+	"rota_job_logs":         "per-job logs are diagnostics of runs on the source; a copy starts without them",
+	"rota_job_log_attempts": "per-job logs are diagnostics of runs on the source; a copy starts without them",
 }
 
 // Export calls fn with everything the database holds, from one read

@@ -194,7 +194,9 @@ func (w *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 	case lifecycle.KindSkipSlots:
 		_, err = w.run("skip_slots", micros(p.RunAt), optTime(p.Slot), p.Attempt, now, r.ID)
 	case lifecycle.KindRemove:
-		_, err = w.run("remove", r.ID)
+		if _, err = w.run("remove", r.ID); err == nil {
+			err = w.removeLogs([]int64{r.ID})
+		}
 	case lifecycle.KindExtend:
 		var prog any
 		if c.Progress != nil {
@@ -238,14 +240,19 @@ func (w *txn) DropEnded(parent int64, keepFailed bool) error {
 		return fmt.Errorf("sqlite: %w", err)
 	}
 	defer rows.Close()
+	var ids []int64
 	for rows.Next() {
 		ev := store.Event{Removed: true}
 		if err := rows.Scan(&ev.ID, &ev.Type, &ev.Group, &ev.State); err != nil {
 			return fmt.Errorf("sqlite: %w", err)
 		}
 		w.changes = append(w.changes, ev)
+		ids = append(ids, ev.ID)
 	}
-	return rows.Err()
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	return w.removeLogs(ids)
 }
 
 // MarkParent records that job id has children (engine.Tx).
@@ -960,13 +967,24 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 func (s *Store) Retire(ctx context.Context, now time.Time, limit int) (int, error) {
 	var n int
 	err := s.write(ctx, true, func(w *txn) error {
-		res, err := w.run("retire", micros(now), store.DefaultRetention.Microseconds(), max(limit, 1))
+		rows, err := w.rows("retire", micros(now), store.DefaultRetention.Microseconds(), max(limit, 1))
 		if err != nil {
 			return fmt.Errorf("sqlite: retire ended jobs: %w", err)
 		}
-		k, err := res.RowsAffected()
-		n = int(k)
-		return err
+		defer rows.Close()
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				return fmt.Errorf("sqlite: retire ended jobs: %w", err)
+			}
+			ids = append(ids, id)
+		}
+		if err := rows.Close(); err != nil {
+			return fmt.Errorf("sqlite: retire ended jobs: %w", err)
+		}
+		n = len(ids)
+		return w.removeLogs(ids)
 	})
 	return n, err
 }

@@ -206,8 +206,11 @@ SELECT id FROM (SELECT id FROM {{schema}}.jobs WHERE parent_id = $1 UNION ALL
 -- name: drop_ended
 -- Deletes a parent's ended children (ended jobs are in no count).
 -- $1 parent id, $2 whether failed children stay.
--- Returns id, type, grp, state of each.
-DELETE FROM {{schema}}.jobs_ended WHERE parent_id = $1 AND (NOT $2 OR state <> 4) RETURNING id, type, grp, state;
+-- Returns id, type, grp, state of each. Their logs go with them.
+WITH d AS (DELETE FROM {{schema}}.jobs_ended WHERE parent_id = $1 AND (NOT $2 OR state <> 4) RETURNING id, type, grp, state),
+	l AS (DELETE FROM {{schema}}.job_logs WHERE job_id IN (SELECT id FROM d)),
+	a AS (DELETE FROM {{schema}}.job_log_attempts WHERE job_id IN (SELECT id FROM d))
+SELECT id, type, grp, state FROM d;
 
 -- name: mark_parent
 -- Records that a job has children (it is running or paused: in the hot table).
@@ -239,10 +242,14 @@ SELECT min(lease_until) FROM {{schema}}.jobs WHERE lease_until IS NOT NULL;
 -- table.
 -- $1 how far the caller's now is ahead of this node's clock (µs),
 -- $2 the default retention (µs), $3 at most this many jobs.
-DELETE FROM {{schema}}.jobs_ended WHERE id IN (SELECT e.id FROM {{schema}}.jobs_ended e LEFT JOIN {{schema}}.types t ON t.name = e.type
+-- Returns how many it deleted; their logs go with them.
+WITH d AS (DELETE FROM {{schema}}.jobs_ended WHERE id IN (SELECT e.id FROM {{schema}}.jobs_ended e LEFT JOIN {{schema}}.types t ON t.name = e.type
 	WHERE e.finished_at < now() + $1 * interval '1 microsecond' - {{keptFor "e" "t" "$2"}} * interval '1 microsecond'
 		AND (e.parent_id IS NULL OR NOT EXISTS (SELECT FROM {{schema}}.jobs p WHERE p.id = e.parent_id))
-	LIMIT $3);
+	LIMIT $3) RETURNING id),
+	l AS (DELETE FROM {{schema}}.job_logs WHERE job_id IN (SELECT id FROM d)),
+	a AS (DELETE FROM {{schema}}.job_log_attempts WHERE job_id IN (SELECT id FROM d))
+SELECT count(*) FROM d;
 
 -- name: flush_counts
 -- Applies the collected changes of the groups' pending counts in one

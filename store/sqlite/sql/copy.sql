@@ -31,6 +31,7 @@ SELECT (SELECT count(*) FROM rota_jobs), (SELECT count(*) FROM rota_types),
 -- name: load_empty
 -- Empties the destination, for a load that replaces what it holds.
 DELETE FROM rota_jobs; DELETE FROM rota_types; DELETE FROM rota_groups; DELETE FROM rota_group_config; DELETE FROM rota_tokens;
+DELETE FROM rota_job_logs; DELETE FROM rota_job_log_attempts;
 DELETE FROM sqlite_sequence WHERE name = 'rota_jobs';
 
 -- name: load_job

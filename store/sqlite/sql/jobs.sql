@@ -160,7 +160,8 @@ SELECT min(lease_until) FROM rota_jobs WHERE state = 1;
 -- Deletes ended jobs past their type's retention (store.Retirer,
 -- store.KeptForSQL), but not the children of a parent that has not ended.
 -- ?1 now, ?2 the default retention (µs), ?3 at most this many jobs.
+-- Returns the id of each (the caller deletes their logs).
 DELETE FROM rota_jobs WHERE id IN (SELECT j.id FROM rota_jobs j LEFT JOIN rota_types t ON t.name = j.type
 	WHERE j.state IN (3, 4, 5) AND j.finished_at < ?1 - {{keptFor "j" "t" "?2"}}
 		AND (j.parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM rota_jobs p WHERE p.id = j.parent_id AND p.state IN (0, 1, 2)))
-	LIMIT ?3);
+	LIMIT ?3) RETURNING id;

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -528,4 +529,49 @@ func ExampleAddParams_timeout() {
 	<-done
 	fmt.Println(job.State, job.Timeout, job.LastError)
 	// Output: failed 200ms timed out after 200ms
+}
+
+// A handler logs through the job's logger; its records are kept with the
+// job's attempt (at most 64 KiB of them), and read with Client.Logs.
+func ExampleLogger() {
+	path, cleanup := dbPath()
+	defer cleanup()
+	client, err := rota.Open(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+
+	added, err := client.Add(ctx, rota.AddParams{Type: "invoice.send"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The worker's own logger gets the records too; here it drops them.
+	w := rota.NewWorker(client, rota.WorkerConfig{Logger: slog.New(slog.DiscardHandler)})
+	w.Handle("invoice.send", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		log := rota.Logger(ctx)
+		log.Info("rendering", "pages", 3)
+		log.Warn("mail server slow", "ms", 900)
+		return nil
+	}))
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- w.Run(runCtx) }()
+	if _, err := client.Wait(ctx, added.Job.ID); err != nil {
+		log.Fatal(err)
+	}
+	stop()
+	<-done
+
+	page, err := client.Logs(ctx, rota.LogsParams{ID: added.Job.ID})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, r := range page.Records {
+		fmt.Println(page.Attempt, r.Seq, r.Level, r.Message, string(r.Attrs))
+	}
+	// Output:
+	// 1 1 INFO rendering {"pages":3}
+	// 1 2 WARN mail server slow {"ms":900}
 }

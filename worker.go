@@ -147,6 +147,10 @@ type WorkerConfig struct {
 	// Middleware wraps every handler, the first listed outermost (see
 	// Middleware).
 	Middleware []Middleware
+	// JobLogLevel is the lowest level of the records of a job's logger
+	// (Logger) kept with the job; nil means slog.LevelInfo. The worker's
+	// logger gets them by its own level.
+	JobLogLevel slog.Leveler
 }
 
 // Worker runs jobs with registered handlers. Register handlers, then call
@@ -163,6 +167,10 @@ type Worker struct {
 	kick    chan struct{} // wakes the heartbeat loop when a job starts
 
 	finisher *batch.Batcher[FinishParams, error] // shares store calls among handlers ending together
+	// logs is the store's per-job logs (nil: it keeps none), and
+	// logFlusher shares its calls among the jobs sending records.
+	logs       store.Logs
+	logFlusher *batch.Batcher[store.AppendLogsParams, store.AppendLogsResult]
 	pace     pace                                // how many jobs to lease ahead (ahead)
 
 	// unsettled counts the jobs Run took that are not yet finished or
@@ -201,6 +209,11 @@ type runningJob struct {
 	result     json.RawMessage // set by SetResult
 
 	settleOnce sync.Once
+
+	// log is the run's log (Logger), made when the handler first asks
+	// for it.
+	logOnce sync.Once
+	log     atomic.Pointer[jobLog]
 }
 
 // NewWorker returns a worker on c.
@@ -234,6 +247,12 @@ func NewWorker(c *Client, cfg WorkerConfig) *Worker {
 	w.finisher = batch.New(maxFinishBatch, finishTimeout, func(ctx context.Context, ps []FinishParams) ([]error, error) {
 		return c.FinishMany(ctx, ps)
 	})
+	if cfg.JobLogLevel == nil {
+		w.cfg.JobLogLevel = slog.LevelInfo
+	}
+	if w.logs = logsOf(c.st); w.logs != nil {
+		w.logFlusher = batch.New(maxFinishBatch, finishTimeout, w.logs.AppendLogs)
+	}
 	return w
 }
 
@@ -353,7 +372,17 @@ func (w *Worker) startHeartbeats(base context.Context) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		if w.logs == nil {
+			w.heartbeatLoop(ctx)
+			return
+		}
+		logsDone := make(chan struct{})
+		go func() {
+			defer close(logsDone)
+			w.logLoop(ctx)
+		}()
 		w.heartbeatLoop(ctx)
+		<-logsDone
 	}()
 	return func() {
 		cancel()
@@ -775,6 +804,7 @@ func (w *Worker) execute(r *runningJob, handlerDone func()) {
 		endWith(err, &p)
 	}
 	ctx := context.Background()
+	w.closeLog(r)
 	ferr := w.finish(r, p)
 	if !run {
 		return // handed back without running: no run to report

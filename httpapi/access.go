@@ -104,6 +104,8 @@ var routeNeeds = map[string]need{
 	"POST /v1/jobs/{id}/fail":      needWrite,
 	"POST /v1/jobs/{id}/snooze":    needWrite,
 	"POST /v1/jobs/{id}/release":   needWrite,
+	"GET /v1/jobs/{id}/logs":       needRead,
+	"POST /v1/jobs/{id}/logs":      needWrite,
 	"POST /v1/accept":              needWrite,
 	"POST /v1/heartbeat":           needWrite,
 	"POST /v1/finish":              needWrite,

@@ -212,6 +212,10 @@ func TestTokenRoutes(t *testing.T) {
 		jobRoute("POST", "/fail", "write", 204, token, true),
 		jobRoute("POST", "/snooze", "write", 204, token, true),
 		jobRoute("POST", "/release", "write", 204, token, true),
+		jobRoute("GET", "/logs", "read", 200, nil, false),
+		jobRoute("POST", "/logs", "write", 200, func(j store.Job) any {
+			return map[string]any{"token": j.Token, "records": []any{map[string]any{"level": "INFO", "message": "m"}}}
+		}, true),
 		{method: "POST", path: "/v1/heartbeat", need: "write", ok: 200, job: func() (store.Job, string, any) {
 			j := running()
 			return j, "/v1/heartbeat", map[string]any{"items": []any{map[string]any{"id": j.ID, "token": j.Token}}}
@@ -274,7 +278,7 @@ func TestTokenRoutes(t *testing.T) {
 				}
 				got := e.as(t, kind, r.method, path, body)
 				worker := slices.ContainsFunc([]string{"/heartbeat", "/finish", "/fail", "/snooze", "/release"},
-					func(s string) bool { return strings.HasSuffix(r.path, s) })
+					func(s string) bool { return strings.HasSuffix(r.path, s) }) || r.method == "POST" && strings.HasSuffix(r.path, "/logs")
 
 				wantStatus := r.ok
 				named := kind != "admin"
@@ -502,6 +506,11 @@ func TestTokenOutOfReachLikeMissing(t *testing.T) {
 		{"POST", "/fail", func(int64) any { return map[string]any{"token": theirs.Token, "error": "x"} }},
 		{"POST", "/snooze", func(int64) any { return tok }},
 		{"POST", "/release", func(int64) any { return tok }},
+		{"GET", "/logs", nil},
+		{"GET", "/logs?attempt=1", nil},
+		{"POST", "/logs", func(int64) any {
+			return map[string]any{"token": theirs.Token, "records": []any{map[string]any{"level": "INFO", "message": "planted"}}}
+		}},
 		{"POST", "/heartbeat", func(int64) any { return map[string]any{"token": 5} }}, // a bad body: the same 400 for both
 		{"DELETE", "", nil},
 		{"POST", "batch:/v1/heartbeat", func(id int64) any {

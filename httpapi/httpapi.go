@@ -136,6 +136,8 @@ var Routes = []string{
 	"POST /v1/jobs/{id}/fail",
 	"POST /v1/jobs/{id}/snooze",
 	"POST /v1/jobs/{id}/release",
+	"GET /v1/jobs/{id}/logs",
+	"POST /v1/jobs/{id}/logs",
 	"POST /v1/accept",
 	"POST /v1/heartbeat",
 	"POST /v1/finish",
@@ -171,6 +173,8 @@ func (s *Server) routes() {
 		"POST /v1/jobs/{id}/fail":      handle(s, route[wire.FailRequest]{job: workerJob, body: needBody}, s.failOne),
 		"POST /v1/jobs/{id}/snooze":    handle(s, route[wire.SnoozeRequest]{job: workerJob, body: needBody, check: checkSnooze}, s.snoozeOne),
 		"POST /v1/jobs/{id}/release":   handle(s, route[wire.TokenRequest]{job: workerJob, body: needBody}, s.releaseOne),
+		"GET /v1/jobs/{id}/logs":       handle(s, producer, s.logs),
+		"POST /v1/jobs/{id}/logs":      handle(s, route[wire.AppendLogsRequest]{job: workerJob, body: needBody}, s.appendLogs),
 		"POST /v1/accept":              handle(s, route[wire.AcceptRequest]{body: needBody}, s.accept),
 		"POST /v1/heartbeat":           handle(s, route[wire.HeartbeatBatchRequest]{body: needBody}, s.heartbeatBatch),
 		"POST /v1/finish":              handle(s, route[wire.FinishBatchRequest]{body: needBody, decode: decodeFinishBatch}, s.finishBatch),
@@ -728,6 +732,61 @@ func (s *Server) heartbeatOne(r *http.Request, id int64, req *wire.HeartbeatRequ
 		return answer{}, err
 	}
 	return ok(wire.HeartbeatResponse{LeaseUntil: res.LeaseUntil, Resubmit: res.Resubmit}), nil
+}
+
+// logsParams are the query parameters of GET /v1/jobs/{id}/logs.
+var logsParams = []string{"attempt", "after", "limit"}
+
+// logs answers a page of a job's log: ?attempt= (default the latest that
+// logged), ?after= (a seq), ?limit= (at most 1,000, the default).
+func (s *Server) logs(r *http.Request, id int64, _ *none) (answer, error) {
+	p := store.LogsParams{ID: id}
+	for name, vs := range r.URL.Query() {
+		var dst *int
+		switch name {
+		case "attempt":
+			dst = &p.Attempt
+		case "after":
+			dst = &p.After
+		case "limit":
+			dst = &p.Limit
+		default:
+			return answer{}, check.Invalidf("unknown query parameter %q (want one of %s)", name, strings.Join(logsParams, ", "))
+		}
+		n, err := strconv.Atoi(vs[0])
+		if err != nil || len(vs) > 1 {
+			return answer{}, check.Invalidf("%s %q is not one integer", name, vs[0])
+		}
+		*dst = n
+	}
+	res, err := s.c.Logs(r.Context(), p)
+	if errors.Is(err, rota.ErrNoLogs) {
+		return answer{}, check.Invalidf("this server's store keeps no per-job logs")
+	}
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(wire.Logs(res)), nil
+}
+
+// appendLogs appends records to the log of the attempt the token holds;
+// the store bounds the attempt's log whatever the worker says.
+func (s *Server) appendLogs(r *http.Request, id int64, req *wire.AppendLogsRequest) (answer, error) {
+	recs, err := wire.LogRecords(req.Records)
+	if err != nil {
+		return answer{}, err
+	}
+	res, err := s.c.AppendLogs(r.Context(), []store.AppendLogsParams{{Lease: store.Lease{ID: id, Token: req.Token}, Records: recs, Dropped: req.Dropped}})
+	if errors.Is(err, rota.ErrNoLogs) {
+		return answer{}, check.Invalidf("this server's store keeps no per-job logs")
+	}
+	if err != nil {
+		return answer{}, err
+	}
+	if res[0].Err != nil {
+		return answer{}, res[0].Err
+	}
+	return ok(wire.AppendLogsResponse{Kept: res[0].Kept, Dropped: res[0].Dropped}), nil
 }
 
 func (s *Server) heartbeatBatch(r *http.Request, _ int64, req *wire.HeartbeatBatchRequest) (answer, error) {

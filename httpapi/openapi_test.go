@@ -528,6 +528,11 @@ var wireTypes = map[string]struct {
 	"CreateTokenRequest":     {reflect.TypeFor[wire.CreateTokenRequest](), request},
 	"CreateTokenResponse":    {reflect.TypeFor[wire.CreateTokenResponse](), response},
 	"TokensResponse":         {reflect.TypeFor[wire.TokensResponse](), response},
+	"LogRecord":              {reflect.TypeFor[wire.LogRecord](), request | response},
+	"AppendLogsRequest":      {reflect.TypeFor[wire.AppendLogsRequest](), request},
+	"AppendLogsResponse":     {reflect.TypeFor[wire.AppendLogsResponse](), response},
+	"LogAttempt":             {reflect.TypeFor[wire.LogAttempt](), response},
+	"LogsResponse":           {reflect.TypeFor[wire.LogsResponse](), response},
 	"Token":                  {reflect.TypeFor[store.Token](), response},
 	"Event":                  {reflect.TypeFor[wire.Event](), response},
 	"ErrorResponse":          {reflect.TypeFor[wire.ErrorResponse](), response},
@@ -855,6 +860,8 @@ var routeBodies = map[string]struct {
 	"POST /v1/jobs/{id}/fail":      {"FailRequest", map[string]string{"204": ""}},
 	"POST /v1/jobs/{id}/snooze":    {"SnoozeRequest", map[string]string{"204": ""}},
 	"POST /v1/jobs/{id}/release":   {"TokenRequest", map[string]string{"204": ""}},
+	"GET /v1/jobs/{id}/logs":       {"", map[string]string{"200": "LogsResponse"}},
+	"POST /v1/jobs/{id}/logs":      {"AppendLogsRequest", map[string]string{"200": "AppendLogsResponse"}},
 	"POST /v1/accept":              {"AcceptRequest", map[string]string{"200": "AcceptResponse"}},
 	"POST /v1/heartbeat":           {"HeartbeatBatchRequest", map[string]string{"200": "HeartbeatBatchResponse"}},
 	"POST /v1/finish":              {"FinishBatchRequest", map[string]string{"200": "FinishBatchResponse"}},
@@ -1057,6 +1064,8 @@ func TestOpenAPIOperations(t *testing.T) {
 			wantQuery = []string{"job", "type", "running", "completed"}
 		case "GET /v1/jobs/{id}":
 			wantQuery = []string{"wait", "state"}
+		case "GET /v1/jobs/{id}/logs":
+			wantQuery = slices.Clone(logsParams)
 		}
 		sort.Strings(gotQuery)
 		sort.Strings(wantQuery)

@@ -418,3 +418,47 @@ type CreateTokenResponse struct {
 type TokensResponse struct {
 	Tokens []store.Token `json:"tokens"`
 }
+
+// LogRecord is one record of a job's log. Level is slog's name of the
+// level ("DEBUG", "INFO", "WARN", "ERROR", or one of them with an offset,
+// "INFO+2"); attempt and seq are the store's, left out of an append.
+type LogRecord struct {
+	Attempt int             `json:"attempt,omitempty"`
+	Seq     int             `json:"seq,omitempty"`
+	Time    time.Time       `json:"time,omitzero"`
+	Level   string          `json:"level"`
+	Message string          `json:"message"`
+	Attrs   json.RawMessage `json:"attrs,omitempty"`
+}
+
+// AppendLogsRequest appends records to the log of the attempt the token
+// holds: POST /v1/jobs/{id}/logs.
+type AppendLogsRequest struct {
+	Token   string      `json:"token"`
+	Records []LogRecord `json:"records"`
+	// Dropped counts records the worker dropped itself.
+	Dropped int `json:"dropped,omitempty"`
+}
+
+// AppendLogsResponse says how many of the records the server kept and
+// dropped (past the attempt's bound).
+type AppendLogsResponse struct {
+	Kept    int `json:"kept"`
+	Dropped int `json:"dropped"`
+}
+
+// LogAttempt sums up one attempt's log.
+type LogAttempt struct {
+	Attempt int `json:"attempt"`
+	Records int `json:"records"`
+	Bytes   int `json:"bytes"`
+	Dropped int `json:"dropped"`
+}
+
+// LogsResponse is a page of a job's log: GET /v1/jobs/{id}/logs.
+type LogsResponse struct {
+	Attempt  int          `json:"attempt"`
+	Attempts []LogAttempt `json:"attempts"`
+	Records  []LogRecord  `json:"records"`
+	Next     int          `json:"next,omitempty"`
+}

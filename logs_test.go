@@ -102,7 +102,6 @@ func TestJobLogger(t *testing.T) {
 	}
 }
 
-
 // TestJobLoggerBound: past MaxLogBytes a job's records are counted and
 // dropped, by the worker as by the store.
 func TestJobLoggerBound(t *testing.T) {

@@ -171,7 +171,7 @@ type Worker struct {
 	// logFlusher shares its calls among the jobs sending records.
 	logs       store.Logs
 	logFlusher *batch.Batcher[store.AppendLogsParams, store.AppendLogsResult]
-	pace     pace                                // how many jobs to lease ahead (ahead)
+	pace       pace // how many jobs to lease ahead (ahead)
 
 	// unsettled counts the jobs Run took that are not yet finished or
 	// handed back; shutdown waits for it.

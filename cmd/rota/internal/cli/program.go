@@ -75,7 +75,7 @@ func (r *runner) Work(ctx context.Context, job *rota.Job) error {
 			log.Warn("ignoring a bad progress line; want \"rota:progress N\" with N in 0..100", "line", line)
 		}}
 	tail := &tailBuffer{max: maxErrorTail}
-	echo := &linePrefixer{w: r.stderr, prefix: fmt.Sprintf("job %d | ", job.ID)}
+	echo := &linePrefixer{w: r.stderr, prefix: fmt.Sprintf("job %d | ", job.ID), keep: keepLine(ctx)}
 
 	cmd := exec.Command(r.argv[0], r.argv[1:]...)
 	data := job.Data
@@ -426,11 +426,27 @@ func (t *tailBuffer) text() string {
 	return s
 }
 
-// linePrefixer copies lines to w with a prefix.
+// linePrefixer copies lines to w with a prefix, and hands each to keep
+// (when set).
 type linePrefixer struct {
 	w      io.Writer
 	prefix string
 	line   []byte
+	keep   func(line []byte)
+}
+
+// keepLine keeps a program's stderr lines with its job's attempt, each an
+// INFO record of the job's log (rota.JobLogHandler: not also in the
+// worker's own log, which echoes the lines itself), bounded as every
+// job's log is.
+func keepLine(ctx context.Context) func([]byte) {
+	h := rota.JobLogHandler(ctx)
+	if h == nil || !h.Enabled(ctx, slog.LevelInfo) {
+		return nil
+	}
+	return func(line []byte) {
+		h.Handle(ctx, slog.NewRecord(time.Now(), slog.LevelInfo, string(bytes.TrimRight(line, "\r")), 0))
+	}
 }
 
 const maxEchoLine = 4 << 10
@@ -454,6 +470,9 @@ func (l *linePrefixer) Write(p []byte) (int, error) {
 }
 
 func (l *linePrefixer) emit() {
+	if l.keep != nil {
+		l.keep(l.line)
+	}
 	msg := make([]byte, 0, len(l.prefix)+len(l.line)+1)
 	msg = append(append(append(msg, l.prefix...), l.line...), '\n')
 	l.w.Write(msg)

@@ -41,7 +41,9 @@ How it ends decides the job:
                retryable failure, like 1.
 The last 2 KiB of stderr become the attempt's error (last_error), after
 "exit status N: ". Stderr is also copied to the worker's stderr, each line
-prefixed with the job's id.
+prefixed with the job's id, and kept with the job's attempt, each line a
+record of its log (at most 64 KiB an attempt; the rest are counted and
+dropped), which rota logs ID shows.
 
 Progress: a stdout line "rota:progress N" (N from 0 to 100, such as 42 or
 42.5; a trailing % is allowed) reports the job's progress; it is what

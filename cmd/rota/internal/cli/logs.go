@@ -96,4 +96,3 @@ func writeLogs(out, errw io.Writer, id int64, res rota.LogsResult) {
 		fmt.Fprintf(out, "… %d records dropped (an attempt keeps %d KiB of records)\n", dropped, rota.MaxLogBytes>>10)
 	}
 }
-

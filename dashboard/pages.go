@@ -556,6 +556,12 @@ type jobData struct {
 	CanAct   bool
 	Ended    bool
 	Opened   time.Time // when the page was drawn: its history starts then
+	// Logs is the first page of the log of the attempt the page shows
+	// (?attempt=N, the latest that logged by default), LogDropped what
+	// that attempt dropped, and LogError why it could not be read.
+	Logs       rota.LogsResult
+	LogDropped int
+	LogError   string
 }
 
 func (s *Server) job(w http.ResponseWriter, r *http.Request) {
@@ -575,6 +581,7 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 	}
 	d := jobData{Job: j, Data: pretty(j.Data), Result: pretty(j.Result), LeaseTag: store.LeaseTag(j.Token),
 		CanAct: !u.Access.ReadOnly(), Ended: j.State.Terminal(), Opened: time.Now()}
+	d.Logs, d.LogDropped, d.LogError = s.jobLogs(r, j.ID)
 	if j.HasChildren {
 		res, err := s.c.List(r.Context(), rota.ListParams{Parent: j.ID, Limit: 100})
 		if err == nil {
@@ -598,6 +605,33 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.render(w, r, http.StatusOK, "job", view{Title: fmt.Sprintf("Job %d", id), Nav: "jobs", Data: d, Notice: notice(r)})
+}
+
+// jobLogs reads the first page of the log of the attempt the job page
+// asks for (?attempt=N; the latest that logged by default), with the
+// records that attempt dropped, or says why it cannot.
+func (s *Server) jobLogs(r *http.Request, id int64) (rota.LogsResult, int, string) {
+	p := rota.LogsParams{ID: id}
+	if v := r.URL.Query().Get("attempt"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return rota.LogsResult{}, 0, fmt.Sprintf("%q is not an attempt: attempts are positive integers.", v)
+		}
+		p.Attempt = n
+	}
+	res, err := s.c.Logs(r.Context(), p)
+	if errors.Is(err, rota.ErrNoLogs) {
+		return res, 0, "This store keeps no per-job logs."
+	}
+	if err != nil {
+		return res, 0, "The log could not be read: " + err.Error()
+	}
+	for _, a := range res.Attempts {
+		if a.Attempt == res.Attempt {
+			return res, a.Dropped, ""
+		}
+	}
+	return res, 0, ""
 }
 
 func pretty(b []byte) string {

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"fmt"
 	"html/template"
+	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
@@ -17,15 +18,28 @@ var pages = []string{"login", "error", "overview", "overview-live", "jobs", "job
 
 func parseTemplates() (map[string]*template.Template, error) {
 	t, err := template.New("").Funcs(template.FuncMap{
-		"seg":    seg,
-		"rel":    rel,
-		"abs":    abs,
-		"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-		"num":    num,
-		"pct":    func(p float64) string { return fmt.Sprintf("%.0f%%", p) },
-		"clock":  func(t time.Time) string { return t.UTC().Format("15:04:05 UTC") },
-		"dur":    dur,
-		"state":  func(s rota.State) string { return s.String() },
+		"seg":   seg,
+		"rel":   rel,
+		"abs":   abs,
+		"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"num":   num,
+		"pct":   func(p float64) string { return fmt.Sprintf("%.0f%%", p) },
+		"clock": func(t time.Time) string { return t.UTC().Format("15:04:05 UTC") },
+		"dur":   dur,
+		"state": func(s rota.State) string { return s.String() },
+		"stamp": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000") },
+		// lvl is a log level's class: debug, info, warn or error.
+		"lvl": func(l slog.Level) string {
+			switch {
+			case l >= slog.LevelError:
+				return "error"
+			case l >= slog.LevelWarn:
+				return "warn"
+			case l >= slog.LevelInfo:
+				return "info"
+			}
+			return "debug"
+		},
 		"add":    func(a, b int) int { return a + b },
 		"joined": func(s []string) string { return strings.Join(s, ", ") },
 		"bands": func(b rota.Bands) string {

@@ -7,7 +7,7 @@ from ._base import Model, RotaError
 
 API_VERSION = "1"
 # The SHA-256 of the document this module was generated from.
-OPENAPI_SHA256 = "8fe5ddbdf5bcfd6330b85d5a5f401804ff26895a412f73d15825025b06d06c14"
+OPENAPI_SHA256 = "a934f08fbc36b0e1699ffa6138fe4bbae4ed6f5aebab30389b56a0d9ec855b00"
 
 # How a worker ends its hold on a job: complete (done, result stored); fail (retried with back-off unless permanent or out of attempts); snooze (pending again at run_at, the attempt is given back); release (pending again at once, the attempt is given back; used on shutdown); cancel (the worker cancels the job).
 ENDINGS = ("complete", "fail", "snooze", "release", "cancel")
@@ -244,6 +244,32 @@ class AddResponse(Model):
     _required = ("job", "outcome")
     job = None
     outcome = ""
+
+
+class AppendLogsRequest(Model):
+    """Appends records to the log of the attempt the token holds."""
+
+    _fields = {
+        "dropped": "json",
+        "records": "[LogRecord]",
+        "token": "json",
+    }
+    _required = ("records", "token")
+    dropped = 0
+    records = ()
+    token = ""
+
+
+class AppendLogsResponse(Model):
+    """How many of the records the server kept, and how many it dropped past the attempt's bound (64 KiB: a record counts its message and attributes plus 32 bytes; once one is dropped every later one is)."""
+
+    _fields = {
+        "dropped": "json",
+        "kept": "json",
+    }
+    _required = ("dropped", "kept")
+    dropped = 0
+    kept = 0
 
 
 class AttemptError(Model):
@@ -671,6 +697,58 @@ class ListResponse(Model):
     next_cursor = ""
 
 
+class LogAttempt(Model):
+    """One attempt's log, summed up."""
+
+    _fields = {
+        "attempt": "json",
+        "bytes": "json",
+        "dropped": "json",
+        "records": "json",
+    }
+    _required = ("attempt", "bytes", "dropped", "records")
+    attempt = 0
+    bytes = 0
+    dropped = 0
+    records = 0
+
+
+class LogRecord(Model):
+    """One record of a job's log: what a handler logged during an attempt (a program's stderr line under rota work)."""
+
+    _fields = {
+        "attempt": "json",
+        "attrs": "json",
+        "level": "json",
+        "message": "json",
+        "seq": "json",
+        "time": "time",
+    }
+    _required = ("level", "message")
+    attempt = 0
+    attrs = None
+    level = ""
+    message = ""
+    seq = 0
+    time = None
+
+
+class LogsResponse(Model):
+    """A page of a job's log: the records of one attempt."""
+
+    _fields = {
+        "attempt": "json",
+        "attempts": "[LogAttempt]",
+        "next": "json",
+        "records": "[LogRecord]",
+    }
+    _required = ("attempt", "attempts", "records")
+    attempt = 0
+    attempts = ()
+    next = 0
+    records = ()
+
+
 class ResubmitRequest(Model):
     """Optional settings for a resubmit."""
 
@@ -805,6 +883,7 @@ class UpdateRequest(Model):
 ROUTES = {
     "accept": ("POST", "/v1/accept", ()),
     "addJobs": ("POST", "/v1/jobs", ()),
+    "appendJobLogs": ("POST", "/v1/jobs/{id}/logs", ()),
     "cancelJob": ("POST", "/v1/jobs/{id}/cancel", ()),
     "createToken": ("POST", "/v1/tokens", ()),
     "events": ("GET", "/v1/events", ("job", "type", "running", "completed")),
@@ -812,6 +891,7 @@ ROUTES = {
     "finishBatch": ("POST", "/v1/finish", ()),
     "finishJob": ("POST", "/v1/jobs/{id}/finish", ()),
     "getJob": ("GET", "/v1/jobs/{id}", ("wait", "state")),
+    "getJobLogs": ("GET", "/v1/jobs/{id}/logs", ("attempt", "after", "limit")),
     "healthz": ("GET", "/healthz", ()),
     "heartbeatBatch": ("POST", "/v1/heartbeat", ()),
     "heartbeatJob": ("POST", "/v1/jobs/{id}/heartbeat", ()),

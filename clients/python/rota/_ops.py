@@ -376,6 +376,25 @@ def release(id, token):
     return Request(method, path, _dumps(_body(m.TokenRequest, {"token": token}, "release")).encode())
 
 
+def logs(id, attempt=None, after=None, limit=None):
+    """A page of job id's log: attempt (None: the latest that logged),
+    after (the next of the previous page), limit (1..1000)."""
+    q = [(k, v) for k, v in (("attempt", attempt), ("after", after), ("limit", limit)) if v is not None]
+    method, path = _route("getJobLogs", q, id=_check_id(id))
+    return Request(method, path, None, lambda s, b: m.LogsResponse.from_json(_loads(b)))
+
+
+def append_logs(id, token, records, dropped=0):
+    """Appends records (dicts of level, message and optionally time and
+    attrs) to the log of the attempt token holds."""
+    method, path = _route("appendJobLogs", id=_check_id(id))
+    recs = [_body(m.LogRecord, dict(r), "append_logs") for r in records]
+    body = {"token": token, "records": recs}
+    if dropped:
+        body["dropped"] = dropped
+    return Request(method, path, _dumps(body).encode(), lambda s, b: m.AppendLogsResponse.from_json(_loads(b)))
+
+
 def finish_body(items, checked=False):
     """The body of a batch finish of items: dicts of id, token, as and the
     ending's fields (result, error, permanent, run_at, rename). checked
@@ -414,4 +433,5 @@ OPERATIONS = {
     "health": "healthz", "openapi": "openapi", "metrics": "metrics", "accept": "accept", "heartbeat": "heartbeatJob",
     "heartbeat_many": "heartbeatBatch", "finish": "finishJob", "fail": "failJob", "snooze": "snoozeJob",
     "release": "releaseJob", "finish_many": "finishBatch", "subscribe": "events", "wait": "events",
+    "logs": "getJobLogs", "append_logs": "appendJobLogs",
 }

@@ -3,6 +3,9 @@ outcome ends its job, which errors are worth trying again, how far to lease
 ahead, and the lease fingerprint of the event stream."""
 
 import datetime as _dt
+import json as _json
+import logging as _logging
+import threading as _threading
 import traceback
 
 from . import _models as m
@@ -145,3 +148,111 @@ RETRY_FIRST = 0.1
 RETRY_MAX = 5.0
 MAX_FINISH_BATCH = 1000
 MAX_DEFAULT_PREFETCH = 256
+
+
+# ---- per-job logs (job.log) ----
+
+# What one attempt of a job keeps of its log, as the server bounds it: a
+# record counts its message and attributes plus LOG_RECORD_OVERHEAD bytes;
+# past MAX_LOG_BYTES records are counted and dropped, every later one too.
+MAX_LOG_BYTES = 64 << 10
+LOG_RECORD_OVERHEAD = 32
+# How often a worker sends its running jobs' records (and before each
+# finish).
+LOG_FLUSH_INTERVAL = 1.0
+
+_STANDARD_ATTRS = set(vars(_logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
+_compact = _json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=repr).encode
+
+
+def slog_level(levelno):
+    """The server's name (Go's log/slog) of a Python logging level: DEBUG,
+    INFO, WARNING and ERROR are DEBUG, INFO, WARN and ERROR, CRITICAL is
+    ERROR+4, and levels between are offsets (slog's levels are 4 apart
+    where Python's are 10)."""
+    v = int(round((levelno - _logging.INFO) * 0.4))
+    for base, name in ((8, "ERROR"), (4, "WARN"), (0, "INFO"), (-4, "DEBUG")):
+        if v >= base:
+            break
+    off = v - base
+    return name + ("+%d" % off if off > 0 else "-%d" % -off if off < 0 else "")
+
+
+def _text(s):
+    """s as text the server keeps: UTF-8, no NUL."""
+    return s.encode("utf-8", "replace").decode("utf-8").replace("\x00", "\ufffd")
+
+
+class JobLog:
+    """A run's log: the records its handler logs with job.log (a
+    logging.Logger named rota.job.ID whose records also reach the worker's
+    logger), buffered to send, bounded as the server bounds the attempt's.
+    Records below level are not kept."""
+
+    def __init__(self, job, parent, level):
+        self.job = job
+        self.lock = _threading.Lock()
+        self.send_lock = _threading.Lock()  # one send of the run at a time, in order
+        self.pending = []
+        self.bytes = 0
+        self.dropped = 0
+        self.full = False
+        self.closed = False
+        log = _logging.Logger("rota.job.%d" % job.id, level)  # not registered: one per run
+        log.parent = parent
+        log.addHandler(_KeepHandler(self))
+        self.logger = log
+
+    def add(self, record):
+        msg = _text(record.getMessage())
+        if record.exc_info:
+            msg += "\n" + "".join(traceback.format_exception(*record.exc_info)).rstrip()
+        attrs = {k: v for k, v in record.__dict__.items() if k not in _STANDARD_ATTRS}
+        rec = {"time": _dt.datetime.fromtimestamp(record.created, _dt.timezone.utc), "level": slog_level(record.levelno),
+               "message": msg}
+        size = len(msg.encode("utf-8")) + LOG_RECORD_OVERHEAD
+        if attrs:
+            enc = _text(_compact(attrs))
+            rec["attrs"] = _json.loads(enc)
+            size += len(enc.encode("utf-8"))
+        with self.lock:
+            if self.closed:
+                return
+            if self.full or self.bytes + size > MAX_LOG_BYTES:
+                self.full = True
+                self.dropped += 1
+                return
+            self.bytes += size
+            self.pending.append(rec)
+
+    def take(self, last):
+        """The records and drop count to send (None: nothing); last closes
+        the log: the run ends, and its lease appends no more."""
+        with self.lock:
+            if self.closed:
+                return None
+            self.closed = last
+            recs, dropped = self.pending, self.dropped
+            self.pending, self.dropped = [], 0
+        if not recs and not dropped:
+            return None
+        return recs, dropped
+
+    def give_back(self, recs, dropped):
+        """Puts records that could not be sent back, before later ones."""
+        with self.lock:
+            if not self.closed:
+                self.pending[:0] = recs
+                self.dropped += dropped
+
+
+class _KeepHandler(_logging.Handler):
+    def __init__(self, log):
+        super().__init__()
+        self._log = log
+
+    def emit(self, record):
+        try:
+            self._log.add(record)
+        except Exception:
+            self.handleError(record)

@@ -21,7 +21,8 @@ from . import _models as m
 from . import _ops
 from ._base import RotaError
 from ._http import RotaConnectionError, base_headers, parse_url, ssl_context
-from ._runtime import (MAX_DEFAULT_PREFETCH, MAX_FINISH_BATCH, RETRY_FIRST, RETRY_MAX, Cancel, Pace, Permanent, Snooze,
+from ._runtime import (LOG_FLUSH_INTERVAL, MAX_DEFAULT_PREFETCH, MAX_FINISH_BATCH, RETRY_FIRST, RETRY_MAX, Cancel, JobLog,
+                       Pace, Permanent, Snooze,
                        ending, finish_body, lease_tag, retryable)
 from ._sse import END, RECONNECT, Decoder, StreamReset, events_path, meaning, settled, wait_states
 from .client import READ_RETRIES, from_env, READ_RETRY_FIRST, READ_RETRY_MAX, STREAM_IDLE
@@ -260,6 +261,7 @@ class AsyncClient:
     health = _acall(_ops.health, "health")
     openapi = _acall(_ops.openapi, "openapi")
     metrics = _acall(_ops.metrics, "metrics")
+    logs = _acall(_ops.logs, "logs")
     accept = _acall(_ops.accept, "accept")
     heartbeat = _acall(_ops.heartbeat, "heartbeat")
     heartbeat_many = _acall(_ops.heartbeat_many, "heartbeat_many")
@@ -268,6 +270,7 @@ class AsyncClient:
     snooze = _acall(_ops.snooze, "snooze")
     release = _acall(_ops.release, "release")
     finish_many = _acall(_ops.finish_many, "finish_many")
+    append_logs = _acall(_ops.append_logs, "append_logs")
 
     async def iter_jobs(self, **filters):
         """Every job list(**filters) finds, page after page."""
@@ -380,6 +383,13 @@ class AsyncLeasedJob(m.Job):
         return hr
 
     @property
+    def log(self):
+        """The job's logger, as Worker's job.log: its records are kept with
+        the job's attempt (at most 64 KiB; the rest are counted and
+        dropped) and reach the worker's logger too."""
+        return self._run.joblog().logger
+
+    @property
     def stopping(self):
         return self._run.event()
 
@@ -392,7 +402,7 @@ class AsyncLeasedJob(m.Job):
 
 class _ARun:
     __slots__ = ("worker", "job", "fn", "skew", "lease_until", "lease_len", "started", "ended", "stopped", "_event", "reason",
-                 "task", "settled")
+                 "task", "settled", "log", "log_lock")
 
     def __init__(self, worker, job, fn, took):
         self.worker = worker
@@ -412,6 +422,14 @@ class _ARun:
         self.reason = None
         self.task = None
         self.settled = False
+        self.log = None  # the run's JobLog, made when the handler first logs
+        self.log_lock = None  # one send of the run's log at a time, in order
+
+    def joblog(self):
+        if self.log is None:
+            w = self.worker
+            self.log = JobLog(self.job, w.log, w.job_log_level)
+        return self.log
 
     def event(self):
         if self._event is None:
@@ -455,7 +473,8 @@ class AsyncWorker:
     cancelled by the shutdown is handed back without using up an attempt."""
 
     def __init__(self, client, concurrency=10, name=None, prefetch=None, lease_timeout=None, poll_wait=30.0,
-                 shutdown_timeout=10.0, shutdown_grace=5.0, watch=True, on_finish=None, logger=None):
+                 shutdown_timeout=10.0, shutdown_grace=5.0, watch=True, on_finish=None, logger=None,
+                 job_log_level=logging.INFO):
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1, got %r" % (concurrency,))
         self.client = client
@@ -471,6 +490,7 @@ class AsyncWorker:
         self.watch = watch
         self.on_finish = on_finish
         self.log = logger or _log
+        self.job_log_level = job_log_level
         self.handlers = {}
         self.stats = {"completed": 0, "failed": 0, "snoozed": 0, "cancelled": 0, "released": 0, "refused": 0,
                       "given_up": 0}
@@ -533,6 +553,7 @@ class AsyncWorker:
                     pass
         finisher = asyncio.ensure_future(self._finisher())
         beats = asyncio.ensure_future(self._heartbeats())
+        logs = asyncio.ensure_future(self._logs())
         events = asyncio.ensure_future(self._events()) if self.watch else None
         try:
             await self._accept_loop()
@@ -542,9 +563,10 @@ class AsyncWorker:
             self._finish_wake.set()
             await finisher
             beats.cancel()
+            logs.cancel()
             if events is not None:
                 events.cancel()
-            for t in (beats, events):
+            for t in (beats, logs, events):
                 if t is not None:
                     try:
                         await t
@@ -657,7 +679,39 @@ class AsyncWorker:
             item = ending(result, exc, reason == "shutdown")
         except Exception as e:
             item = {"as": "fail", "error": "the ending could not be made: %s" % (e,)}
+        await self._send_log(r, True)
         self._queue_finish(r, item)
+
+    # ---- logs ----
+
+    async def _send_log(self, r, last):
+        """Sends what r's log holds (all of it, and closes the log, when
+        last); returns at once when another send of it is under way and
+        not last."""
+        jl = r.log
+        if jl is None:
+            return
+        if r.log_lock is None:
+            r.log_lock = asyncio.Lock()
+        if not last and r.log_lock.locked():
+            return
+        async with r.log_lock:
+            got = jl.take(last)
+            if got is None:
+                return
+            recs, dropped = got
+            try:
+                await self.client.append_logs(r.job.id, r.job.token, recs, dropped=dropped)
+            except Exception as e:
+                if not last and retryable(e):
+                    jl.give_back(recs, dropped)
+                self.log.warning("job %d (%s): sending its log records failed: %s", r.job.id, r.job.type, e)
+
+    async def _logs(self):
+        while True:
+            await asyncio.sleep(LOG_FLUSH_INTERVAL)
+            for r in [r for r in self._running.values() if r.log is not None and not r.ended]:
+                await self._send_log(r, False)
 
     def _queue_finish(self, r, item):
         item["id"] = r.job.id

@@ -120,6 +120,7 @@ class Client:
     health = _call(_ops.health, "health")
     openapi = _call(_ops.openapi, "openapi")
     metrics = _call(_ops.metrics, "metrics")
+    logs = _call(_ops.logs, "logs")
 
     # ---- worker side ----
     accept = _call(_ops.accept, "accept")
@@ -130,6 +131,7 @@ class Client:
     snooze = _call(_ops.snooze, "snooze")
     release = _call(_ops.release, "release")
     finish_many = _call(_ops.finish_many, "finish_many")
+    append_logs = _call(_ops.append_logs, "append_logs")
 
     def iter_jobs(self, **filters):
         """Every job list(**filters) finds, page after page."""

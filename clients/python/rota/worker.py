@@ -12,8 +12,8 @@ import time
 
 from . import _models as m
 from . import _ops
-from ._runtime import (MAX_DEFAULT_PREFETCH, MAX_FINISH_BATCH, RETRY_FIRST, RETRY_MAX, Cancel, Pace, Permanent, Snooze,
-                       ending, finish_body, lease_tag, retryable)
+from ._runtime import (LOG_FLUSH_INTERVAL, MAX_DEFAULT_PREFETCH, MAX_FINISH_BATCH, RETRY_FIRST, RETRY_MAX, Cancel, JobLog,
+                       Pace, Permanent, Snooze, ending, finish_body, lease_tag, retryable)
 
 __all__ = ["Worker", "LeasedJob", "Permanent", "Snooze", "Cancel"]
 
@@ -39,6 +39,17 @@ class LeasedJob(m.Job):
         return hr
 
     @property
+    def log(self):
+        """The job's logger (a logging.Logger named rota.job.ID): its
+        records at the worker's job_log_level and above are kept with the
+        job's attempt (client.logs(id), rota logs ID, the job's dashboard
+        page), at most 64 KiB an attempt (the rest are counted and
+        dropped), and reach the worker's logger too. They are sent every
+        second and before the job finishes; a worker killed outright loses
+        what it had not sent."""
+        return self._run.joblog().logger
+
+    @property
     def stopping(self):
         return self._run.event()
 
@@ -51,7 +62,7 @@ class LeasedJob(m.Job):
 
 class _Run:
     __slots__ = ("worker", "job", "fn", "skew", "lease_until", "lease_len", "started", "ended", "stopped", "_event",
-                 "reason", "settled")
+                 "reason", "settled", "log")
 
     def __init__(self, worker, job, fn, took):
         self.worker = worker
@@ -73,6 +84,14 @@ class _Run:
         self._event = None  # made when a handler asks for it: most never do
         self.reason = None
         self.settled = False
+        self.log = None  # the run's JobLog, made when the handler first logs
+
+    def joblog(self):
+        with _event_lock:
+            if self.log is None:
+                w = self.worker
+                self.log = JobLog(self.job, w.log, w.job_log_level)
+            return self.log
 
     def event(self):
         with _event_lock:
@@ -125,7 +144,8 @@ class Worker:
     without using up an attempt."""
 
     def __init__(self, client, concurrency=10, name=None, prefetch=None, lease_timeout=None, poll_wait=30.0,
-                 shutdown_timeout=10.0, shutdown_grace=5.0, watch=True, on_finish=None, logger=None):
+                 shutdown_timeout=10.0, shutdown_grace=5.0, watch=True, on_finish=None, logger=None,
+                 job_log_level=logging.INFO):
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1, got %r" % (concurrency,))
         self.client = client
@@ -141,6 +161,7 @@ class Worker:
         self.watch = watch
         self.on_finish = on_finish
         self.log = logger or _log
+        self.job_log_level = job_log_level
         self.handlers = {}
         # What the worker has done: jobs completed, failed, snoozed,
         # cancelled, released (handed back), finishes refused (the lease was
@@ -165,6 +186,7 @@ class Worker:
         self._finish_cv = threading.Condition(threading.Lock())
         self._finisher_stop = False
         self._kick = threading.Event()
+        self._kick_logs = threading.Event()  # set when the worker stops
 
     # ---- registration ----
 
@@ -211,7 +233,8 @@ class Worker:
                    for i in range(self.concurrency)]
         finisher = threading.Thread(target=self._finisher_loop, name="rota-finisher", daemon=True)
         beats = threading.Thread(target=self._heartbeat_loop, name="rota-heartbeats", daemon=True)
-        threads += [finisher, beats]
+        logs = threading.Thread(target=self._log_loop, name="rota-logs", daemon=True)
+        threads += [finisher, beats, logs]
         if self.watch:
             threads.append(threading.Thread(target=self._events_loop, name="rota-events", daemon=True))
         for t in threads:
@@ -342,7 +365,42 @@ class Worker:
             item = ending(result, exc, reason == "shutdown")
         except Exception as e:
             item = {"as": "fail", "error": "the ending could not be made: %s" % (e,)}
+        self._close_log(r)
         self._queue_finish(r, item)
+
+    # ---- logs ----
+
+    def _send_log(self, r, last):
+        """Sends what r's log holds (all of it, and closes the log, when
+        last); returns at once when another send of it is under way and
+        not last."""
+        jl = r.log
+        if jl is None or not jl.send_lock.acquire(blocking=last):
+            return
+        try:
+            got = jl.take(last)
+            if got is None:
+                return
+            recs, dropped = got
+            try:
+                self.client.append_logs(r.job.id, r.job.token, recs, dropped=dropped)
+            except Exception as e:
+                if not last and retryable(e):
+                    jl.give_back(recs, dropped)
+                self.log.warning("job %d (%s): sending its log records failed: %s", r.job.id, r.job.type, e)
+        finally:
+            jl.send_lock.release()
+
+    def _close_log(self, r):
+        self._send_log(r, True)
+
+    def _log_loop(self):
+        while not self._hb_stopped():
+            self._kick_logs.wait(LOG_FLUSH_INTERVAL)
+            with self._lock:
+                runs = [r for r in self._running.values() if r.log is not None and not r.ended]
+            for r in runs:
+                self._send_log(r, False)
 
     # ---- finishes ----
 
@@ -562,6 +620,7 @@ class Worker:
             self._finish_cv.notify()
         self._hb_stop = True
         self._kick.set()
+        self._kick_logs.set()
         _interrupt(self._events_conn)
         if self._accept_conn is not None:
             self._accept_conn.close()

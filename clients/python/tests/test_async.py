@@ -208,3 +208,40 @@ def test_async_worker_lost_lease_cancels_the_handler(server, typ):
             assert got.result == "second" and got.attempt == 2
 
     run(main())
+
+
+def test_async_worker_keeps_a_handlers_log(server, typ):
+    async def main():
+        async with rota.AsyncClient(server.url) as c:
+            w = rota.AsyncWorker(c, concurrency=2, poll_wait=1)
+            go_on = asyncio.Event()
+
+            @w.handle(typ)
+            async def logs(job):
+                job.log.info("fetching %s", "feed", extra={"items": 3})
+                await asyncio.wait_for(go_on.wait(), 10)  # the record is sent while the job runs
+                job.log.error("parse failed")
+                return {"ok": True}
+
+            @w.handle(typ + ".sync")
+            def sync(job):  # a plain handler, in a thread
+                job.log.warning("from a thread")
+
+            job = await c.add(typ)
+            other = await c.add(typ + ".sync")
+            task = asyncio.ensure_future(w.run(signals=False))
+            deadline = time.monotonic() + 10
+            while len((await c.logs(job.id)).records) != 1:
+                assert time.monotonic() < deadline, "the running job's record was not sent"
+                await asyncio.sleep(0.05)
+            go_on.set()
+            await c.wait(job.id, timeout=10)
+            await c.wait(other.id, timeout=10)
+            w.stop()
+            await asyncio.wait_for(task, 10)
+            page = await c.logs(job.id)
+            assert [(r.level, r.message, r.attrs) for r in page.records] == [
+                ("INFO", "fetching feed", {"items": 3}), ("ERROR", "parse failed", None)]
+            assert [r.message for r in (await c.logs(other.id)).records] == ["from a thread"]
+
+    run(main())

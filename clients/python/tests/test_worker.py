@@ -6,6 +6,8 @@ import threading
 import time
 
 
+import pytest
+
 import rota
 from conftest import restart, run_in_thread, wait_for
 
@@ -245,3 +247,50 @@ def test_a_run_past_its_timeout_is_stopped_by_the_server(client, typ, caplog):
     assert [e.error for e in got.errors] == ["timed out after 1s"]
     late = [e for a, e in ends if a == 1][0]
     assert isinstance(late, rota.WorkerConflictError)
+
+
+def test_a_handlers_log_is_kept_with_its_attempt(client, typ, caplog):
+    w = rota.Worker(client, concurrency=2, poll_wait=1)
+    release = threading.Event()
+
+    @w.handle(typ)
+    def _logs(job):
+        job.log.debug("not kept")
+        job.log.info("resizing %s", "cat.png", extra={"width": 640})
+        if job.attempt == 1:
+            job.log.warning("slow disk")
+            release.wait(10)  # the record is sent while the job runs
+            try:
+                raise KeyError("x")
+            except KeyError:
+                job.log.exception("failed")
+            raise ValueError("first try fails")
+        job.log.critical("second try")
+        for i in range(1000):  # past the 64 KiB bound
+            job.log.info("line %d %s", i, "x" * 100)
+        return None
+
+    job = client.add(typ, max_attempts=2, backoff_base=0.01, backoff_max=0.01)
+    caplog.set_level(logging.INFO, logger="rota.worker")
+    t = run_in_thread(w)
+    wait_for(lambda: len(client.logs(job.id).records) == 2, what="records sent while the job runs")
+    release.set()
+    wait_for(lambda: client.get(job.id).state == "completed", what="the job completed")
+    w.stop()
+    t.join(10)
+    first = client.logs(job.id, attempt=1)
+    assert [(r.level, r.message.split("\n")[0]) for r in first.records] == [
+        ("INFO", "resizing cat.png"), ("WARN", "slow disk"), ("ERROR", "failed")]
+    assert first.records[0].attrs == {"width": 640}
+    assert "KeyError" in first.records[2].message
+    assert first.records[0].seq == 1 and first.records[0].time.year >= 2026
+    latest = client.logs(job.id, limit=5)
+    assert latest.attempt == 2 and latest.records[1].level == "ERROR+4" and latest.next == 5
+    a2 = [a for a in latest.attempts if a.attempt == 2][0]
+    assert a2.dropped > 0 and a2.records + a2.dropped == 1002 and a2.bytes <= 64 << 10
+    # The records reach the worker's logger too, under rota.job.ID.
+    assert any(r.name == "rota.job.%d" % job.id and r.getMessage() == "slow disk" for r in caplog.records)
+    with pytest.raises(rota.WorkerConflictError):
+        client.append_logs(job.id, "stale", [{"level": "INFO", "message": "late"}])
+    with pytest.raises(rota.NotFoundError):
+        client.logs(job.id + 1000)

@@ -1,4 +1,4 @@
-import type { AcceptRequest, AddRequest, CreateTokenRequest, CreateTokenResponse, Event, FinishItem, GroupConfig, HeartbeatItem, HeartbeatResult, Job, ListJobsQuery, ListResponse, Outcome, ResubmitRequest, State, StatsResponse, Token, TypeConfig, UpdateRequest } from "./openapi.js";
+import type { AcceptRequest, AppendLogsRequest, AppendLogsResponse, GetJobLogsQuery, LogsResponse, AddRequest, CreateTokenRequest, CreateTokenResponse, Event, FinishItem, GroupConfig, HeartbeatItem, HeartbeatResult, Job, ListJobsQuery, ListResponse, Outcome, ResubmitRequest, State, StatsResponse, Token, TypeConfig, UpdateRequest } from "./openapi.js";
 import { RotaError } from "./errors.js";
 import { Transport } from "./transport.js";
 /** ClientOptions says where the server is and how to reach it. */
@@ -74,6 +74,14 @@ export declare class Client {
     get(id: number, opts?: {
         signal?: AbortSignal;
     }): Promise<Job>;
+    /**
+     * logs answers a page of a job's log: by default the latest attempt that
+     * logged, from its first record (pass next back as after for the next
+     * page); attempts sums up every attempt's (records kept and dropped).
+     */
+    logs(id: number, query?: GetJobLogsQuery, opts?: {
+        signal?: AbortSignal;
+    }): Promise<LogsResponse>;
     /** list answers one page of jobs; pass next_cursor back as cursor for the next. */
     list(query?: ListInput, opts?: {
         signal?: AbortSignal;
@@ -167,6 +175,14 @@ export declare class Client {
     heartbeat(items: HeartbeatItem[], opts?: {
         signal?: AbortSignal;
     }): Promise<HeartbeatResult[]>;
+    /**
+     * appendLogs appends records to the log of the attempt the token holds
+     * (the server keeps at most 64 KiB an attempt and counts the rest as
+     * dropped); WorkerConflictError or CanceledError when the lease is lost.
+     */
+    appendLogs(id: number, req: AppendLogsRequest, opts?: {
+        signal?: AbortSignal;
+    }): Promise<AppendLogsResponse>;
     /**
      * finish ends leases (complete, fail, snooze, release, cancel), and
      * answers each item's error, or undefined where it succeeded.

@@ -61,6 +61,18 @@ export class Client {
     async get(id, opts = {}) {
         return (await this.op("getJob", { id: jobID(id) }, { signal: opts.signal })).job;
     }
+    /**
+     * logs answers a page of a job's log: by default the latest attempt that
+     * logged, from its first record (pass next back as after for the next
+     * page); attempts sums up every attempt's (records kept and dropped).
+     */
+    async logs(id, query = {}, opts = {}) {
+        const q = new URLSearchParams();
+        for (const [k, v] of Object.entries(query))
+            if (v !== undefined && v !== null)
+                q.append(k, String(v));
+        return this.op("getJobLogs", { id: jobID(id) }, { query: q, signal: opts.signal });
+    }
     /** list answers one page of jobs; pass next_cursor back as cursor for the next. */
     async list(query = {}, opts = {}) {
         const q = new URLSearchParams();
@@ -324,6 +336,14 @@ export class Client {
             throw new RotaError(`rota: heartbeat: ${r.results.length} answers for ${items.length} leases`, "internal", 200);
         }
         return r.results;
+    }
+    /**
+     * appendLogs appends records to the log of the attempt the token holds
+     * (the server keeps at most 64 KiB an attempt and counts the rest as
+     * dropped); WorkerConflictError or CanceledError when the lease is lost.
+     */
+    async appendLogs(id, req, opts = {}) {
+        return this.op("appendJobLogs", { id: jobID(id) }, { body: req, signal: opts.signal });
     }
     /**
      * finish ends leases (complete, fail, snooze, release, cancel), and

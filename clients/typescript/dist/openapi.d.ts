@@ -220,6 +220,39 @@ export interface AddResponse {
     outcome: Outcome;
 }
 /**
+ * Appends records to the log of the attempt the token holds.
+ */
+export interface AppendLogsRequest {
+    /**
+     * Required. The lease token that accept returned.
+     */
+    token: string;
+    /**
+     * Required. The records, oldest first (at most 10,000 in one append).
+     */
+    records: LogRecord[];
+    /**
+     * Records the worker dropped itself (it bounds its buffer as the server bounds
+     * the attempt's log); added to the attempt's count of dropped records.
+     */
+    dropped?: number;
+}
+/**
+ * How many of the records the server kept, and how many it dropped past the
+ * attempt's bound (64 KiB: a record counts its message and attributes plus 32
+ * bytes; once one is dropped every later one is).
+ */
+export interface AppendLogsResponse {
+    /**
+     * Records kept.
+     */
+    kept: number;
+    /**
+     * Records dropped past the bound.
+     */
+    dropped: number;
+}
+/**
  * The error one attempt ended with.
  */
 export interface AttemptError {
@@ -799,6 +832,83 @@ export interface ListResponse {
     next_cursor?: string;
 }
 /**
+ * One attempt's log, summed up.
+ */
+export interface LogAttempt {
+    /**
+     * The attempt.
+     */
+    attempt: number;
+    /**
+     * Records kept.
+     */
+    records: number;
+    /**
+     * What the records kept count toward the bound (64 KiB).
+     */
+    bytes: number;
+    /**
+     * Records dropped past the bound, by the server or the worker.
+     */
+    dropped: number;
+}
+/**
+ * One record of a job's log: what a handler logged during an attempt (a
+ * program's stderr line under rota work).
+ */
+export interface LogRecord {
+    /**
+     * The attempt that logged it; set by the server (left out of an append).
+     */
+    attempt?: number;
+    /**
+     * The record's place in its attempt's log, from 1; set by the server (left out
+     * of an append).
+     */
+    seq?: number;
+    /**
+     * When it was logged; absent in an append means the server's time.
+     */
+    time?: Time;
+    /**
+     * Required. The level, by Go's log/slog names: DEBUG, INFO, WARN or ERROR,
+     * optionally with an offset (INFO+2, ERROR+4), case-insensitive in an append.
+     */
+    level: string;
+    /**
+     * Required. The message: UTF-8 text without NUL bytes.
+     */
+    message: string;
+    /**
+     * The record's attributes as one JSON object (groups nested); absent when it
+     * has none.
+     */
+    attrs?: {
+        [key: string]: unknown;
+    };
+}
+/**
+ * A page of a job's log: the records of one attempt.
+ */
+export interface LogsResponse {
+    /**
+     * The attempt the page is of; 0 when the job logged nothing.
+     */
+    attempt: number;
+    /**
+     * Every attempt that logged, oldest first.
+     */
+    attempts: LogAttempt[];
+    /**
+     * The page's records, in order.
+     */
+    records: LogRecord[];
+    /**
+     * The after of the next page; absent on the last.
+     */
+    next?: number;
+}
+/**
  * A recurring job's policy for slots that passed while it could not run
  * (server down, type or group paused, a run longer than a slot); a slot counts
  * as missed when the next one falls due before the job starts. once: run once
@@ -1039,6 +1149,10 @@ export declare const operations: {
         readonly method: "POST";
         readonly path: "/v1/jobs";
     };
+    readonly appendJobLogs: {
+        readonly method: "POST";
+        readonly path: "/v1/jobs/{id}/logs";
+    };
     readonly cancelJob: {
         readonly method: "POST";
         readonly path: "/v1/jobs/{id}/cancel";
@@ -1066,6 +1180,10 @@ export declare const operations: {
     readonly getJob: {
         readonly method: "GET";
         readonly path: "/v1/jobs/{id}";
+    };
+    readonly getJobLogs: {
+        readonly method: "GET";
+        readonly path: "/v1/jobs/{id}/logs";
     };
     readonly healthz: {
         readonly method: "GET";
@@ -1178,6 +1296,22 @@ export interface GetJobQuery {
      * Terminal states by default.
      */
     state?: State[];
+}
+/** The query parameters of GET /v1/jobs/{id}/logs (getJobLogs). */
+export interface GetJobLogsQuery {
+    /**
+     * The attempt whose records to read; absent means the latest that logged.
+     */
+    attempt?: number;
+    /**
+     * The seq after which the page starts (the next of the previous page); absent
+     * starts at the first record.
+     */
+    after?: number;
+    /**
+     * At most this many records (1..1000, the default).
+     */
+    limit?: number;
 }
 /** The query parameters of GET /v1/jobs (listJobs). */
 export interface ListJobsQuery {

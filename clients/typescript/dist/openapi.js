@@ -17,6 +17,7 @@ export const stateValues = ["pending", "running", "paused", "completed", "failed
 export const operations = {
     accept: { method: "POST", path: "/v1/accept" },
     addJobs: { method: "POST", path: "/v1/jobs" },
+    appendJobLogs: { method: "POST", path: "/v1/jobs/{id}/logs" },
     cancelJob: { method: "POST", path: "/v1/jobs/{id}/cancel" },
     createToken: { method: "POST", path: "/v1/tokens" },
     events: { method: "GET", path: "/v1/events" },
@@ -24,6 +25,7 @@ export const operations = {
     finishBatch: { method: "POST", path: "/v1/finish" },
     finishJob: { method: "POST", path: "/v1/jobs/{id}/finish" },
     getJob: { method: "GET", path: "/v1/jobs/{id}" },
+    getJobLogs: { method: "GET", path: "/v1/jobs/{id}/logs" },
     healthz: { method: "GET", path: "/healthz" },
     heartbeatBatch: { method: "POST", path: "/v1/heartbeat" },
     heartbeatJob: { method: "POST", path: "/v1/jobs/{id}/heartbeat" },

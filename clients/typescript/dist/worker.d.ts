@@ -12,7 +12,24 @@ export interface JobContext {
     signal: AbortSignal;
     /** progress reports the job's progress (0..100); it extends the lease too. */
     progress(percent: number): Promise<void>;
+    /**
+     * log is the job's logger: its records at the worker's jobLogLevel and
+     * above are kept with the job's attempt (client.logs(id), rota logs ID,
+     * the job's dashboard page), at most 64 KiB an attempt (the rest are
+     * counted and dropped), and reach the worker's logger too. The worker
+     * sends them every second and before the job finishes.
+     */
+    log: JobLogger;
 }
+/** JobLogger logs a message with optional attributes (a JSON object). */
+export interface JobLogger {
+    debug(msg: string, attrs?: Record<string, unknown>): void;
+    info(msg: string, attrs?: Record<string, unknown>): void;
+    warn(msg: string, attrs?: Record<string, unknown>): void;
+    error(msg: string, attrs?: Record<string, unknown>): void;
+}
+/** The levels of a job's log, lowest first. */
+export type JobLogLevel = "debug" | "info" | "warn" | "error";
 /**
  * A handler runs one job: what it returns is the job's result (undefined
  * for none); what it throws fails the attempt, which retries with back-off
@@ -88,6 +105,8 @@ export interface WorkerOptions {
     maxBatch?: number;
     /** Where the worker logs; console by default. */
     logger?: Logger;
+    /** The lowest level of a handler's ctx.log records kept with the job; "info" by default. */
+    jobLogLevel?: JobLogLevel;
 }
 export interface RunOptions {
     /** Ends run, gracefully. */
@@ -123,6 +142,7 @@ export declare class Worker extends EventEmitter {
     private readonly shutdownTimeout;
     private readonly shutdownGrace;
     private readonly log;
+    private readonly jobLogLevel;
     private readonly handlers;
     private readonly runs;
     private readonly queue;
@@ -166,6 +186,16 @@ export declare class Worker extends EventEmitter {
     /** pump starts waiting jobs while handler slots are free. */
     private pump;
     private execute;
+    /** jobLogger is the logger of r's handler (JobContext.log). */
+    private jobLogger;
+    /**
+     * sendLog sends what r's log holds (all of it, and closes the log, when
+     * last: the run ends, and its lease appends no more); a send already
+     * under way is waited for when last, and left alone otherwise.
+     */
+    private sendLog;
+    /** logLoop sends the running jobs' records every second. */
+    private logLoop;
     /**
      * end sends r's ending, trying again with back-off while the error may
      * pass and the lease holds: a finish given up on leaves the job to run

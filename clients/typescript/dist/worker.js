@@ -2,6 +2,66 @@ import { EventEmitter } from "node:events";
 import { hostname } from "node:os";
 import { CanceledError, FinishedError, ForbiddenError, InvalidInputError, NotFoundError, RotaError, TooLargeError, UnauthorizedError, WorkerConflictError, errorOf, } from "./errors.js";
 import { sleep } from "./transport.js";
+const logLevels = ["debug", "info", "warn", "error"];
+// What one attempt keeps, as the server bounds it: a record counts its
+// message and attributes plus logOverhead bytes.
+const maxLogBytes = 64 << 10;
+const logOverhead = 32;
+const logFlushMs = 1000;
+/** JobLog is a run's log: records buffered to send, bounded as the server bounds the attempt's. */
+class JobLog {
+    pending = [];
+    bytes = 0;
+    dropped = 0;
+    full = false;
+    closed = false;
+    sending; // one send at a time, in order
+    add(level, msg, attrs) {
+        if (this.closed)
+            return;
+        const message = clean(String(msg));
+        const rec = { time: new Date().toISOString(), level: level.toUpperCase(), message };
+        let size = Buffer.byteLength(message) + logOverhead;
+        if (attrs && typeof attrs === "object" && Object.keys(attrs).length > 0) {
+            let enc;
+            try {
+                enc = clean(JSON.stringify(attrs));
+            }
+            catch {
+                enc = JSON.stringify({ attrs: String(attrs) });
+            }
+            rec.attrs = JSON.parse(enc);
+            size += Buffer.byteLength(enc);
+        }
+        if (this.full || this.bytes + size > maxLogBytes) {
+            this.full = true;
+            this.dropped++;
+            return;
+        }
+        this.bytes += size;
+        this.pending.push(rec);
+    }
+    take(last) {
+        if (this.closed)
+            return undefined;
+        this.closed = last;
+        const records = this.pending;
+        const dropped = this.dropped;
+        this.pending = [];
+        this.dropped = 0;
+        return records.length > 0 || dropped > 0 ? { records, dropped } : undefined;
+    }
+    giveBack(records, dropped) {
+        if (this.closed)
+            return;
+        this.pending = records.concat(this.pending);
+        this.dropped += dropped;
+    }
+}
+/** clean is s as text the server keeps: no NUL, no lone surrogate. */
+function clean(s) {
+    return s.replace(/\u0000/g, "\uFFFD").replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD");
+}
 /** The lease was lost: the job is no longer this worker's. */
 export class LeaseLostError extends Error {
     constructor(message = "lease lost") {
@@ -77,6 +137,7 @@ export class Worker extends EventEmitter {
     shutdownTimeout;
     shutdownGrace;
     log;
+    jobLogLevel;
     handlers = new Map();
     runs = new Map();
     queue = []; // leased, waiting for a handler slot
@@ -105,6 +166,10 @@ export class Worker extends EventEmitter {
         this.shutdownTimeout = opts.shutdownTimeout ?? 10000;
         this.shutdownGrace = opts.shutdownGrace ?? 5000;
         this.log = opts.logger ?? console;
+        const lvl = opts.jobLogLevel ?? "info";
+        if (!logLevels.includes(lvl))
+            throw new TypeError(`rota: jobLogLevel ${String(lvl)}: want debug, info, warn or error`);
+        this.jobLogLevel = logLevels.indexOf(lvl);
         // Each request is bounded, so that a wedged connection cannot hold
         // every finish forever (the finish is then tried again).
         this.finisher = new Batcher(opts.maxBatch ?? 500, (items) => client.finish(items, { signal: AbortSignal.timeout(60000) }));
@@ -162,6 +227,7 @@ export class Worker extends EventEmitter {
         const background = new AbortController();
         const watching = this.watch(types, background.signal);
         const beating = this.heartbeatLoop(background.signal);
+        const logging = this.logLoop(background.signal);
         try {
             await this.acceptLoop(types, stop.signal);
             await this.shutdown();
@@ -169,7 +235,7 @@ export class Worker extends EventEmitter {
         finally {
             background.abort();
             this.kick?.();
-            await Promise.allSettled([watching, beating]);
+            await Promise.allSettled([watching, beating, logging]);
             opts.signal?.removeEventListener("abort", onStop);
             if (handleSignals) {
                 process.off("SIGTERM", onStop);
@@ -293,6 +359,8 @@ export class Worker extends EventEmitter {
         let result;
         let err;
         let failed = false;
+        let jl;
+        const logger = () => (jl ??= this.jobLogger(r));
         if (run) {
             this.handling++;
             const began = performance.now();
@@ -303,6 +371,9 @@ export class Worker extends EventEmitter {
                         return signalOf(r);
                     },
                     progress: (p) => this.progress(r, p),
+                    get log() {
+                        return logger();
+                    },
                 });
             }
             catch (e) {
@@ -357,7 +428,68 @@ export class Worker extends EventEmitter {
             item.as = "fail";
             item.error = errorText(err);
         }
+        await this.sendLog(r, true);
         await this.end(r, item);
+    }
+    /** jobLogger is the logger of r's handler (JobContext.log). */
+    jobLogger(r) {
+        const at = (level) => (msg, attrs) => {
+            if (logLevels.indexOf(level) >= this.jobLogLevel)
+                (r.log ??= new JobLog()).add(level, msg, attrs);
+            if (level !== "debug") {
+                const line = `rota: job ${r.id} (${r.job.type}): ${msg}`;
+                if (attrs === undefined)
+                    this.log[level](line);
+                else
+                    this.log[level](line, attrs);
+            }
+        };
+        return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
+    }
+    /**
+     * sendLog sends what r's log holds (all of it, and closes the log, when
+     * last: the run ends, and its lease appends no more); a send already
+     * under way is waited for when last, and left alone otherwise.
+     */
+    async sendLog(r, last) {
+        const jl = r.log;
+        if (!jl)
+            return;
+        if (jl.sending) {
+            if (!last)
+                return;
+            await jl.sending;
+        }
+        const got = jl.take(last);
+        if (!got)
+            return;
+        const send = (async () => {
+            try {
+                await this.client.appendLogs(r.id, { token: r.token, records: got.records, dropped: got.dropped || undefined }, { signal: AbortSignal.timeout(60000) });
+            }
+            catch (err) {
+                if (!last && retryable(err))
+                    jl.giveBack(got.records, got.dropped);
+                this.log.warn(`rota: job ${r.id} (${r.job.type}): sending its log records failed: ${err.message}`);
+            }
+        })();
+        jl.sending = send;
+        try {
+            await send;
+        }
+        finally {
+            if (jl.sending === send)
+                jl.sending = undefined;
+        }
+    }
+    /** logLoop sends the running jobs' records every second. */
+    async logLoop(signal) {
+        while (!signal.aborted) {
+            await sleep(logFlushMs, signal).catch(() => undefined);
+            if (signal.aborted)
+                return;
+            await Promise.all([...this.runs.values()].filter((r) => r.log && !r.ended).map((r) => this.sendLog(r, false)));
+        }
     }
     /**
      * end sends r's ending, trying again with back-off while the error may

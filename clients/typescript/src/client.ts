@@ -1,5 +1,9 @@
 import type {
   AcceptRequest,
+  AppendLogsRequest,
+  AppendLogsResponse,
+  GetJobLogsQuery,
+  LogsResponse,
   AddRequest,
   AddResponse,
   AddBatchResponse,
@@ -151,6 +155,17 @@ export class Client {
   /** get answers a job; NotFoundError when there is none. */
   async get(id: number, opts: { signal?: AbortSignal } = {}): Promise<Job> {
     return (await this.op<JobResponse>("getJob", { id: jobID(id) }, { signal: opts.signal })).job;
+  }
+
+  /**
+   * logs answers a page of a job's log: by default the latest attempt that
+   * logged, from its first record (pass next back as after for the next
+   * page); attempts sums up every attempt's (records kept and dropped).
+   */
+  async logs(id: number, query: GetJobLogsQuery = {}, opts: { signal?: AbortSignal } = {}): Promise<LogsResponse> {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null) q.append(k, String(v));
+    return this.op<LogsResponse>("getJobLogs", { id: jobID(id) }, { query: q, signal: opts.signal });
   }
 
   /** list answers one page of jobs; pass next_cursor back as cursor for the next. */
@@ -416,6 +431,15 @@ export class Client {
       throw new RotaError(`rota: heartbeat: ${r.results.length} answers for ${items.length} leases`, "internal", 200);
     }
     return r.results;
+  }
+
+  /**
+   * appendLogs appends records to the log of the attempt the token holds
+   * (the server keeps at most 64 KiB an attempt and counts the rest as
+   * dropped); WorkerConflictError or CanceledError when the lease is lost.
+   */
+  async appendLogs(id: number, req: AppendLogsRequest, opts: { signal?: AbortSignal } = {}): Promise<AppendLogsResponse> {
+    return this.op<AppendLogsResponse>("appendJobLogs", { id: jobID(id) }, { body: req, signal: opts.signal });
   }
 
   /**

@@ -14,4 +14,4 @@ export {
   cancelJob,
   leaseTag,
 } from "./worker.js";
-export type { Handler, JobContext, WorkerOptions, RunOptions, FinishReport, Logger } from "./worker.js";
+export type { Handler, JobContext, JobLogger, JobLogLevel, WorkerOptions, RunOptions, FinishReport, Logger } from "./worker.js";

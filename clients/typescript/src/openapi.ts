@@ -227,6 +227,41 @@ export interface AddResponse {
 }
 
 /**
+ * Appends records to the log of the attempt the token holds.
+ */
+export interface AppendLogsRequest {
+  /**
+   * Required. The lease token that accept returned.
+   */
+  token: string;
+  /**
+   * Required. The records, oldest first (at most 10,000 in one append).
+   */
+  records: LogRecord[];
+  /**
+   * Records the worker dropped itself (it bounds its buffer as the server bounds
+   * the attempt's log); added to the attempt's count of dropped records.
+   */
+  dropped?: number;
+}
+
+/**
+ * How many of the records the server kept, and how many it dropped past the
+ * attempt's bound (64 KiB: a record counts its message and attributes plus 32
+ * bytes; once one is dropped every later one is).
+ */
+export interface AppendLogsResponse {
+  /**
+   * Records kept.
+   */
+  kept: number;
+  /**
+   * Records dropped past the bound.
+   */
+  dropped: number;
+}
+
+/**
  * The error one attempt ended with.
  */
 export interface AttemptError {
@@ -825,6 +860,84 @@ export interface ListResponse {
 }
 
 /**
+ * One attempt's log, summed up.
+ */
+export interface LogAttempt {
+  /**
+   * The attempt.
+   */
+  attempt: number;
+  /**
+   * Records kept.
+   */
+  records: number;
+  /**
+   * What the records kept count toward the bound (64 KiB).
+   */
+  bytes: number;
+  /**
+   * Records dropped past the bound, by the server or the worker.
+   */
+  dropped: number;
+}
+
+/**
+ * One record of a job's log: what a handler logged during an attempt (a
+ * program's stderr line under rota work).
+ */
+export interface LogRecord {
+  /**
+   * The attempt that logged it; set by the server (left out of an append).
+   */
+  attempt?: number;
+  /**
+   * The record's place in its attempt's log, from 1; set by the server (left out
+   * of an append).
+   */
+  seq?: number;
+  /**
+   * When it was logged; absent in an append means the server's time.
+   */
+  time?: Time;
+  /**
+   * Required. The level, by Go's log/slog names: DEBUG, INFO, WARN or ERROR,
+   * optionally with an offset (INFO+2, ERROR+4), case-insensitive in an append.
+   */
+  level: string;
+  /**
+   * Required. The message: UTF-8 text without NUL bytes.
+   */
+  message: string;
+  /**
+   * The record's attributes as one JSON object (groups nested); absent when it
+   * has none.
+   */
+  attrs?: { [key: string]: unknown };
+}
+
+/**
+ * A page of a job's log: the records of one attempt.
+ */
+export interface LogsResponse {
+  /**
+   * The attempt the page is of; 0 when the job logged nothing.
+   */
+  attempt: number;
+  /**
+   * Every attempt that logged, oldest first.
+   */
+  attempts: LogAttempt[];
+  /**
+   * The page's records, in order.
+   */
+  records: LogRecord[];
+  /**
+   * The after of the next page; absent on the last.
+   */
+  next?: number;
+}
+
+/**
  * A recurring job's policy for slots that passed while it could not run
  * (server down, type or group paused, a run longer than a slot); a slot counts
  * as missed when the next one falls due before the job starts. once: run once
@@ -1071,6 +1184,7 @@ export interface UpdateRequest {
 export const operations = {
   accept: { method: "POST", path: "/v1/accept" },
   addJobs: { method: "POST", path: "/v1/jobs" },
+  appendJobLogs: { method: "POST", path: "/v1/jobs/{id}/logs" },
   cancelJob: { method: "POST", path: "/v1/jobs/{id}/cancel" },
   createToken: { method: "POST", path: "/v1/tokens" },
   events: { method: "GET", path: "/v1/events" },
@@ -1078,6 +1192,7 @@ export const operations = {
   finishBatch: { method: "POST", path: "/v1/finish" },
   finishJob: { method: "POST", path: "/v1/jobs/{id}/finish" },
   getJob: { method: "GET", path: "/v1/jobs/{id}" },
+  getJobLogs: { method: "GET", path: "/v1/jobs/{id}/logs" },
   healthz: { method: "GET", path: "/healthz" },
   heartbeatBatch: { method: "POST", path: "/v1/heartbeat" },
   heartbeatJob: { method: "POST", path: "/v1/jobs/{id}/heartbeat" },
@@ -1138,6 +1253,23 @@ export interface GetJobQuery {
    * Terminal states by default.
    */
   state?: State[];
+}
+
+/** The query parameters of GET /v1/jobs/{id}/logs (getJobLogs). */
+export interface GetJobLogsQuery {
+  /**
+   * The attempt whose records to read; absent means the latest that logged.
+   */
+  attempt?: number;
+  /**
+   * The seq after which the page starts (the next of the previous page); absent
+   * starts at the first record.
+   */
+  after?: number;
+  /**
+   * At most this many records (1..1000, the default).
+   */
+  limit?: number;
 }
 
 /** The query parameters of GET /v1/jobs (listJobs). */

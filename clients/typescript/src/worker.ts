@@ -13,7 +13,7 @@ import {
   WorkerConflictError,
   errorOf,
 } from "./errors.js";
-import type { Ending, FinishItem, HeartbeatItem, Job } from "./openapi.js";
+import type { Ending, FinishItem, HeartbeatItem, Job, LogRecord } from "./openapi.js";
 import { sleep } from "./transport.js";
 
 /** What a handler gets beside its job. */
@@ -27,6 +27,87 @@ export interface JobContext {
   signal: AbortSignal;
   /** progress reports the job's progress (0..100); it extends the lease too. */
   progress(percent: number): Promise<void>;
+  /**
+   * log is the job's logger: its records at the worker's jobLogLevel and
+   * above are kept with the job's attempt (client.logs(id), rota logs ID,
+   * the job's dashboard page), at most 64 KiB an attempt (the rest are
+   * counted and dropped), and reach the worker's logger too. The worker
+   * sends them every second and before the job finishes.
+   */
+  log: JobLogger;
+}
+
+/** JobLogger logs a message with optional attributes (a JSON object). */
+export interface JobLogger {
+  debug(msg: string, attrs?: Record<string, unknown>): void;
+  info(msg: string, attrs?: Record<string, unknown>): void;
+  warn(msg: string, attrs?: Record<string, unknown>): void;
+  error(msg: string, attrs?: Record<string, unknown>): void;
+}
+
+/** The levels of a job's log, lowest first. */
+export type JobLogLevel = "debug" | "info" | "warn" | "error";
+
+const logLevels: JobLogLevel[] = ["debug", "info", "warn", "error"];
+// What one attempt keeps, as the server bounds it: a record counts its
+// message and attributes plus logOverhead bytes.
+const maxLogBytes = 64 << 10;
+const logOverhead = 32;
+const logFlushMs = 1000;
+
+/** JobLog is a run's log: records buffered to send, bounded as the server bounds the attempt's. */
+class JobLog {
+  pending: LogRecord[] = [];
+  bytes = 0;
+  dropped = 0;
+  full = false;
+  closed = false;
+  sending?: Promise<void>; // one send at a time, in order
+
+  add(level: JobLogLevel, msg: string, attrs?: Record<string, unknown>): void {
+    if (this.closed) return;
+    const message = clean(String(msg));
+    const rec: LogRecord = { time: new Date().toISOString(), level: level.toUpperCase(), message };
+    let size = Buffer.byteLength(message) + logOverhead;
+    if (attrs && typeof attrs === "object" && Object.keys(attrs).length > 0) {
+      let enc: string;
+      try {
+        enc = clean(JSON.stringify(attrs));
+      } catch {
+        enc = JSON.stringify({ attrs: String(attrs) });
+      }
+      rec.attrs = JSON.parse(enc) as Record<string, unknown>;
+      size += Buffer.byteLength(enc);
+    }
+    if (this.full || this.bytes + size > maxLogBytes) {
+      this.full = true;
+      this.dropped++;
+      return;
+    }
+    this.bytes += size;
+    this.pending.push(rec);
+  }
+
+  take(last: boolean): { records: LogRecord[]; dropped: number } | undefined {
+    if (this.closed) return undefined;
+    this.closed = last;
+    const records = this.pending;
+    const dropped = this.dropped;
+    this.pending = [];
+    this.dropped = 0;
+    return records.length > 0 || dropped > 0 ? { records, dropped } : undefined;
+  }
+
+  giveBack(records: LogRecord[], dropped: number): void {
+    if (this.closed) return;
+    this.pending = records.concat(this.pending);
+    this.dropped += dropped;
+  }
+}
+
+/** clean is s as text the server keeps: no NUL, no lone surrogate. */
+function clean(s: string): string {
+  return s.replace(/\u0000/g, "\uFFFD").replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD");
 }
 
 /**
@@ -135,6 +216,8 @@ export interface WorkerOptions {
   maxBatch?: number;
   /** Where the worker logs; console by default. */
   logger?: Logger;
+  /** The lowest level of a handler's ctx.log records kept with the job; "info" by default. */
+  jobLogLevel?: JobLogLevel;
 }
 
 export interface RunOptions {
@@ -169,6 +252,7 @@ interface Run {
   started: boolean;
   ended: boolean;
   settled: boolean;
+  log?: JobLog; // made when the handler first logs
 }
 
 const retryFirst = 100;
@@ -196,6 +280,7 @@ export class Worker extends EventEmitter {
   private readonly shutdownTimeout: number;
   private readonly shutdownGrace: number;
   private readonly log: Logger;
+  private readonly jobLogLevel: number;
   private readonly handlers = new Map<string, Handler>();
   private readonly runs = new Map<number, Run>();
   private readonly queue: Run[] = []; // leased, waiting for a handler slot
@@ -225,6 +310,9 @@ export class Worker extends EventEmitter {
     this.shutdownTimeout = opts.shutdownTimeout ?? 10000;
     this.shutdownGrace = opts.shutdownGrace ?? 5000;
     this.log = opts.logger ?? console;
+    const lvl = opts.jobLogLevel ?? "info";
+    if (!logLevels.includes(lvl)) throw new TypeError(`rota: jobLogLevel ${String(lvl)}: want debug, info, warn or error`);
+    this.jobLogLevel = logLevels.indexOf(lvl);
     // Each request is bounded, so that a wedged connection cannot hold
     // every finish forever (the finish is then tried again).
     this.finisher = new Batcher(opts.maxBatch ?? 500, (items) => client.finish(items, { signal: AbortSignal.timeout(60000) }));
@@ -277,13 +365,14 @@ export class Worker extends EventEmitter {
     const background = new AbortController();
     const watching = this.watch(types, background.signal);
     const beating = this.heartbeatLoop(background.signal);
+    const logging = this.logLoop(background.signal);
     try {
       await this.acceptLoop(types, stop.signal);
       await this.shutdown();
     } finally {
       background.abort();
       this.kick?.();
-      await Promise.allSettled([watching, beating]);
+      await Promise.allSettled([watching, beating, logging]);
       opts.signal?.removeEventListener("abort", onStop);
       if (handleSignals) {
         process.off("SIGTERM", onStop);
@@ -409,6 +498,8 @@ export class Worker extends EventEmitter {
     let result: unknown;
     let err: unknown;
     let failed = false;
+    let jl: JobLogger | undefined;
+    const logger = (): JobLogger => (jl ??= this.jobLogger(r));
     if (run) {
       this.handling++;
       const began = performance.now();
@@ -419,6 +510,9 @@ export class Worker extends EventEmitter {
             return signalOf(r);
           },
           progress: (p) => this.progress(r, p),
+          get log() {
+            return logger();
+          },
         });
       } catch (e) {
         err = e;
@@ -464,7 +558,60 @@ export class Worker extends EventEmitter {
       item.as = "fail";
       item.error = errorText(err);
     }
+    await this.sendLog(r, true);
     await this.end(r, item);
+  }
+
+  /** jobLogger is the logger of r's handler (JobContext.log). */
+  private jobLogger(r: Run): JobLogger {
+    const at = (level: JobLogLevel) => (msg: string, attrs?: Record<string, unknown>) => {
+      if (logLevels.indexOf(level) >= this.jobLogLevel) (r.log ??= new JobLog()).add(level, msg, attrs);
+      if (level !== "debug") {
+        const line = `rota: job ${r.id} (${r.job.type}): ${msg}`;
+        if (attrs === undefined) this.log[level](line);
+        else this.log[level](line, attrs);
+      }
+    };
+    return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
+  }
+
+  /**
+   * sendLog sends what r's log holds (all of it, and closes the log, when
+   * last: the run ends, and its lease appends no more); a send already
+   * under way is waited for when last, and left alone otherwise.
+   */
+  private async sendLog(r: Run, last: boolean): Promise<void> {
+    const jl = r.log;
+    if (!jl) return;
+    if (jl.sending) {
+      if (!last) return;
+      await jl.sending;
+    }
+    const got = jl.take(last);
+    if (!got) return;
+    const send = (async () => {
+      try {
+        await this.client.appendLogs(r.id, { token: r.token, records: got.records, dropped: got.dropped || undefined }, { signal: AbortSignal.timeout(60000) });
+      } catch (err) {
+        if (!last && retryable(err as Error)) jl.giveBack(got.records, got.dropped);
+        this.log.warn(`rota: job ${r.id} (${r.job.type}): sending its log records failed: ${(err as Error).message}`);
+      }
+    })();
+    jl.sending = send;
+    try {
+      await send;
+    } finally {
+      if (jl.sending === send) jl.sending = undefined;
+    }
+  }
+
+  /** logLoop sends the running jobs' records every second. */
+  private async logLoop(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      await sleep(logFlushMs, signal).catch(() => undefined);
+      if (signal.aborted) return;
+      await Promise.all([...this.runs.values()].filter((r) => r.log && !r.ended).map((r) => this.sendLog(r, false)));
+    }
   }
 
   /**

@@ -280,5 +280,49 @@ for (const store of stores()) {
       assert.equal(done.attempt, 1);
       assert.deepEqual(done.result, { late: true });
     });
+
+    test("a handler's ctx.log is kept with its job's attempt, sent while it runs and before it finishes, bounded", async () => {
+      const type = uniq("logs");
+      const seen: string[] = [];
+      const logger = { info: (m: string) => seen.push(m), warn: (m: string) => seen.push(m), error: (m: string) => seen.push(m) };
+      const w = new Worker(c, { concurrency: 2, logger });
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      w.handle(type, async (job: Job, ctx) => {
+        ctx.log.debug("not kept");
+        ctx.log.info("fetching", { items: 3 });
+        if (job.attempt === 1) {
+          await released; // the record is sent while the job runs
+          ctx.log.error("bad \u0000 byte");
+          throw new Error("first try fails");
+        }
+        for (let i = 0; i < 1000; i++) ctx.log.info(`line ${i} ${"x".repeat(100)}`);
+        return { ok: true };
+      });
+      const job = await c.add({ type, max_attempts: 2, backoff_base: "10ms", backoff_max: "10ms" });
+      const stop = running(w);
+      try {
+        await until("the running job's record", async () => (await c.logs(job.id)).records.length === 1);
+        release();
+        await until("the job completed", async () => (await c.get(job.id)).state === "completed");
+      } finally {
+        await stop();
+      }
+      const first = await c.logs(job.id, { attempt: 1 });
+      assert.deepEqual(
+        first.records.map((r) => [r.level, r.message, r.attrs]),
+        [
+          ["INFO", "fetching", { items: 3 }],
+          ["ERROR", "bad \uFFFD byte", undefined],
+        ],
+      );
+      const latest = await c.logs(job.id, { limit: 2 });
+      assert.equal(latest.attempt, 2);
+      assert.equal(latest.next, 2);
+      const a2 = latest.attempts.find((a) => a.attempt === 2)!;
+      assert.ok(a2.dropped > 0 && a2.records + a2.dropped === 1001 && a2.bytes <= 64 << 10, JSON.stringify(a2));
+      assert.ok(seen.some((m) => m.endsWith(`job ${job.id} (${type}): fetching`)), seen.slice(0, 3).join("\n"));
+      await assert.rejects(c.appendLogs(job.id, { token: "stale", records: [{ level: "INFO", message: "late" }] }), WorkerConflictError);
+    });
   });
 }

@@ -46,6 +46,7 @@ func TestJobLogger(t *testing.T) {
 		log := rota.Logger(ctx)
 		log.Debug("not kept")
 		log.Info("starting", "n", 1)
+		log.Info("fetched", "url", "/a?x=1&y=<2>", "path", `C:\u0026`)
 		log.WithGroup("req").With("id", "r-1").Warn("slow", "ms", 250)
 		if job.Attempt == 1 {
 			close(logged)
@@ -66,7 +67,7 @@ func TestJobLogger(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Records) == 2 {
+		if len(res.Records) == 3 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -86,7 +87,7 @@ func TestJobLogger(t *testing.T) {
 	for _, r := range res.Records {
 		got = append(got, r.Level.String()+" "+r.Message+" "+string(r.Attrs))
 	}
-	want := []string{`INFO starting {"n":1}`, `WARN slow {"req":{"id":"r-1","ms":250}}`, `ERROR failing `}
+	want := []string{`INFO starting {"n":1}`, `INFO fetched {"url":"/a?x=1&y=<2>","path":"C:\\u0026"}`, `WARN slow {"req":{"id":"r-1","ms":250}}`, `ERROR failing `}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("attempt 1's records = %q, want %q", got, want)
 	}
@@ -94,7 +95,7 @@ func TestJobLogger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Attempt != 2 || len(res.Records) != 3 || res.Records[2].Message != "second try" || len(res.Attempts) != 2 {
+	if res.Attempt != 2 || len(res.Records) != 4 || res.Records[3].Message != "second try" || len(res.Attempts) != 2 {
 		t.Errorf("latest log = attempt %d, %d records, attempts %+v; want attempt 2's three records", res.Attempt, len(res.Records), res.Attempts)
 	}
 	if s := out.String(); !strings.Contains(s, "msg=slow") || !strings.Contains(s, "req.ms=250") || !strings.Contains(s, "id="+strconv.FormatInt(j.ID, 10)) {

@@ -8,7 +8,9 @@ import (
 )
 
 func TestKeepLogs(t *testing.T) {
-	rec := func(n int) store.LogRecord { return store.LogRecord{Message: strings.Repeat("m", n-store.LogRecordOverhead)} }
+	rec := func(n int) store.LogRecord {
+		return store.LogRecord{Message: strings.Repeat("m", n-store.LogRecordOverhead)}
+	}
 	half := store.MaxLogBytes / 2
 	for _, c := range []struct {
 		name           string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 	"strconv"
+	"sync"
 
 	"github.com/rotajobs/rota/httpapi/wire"
 	"github.com/rotajobs/rota/internal/rules/check"
@@ -19,20 +20,41 @@ func (s *Store) AppendLogs(ctx context.Context, ps []store.AppendLogsParams) ([]
 		return nil, err
 	}
 	out := make([]store.AppendLogsResult, len(ps))
+	errs := make([]error, len(ps))
+	// The items go at once, a few at a time: a worker sends the records
+	// of all its running jobs together every second.
+	sem := make(chan struct{}, maxLogRequests)
+	var wg sync.WaitGroup
 	for i, p := range ps {
 		req := wire.AppendLogsRequest{Token: p.Token, Records: wire.WireLogRecords(p.Records), Dropped: p.Dropped}
 		for k := range req.Records {
 			req.Records[k].Attempt, req.Records[k].Seq = 0, 0 // the server's
 		}
-		var resp wire.AppendLogsResponse
-		err := s.do(ctx, "POST", jobPath(p.ID, "logs"), nil, req, &resp)
-		if err != nil && !isItemError(err) {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			var resp wire.AppendLogsResponse
+			err := s.do(ctx, "POST", jobPath(p.ID, "logs"), nil, req, &resp)
+			if err != nil && !isItemError(err) {
+				errs[i] = err
+				return
+			}
+			out[i] = store.AppendLogsResult{Kept: resp.Kept, Dropped: resp.Dropped, Err: err}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			return nil, err
 		}
-		out[i] = store.AppendLogsResult{Kept: resp.Kept, Dropped: resp.Dropped, Err: err}
 	}
 	return out, nil
 }
+
+// maxLogRequests bounds the log appends of one AppendLogs in flight at
+// once.
+const maxLogRequests = 8
 
 // Logs reads a page of a job's log (GET /v1/jobs/{id}/logs).
 func (s *Store) Logs(ctx context.Context, p store.LogsParams) (store.LogsResult, error) {

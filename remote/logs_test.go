@@ -3,6 +3,7 @@ package remote_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
@@ -74,6 +75,32 @@ func TestRemoteWorkerLogs(t *testing.T) {
 	_, err = c.Logs(ctx, rota.LogsParams{ID: res.Job.ID + 100})
 	if !errors.Is(err, rota.ErrNotFound) {
 		t.Errorf("Logs of a missing job: %v, want ErrNotFound", err)
+	}
+	// Several items at once, answered in order, a stale one among them.
+	var runs []rota.Job
+	for range 3 {
+		if _, err := c.Add(ctx, rota.AddParams{Type: "remote.batch"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs, err = c.Accept(ctx, rota.AcceptParams{Types: []string{"remote.batch"}, Limit: 3})
+	if err != nil || len(runs) != 3 {
+		t.Fatalf("accept: %v %v", runs, err)
+	}
+	items := make([]rota.AppendLogsParams, len(runs))
+	for i, j := range runs {
+		items[i] = rota.AppendLogsParams{Lease: j.Lease(), Records: []rota.LogRecord{{Message: fmt.Sprint("job ", j.ID)}}}
+	}
+	items[1].Token = "stale"
+	got, err := c.AppendLogs(ctx, items)
+	if err != nil || got[0].Kept != 1 || got[2].Kept != 1 || !errors.Is(got[1].Err, rota.ErrWorkerConflict) {
+		t.Fatalf("AppendLogs of three items = %+v, %v", got, err)
+	}
+	for i, j := range runs {
+		lp, err := c.Logs(ctx, rota.LogsParams{ID: j.ID})
+		if err != nil || (i == 1) != (len(lp.Records) == 0) || i != 1 && lp.Records[0].Message != fmt.Sprint("job ", j.ID) {
+			t.Errorf("Logs of job %d = %+v, %v", j.ID, lp, err)
+		}
 	}
 	// A finished run's lease appends no more.
 	out, err := c.AppendLogs(ctx, []rota.AppendLogsParams{{Lease: store.Lease{ID: res.Job.ID, Token: "stale"}, Records: []rota.LogRecord{{Message: "late"}}}})

@@ -179,6 +179,13 @@ type Job struct {
 	RetryAfter time.Duration `json:"retry_after,omitempty"` // JSON: a Go duration string
 	// Timeout bounds each run of the job (AddParams.Timeout); 0 for none.
 	Timeout time.Duration `json:"timeout,omitempty"` // JSON: a Go duration string
+	// ExpiresAt is the job's deadline (AddParams.ExpiresAt), zero for
+	// none: no run starts after it. For a recurring job it is the current
+	// slot's, and moves with the slot. Expired says the job ended because
+	// its deadline passed before it started (State is Cancelled, and
+	// LastError says when it expired).
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	Expired   bool      `json:"expired,omitempty"`
 
 	// Parent is the job's parent (AddParams.Parent), 0 for none;
 	// HasChildren says the job has had children (list them with
@@ -347,8 +354,17 @@ type AddParams struct {
 	// longer is stopped (its handler's context ends, and the store takes
 	// the job back even while its worker sends heartbeats) and counts as a
 	// failed attempt, "timed out after …", retried under the job's policy.
-	// It is at least MinLeaseTimeout.
+	// It is at least MinLeaseTimeout. Zero takes the type's default
+	// (TypeConfig.Timeout) when the job is started.
 	Timeout time.Duration
+	// ExpiresAt, when set, is the job's deadline: a job not started by
+	// then is never started. It ends cancelled, with Job.Expired set and
+	// a last error "expired at …, not started", or, when recurring, skips
+	// to its next slot, whose deadline is as far after the slot as
+	// ExpiresAt is after the first (RunAt). A deadline that has passed
+	// already is accepted: the job expires at once. It must be after
+	// RunAt when RunAt is given.
+	ExpiresAt time.Time
 	// Unique makes the add return the existing job of this type in this
 	// group, if there is one that has not completed (pending, running, paused, failed or
 	// cancelled; the lowest id when there are several), instead of adding
@@ -773,6 +789,10 @@ type TypeConfig struct {
 	// MaxRunning bounds the running jobs of the whole type, all groups
 	// together, across every node of the store; zero means no bound.
 	MaxRunning int
+	// Timeout is the default run timeout of the type's jobs that have
+	// none of their own (AddParams.Timeout); zero means none. It applies
+	// when a job is started, so a change reaches the jobs waiting.
+	Timeout time.Duration
 	// Paused stops accepts of the type: its jobs are added and wait, and
 	// its running jobs finish, until it is resumed. Recurring jobs whose
 	// slots pass meanwhile follow their missed-slot policy.
@@ -925,6 +945,9 @@ type Event struct {
 	// good, or is pending again for another attempt or its next slot. It
 	// tells a retry from a job queued anew.
 	Failed bool `json:"failed,omitempty"`
+	// Expired says the change ends a job, or a recurring job's slot,
+	// whose deadline (Job.ExpiresAt) passed before it started.
+	Expired bool `json:"expired,omitempty"`
 	// Lease fingerprints the lease the change concerns (LeaseTag of its
 	// token; empty when none): a worker acts only on changes about its
 	// own lease, so that a late event about an earlier run (over a
@@ -978,9 +1001,11 @@ type Store interface {
 	Finish(ctx context.Context, p []FinishParams) ([]error, error)
 
 	// ExpireLeases takes back running jobs whose lease ended before now:
-	// they go back to pending, or fail when out of attempts. It returns
-	// how many it took back and the earliest lease still running (zero
-	// when none), so that the caller sleeps until then.
+	// they go back to pending, or fail when out of attempts. It also ends
+	// pending jobs whose deadline (Job.ExpiresAt) is not after now. It
+	// returns how many jobs it changed and the earliest lease end or
+	// deadline still to come (zero when none), so that the caller sleeps
+	// until then.
 	ExpireLeases(ctx context.Context, now time.Time) (int, time.Time, error)
 
 	// SetTypeConfig stores per-type configuration, replacing the type's

@@ -113,6 +113,13 @@ func appendJob(buf []byte, j *store.Job) []byte {
 		o.lit(`,"parent":`)
 		o.int(j.Parent)
 	}
+	if !j.ExpiresAt.IsZero() {
+		o.lit(`,"expires_at":`)
+		o.time(j.ExpiresAt)
+	}
+	if j.Expired {
+		o.lit(`,"expired":true`)
+	}
 	if j.HasChildren {
 		o.lit(`,"has_children":true`)
 	}
@@ -506,7 +513,7 @@ var jobKeys = func() map[string]jobKey {
 	keys := []string{"id", "type", "key", "group", "priority", "state", "run_at", "data", "attempt", "max_attempts",
 		"token", "worker", "lease_until", "cancel_requested", "resubmit", "progress", "last_error", "errors", "result",
 		"meta", "schedule", "missed", "slot", "retry_after", "parent", "has_children", "bedrock_id", "parent_data",
-		"children", "created_at", "started_at", "prev_started_at", "finished_at", "updated_at", "backoff_base", "backoff_max", "timeout"}
+		"children", "created_at", "started_at", "prev_started_at", "finished_at", "updated_at", "backoff_base", "backoff_max", "timeout", "expires_at", "expired"}
 	m := make(map[string]jobKey, len(keys))
 	for i, k := range keys {
 		m[k] = jobKey{name: k, bit: 1 << i}
@@ -624,6 +631,10 @@ func (p *jsonScan) field(j *store.Job, key string) bool {
 		j.Parent, ok = p.int()
 	case "has_children":
 		boolean(&j.HasChildren)
+	case "expires_at":
+		tm(&j.ExpiresAt)
+	case "expired":
+		boolean(&j.Expired)
 	case "bedrock_id":
 		j.BedrockID, ok = p.int()
 	case "parent_data":

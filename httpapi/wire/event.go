@@ -37,6 +37,9 @@ func AppendEvent(buf []byte, ev Event) []byte {
 	if ev.Failed {
 		o.lit(`,"failed":true`)
 	}
+	if ev.Expired {
+		o.lit(`,"expired":true`)
+	}
 	if ev.Lease != "" {
 		o.lit(`,"lease":`)
 		o.str(ev.Lease)
@@ -174,6 +177,9 @@ func parseEventFast(d []byte) (Event, error) {
 	}
 	if ok && p.lit(`,"failed":true`) {
 		ev.Failed = true
+	}
+	if ok && p.lit(`,"expired":true`) {
+		ev.Expired = true
 	}
 	if ok && p.lit(`,"lease":`) {
 		ev.Lease, ok = p.str()

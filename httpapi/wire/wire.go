@@ -50,6 +50,7 @@ type AddRequest struct {
 	Missed      store.Missed      `json:"missed,omitempty"`
 	RetryAfter  Duration          `json:"retry_after,omitempty"`
 	Timeout     Duration          `json:"timeout,omitempty"`
+	ExpiresAt   *time.Time        `json:"expires_at,omitempty"`
 	Unique      bool              `json:"unique,omitempty"`
 	Overwrite   bool              `json:"overwrite,omitempty"`
 	Parent      int64             `json:"parent,omitempty"`
@@ -69,6 +70,9 @@ func (a AddRequest) Params() store.AddParams {
 	if a.RunAt != nil {
 		p.RunAt = *a.RunAt
 	}
+	if a.ExpiresAt != nil {
+		p.ExpiresAt = *a.ExpiresAt
+	}
 	return p
 }
 
@@ -78,6 +82,10 @@ func NewAddRequest(p store.AddParams) AddRequest {
 		MaxAttempts: p.MaxAttempts, BackoffBase: Duration(p.BackoffBase), BackoffMax: Duration(p.BackoffMax), Meta: p.Meta,
 		Schedule: p.Schedule, Missed: p.Missed, RetryAfter: Duration(p.RetryAfter), Timeout: Duration(p.Timeout), Unique: p.Unique, Overwrite: p.Overwrite, Parent: p.Parent,
 		UniqueFor: Duration(p.UniqueFor), UniqueStates: p.UniqueStates, Debounce: Duration(p.Debounce)}
+	if !p.ExpiresAt.IsZero() {
+		t := p.ExpiresAt
+		a.ExpiresAt = &t
+	}
 	if !p.RunAt.IsZero() {
 		t := p.RunAt
 		a.RunAt = &t

@@ -484,6 +484,34 @@ func Expire(tx Tx, rows []*lifecycle.Row) (int, error) {
 	return n, nil
 }
 
+// Lapse ends the pending jobs rows, locked, whose deadline is not after
+// now, the sweep's time (lifecycle.Lapse): a recurring one skips to its
+// next slot. It says how many it changed; a job that is no longer pending
+// and past its deadline (an earlier one's family work changed it) is left
+// as it now is.
+func Lapse(tx Tx, rows []*lifecycle.Row, now time.Time) (int, error) {
+	n := 0
+	b := &batch{tx: tx, rows: make(map[int64]*lifecycle.Row, len(rows)), stale: map[int64]bool{}}
+	for _, r := range rows {
+		b.rows[r.ID] = r
+	}
+	for _, x := range rows {
+		r, err := b.row(x.ID, nil)
+		if err != nil {
+			return 0, err
+		}
+		if r == nil || !lifecycle.PastDeadline(r, now) {
+			continue
+		}
+		plan := lifecycle.Lapse(r, now)
+		if _, err := b.apply(r, &plan, Change{}); err != nil {
+			return 0, fmt.Errorf("expire job %d: %w", r.ID, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
 // SkipLate takes back, among jobs just claimed, those that missed slots
 // under store.MissedSkip (lifecycle.Late): they go to their next slot to
 // come without running (lifecycle.SkipLate). It returns the ids it took

@@ -1,6 +1,7 @@
 // Package expiry is the lease monitor: it takes back running jobs whose
 // worker stopped heartbeating, so that they run again (or fail when out of
-// attempts), and their old tokens die. It also deletes ended jobs past
+// attempts), and their old tokens die, and ends pending jobs whose deadline
+// passed (store.Job.ExpiresAt). It also deletes ended jobs past
 // their type's retention, when the store can (store.Retirer).
 package expiry
 
@@ -12,9 +13,10 @@ import (
 	"github.com/rotajobs/rota/store"
 )
 
-// Monitor runs the lease sweep. It sleeps until the earliest lease ends,
-// but at most Interval, so that leases created meanwhile are not missed
-// for long.
+// Monitor runs the lease sweep. It sleeps until the earliest lease ends or
+// deadline passes, but at most Interval, so that leases and deadlines
+// created meanwhile are not missed for long (claims never start a job past
+// its deadline meanwhile).
 type Monitor struct {
 	Store    store.Store
 	Interval time.Duration // zero means 1s
@@ -71,7 +73,7 @@ func (m *Monitor) Run(ctx context.Context) {
 			}
 		case n > 0:
 			if m.Logger != nil {
-				m.Logger.Info("took back jobs with expired leases", "jobs", n)
+				m.Logger.Info("took back jobs with expired leases or ended jobs past their deadline", "jobs", n)
 			}
 			if d := time.Until(next); !next.IsZero() && d < wait {
 				wait = max(d, 0)

@@ -280,21 +280,21 @@ func (e *entries) args(prio *int) []any {
 // pickSQL finds, per plan entry e (a row of the CTE plan: type, grp, lo,
 // hi, n, e), up to n due jobs of a group in a band of priorities: its due
 // retries first, then its other due jobs, each in priority, run time, id
-// order, and locks them, skipping jobs that others hold. due is the
-// due-by time.
+// order, and locks them, skipping jobs that others hold and jobs whose
+// deadline has passed (lifecycle.PastDeadline). due is the due-by time.
 func pickSQL(due string) string {
 	return strings.ReplaceAll(`
 r AS (SELECT p.e, p.type, p.grp, c.id, true AS retry, c.priority, c.run_at FROM plan p CROSS JOIN LATERAL (
 	SELECT j.id, j.priority, j.run_at FROM rota.jobs j
 	WHERE j.state = 0 AND j.attempt > 0 AND j.type = p.type AND j.grp = p.grp AND j.priority BETWEEN p.lo AND p.hi
-		AND j.run_at <= coalesce(DUE::timestamptz, now())
+		AND j.run_at <= coalesce(DUE::timestamptz, now()) AND (j.expires_at IS NULL OR j.expires_at > now())
 	ORDER BY j.priority DESC, j.run_at, j.id LIMIT p.n FOR UPDATE SKIP LOCKED) c),
 f AS (SELECT p.e, p.type, p.grp, c.id, false AS retry, c.priority, c.run_at FROM plan p
 	LEFT JOIN (SELECT r.e, count(*) AS k FROM r GROUP BY r.e) rk ON rk.e = p.e
 	CROSS JOIN LATERAL (
 	SELECT j.id, j.priority, j.run_at FROM rota.jobs j
 	WHERE j.state = 0 AND j.attempt = 0 AND j.type = p.type AND j.grp = p.grp AND j.priority BETWEEN p.lo AND p.hi
-		AND j.run_at <= coalesce(DUE::timestamptz, now())
+		AND j.run_at <= coalesce(DUE::timestamptz, now()) AND (j.expires_at IS NULL OR j.expires_at > now())
 	ORDER BY j.priority DESC, j.run_at, j.id LIMIT p.n - coalesce(rk.k, 0) FOR UPDATE SKIP LOCKED) c
 	WHERE p.n > coalesce(rk.k, 0)),
 picked AS (SELECT * FROM r UNION ALL SELECT * FROM f)`, "DUE", due)
@@ -359,9 +359,11 @@ func servedSQL(src string) string {
 var headSQL = `WITH hd AS (` + headTurnsSQL + `),
 r AS (SELECT j.id FROM rota.jobs j
 	WHERE j.state = 0 AND j.attempt > 0 AND j.type = $1 AND j.grp = (SELECT hd.grp FROM hd) AND j.run_at <= coalesce($3::timestamptz, now())
+		AND (j.expires_at IS NULL OR j.expires_at > now())
 	ORDER BY j.priority DESC, j.run_at, j.id LIMIT (SELECT hd.n FROM hd) FOR UPDATE SKIP LOCKED),
 f AS (SELECT j.id FROM rota.jobs j
 	WHERE j.state = 0 AND j.attempt = 0 AND j.type = $1 AND j.grp = (SELECT hd.grp FROM hd) AND j.run_at <= coalesce($3::timestamptz, now())
+		AND (j.expires_at IS NULL OR j.expires_at > now())
 	ORDER BY j.priority DESC, j.run_at, j.id LIMIT (SELECT hd.n FROM hd) - (SELECT count(*) FROM r) FOR UPDATE SKIP LOCKED),
 picked AS (SELECT id FROM r UNION ALL SELECT id FROM f),
 lt AS (SELECT coalesce($4::bigint, (SELECT nullif(y.lease_timeout, 0) FROM rota.types y WHERE y.name = $1), $5::bigint) AS us),

@@ -34,7 +34,7 @@ import (
 
 const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max,
 	resubmit, resubmit_at, run_at, coalesce(repeat, ''), missed, slot, started_at, coalesce(retry_after, 0), lease_until,
-	coalesce(parent_id, 0), has_children, coalesce(run_timeout, 0), now()`
+	coalesce(parent_id, 0), has_children, coalesce(run_timeout, 0), expires_at, now()`
 
 // Lock locks and reads the jobs with these ids (engine.Tx). A job moving between the
 // hot and the ended table while this waits for its lock is looked for
@@ -87,13 +87,13 @@ func scanRows(r rows, err error, at *time.Time) ([]*lifecycle.Row, error) {
 		x := new(lifecycle.Row)
 		var state int16
 		var attempt, maxAttempts, base, maxB int64
-		var resubmitAt, slot, started, leaseUntil sql.NullTime
+		var resubmitAt, slot, started, leaseUntil, expiresAt sql.NullTime
 		var missed int16
 		var retryAfter, timeout int64
 		var now time.Time
 		if err := r.Scan(&x.ID, &x.Type, &x.Group, &state, &x.Token, &attempt, &maxAttempts,
 			&base, &maxB, &x.Resubmit, &resubmitAt, &x.RunAt, &x.Schedule, &missed, &slot, &started, &retryAfter, &leaseUntil,
-			&x.Parent, &x.HasChildren, &timeout, &now); err != nil {
+			&x.Parent, &x.HasChildren, &timeout, &expiresAt, &now); err != nil {
 			return nil, err
 		}
 		if at != nil && at.IsZero() {
@@ -106,6 +106,7 @@ func scanRows(r rows, err error, at *time.Time) ([]*lifecycle.Row, error) {
 		x.Missed, x.Slot, x.StartedAt = store.Missed(missed), nullTime(slot), nullTime(started)
 		x.RetryAfter, x.LeaseUntil = time.Duration(retryAfter)*time.Microsecond, nullTime(leaseUntil)
 		x.Timeout = time.Duration(timeout) * time.Microsecond
+		x.ExpiresAt = nullTime(expiresAt)
 		out = append(out, x)
 	}
 	return out, r.Err()
@@ -428,10 +429,11 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 		states = make([]int16, n)
 	}
 	parents, timeouts := make([]int64, n), make([]int64, n)
+	deadlines := make([]*time.Time, n)
 	for k, i := range ins {
 		p := &jobs[i]
 		repeats[k], misseds[k], retryAfters[k], parents[k] = optString(p.Schedule), int16(p.Missed), us(p.RetryAfter), p.Parent
-		timeouts[k] = us(p.Timeout)
+		timeouts[k], deadlines[k] = us(p.Timeout), optTime(p.ExpiresAt)
 		if err := engine.FirstRun(t, p); err != nil {
 			return err
 		}
@@ -446,7 +448,7 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 	if newTypes == nil {
 		newTypes = []string{}
 	}
-	args := []any{newTypes, types, keys, grps, prios, runAts, ds, maxAtts, bases, maxBs, metas, repeats, misseds, retryAfters, states, parents, timeouts}
+	args := []any{newTypes, types, keys, grps, prios, runAts, ds, maxAtts, bases, maxBs, metas, repeats, misseds, retryAfters, states, parents, timeouts, deadlines}
 	var r rows
 	var err error
 	if t.deferCounts {
@@ -479,7 +481,7 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 			RunAt: runAt.UTC(), Data: ds[k], MaxAttempts: p.MaxAttempts, Meta: p.Meta,
 			BackoffBase: p.BackoffBase.Truncate(time.Microsecond), BackoffMax: p.BackoffMax.Truncate(time.Microsecond),
 			CreatedAt: created.UTC(), UpdatedAt: created.UTC(), Schedule: p.Schedule, Missed: p.Missed,
-			RetryAfter: p.RetryAfter, Timeout: p.Timeout,
+			RetryAfter: p.RetryAfter, Timeout: p.Timeout, ExpiresAt: p.ExpiresAt,
 		}
 		if p.Schedule != "" {
 			j.Slot = j.RunAt
@@ -943,7 +945,7 @@ func (s *Store) finishIn(ctx context.Context, d db, ps []store.FinishParams) ([]
 const endedColumns = `id, type, key, grp, priority, state, run_at, attempt, max_attempts, backoff_base, backoff_max,
 	lease_timeout, lease_until, token, worker, cancel_requested, resubmit, resubmit_at, progress, created_at,
 	started_at, finished_at, updated_at, retry_after, parent_id, repeat, data, next_data, result, last_error, errors, meta,
-	missed, slot, has_children, bedrock_id, prev_started_at, run_timeout`
+	missed, slot, has_children, bedrock_id, prev_started_at, run_timeout, expires_at, expired`
 
 // Now is the transaction's now(), which every statement of it writes
 // (engine.Tx): read with the rows it locked (scanRows), or asked for when
@@ -990,7 +992,7 @@ func (t *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 			errText = &e
 		}
 		recorded := p.Kind == lifecycle.KindDiscard
-		n, err = t.run("end", r.ID, int16(p.State), p.Result, errText, recorded, p.DropToken, p.CancelRequested)
+		n, err = t.run("end", r.ID, int16(p.State), p.Result, errText, recorded, p.DropToken, p.CancelRequested, false)
 	case lifecycle.KindRetry:
 		n, err = t.run("retry", r.ID, p.RunAt, cleanText(p.Error), p.DropToken)
 	case lifecycle.KindRequeue:
@@ -999,16 +1001,23 @@ func (t *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 		}
 		n, err = t.run("requeue", r.ID, p.RunAt, p.Attempt, optString(p.Type))
 	case lifecycle.KindRunAgain:
-		n, err = t.run("run_again", r.ID, p.RunAt, p.DropToken, optTime(p.Slot))
+		n, err = t.run("run_again", r.ID, p.RunAt, p.DropToken, optTime(p.Slot), optTime(p.ExpiresAt))
 	case lifecycle.KindRecur:
 		var errText *string
 		if p.Error != "" {
 			e := cleanText(p.Error)
 			errText = &e
 		}
-		n, err = t.run("recur", r.ID, p.RunAt, optTime(p.Slot), p.Result, errText, p.DropToken)
+		n, err = t.run("recur", r.ID, p.RunAt, optTime(p.Slot), p.Result, errText, p.DropToken, optTime(p.ExpiresAt))
 	case lifecycle.KindSkipSlots:
-		n, err = t.run("skip_slots", r.ID, p.RunAt, optTime(p.Slot), p.Attempt)
+		n, err = t.run("skip_slots", r.ID, p.RunAt, optTime(p.Slot), p.Attempt, optTime(p.ExpiresAt))
+	case lifecycle.KindLapse:
+		e := cleanText(p.Error)
+		if p.State.Terminal() {
+			n, err = t.run("end", r.ID, int16(p.State), nil, &e, false, false, false, true)
+		} else {
+			n, err = t.run("lapse", r.ID, p.RunAt, optTime(p.Slot), optTime(p.ExpiresAt), e)
+		}
 	case lifecycle.KindUpdate, lifecycle.KindRevive:
 		a := &p.Set
 		var prio *int64
@@ -1026,7 +1035,8 @@ func (t *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 		}
 		set, text, missed := scheduleArgs(a)
 		args := []any{r.ID, a.RunAt, a.Data, prio, optInt(int64(a.MaxAttempts)),
-			optInt(us(a.BackoffBase)), optInt(us(a.BackoffMax)), meta, set, text, missed, optTime(p.Slot), optString(p.Type)}
+			optInt(us(a.BackoffBase)), optInt(us(a.BackoffMax)), meta, set, text, missed, optTime(p.Slot), optString(p.Type),
+			optTime(a.ExpiresAt)}
 		if p.Kind == lifecycle.KindRevive {
 			jobs, err = scanJobs(t.rows("revive", args...))
 		} else {
@@ -1192,7 +1202,8 @@ func (t *txn) KeyTaken(r *lifecycle.Row, typ string) (string, bool, error) {
 	return *key, len(existing) > 0, nil
 }
 
-// ExpireLeases takes back running jobs whose lease ended before now (read
+// ExpireLeases takes back running jobs whose lease ended before now, and
+// ends pending jobs whose deadline is not after now (engine.Lapse; read
 // relative to this node's clock, see the package doc). Only the elected
 // leader sweeps; on other nodes it returns at once with no jobs and a time
 // to call again.
@@ -1239,11 +1250,31 @@ func (t *txn) expire(delta time.Duration) (int, time.Time, error) {
 	if err != nil {
 		return 0, time.Time{}, err
 	}
-	var next sql.NullTime
-	if _, err := t.row("next_lease", nil, &next); err != nil {
+	// Pending jobs past their deadline end (or skip to their next slot).
+	lapsed, err := t.readRows(&t.at, "lapsed", us(delta))
+	if err != nil {
 		return 0, time.Time{}, err
 	}
-	return n, nullTime(next), nil
+	now, err := t.Now()
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	k, err := engine.Lapse(t, lapsed, now.Add(delta))
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	var lease, deadline sql.NullTime
+	if _, err := t.row("next_lease", nil, &lease); err != nil {
+		return 0, time.Time{}, err
+	}
+	if _, err := t.row("next_deadline", nil, &deadline); err != nil {
+		return 0, time.Time{}, err
+	}
+	next := nullTime(lease)
+	if d := nullTime(deadline); !d.IsZero() && (next.IsZero() || d.Before(next)) {
+		next = d
+	}
+	return n + k, next, nil
 }
 
 // Retire deletes up to limit ended jobs past their type's retention. Only

@@ -161,9 +161,12 @@ func (w *txn) offerFrom(g *fair.Group, dueBy int64, n int, band string) ([]fair.
 		if retry {
 			from = "rota_jobs INDEXED BY rota_jobs_retry WHERE state = 0 AND attempt > 0"
 		}
+		args := []any{g.Type, g.Name, dueBy, n - len(out)}
+		if w.deadlineSQL != "" {
+			args = []any{g.Type, g.Name, dueBy, micros(w.now), n - len(out)}
+		}
 		rows, err := w.query(`SELECT id, priority, run_at FROM `+from+band+w.prioSQL+`
-			AND type = ? AND grp = ? AND run_at <= ? ORDER BY priority DESC, run_at, id LIMIT ?`,
-			g.Type, g.Name, dueBy, n-len(out))
+			AND type = ? AND grp = ? AND run_at <= ?`+w.deadlineSQL+` ORDER BY priority DESC, run_at, id LIMIT ?`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: accept: %w", err)
 		}
@@ -416,6 +419,12 @@ func (w *txn) accept(p store.AcceptParams, types []string) (res store.AcceptResu
 	dueBy := now
 	if !p.DueBy.IsZero() {
 		dueBy = micros(p.DueBy)
+	}
+	if w.s.deadlineAdds.Load() != w.s.deadlinesNone.Load() {
+		// No run starts at or after its job's deadline
+		// (lifecycle.PastDeadline).
+		w.deadlineSQL = " AND (expires_at IS NULL OR expires_at > ?)"
+		defer func() { w.deadlineSQL = "" }()
 	}
 	// A group's running jobs across types are counted once per accept and
 	// shared by every type's queue, so that a bound across types holds

@@ -28,7 +28,7 @@ import (
 
 const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max,
 	resubmit, resubmit_at, run_at, coalesce(lease_timeout, 0), coalesce(repeat, ''), missed, slot, started_at,
-	coalesce(retry_after, 0), lease_until, coalesce(parent_id, 0), has_children, coalesce(run_timeout, 0)`
+	coalesce(retry_after, 0), lease_until, coalesce(parent_id, 0), has_children, coalesce(run_timeout, 0), expires_at`
 
 // Lock reads the rows of jobs ids: the writer's transaction holds the
 // whole database, so a row read is a row locked. It keeps each job's own
@@ -77,12 +77,12 @@ func (w *txn) readRow(id int64) (*lifecycle.Row, time.Duration, error) {
 	var r lifecycle.Row
 	var state int
 	var base, maxB, runAt, lease int64
-	var resubmitAt, slot, started, leaseUntil sql.NullInt64
+	var resubmitAt, slot, started, leaseUntil, expiresAt sql.NullInt64
 	var retryAfter, timeout int64
 	err := w.row("read_row", id).Scan(
 		&r.ID, &r.Type, &r.Group, &state, &r.Token, &r.Attempt, &r.MaxAttempts, &base, &maxB,
 		&r.Resubmit, &resubmitAt, &runAt, &lease, &r.Schedule, &r.Missed, &slot, &started, &retryAfter, &leaseUntil,
-		&r.Parent, &r.HasChildren, &timeout)
+		&r.Parent, &r.HasChildren, &timeout, &expiresAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, 0, nil
 	}
@@ -95,6 +95,7 @@ func (w *txn) readRow(id int64) (*lifecycle.Row, time.Duration, error) {
 	r.Slot, r.StartedAt = fromNullMicros(slot), fromNullMicros(started)
 	r.RetryAfter, r.LeaseUntil = time.Duration(retryAfter)*time.Microsecond, fromNullMicros(leaseUntil)
 	r.Timeout = time.Duration(timeout) * time.Microsecond
+	r.ExpiresAt = fromNullMicros(expiresAt)
 	return &r, time.Duration(lease) * time.Microsecond, nil
 }
 
@@ -154,7 +155,7 @@ func (w *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 	case lifecycle.KindCancelRun:
 		_, err = w.run("cancel_run", p.Error, now, now, r.ID)
 	case lifecycle.KindRunAgain:
-		_, err = w.run("run_again", micros(p.RunAt), optTime(p.Slot), p.DropToken, now, r.ID)
+		_, err = w.run("run_again", micros(p.RunAt), optTime(p.Slot), p.DropToken, optTime(p.ExpiresAt), now, r.ID)
 	case lifecycle.KindCancel:
 		_, err = w.run("cancel", p.CancelRequested, now, now, r.ID)
 	case lifecycle.KindUpdate, lifecycle.KindRevive:
@@ -168,7 +169,7 @@ func (w *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 		}
 		args := []any{micros(a.RunAt), a.Data, a.Priority, rename, nonZero(int64(a.MaxAttempts)),
 			nonZero(a.BackoffBase.Microseconds()), nonZero(a.BackoffMax.Microseconds()), backend.MetaJSON(a.Meta)}
-		args = append(append(args, scheduleArgs(a)...), optTime(p.Slot), now, r.ID)
+		args = append(append(args, scheduleArgs(a)...), optTime(p.Slot), optTime(a.ExpiresAt), now, r.ID)
 		if p.Kind == lifecycle.KindRevive {
 			_, err = w.run("revive", args...)
 		} else {
@@ -182,7 +183,7 @@ func (w *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 		if p.Error != "" {
 			errText = p.Error
 		}
-		_, err = w.run("recur", micros(p.RunAt), optTime(p.Slot), p.Result, errText, now, now, p.DropToken, r.ID)
+		_, err = w.run("recur", micros(p.RunAt), optTime(p.Slot), p.Result, errText, now, now, p.DropToken, optTime(p.ExpiresAt), r.ID)
 	case lifecycle.KindEdit:
 		a := &p.Set
 		args := append([]any{a.Data, a.Priority}, scheduleArgs(a)...)
@@ -192,7 +193,14 @@ func (w *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 	case lifecycle.KindResume:
 		_, err = w.run("resume", micros(p.RunAt), now, r.ID)
 	case lifecycle.KindSkipSlots:
-		_, err = w.run("skip_slots", micros(p.RunAt), optTime(p.Slot), p.Attempt, now, r.ID)
+		_, err = w.run("skip_slots", micros(p.RunAt), optTime(p.Slot), p.Attempt, optTime(p.ExpiresAt), now, r.ID)
+	case lifecycle.KindLapse:
+		var finished any
+		if p.State.Terminal() {
+			finished = now
+		}
+		_, err = w.run("lapse", int(p.State), micros(p.RunAt), optTime(p.Slot), optTime(p.ExpiresAt), p.Error, p.State.Terminal(),
+			finished, now, r.ID)
 	case lifecycle.KindRemove:
 		if _, err = w.run("remove", r.ID); err == nil {
 			err = w.removeLogs([]int64{r.ID})
@@ -208,6 +216,9 @@ func (w *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %s job %d: %w", p.Kind, r.ID, err)
+	}
+	if !r.ExpiresAt.IsZero() || !p.ExpiresAt.IsZero() || !p.Set.ExpiresAt.IsZero() {
+		w.s.deadlineAdds.Add(1) // the job may be pending with a deadline now
 	}
 	if err := w.move(c.From, c.To); err != nil {
 		return nil, err
@@ -412,7 +423,10 @@ func (w *txn) Insert(p *store.AddParams, data []byte, state store.State) (store.
 	}
 	res, err := w.run("insert", p.Type, key, p.Group, p.Priority, int(state), runAt, data, p.MaxAttempts,
 		p.BackoffBase.Microseconds(), p.BackoffMax.Microseconds(), now, now, backend.MetaJSON(p.Meta), repeat, int(p.Missed), slot,
-		nonZero(p.RetryAfter.Microseconds()), parent, nonZero(p.Timeout.Microseconds()))
+		nonZero(p.RetryAfter.Microseconds()), parent, nonZero(p.Timeout.Microseconds()), optTime(p.ExpiresAt))
+	if !p.ExpiresAt.IsZero() {
+		w.s.deadlineAdds.Add(1)
+	}
 	if err != nil {
 		return store.AddResult{}, fmt.Errorf("sqlite: add: %w", err)
 	}
@@ -425,7 +439,7 @@ func (w *txn) Insert(p *store.AddParams, data []byte, state store.State) (store.
 		RunAt: fromMicros(runAt), Data: data, MaxAttempts: p.MaxAttempts, Meta: p.Meta,
 		BackoffBase: p.BackoffBase.Truncate(time.Microsecond), BackoffMax: p.BackoffMax.Truncate(time.Microsecond),
 		CreatedAt: fromMicros(now), UpdatedAt: fromMicros(now), Schedule: p.Schedule, Missed: p.Missed,
-		RetryAfter: p.RetryAfter, Timeout: p.Timeout,
+		RetryAfter: p.RetryAfter, Timeout: p.Timeout, ExpiresAt: p.ExpiresAt,
 	}
 	if p.Schedule != "" {
 		j.Slot = j.RunAt
@@ -912,12 +926,16 @@ func (w *txn) KeyTaken(r *lifecycle.Row, typ string) (string, bool, error) {
 	return key.String, false, nil
 }
 
-// ExpireLeases takes back running jobs whose lease ended before now.
+// ExpireLeases takes back running jobs whose lease ended before now, and
+// ends pending jobs whose deadline passed (lapse).
 func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time, error) {
 	var n int
 	var next time.Time
+	var none bool
+	var adds int64
 	err := s.write(ctx, true, func(w *txn) error {
-		n, next = 0, time.Time{}
+		n, next, none = 0, time.Time{}, false
+		adds = s.deadlineAdds.Load() // before the look: an add after it counts
 		rows, err := w.rows("expired", micros(now))
 		if err != nil {
 			return err
@@ -948,19 +966,56 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 		if n, err = engine.Expire(w, expired); err != nil {
 			return err
 		}
-		var v sql.NullInt64
-		if err := w.row("next_lease").Scan(&v); err != nil {
+		lapsed, err := w.lapse(now)
+		if err != nil {
 			return err
 		}
-		if v.Valid {
-			next = fromMicros(v.Int64)
+		n += lapsed
+		for _, name := range []string{"next_lease", "next_deadline"} {
+			var v sql.NullInt64
+			if err := w.row(name).Scan(&v); err != nil {
+				return err
+			}
+			if t := fromMicros(v.Int64); v.Valid && (next.IsZero() || t.Before(next)) {
+				next = t
+			}
+			if name == "next_deadline" && !v.Valid {
+				none = true
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("sqlite: expire leases: %w", err)
 	}
+	if none {
+		// Committed with no pending job that has a deadline, and none
+		// added since: claims skip the look (txn.deadlineSQL).
+		s.deadlinesNone.Store(adds)
+	} else {
+		s.deadlinesNone.Store(-1) // whatever put them there
+	}
 	return n, next, nil
+}
+
+// lapse ends the pending jobs whose deadline is not after now (up to
+// 1,000 a sweep; the sweep comes back at once for the rest).
+func (w *txn) lapse(now time.Time) (int, error) {
+	ids, err := w.ids(w.rows("lapsed", micros(now)))
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	rs, err := w.Lock(ids)
+	if err != nil {
+		return 0, err
+	}
+	rows := make([]*lifecycle.Row, 0, len(rs))
+	for _, id := range ids {
+		if r := rs[id]; r != nil {
+			rows = append(rows, r)
+		}
+	}
+	return engine.Lapse(w, rows, now)
 }
 
 // Retire deletes up to limit ended jobs past their type's retention.

@@ -21,7 +21,7 @@ const jobColumns = `id, type, key, grp, priority, state, run_at, data, attempt, 
 	backoff_base, backoff_max, token, worker, lease_until, cancel_requested, resubmit,
 	progress, last_error, errors, result, created_at, started_at, finished_at, updated_at, meta,
 	coalesce(repeat, ''), missed, slot, coalesce(retry_after, 0), coalesce(parent_id, 0), has_children, coalesce(bedrock_id, 0),
-	prev_started_at, coalesce(run_timeout, 0)`
+	prev_started_at, coalesce(run_timeout, 0), expires_at, expired`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -40,7 +40,7 @@ func micros(t time.Time) int64 { return t.UnixMicro() }
 var jobColumnNames = []string{"id", "type", "key", "grp", "priority", "state", "run_at", "data", "attempt", "max_attempts",
 	"backoff_base", "backoff_max", "token", "worker", "lease_until", "cancel_requested", "resubmit",
 	"progress", "last_error", "errors", "result", "created_at", "started_at", "finished_at", "updated_at", "meta",
-	"repeat", "missed", "slot", "retry_after", "parent_id", "has_children", "bedrock_id", "prev_started_at", "run_timeout"}
+	"repeat", "missed", "slot", "retry_after", "parent_id", "has_children", "bedrock_id", "prev_started_at", "run_timeout", "expires_at", "expired"}
 
 // scanJob reads a row of jobColumns, through columns as the claim does.
 func scanJob(sc scanner) (store.Job, error) {
@@ -72,6 +72,7 @@ func jobFromColumns(c *columns) (store.Job, error) {
 	j.Schedule, j.Missed, j.Slot = c.str(26), store.Missed(c.uint8(27)), c.nullTime(28)
 	j.RetryAfter = time.Duration(c.int64(29)) * time.Microsecond
 	j.Timeout = time.Duration(c.int64(34)) * time.Microsecond
+	j.ExpiresAt, j.Expired = c.nullTime(35), c.bool(36)
 	j.Parent, j.HasChildren, j.BedrockID = c.int64(30), c.bool(31), c.int64(32)
 	j.PrevStartedAt = c.nullTime(33)
 	if c.err != nil {

@@ -92,6 +92,12 @@ type Store struct {
 
 	stmts map[string]*sql.Stmt // prepared on conn; writer goroutine only
 
+	// deadlineAdds counts adds with a deadline; deadlinesNone is its value
+	// when a committed lease sweep last found no pending job with one (-1:
+	// not known). While they are equal, claims need not check deadlines,
+	// which costs a row look-up per job offered (txn.deadlineSQL).
+	deadlineAdds, deadlinesNone atomic.Int64
+
 	typesMu sync.RWMutex
 	types   map[string]typeConfig // known types and their settings
 	groups  map[groupKey]store.GroupConfig
@@ -186,6 +192,7 @@ func Open(path string, cfg Config) (*Store, error) {
 		types:   map[string]typeConfig{},
 		groups:  map[groupKey]store.GroupConfig{},
 	}
+	s.deadlinesNone.Store(-1) // not known until the first sweep
 	if err := s.loadConfig(); err != nil {
 		w.Close()
 		r.Close()
@@ -393,6 +400,11 @@ type txn struct {
 	// prioSQL restricts an accept's offers to one priority
 	// (AcceptParams.Priority): " AND priority = N", or "".
 	prioSQL string
+	// deadlineSQL keeps an accept's offers to jobs whose deadline has not
+	// passed: " AND (expires_at IS NULL OR expires_at > ?)", the
+	// transaction's now its argument, or "" when
+	// no pending job has a deadline (Store.deadlineAdds).
+	deadlineSQL string
 	// inScope restricts an accept to some groups (AcceptParams.Groups);
 	// nil allows every group.
 	inScope func(group string) bool

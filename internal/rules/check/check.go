@@ -142,6 +142,14 @@ func Add(p *store.AddParams) ([]byte, error) {
 		return nil, Invalidf("timeout %v must be at least %v, or zero for none", p.Timeout, store.MinLeaseTimeout)
 	}
 	p.Timeout = p.Timeout.Truncate(time.Microsecond)
+	if !p.ExpiresAt.IsZero() {
+		// Stores keep times to the microsecond, in UTC.
+		p.ExpiresAt = p.ExpiresAt.UTC().Truncate(time.Microsecond)
+		if !p.RunAt.IsZero() && !p.ExpiresAt.After(p.RunAt) {
+			return nil, Invalidf("expires_at %s must be after run_at %s: the job could never start",
+				p.ExpiresAt.Format(time.RFC3339Nano), p.RunAt.UTC().Format(time.RFC3339Nano))
+		}
+	}
 	switch {
 	case p.MaxAttempts == 0 && p.RetryAfter > 0:
 		p.MaxAttempts = store.DefaultRetryAfterRuns

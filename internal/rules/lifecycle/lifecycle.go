@@ -59,6 +59,9 @@ type Row struct {
 	// Timeout bounds each run (store.AddParams.Timeout; 0: none): a run
 	// started at StartedAt ends by StartedAt+Timeout (RunEnd).
 	Timeout time.Duration
+	// ExpiresAt is the job's deadline (store.AddParams.ExpiresAt; zero:
+	// none): no run starts at or after it (deadline.go).
+	ExpiresAt time.Time
 	// Parent is the job's parent (0: none); HasChildren says it has had
 	// children, and Unfinished whether any of them is pending, running or
 	// paused (stores look it up for the rules that need it: Finish, and a
@@ -131,10 +134,15 @@ const (
 	// (RunAt, Slot) without running; the claim's attempt is given back and
 	// its token fenced out.
 	KindSkipSlots
+	// KindLapse: a pending job whose deadline passed (Lapse) ends
+	// cancelled and expired with Error as its last error, or, recurring,
+	// stays pending at its next slot (RunAt, Slot) with the slot's
+	// deadline (ExpiresAt) and Error as its last error.
+	KindLapse
 )
 
 var kindNames = [...]string{"keep", "complete", "retry", "discard", "requeue", "cancel-run", "run-again",
-	"cancel", "update", "mark-resubmit", "revive", "remove", "extend", "recur", "edit", "wait", "resume", "skip-slots"}
+	"cancel", "update", "mark-resubmit", "revive", "remove", "extend", "recur", "edit", "wait", "resume", "skip-slots", "lapse"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -169,6 +177,10 @@ type Plan struct {
 	// Slot is a recurring job's new slot (KindRecur, KindSkipSlots, and KindUpdate and
 	// KindRevive of a recurring job).
 	Slot time.Time
+	// ExpiresAt is the job's deadline after the change (KindLapse,
+	// KindRecur, KindSkipSlots, KindRunAgain): a recurring job's moves
+	// with its slot (DeadlineAt).
+	ExpiresAt time.Time
 	// Type is the job's new type, when a snooze renames it (KindRequeue).
 	Type string
 	// Outcome says what a re-add did (KindUpdate, KindMarkResubmit, KindRevive).
@@ -449,7 +461,7 @@ func runAgain(r *Row, now time.Time, drop bool) Plan {
 		slot = runAt
 	}
 	return Plan{Kind: KindRunAgain, State: store.Pending, RunAt: runAt, Slot: slot, Attempt: 0, DropToken: drop,
-		Event: event(r, store.Pending, runAt)}
+		ExpiresAt: DeadlineAt(r, slot), Event: event(r, store.Pending, runAt)}
 }
 
 // Readd is what a re-add by key (an add of a job whose type, group and
@@ -475,6 +487,10 @@ type Readd struct {
 	// Type, when set, renames a job that is not running (a resubmit's
 	// Rename).
 	Type string
+	// ExpiresAt, when set, is the job's new deadline. A pending or paused
+	// job keeps its own when it is zero; an ended job revived has none
+	// then, since the one it had may have ended it.
+	ExpiresAt time.Time
 }
 
 // ReaddOf is the re-add that an add of p, whose type, group and key
@@ -484,7 +500,7 @@ type Readd struct {
 func ReaddOf(p *store.AddParams, data []byte) Readd {
 	return Readd{RunAt: p.RunAt, Data: data, Priority: &p.Priority,
 		MaxAttempts: p.MaxAttempts, BackoffBase: p.BackoffBase, BackoffMax: p.BackoffMax, Meta: p.Meta,
-		Schedule: &p.Schedule, Missed: &p.Missed}
+		Schedule: &p.Schedule, Missed: &p.Missed, ExpiresAt: p.ExpiresAt}
 }
 
 // ReaddTo is couch_jobs' resubmit, without its bugs: a pending (or
@@ -689,6 +705,16 @@ func After(r *Row, p *Plan) {
 		r.Resubmit, r.ResubmitAt = false, time.Time{}
 	}
 	r.State, r.RunAt, r.Attempt = p.State, p.RunAt, p.Attempt
+	switch p.Kind {
+	case KindLapse, KindRecur, KindSkipSlots, KindRunAgain:
+		r.ExpiresAt = p.ExpiresAt
+	case KindRevive:
+		r.ExpiresAt = p.Set.ExpiresAt
+	case KindUpdate:
+		if !p.Set.ExpiresAt.IsZero() {
+			r.ExpiresAt = p.Set.ExpiresAt
+		}
+	}
 	if p.Type != "" {
 		r.Type = p.Type
 	}

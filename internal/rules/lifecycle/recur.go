@@ -68,7 +68,7 @@ func recur(r *Row, result []byte, errText string, drop bool, now time.Time) Plan
 	ev := event(r, store.Pending, next)
 	ev.Failed = errText != "" // a run that failed, or one that completed
 	return Plan{Kind: KindRecur, State: store.Pending, RunAt: next, Slot: next, Attempt: 0, Result: result, Error: errText,
-		DropToken: drop, Event: ev}
+		DropToken: drop, ExpiresAt: DeadlineAt(r, next), Event: ev}
 }
 
 // Late reports whether a job just claimed must not run because it missed
@@ -101,5 +101,5 @@ func SkipLate(id int64, r *Row, token string, now time.Time) (Plan, error) {
 		next = s.After(r.Slot, now)
 	}
 	return Plan{Kind: KindSkipSlots, State: store.Pending, RunAt: next, Slot: next, Attempt: max(r.Attempt-1, 0),
-		DropToken: true, Event: event(r, store.Pending, next)}, nil
+		DropToken: true, ExpiresAt: DeadlineAt(r, next), Event: event(r, store.Pending, next)}, nil
 }

@@ -88,17 +88,18 @@ INSERT INTO {{schema}}.types (name, updated_at) VALUES ($1, now()) ON CONFLICT D
 -- (NULL: none), $4 group, $5 priority, $6 run_at (NULL: now), $7 data,
 -- $8 max attempts, $9 back-off base (µs), $10 back-off max (µs), $11 meta
 -- (NULL: none), $12 schedule (NULL: none), $13 missed-slot policy,
--- $14 retry-after (µs, 0: none), $15 state, $16 parent id (0: none), $17 run timeout (µs, 0: none).
+-- $14 retry-after (µs, 0: none), $15 state, $16 parent id (0: none), $17 run timeout (µs, 0: none),
+-- $18 deadline (NULL: none).
 -- Returns id, run_at, created_at in the batch's order.
 WITH ty AS (
 	INSERT INTO {{schema}}.types (name, updated_at) SELECT unnest($1::text[]), now() ON CONFLICT DO NOTHING RETURNING 1),
 ins AS (INSERT INTO {{schema}}.jobs (type, key, grp, priority, state, run_at, data, max_attempts, backoff_base, backoff_max, created_at, updated_at, meta,
-	repeat, missed, slot, retry_after, parent_id, run_timeout)
+	repeat, missed, slot, retry_after, parent_id, run_timeout, expires_at)
 SELECT u.type, u.key, u.grp, u.priority, u.state, coalesce(u.run_at, now()), u.data, u.max_attempts, u.base, u.maxb, now(), now(), u.meta,
-	u.repeat, u.missed, CASE WHEN u.repeat IS NOT NULL THEN coalesce(u.run_at, now()) END, nullif(u.retry_after, 0), nullif(u.parent, 0), nullif(u.run_timeout, 0)
+	u.repeat, u.missed, CASE WHEN u.repeat IS NOT NULL THEN coalesce(u.run_at, now()) END, nullif(u.retry_after, 0), nullif(u.parent, 0), nullif(u.run_timeout, 0), u.expires_at
 FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], $7::bytea[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[],
-	$12::text[], $13::smallint[], $14::bigint[], $15::smallint[], $16::bigint[], $17::bigint[])
-	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, repeat, missed, retry_after, state, parent, run_timeout, ord)
+	$12::text[], $13::smallint[], $14::bigint[], $15::smallint[], $16::bigint[], $17::bigint[], $18::timestamptz[])
+	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, repeat, missed, retry_after, state, parent, run_timeout, expires_at, ord)
 WHERE (SELECT count(*) FROM ty) >= 0
 ORDER BY u.ord
 RETURNING id, run_at, created_at, type, grp, state) SELECT id, run_at, created_at FROM ins ORDER BY id;
@@ -110,12 +111,12 @@ RETURNING id, run_at, created_at, type, grp, state) SELECT id, run_at, created_a
 WITH ty AS (
 	INSERT INTO {{schema}}.types (name, updated_at) SELECT unnest($1::text[]), now() ON CONFLICT DO NOTHING RETURNING 1),
 ins AS (INSERT INTO {{schema}}.jobs (type, key, grp, priority, state, run_at, data, max_attempts, backoff_base, backoff_max, created_at, updated_at, meta,
-	repeat, missed, slot, retry_after, parent_id, run_timeout)
+	repeat, missed, slot, retry_after, parent_id, run_timeout, expires_at)
 SELECT u.type, u.key, u.grp, u.priority, u.state, coalesce(u.run_at, now()), u.data, u.max_attempts, u.base, u.maxb, now(), now(), u.meta,
-	u.repeat, u.missed, CASE WHEN u.repeat IS NOT NULL THEN coalesce(u.run_at, now()) END, nullif(u.retry_after, 0), nullif(u.parent, 0), nullif(u.run_timeout, 0)
+	u.repeat, u.missed, CASE WHEN u.repeat IS NOT NULL THEN coalesce(u.run_at, now()) END, nullif(u.retry_after, 0), nullif(u.parent, 0), nullif(u.run_timeout, 0), u.expires_at
 FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], $7::bytea[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[],
-	$12::text[], $13::smallint[], $14::bigint[], $15::smallint[], $16::bigint[], $17::bigint[])
-	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, repeat, missed, retry_after, state, parent, run_timeout, ord)
+	$12::text[], $13::smallint[], $14::bigint[], $15::smallint[], $16::bigint[], $17::bigint[], $18::timestamptz[])
+	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, repeat, missed, retry_after, state, parent, run_timeout, expires_at, ord)
 WHERE (SELECT count(*) FROM ty) >= 0
 ORDER BY u.ord
 RETURNING id, run_at, created_at, type, grp, state), cnt AS (INSERT INTO {{schema}}.groups AS g (type, grp, pending, turn)
@@ -184,7 +185,8 @@ INSERT INTO {{schema}}.jobs_ended ({{endedColumns}})
 SELECT d.id, d.type, d.key, d.grp, d.priority, 3, d.run_at, d.attempt, d.max_attempts, d.backoff_base, d.backoff_max,
 	d.lease_timeout, NULL, d.token, d.worker, d.cancel_requested, d.resubmit, d.resubmit_at, d.progress, d.created_at,
 	d.started_at, now(), now(), d.retry_after, d.parent_id, d.repeat, d.data, d.next_data,
-	convert_to($3::jsonb ->> d.id::text, 'UTF8'), d.last_error, d.errors, d.meta, d.missed, d.slot, d.has_children, d.bedrock_id, d.prev_started_at, d.run_timeout
+	convert_to($3::jsonb ->> d.id::text, 'UTF8'), d.last_error, d.errors, d.meta, d.missed, d.slot, d.has_children, d.bedrock_id, d.prev_started_at, d.run_timeout,
+	d.expires_at, d.expired
 FROM d RETURNING id, type, grp, run_at;
 
 -- name: children
@@ -235,6 +237,19 @@ SELECT {{rowColumns}} FROM {{schema}}.jobs
 -- name: next_lease
 -- When the next lease runs out (NULL: none running).
 SELECT min(lease_until) FROM {{schema}}.jobs WHERE lease_until IS NOT NULL;
+
+-- name: lapsed
+-- Locks and reads up to 1,000 pending jobs whose deadline is not after
+-- the caller's now, earliest first, skipping jobs that others hold (an
+-- accept claiming them skips them too: jobs_deadline, rowColumns).
+-- $1 how far the caller's now is ahead of this node's clock (µs).
+SELECT {{rowColumns}} FROM {{schema}}.jobs
+		WHERE expires_at <= now() + $1::bigint * interval '1 microsecond' AND expires_at IS NOT NULL AND state = 0
+		ORDER BY expires_at LIMIT 1000 FOR UPDATE SKIP LOCKED;
+
+-- name: next_deadline
+-- The earliest deadline of a pending job (NULL: none; jobs_deadline).
+SELECT min(expires_at) FROM {{schema}}.jobs WHERE expires_at IS NOT NULL AND state = 0;
 
 -- name: retire
 -- Deletes ended jobs past their type's retention (store.Retirer,

@@ -9,7 +9,7 @@
 -- $1 id, $2 state, $3 result, $4 error (NULL keeps the last error),
 -- $5 whether the error is the attempt's (appended to errors),
 -- $6 whether the lease is fenced out for good (drops the token),
--- $7 cancel requested.
+-- $7 cancel requested, $8 whether it ended expired (Lapse).
 WITH d AS (DELETE FROM {{schema}}.jobs j WHERE j.id = $1 RETURNING j.*)
 INSERT INTO {{schema}}.jobs_ended ({{endedColumns}})
 SELECT d.id, d.type, d.key, d.grp, d.priority, $2::smallint, d.run_at, d.attempt, d.max_attempts, d.backoff_base,
@@ -17,7 +17,8 @@ SELECT d.id, d.type, d.key, d.grp, d.priority, $2::smallint, d.run_at, d.attempt
 	false, d.resubmit_at, d.progress, d.created_at, d.started_at, now(), now(), d.retry_after, d.parent_id, d.repeat,
 	d.data, d.next_data, $3::bytea, coalesce($4::text, d.last_error),
 	CASE WHEN $5::boolean THEN coalesce(d.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', d.attempt, 'at', now(), 'error', $4::text))
-		ELSE d.errors END, d.meta, d.missed, d.slot, d.has_children, d.bedrock_id, d.prev_started_at, d.run_timeout
+		ELSE d.errors END, d.meta, d.missed, d.slot, d.has_children, d.bedrock_id, d.prev_started_at, d.run_timeout,
+	d.expires_at, $8::boolean
 FROM d;
 
 -- name: revive
@@ -27,14 +28,16 @@ FROM d;
 -- $6 back-off base, $7 back-off max, $8 meta (NULL keeps each of $3–$8),
 -- $9 whether to set the schedule, $10 the schedule (NULL: none),
 -- $11 the missed-slot policy (NULL keeps it), $12 slot,
--- $13 a new type (NULL keeps it).
+-- $13 a new type (NULL keeps it), $14 the deadline (NULL: none; the job
+-- is no longer expired).
 WITH d AS (DELETE FROM {{schema}}.jobs_ended j WHERE j.id = $1 RETURNING j.*)
 INSERT INTO {{schema}}.jobs ({{endedColumns}})
 SELECT d.id, coalesce($13::text, d.type), d.key, d.grp, coalesce($4, d.priority), 0, $2::timestamptz, 0,
 	coalesce($5, d.max_attempts), coalesce($6, d.backoff_base), coalesce($7, d.backoff_max), d.lease_timeout, NULL,
 	d.token, d.worker, false, d.resubmit, d.resubmit_at, 0, d.created_at, d.started_at, NULL, now(), d.retry_after,
 	d.parent_id, CASE WHEN $9::boolean THEN $10::text ELSE d.repeat END, coalesce($3, d.data), d.next_data, NULL, NULL, NULL,
-	coalesce($8, d.meta), coalesce($11::smallint, d.missed), $12::timestamptz, d.has_children, d.bedrock_id, d.prev_started_at, d.run_timeout
+	coalesce($8, d.meta), coalesce($11::smallint, d.missed), $12::timestamptz, d.has_children, d.bedrock_id, d.prev_started_at, d.run_timeout,
+	$14::timestamptz, false
 FROM d RETURNING {{jobColumns}};
 
 -- name: retry
@@ -54,20 +57,22 @@ WHERE id = $1;
 
 -- name: run_again
 -- Starts a new cycle of a resubmitted job (RunAgain).
--- $1 id, $2 run_at, $3 whether to drop the token, $4 slot.
-UPDATE {{schema}}.jobs SET state = 0, run_at = $2::timestamptz, slot = $4::timestamptz, data = coalesce(next_data, data),
+-- $1 id, $2 run_at, $3 whether to drop the token, $4 slot, $5 deadline
+-- (NULL: none).
+UPDATE {{schema}}.jobs SET state = 0, run_at = $2::timestamptz, slot = $4::timestamptz, expires_at = $5::timestamptz, data = coalesce(next_data, data),
 	next_data = NULL, resubmit = false, resubmit_at = NULL, attempt = 0, result = NULL, last_error = NULL, errors = NULL,
 	progress = 0, lease_until = NULL, token = CASE WHEN $3 THEN NULL ELSE token END, updated_at = now()
 WHERE id = $1;
 
 -- name: update
 -- Gives a pending or paused job a re-add's values (Update) and returns it
--- (jobColumns). Parameters as in revive.
+-- (jobColumns). Parameters as in revive, but a NULL deadline keeps the
+-- job's.
 UPDATE {{schema}}.jobs SET run_at = $2::timestamptz, data = coalesce($3, data), priority = coalesce($4, priority), type = coalesce($13::text, type),
 	max_attempts = coalesce($5, max_attempts), backoff_base = coalesce($6, backoff_base),
 	backoff_max = coalesce($7, backoff_max), meta = coalesce($8, meta),
 	repeat = CASE WHEN $9::boolean THEN $10::text ELSE repeat END, missed = coalesce($11::smallint, missed), slot = $12::timestamptz,
-	updated_at = now() WHERE id = $1 RETURNING {{jobColumns}};
+	expires_at = coalesce($14::timestamptz, expires_at), updated_at = now() WHERE id = $1 RETURNING {{jobColumns}};
 
 -- name: mark_resubmit
 -- Marks a running job to run again (MarkResubmit) and returns it (jobColumns).
@@ -82,16 +87,24 @@ UPDATE {{schema}}.jobs SET resubmit = true, resubmit_at = $2::timestamptz,
 -- Starts a recurring job's next cycle (Recur): the run's result and error
 -- are its last outcome, its errors and attempts start again.
 -- $1 id, $2 run_at, $3 slot, $4 result, $5 error (NULL: none),
--- $6 whether to drop the token.
+-- $6 whether to drop the token, $7 the next slot's deadline (NULL: none).
 UPDATE {{schema}}.jobs SET state = 0, run_at = $2::timestamptz, slot = $3::timestamptz, attempt = 0, result = $4::bytea,
 	last_error = $5::text, errors = NULL, progress = 0, lease_until = NULL, finished_at = now(), updated_at = now(),
-	token = CASE WHEN $6 THEN NULL ELSE token END WHERE id = $1;
+	token = CASE WHEN $6 THEN NULL ELSE token END, expires_at = $7::timestamptz WHERE id = $1;
 
 -- name: skip_slots
 -- Takes back a claim of a job that missed its slots (SkipSlots).
--- $1 id, $2 run_at, $3 slot, $4 attempt.
+-- $1 id, $2 run_at, $3 slot, $4 attempt, $5 the slot's deadline (NULL:
+-- none).
 UPDATE {{schema}}.jobs SET state = 0, run_at = $2::timestamptz, slot = $3::timestamptz, attempt = $4,
-	lease_until = NULL, token = NULL, updated_at = now() WHERE id = $1;
+	expires_at = $5::timestamptz, lease_until = NULL, token = NULL, updated_at = now() WHERE id = $1;
+
+-- name: lapse
+-- Moves a recurring job whose deadline passed to its next slot (Lapse; a
+-- job that ends expired takes end).
+-- $1 id, $2 run_at, $3 slot, $4 the slot's deadline, $5 last error.
+UPDATE {{schema}}.jobs SET run_at = $2::timestamptz, slot = $3::timestamptz, expires_at = $4::timestamptz,
+	last_error = $5::text, updated_at = now() WHERE id = $1;
 
 -- name: edit_hot
 -- Changes a job in place (Edit) in the hot table; edit_ended is the same

@@ -26,10 +26,11 @@ SELECT {{jobColumns}} FROM rota_jobs WHERE id = ?;
 -- ? data, ? max attempts, ? back-off base (µs), ? back-off max (µs),
 -- ? created_at, ? updated_at, ? meta, ? schedule (NULL: none),
 -- ? missed-slot policy, ? slot, ? retry-after (µs, NULL: none),
--- ? parent id (NULL: none), ? run timeout (µs, NULL: none).
+-- ? parent id (NULL: none), ? run timeout (µs, NULL: none), ? deadline
+-- (NULL: none).
 INSERT INTO rota_jobs (type, key, grp, priority, state, run_at, data, max_attempts,
-	backoff_base, backoff_max, created_at, updated_at, meta, repeat, missed, slot, retry_after, parent_id, run_timeout)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+	backoff_base, backoff_max, created_at, updated_at, meta, repeat, missed, slot, retry_after, parent_id, run_timeout, expires_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: key_holder
 -- The job that holds a key in a type and group.
@@ -155,6 +156,17 @@ SELECT id FROM rota_jobs WHERE state = 1 AND lease_until < ? ORDER BY lease_unti
 -- name: next_lease
 -- When the next lease ends (NULL: none running).
 SELECT min(lease_until) FROM rota_jobs WHERE state = 1;
+
+-- name: lapsed
+-- Up to 1,000 pending jobs whose deadline is not after now, earliest
+-- first (rota_jobs_deadline).
+-- ? now.
+SELECT id FROM rota_jobs INDEXED BY rota_jobs_deadline WHERE state = 0 AND expires_at IS NOT NULL AND expires_at <= ?
+	ORDER BY expires_at LIMIT 1000;
+
+-- name: next_deadline
+-- The earliest deadline of a pending job (NULL: none).
+SELECT min(expires_at) FROM rota_jobs INDEXED BY rota_jobs_deadline WHERE state = 0 AND expires_at IS NOT NULL;
 
 -- name: retire
 -- Deletes ended jobs past their type's retention (store.Retirer,

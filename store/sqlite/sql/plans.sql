@@ -33,10 +33,11 @@ UPDATE rota_jobs SET state = 5, last_error = ?, lease_until = NULL, resubmit = 0
 
 -- name: run_again
 -- Starts a new cycle of a resubmitted job (RunAgain).
--- ? run_at, ? slot, ? whether to drop the token, ? updated_at, ? id.
+-- ? run_at, ? slot, ? whether to drop the token, ? deadline (NULL: none),
+-- ? updated_at, ? id.
 UPDATE rota_jobs SET state = 0, run_at = ?, slot = ?, data = coalesce(next_data, data), next_data = NULL,
 	resubmit = 0, resubmit_at = NULL, attempt = 0, result = NULL, last_error = NULL, errors = NULL, progress = 0,
-	lease_until = NULL, token = CASE WHEN ? THEN NULL ELSE token END, updated_at = ? WHERE id = ?;
+	lease_until = NULL, token = CASE WHEN ? THEN NULL ELSE token END, expires_at = ?, updated_at = ? WHERE id = ?;
 
 -- name: cancel
 -- Cancels a job (Cancel).
@@ -52,19 +53,21 @@ UPDATE rota_jobs SET state = 5, cancel_requested = ?, lease_until = NULL, resubm
 -- ? run_at, ? data, ? priority, ? a new type, ? max attempts, ? back-off
 -- base, ? back-off max, ? meta (NULL keeps each of these), ? whether to set
 -- the schedule, ? the schedule (NULL: none), ? the missed-slot policy
--- (NULL keeps it), ? slot, ? updated_at, ? id.
+-- (NULL keeps it), ? slot, ? deadline (NULL keeps it), ? updated_at, ? id.
 UPDATE rota_jobs SET run_at = ?, data = coalesce(?, data), priority = coalesce(?, priority), type = coalesce(?, type),
 	max_attempts = coalesce(?, max_attempts), backoff_base = coalesce(?, backoff_base),
 	backoff_max = coalesce(?, backoff_max), meta = coalesce(?, meta),
-	repeat = CASE WHEN ? THEN ? ELSE repeat END, missed = coalesce(?, missed), slot = ?, updated_at = ? WHERE id = ?;
+	repeat = CASE WHEN ? THEN ? ELSE repeat END, missed = coalesce(?, missed), slot = ?, expires_at = coalesce(?, expires_at),
+	updated_at = ? WHERE id = ?;
 
 -- name: revive
 -- Makes an ended job pending again as a new cycle (Revive).
--- Parameters as in update.
+-- Parameters as in update, but the deadline is set (NULL: none), and the
+-- job is no longer expired.
 UPDATE rota_jobs SET state = 0, run_at = ?, data = coalesce(?, data), priority = coalesce(?, priority), type = coalesce(?, type),
 	max_attempts = coalesce(?, max_attempts), backoff_base = coalesce(?, backoff_base),
 	backoff_max = coalesce(?, backoff_max), meta = coalesce(?, meta),
-	repeat = CASE WHEN ? THEN ? ELSE repeat END, missed = coalesce(?, missed), slot = ?, attempt = 0, errors = NULL, last_error = NULL, result = NULL,
+	repeat = CASE WHEN ? THEN ? ELSE repeat END, missed = coalesce(?, missed), slot = ?, expires_at = ?, expired = 0, attempt = 0, errors = NULL, last_error = NULL, result = NULL,
 	progress = 0, finished_at = NULL, lease_until = NULL, cancel_requested = 0, updated_at = ? WHERE id = ?;
 
 -- name: mark_resubmit
@@ -97,15 +100,26 @@ UPDATE rota_jobs SET lease_until = ?, data = coalesce(?, data), progress = coale
 -- Starts a recurring job's next cycle (Recur): the run's result and error
 -- are its last outcome, its errors and attempts start again.
 -- ? run_at, ? slot, ? result, ? error (NULL: none), ? finished_at,
--- ? updated_at, ? whether to drop the token, ? id.
+-- ? updated_at, ? whether to drop the token, ? the next slot's deadline
+-- (NULL: none), ? id.
 UPDATE rota_jobs SET state = 0, run_at = ?, slot = ?, attempt = 0, result = ?, last_error = ?, errors = NULL,
-	progress = 0, lease_until = NULL, finished_at = ?, updated_at = ?, token = CASE WHEN ? THEN NULL ELSE token END WHERE id = ?;
+	progress = 0, lease_until = NULL, finished_at = ?, updated_at = ?, token = CASE WHEN ? THEN NULL ELSE token END,
+	expires_at = ? WHERE id = ?;
 
 -- name: skip_slots
 -- Takes back a claim of a job that missed its slots (SkipSlots).
--- ? run_at, ? slot, ? attempt, ? updated_at, ? id.
+-- ? run_at, ? slot, ? attempt, ? the slot's deadline (NULL: none),
+-- ? updated_at, ? id.
 UPDATE rota_jobs SET state = 0, run_at = ?, slot = ?, attempt = ?, lease_until = NULL, token = NULL,
-	updated_at = ? WHERE id = ?;
+	expires_at = ?, updated_at = ? WHERE id = ?;
+
+-- name: lapse
+-- Ends a pending job whose deadline passed, expired, or moves a recurring
+-- one to its next slot (Lapse).
+-- ? state, ? run_at, ? slot, ? deadline, ? last error, ? whether it ended
+-- expired, ? finished_at (NULL keeps it), ? updated_at, ? id.
+UPDATE rota_jobs SET state = ?, run_at = ?, slot = ?, expires_at = ?, last_error = ?, expired = ?,
+	resubmit = 0, finished_at = coalesce(?, finished_at), updated_at = ? WHERE id = ?;
 
 -- name: edit
 -- Changes a job in place (Edit); the schedule as in update.

@@ -30,6 +30,28 @@ func (s *schedule) register(cmd *cobra.Command, what string) {
 	cmd.Flags().DurationVar(&s.in, "in", 0, what+" after this long (e.g. 90s, 10m, 2h)")
 }
 
+// expiresAt reads --expires: an RFC 3339 time, or a duration from now
+// (10m, 2h); zero when empty.
+func expiresAt(v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		if d <= 0 {
+			return time.Time{}, usageErrorf("--expires %v must be after now", v)
+		}
+		return now.Add(d), nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, usageErrorf("--expires %q is neither a duration such as 10m nor an RFC 3339 time such as 2026-01-02T15:04:05Z", v)
+	}
+	if err := check.Time("--expires", t); err != nil {
+		return time.Time{}, usageError{err}
+	}
+	return t, nil
+}
+
 // runAt returns the time the flags ask for; zero when neither is set.
 func (s *schedule) runAt(cmd *cobra.Command, now time.Time) (time.Time, error) {
 	atSet, inSet := cmd.Flags().Changed("at"), cmd.Flags().Changed("in")
@@ -63,6 +85,7 @@ func addCommand(g *globals) *cobra.Command {
 		meta         map[string]string
 		uniqueStates []string
 		missed       string
+		expires      string
 	)
 	cmd := &cobra.Command{
 		Use:   "add TYPE [DATA-JSON | -]",
@@ -84,6 +107,12 @@ WEEKLY; or a cron expression such as "*/5 * * * *", "@daily" or
 slots that pass while it cannot run: once (run once for all of them, the
 default), skip (wait for the next slot) or all (run once for each).
 
+With --expires, the job has a deadline: if it has not started by then (it
+waited behind a bound, a paused group or type, or other work), it is never
+started. It ends cancelled and expired, with the last error "expired at …,
+not started"; a recurring job skips to its next slot instead, whose
+deadline is as far after that slot.
+
 It prints the job's id and what the add did: inserted, updated,
 resubmitted or requeued. With --json it prints the API's answer,
 {"job": {...}, "outcome": "inserted"}.`,
@@ -91,7 +120,8 @@ resubmitted or requeued. With --json it prints the API's answer,
   rota add report.build - --key 2026-01 --in 10m < params.json
   id=$(rota add -q resize '{"image":"a.png"}')
   rota add report.daily --key daily --schedule 'CRON_TZ=Europe/Paris 0 7 * * *'
-  rota add sync.feed --schedule 'SCHEDULED, +5 MINUTES' --missed skip`,
+  rota add sync.feed --schedule 'SCHEDULED, +5 MINUTES' --missed skip
+  rota add quote.fetch '{"symbol":"ACME"}' --expires 30s`,
 		Args: rangeArgs(1, 2, "a TYPE and optional DATA-JSON"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p.Type = args[0]
@@ -114,8 +144,16 @@ resubmitted or requeued. With --json it prints the API's answer,
 				return usageErrorf("--backoff-max %v is less than --backoff-base %v", p.BackoffMax, p.BackoffBase)
 			}
 			var err error
-			if p.RunAt, err = sched.runAt(cmd, time.Now()); err != nil {
+			now := time.Now()
+			if p.RunAt, err = sched.runAt(cmd, now); err != nil {
 				return err
+			}
+			if p.ExpiresAt, err = expiresAt(expires, now); err != nil {
+				return err
+			}
+			if !p.ExpiresAt.IsZero() && !p.RunAt.IsZero() && !p.ExpiresAt.After(p.RunAt) {
+				return usageErrorf("--expires %s is not after the run time %s: the job could never start",
+					p.ExpiresAt.Format(time.RFC3339), p.RunAt.Format(time.RFC3339))
 			}
 			if p.Missed, err = store.ParseMissed(missed); err != nil {
 				return usageErrorf("--missed: %v", invalidDetail(err))
@@ -182,6 +220,7 @@ resubmitted or requeued. With --json it prints the API's answer,
 	f.StringVar(&p.Schedule, "schedule", "", `make the job recurring: a repeat ("SCHEDULED, +1 HOUR") or cron expression ("*/5 * * * *")`)
 	f.DurationVar(&p.RetryAfter, "retry-after", 0, "give each run a fixed lease this long that heartbeats do not extend; a run not finished by then runs again (at most --max-attempts runs, default 10)")
 	f.DurationVar(&p.Timeout, "timeout", 0, "stop each run that lasts longer than this; it counts as a failed attempt (\"timed out after …\"), retried under the job's policy")
+	f.StringVar(&expires, "expires", "", "a deadline, a duration from now (10m) or an RFC 3339 time: a job not started by then is never started; it ends cancelled and expired (a recurring job skips to its next slot)")
 	f.Int64Var(&p.Parent, "parent", 0, "add the job as a child of this running (or waiting) job")
 	f.BoolVar(&p.Unique, "unique", false, "return the existing job of this type in this group that has not completed, if any, instead of adding one")
 	f.BoolVar(&p.Overwrite, "overwrite", false, "with --unique: merge this data into the existing job's (JSON merge patch) and set its priority and schedule")

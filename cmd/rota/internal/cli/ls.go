@@ -111,7 +111,11 @@ With --json it prints the API's answer, {"jobs": [...], "next_cursor": "..."}
 				if bedrock {
 					fmt.Fprintf(tw, "%s\t", orDash(bedrockID(j)))
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\n", j.Type, j.State, orDash(j.Group),
+				state := j.State.String()
+				if j.Expired {
+					state += " (expired)" // cancelled: its deadline passed before it started
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\n", j.Type, state, orDash(j.Group),
 					j.Priority, j.Attempt, j.MaxAttempts, when(j, now), truncate(j.LastError, 48))
 			}
 			if err := tw.Flush(); err != nil {

@@ -143,6 +143,9 @@ func writeJob(w io.Writer, j rota.Job, now time.Time) {
 	if j.Resubmit {
 		state += " (runs again when this attempt ends)"
 	}
+	if j.Expired {
+		state += " (expired: its deadline passed before it started)"
+	}
 	line("state", state)
 	if j.Parent != 0 {
 		line("parent", strconv.FormatInt(j.Parent, 10))
@@ -169,6 +172,9 @@ func writeJob(w io.Writer, j rota.Job, now time.Time) {
 		line("timeout", j.Timeout.String()+" (a run that lasts longer is stopped and counts as a failed attempt)")
 	}
 	line("run at", stamp(j.RunAt, now))
+	if !j.ExpiresAt.IsZero() {
+		line("expires", stamp(j.ExpiresAt, now)+" (not started after this)")
+	}
 	line("created", stamp(j.CreatedAt, now))
 	if !j.StartedAt.IsZero() {
 		line("started", stamp(j.StartedAt, now))

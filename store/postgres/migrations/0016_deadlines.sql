@@ -1,0 +1,17 @@
+-- A job's deadline (store.AddParams.ExpiresAt; NULL: none): no run starts
+-- at or after it, and the lease sweep ends a pending job past it, marked
+-- expired. Both job tables keep their columns in one order (jobs.go,
+-- endedColumns). The index serves the sweep's look-up of pending jobs past
+-- their deadline and of the next deadline to sleep until; it holds only
+-- pending jobs that have one, and is built concurrently, so that writes go
+-- on meanwhile. Each statement can run again (no transaction).
+-- rota:no-transaction
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS expires_at timestamptz;
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS expired boolean NOT NULL DEFAULT false;
+ALTER TABLE jobs_ended ADD COLUMN IF NOT EXISTS expires_at timestamptz;
+ALTER TABLE jobs_ended ADD COLUMN IF NOT EXISTS expired boolean NOT NULL DEFAULT false;
+CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_deadline ON jobs (expires_at) WHERE state = 0 AND expires_at IS NOT NULL;
+-- Nodes of version 15 keep working beside it (TestChaosUpgrade): they
+-- neither read nor write the columns, so their jobs have no deadline, and
+-- a job they end or revive loses its own (it no longer waits to start).
+-- rota:compatible

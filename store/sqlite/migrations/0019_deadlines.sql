@@ -1,0 +1,8 @@
+-- A job's deadline (microseconds; NULL: none): store.AddParams.ExpiresAt.
+-- No run starts at or after it; the lease sweep ends a pending job past it
+-- and marks it expired.
+ALTER TABLE rota_jobs ADD COLUMN expires_at INTEGER;
+ALTER TABLE rota_jobs ADD COLUMN expired INTEGER NOT NULL DEFAULT 0;
+-- The sweep's look-up of pending jobs past their deadline, and of the next
+-- deadline to sleep until: only pending jobs with one.
+CREATE INDEX rota_jobs_deadline ON rota_jobs (expires_at) WHERE state = 0 AND expires_at IS NOT NULL;

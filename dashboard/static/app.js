@@ -67,14 +67,17 @@ function live() {
       const r = await fetch(location.pathname, {headers: {"Accept": "text/html"}});
       if (!r.ok) return;
       const doc = new DOMParser().parseFromString(await r.text(), "text/html");
-      const st = doc.querySelector("h1 .st");
-      const now = document.querySelector("h1 .st");
-      if (st && now && st.textContent !== now.textContent) {
+      // The state and its marks (such as expired), and the facts, as the
+      // page now has them.
+      const st = doc.querySelector("h1"), now = document.querySelector("h1");
+      const marks = h => Array.from(h.querySelectorAll(".st"), e => e.textContent).join(", ");
+      if (st && now && marks(st) !== marks(now)) {
         const li = document.createElement("li");
-        li.textContent = new Date().toLocaleTimeString() + ": " + st.textContent + ".";
+        li.textContent = new Date().toLocaleTimeString() + ": " + marks(st) + ".";
         history.appendChild(li);
-        now.textContent = st.textContent;
-        now.className = st.className;
+        now.replaceChildren(...st.childNodes);
+        const facts = doc.querySelector("dl.facts"), shown = document.querySelector("dl.facts");
+        if (facts && shown) shown.replaceChildren(...facts.childNodes);
       }
       return;
     }

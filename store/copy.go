@@ -46,6 +46,7 @@ type CopyType struct {
 	VClock                     float64
 	Paused                     bool
 	Retention, FailedRetention time.Duration
+	Timeout                    time.Duration // the default run timeout
 }
 
 // CopyGroup is a group's place in its type's round robin. Its counts are
@@ -159,7 +160,7 @@ func (s *CopySummary) Add(b *CopyBatch) {
 	slices.SortFunc(types, func(a, b CopyType) int { return cmp.Compare(a.Name, b.Name) })
 	for _, t := range types {
 		e = e.str("type").str(t.Name).i(int64(t.LeaseTimeout)).t(t.UpdatedAt).i(t.BandsHigh).i(t.BandsLow).i(t.GroupMaxRunning).
-			f(t.VClock).b(t.Paused).i(int64(t.Retention)).i(int64(t.FailedRetention)).i(t.MaxRunning)
+			f(t.VClock).b(t.Paused).i(int64(t.Retention)).i(int64(t.FailedRetention)).i(t.MaxRunning).i(int64(t.Timeout))
 	}
 	groups := slices.Clone(b.Groups)
 	slices.SortFunc(groups, func(a, b CopyGroup) int { return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.Group, b.Group)) })
@@ -201,7 +202,7 @@ func hashJob(e enc, j *CopyJob) enc {
 	}
 	e = e.bytes(j.Result).bytes(metaJSON(j.Meta)).str(j.Schedule).i(int64(j.Missed)).t(j.Slot).i(int64(j.RetryAfter)).
 		i(j.Parent).b(j.HasChildren).i(j.BedrockID).t(j.CreatedAt).t(j.StartedAt).t(j.PrevStartedAt).t(j.FinishedAt).
-		t(j.UpdatedAt).i(int64(j.LeaseTimeout)).t(j.ResubmitAt).bytes(j.NextData).i(int64(j.Timeout))
+		t(j.UpdatedAt).i(int64(j.LeaseTimeout)).t(j.ResubmitAt).bytes(j.NextData).i(int64(j.Timeout)).t(j.ExpiresAt).b(j.Expired)
 	return e
 }
 

@@ -19,7 +19,7 @@ func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
 		return err
 	}
 	err := s.autocommit(ctx, "set type "+c.Type, func(t *txn) error {
-		_, err := t.run("set_type_config", c.Type, us(c.LeaseTimeout), c.Bands.High, c.Bands.Low, c.GroupMaxRunning, c.Paused, us(c.Retention), us(c.FailedRetention), c.MaxRunning)
+		_, err := t.run("set_type_config", c.Type, us(c.LeaseTimeout), c.Bands.High, c.Bands.Low, c.GroupMaxRunning, c.Paused, us(c.Retention), us(c.FailedRetention), c.MaxRunning, us(c.Timeout))
 		return err
 	})
 	if err != nil {

@@ -30,7 +30,7 @@ var copyColumns = map[string][]string{
 	"jobs":       jobCopyColumns,
 	"jobs_ended": jobCopyColumns,
 	"types": {"name", "lease_timeout", "updated_at", "bands_high", "bands_low", "group_max_running", "vclock",
-		"paused", "retention", "failed_retention", "max_running"},
+		"paused", "retention", "failed_retention", "max_running", "run_timeout"},
 	"groups":       {"type", "grp", "turn", "band_count"},
 	"group_config": {"grp", "type", "max_running", "weight", "paused"},
 	"tokens":       {"name", "hash", "groups", "types", "read_only", "created_at"},
@@ -38,10 +38,12 @@ var copyColumns = map[string][]string{
 
 // notCopied are the tables and columns a copy leaves out, and why.
 var notCopied = map[string]string{
-	"groups.pending":    "counted from the jobs loaded",
-	"schema_migrations": "the destination's schema is its own, migrated when it opens",
-	"job_logs":          "per-job logs are diagnostics of runs on the source; a copy starts without them",
-	"job_log_attempts":  "per-job logs are diagnostics of runs on the source; a copy starts without them",
+	"groups.pending":       "counted from the jobs loaded",
+	"schema_migrations":    "the destination's schema is its own, migrated when it opens",
+	"job_logs":             "per-job logs are diagnostics of runs on the source; a copy starts without them",
+	"job_log_attempts":     "per-job logs are diagnostics of runs on the source; a copy starts without them",
+	"jobs.run_limit":       "the running attempt's timeout, set by its claim; a copied run is held to the job's own",
+	"jobs_ended.run_limit": "the last attempt's timeout, set by its claim; an ended job has no run",
 }
 
 // Export calls fn with everything the schema holds, from one snapshot (a
@@ -104,15 +106,16 @@ func (s *Store) exportSettings(ctx context.Context, tx pgx.Tx, b *store.CopyBatc
 	}
 	for rows.Next() {
 		var t store.CopyType
-		var lease, retention, failed int64
+		var lease, retention, failed, timeout int64
 		if err := rows.Scan(&t.Name, &lease, &t.UpdatedAt, &t.BandsHigh, &t.BandsLow, &t.GroupMaxRunning, &t.VClock,
-			&t.Paused, &retention, &failed, &t.MaxRunning); err != nil {
+			&t.Paused, &retention, &failed, &t.MaxRunning, &timeout); err != nil {
 			rows.Close()
 			return err
 		}
 		t.UpdatedAt = t.UpdatedAt.UTC()
 		t.LeaseTimeout, t.Retention = time.Duration(lease)*time.Microsecond, time.Duration(retention)*time.Microsecond
 		t.FailedRetention = time.Duration(failed) * time.Microsecond
+		t.Timeout = time.Duration(timeout) * time.Microsecond
 		b.Types = append(b.Types, t)
 	}
 	rows.Close()
@@ -217,7 +220,7 @@ func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
 	for _, t := range b.Types {
 		if _, err := tx.Exec(ctx, s.stmt("load_type"),
 			t.Name, t.LeaseTimeout.Microseconds(), t.UpdatedAt, t.BandsHigh, t.BandsLow, t.GroupMaxRunning, t.VClock,
-			t.Paused, t.Retention.Microseconds(), t.FailedRetention.Microseconds(), t.MaxRunning); err != nil {
+			t.Paused, t.Retention.Microseconds(), t.FailedRetention.Microseconds(), t.MaxRunning, t.Timeout.Microseconds()); err != nil {
 			return s.wrap(fmt.Sprintf("load type %q", t.Name), err)
 		}
 	}
@@ -263,7 +266,7 @@ func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
 			j.Progress, optString(j.LastError), errs, result, j.CreatedAt, optTime(j.StartedAt), optTime(j.FinishedAt),
 			j.UpdatedAt, meta, optString(j.Schedule), int16(j.Missed), optTime(j.Slot), optInt(j.RetryAfter.Microseconds()),
 			optInt(j.Parent), j.HasChildren, optInt(j.BedrockID), optTime(j.PrevStartedAt), optInt(j.Timeout.Microseconds()),
-			optInt(j.LeaseTimeout.Microseconds()), optTime(j.ResubmitAt), optBytes(j.NextData)}
+			optTime(j.ExpiresAt), j.Expired, optInt(j.LeaseTimeout.Microseconds()), optTime(j.ResubmitAt), optBytes(j.NextData)}
 		if j.State.Terminal() {
 			l.end = append(l.end, row)
 		} else {

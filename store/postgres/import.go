@@ -57,7 +57,7 @@ func (s *Store) Import(ctx context.Context, jobs []store.ImportJob) ([]int64, er
 					return err
 				}
 			case j.State.Terminal():
-				if _, err := t.run("end", ids[i], int16(j.State), nil, nil, false, true, false); err != nil {
+				if _, err := t.run("end", ids[i], int16(j.State), nil, nil, false, true, false, false); err != nil {
 					return err
 				}
 			default:

@@ -34,7 +34,7 @@ import (
 
 const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max,
 	resubmit, resubmit_at, run_at, coalesce(repeat, ''), missed, slot, started_at, coalesce(retry_after, 0), lease_until,
-	coalesce(parent_id, 0), has_children, coalesce(run_timeout, 0), expires_at, now()`
+	coalesce(parent_id, 0), has_children, coalesce(run_limit, run_timeout, 0), expires_at, now()`
 
 // Lock locks and reads the jobs with these ids (engine.Tx). A job moving between the
 // hot and the ended table while this waits for its lock is looked for

@@ -345,13 +345,14 @@ func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
 		defer r.Close()
 		for r.Next() {
 			var c store.TypeConfig
-			var us, high, low, gmax, ret, fret, tmax int64
-			if err := r.Scan(&c.Type, &us, &high, &low, &gmax, &c.Paused, &ret, &fret, &tmax); err != nil {
+			var us, high, low, gmax, ret, fret, tmax, timeout int64
+			if err := r.Scan(&c.Type, &us, &high, &low, &gmax, &c.Paused, &ret, &fret, &tmax, &timeout); err != nil {
 				return err
 			}
 			c.Bands = store.Bands{High: int(high), Low: int(low)}
 			c.GroupMaxRunning = int(gmax)
 			c.MaxRunning = int(tmax)
+			c.Timeout = time.Duration(timeout) * time.Microsecond
 			c.LeaseTimeout = time.Duration(us) * time.Microsecond
 			c.Retention = cmp.Or(time.Duration(ret)*time.Microsecond, store.DefaultRetention)
 			c.FailedRetention = time.Duration(fret) * time.Microsecond

@@ -227,7 +227,11 @@ func (w *txn) claim(dst []store.Job, g *fair.Group, cands []fair.Candidate, work
 	if worker != "" {
 		workerArg = worker
 	}
-	rows, err := w.query(claimSQL, workerArg, now, leaseMicros, leaseMicros, now, now, string(buf))
+	var typeTimeout any // the type's default run timeout, for jobs without their own
+	if d := w.s.typeConfig(g.Type).timeout; d > 0 {
+		typeTimeout = d.Microseconds()
+	}
+	rows, err := w.query(claimSQL, workerArg, now, leaseMicros, typeTimeout, leaseMicros, typeTimeout, now, now, string(buf))
 	if err != nil {
 		return dst[:base], fmt.Errorf("sqlite: accept: claim: %w", err)
 	}
@@ -296,10 +300,12 @@ func newTokens(n int) ([]string, error) {
 // claimSQL leases the jobs of a JSON array of [id, "token"] pairs to a
 // worker. "+state" keeps SQLite from driving the join from an index on
 // state; each item is a rowid lookup. The caller counts the jobs. A job
-// with a retry-after has a lease of that length instead. It returns
-// claimColumns.
+// with a retry-after has a lease of that length instead. The run's timeout
+// (run_limit) is the job's own or its type's default (the parameter after
+// the lease), and the lease ends by then. It returns claimColumns.
 const claimSQL = `UPDATE rota_jobs SET state = 1, token = j.value->>1, worker = ?,
-	lease_until = ? + min(coalesce(retry_after, ?), coalesce(run_timeout, 9223372036854775807)), lease_timeout = coalesce(retry_after, ?), attempt = attempt + 1,
+	lease_until = ? + min(coalesce(retry_after, ?), coalesce(run_timeout, ?, 9223372036854775807)), lease_timeout = coalesce(retry_after, ?),
+	run_limit = coalesce(run_timeout, ?), attempt = attempt + 1,
 	prev_started_at = started_at, started_at = ?, cancel_requested = 0, updated_at = ?
 	FROM json_each(?) AS j WHERE rota_jobs.id = j.value->>0 AND +rota_jobs.state = 0
 	RETURNING ` + claimColumns
@@ -308,10 +314,10 @@ const claimSQL = `UPDATE rota_jobs SET state = 1, token = j.value->>1, worker = 
 // length (retry_after), whether lifecycle.Late applies (a schedule under
 // MissedSkip, and its slot) and whether the family rules do.
 const claimColumns = `rota_jobs.id, attempt, coalesce(retry_after, 0), CASE WHEN missed = 1 THEN repeat END, slot,
-	coalesce(parent_id, 0), has_children, coalesce(run_timeout, 0)`
+	coalesce(parent_id, 0), has_children, coalesce(run_limit, 0)`
 
 // claimedColumns names claimColumns, for columns' errors.
-var claimedColumns = []string{"id", "attempt", "retry_after", "repeat", "slot", "parent_id", "has_children", "run_timeout"}
+var claimedColumns = []string{"id", "attempt", "retry_after", "repeat", "slot", "parent_id", "has_children", "run_limit"}
 
 // readClaimedSQL reads the rest of claimed jobs, by a JSON array of ids,
 // with their state and token, which readClaimed checks.

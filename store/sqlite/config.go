@@ -21,6 +21,7 @@ type typeConfig struct {
 	paused          bool
 	retention       time.Duration // 0: the default
 	failedRetention time.Duration // 0: until removed
+	timeout         time.Duration // the default run timeout; 0: none
 }
 
 type groupKey struct{ grp, typ string }
@@ -33,14 +34,15 @@ func (s *Store) loadConfig() error {
 	defer rows.Close()
 	for rows.Next() {
 		var name string
-		var lt, ret, fret int64
+		var lt, ret, fret, timeout int64
 		var c typeConfig
-		if err := rows.Scan(&name, &lt, &c.bands.High, &c.bands.Low, &c.groupMaxRunning, &c.paused, &ret, &fret, &c.maxRunning); err != nil {
+		if err := rows.Scan(&name, &lt, &c.bands.High, &c.bands.Low, &c.groupMaxRunning, &c.paused, &ret, &fret, &c.maxRunning, &timeout); err != nil {
 			return fmt.Errorf("sqlite: load types: %w", err)
 		}
 		c.lease = time.Duration(lt) * time.Microsecond
 		c.retention = time.Duration(ret) * time.Microsecond
 		c.failedRetention = time.Duration(fret) * time.Microsecond
+		c.timeout = time.Duration(timeout) * time.Microsecond
 		s.types[name] = c
 	}
 	if err := rows.Err(); err != nil {
@@ -119,7 +121,7 @@ func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
 	err := s.write(ctx, true, func(w *txn) error {
 		_, err := w.run("set_type_config",
 			c.Type, c.LeaseTimeout.Microseconds(), c.Bands.High, c.Bands.Low, c.GroupMaxRunning, c.Paused,
-			c.Retention.Microseconds(), c.FailedRetention.Microseconds(), micros(w.now), c.MaxRunning)
+			c.Retention.Microseconds(), c.FailedRetention.Microseconds(), micros(w.now), c.MaxRunning, c.Timeout.Microseconds())
 		return err
 	})
 	if err != nil {
@@ -127,7 +129,7 @@ func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
 	}
 	s.typesMu.Lock()
 	s.types[c.Type] = typeConfig{lease: c.LeaseTimeout, bands: c.Bands, groupMaxRunning: c.GroupMaxRunning, maxRunning: c.MaxRunning, paused: c.Paused,
-		retention: c.Retention, failedRetention: c.FailedRetention}
+		retention: c.Retention, failedRetention: c.FailedRetention, timeout: c.Timeout}
 	s.typesMu.Unlock()
 	return nil
 }
@@ -148,7 +150,7 @@ func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
 			lt = store.DefaultLeaseTimeout
 		}
 		out = append(out, store.TypeConfig{Type: name, LeaseTimeout: lt, Bands: c.bands, GroupMaxRunning: c.groupMaxRunning, MaxRunning: c.maxRunning, Paused: c.paused,
-			Retention: cmp.Or(c.retention, store.DefaultRetention), FailedRetention: c.failedRetention})
+			Retention: cmp.Or(c.retention, store.DefaultRetention), FailedRetention: c.failedRetention, Timeout: c.timeout})
 	}
 	slices.SortFunc(out, func(a, b store.TypeConfig) int { return cmp.Compare(a.Type, b.Type) })
 	return out, nil

@@ -21,7 +21,7 @@ var _ store.Copier = (*Store)(nil)
 var copyColumns = map[string][]string{
 	"rota_jobs": append(append([]string(nil), jobColumnNames...), "lease_timeout", "resubmit_at", "next_data"),
 	"rota_types": {"name", "lease_timeout", "updated_at", "bands_high", "bands_low", "group_max_running", "vclock",
-		"paused", "retention", "failed_retention", "max_running"},
+		"paused", "retention", "failed_retention", "max_running", "run_timeout"},
 	"rota_groups":       {"type", "grp", "turn", "band_count"},
 	"rota_group_config": {"grp", "type", "max_running", "weight", "paused"},
 	"rota_tokens":       {"name", "hash", "groups", "types", "read_only", "created_at"},
@@ -36,6 +36,7 @@ var notCopied = map[string]string{
 	"sqlite_sequence":       "carried as CopyBatch.NextID",
 	"rota_job_logs":         "per-job logs are diagnostics of runs on the source; a copy starts without them",
 	"rota_job_log_attempts": "per-job logs are diagnostics of runs on the source; a copy starts without them",
+	"rota_jobs.run_limit":   "the last attempt's timeout, set by its claim; a copied run is held to the job's own",
 }
 
 // Export calls fn with everything the database holds, from one read
@@ -113,7 +114,8 @@ func exportSettings(ctx context.Context, tx rowQuerier, b *store.CopyBatch) erro
 		b.Types = append(b.Types, store.CopyType{Name: c.str(0), LeaseTimeout: time.Duration(c.int64(1)) * time.Microsecond,
 			UpdatedAt: c.time(2), BandsHigh: c.int64(3), BandsLow: c.int64(4), GroupMaxRunning: c.int64(5), VClock: c.float(6),
 			Paused: c.bool(7), Retention: time.Duration(c.int64(8)) * time.Microsecond,
-			FailedRetention: time.Duration(c.int64(9)) * time.Microsecond, MaxRunning: c.int64(10)})
+			FailedRetention: time.Duration(c.int64(9)) * time.Microsecond, MaxRunning: c.int64(10),
+			Timeout: time.Duration(c.int64(11)) * time.Microsecond})
 	}, copyColumns["rota_types"])
 	if err != nil {
 		return err
@@ -240,7 +242,7 @@ func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
 	for _, t := range b.Types {
 		if _, err := tx.ExecContext(ctx, stmt("load_type"),
 			t.Name, t.LeaseTimeout.Microseconds(), micros(t.UpdatedAt), t.BandsHigh, t.BandsLow, t.GroupMaxRunning, t.VClock,
-			t.Paused, t.Retention.Microseconds(), t.FailedRetention.Microseconds(), t.MaxRunning); err != nil {
+			t.Paused, t.Retention.Microseconds(), t.FailedRetention.Microseconds(), t.MaxRunning, t.Timeout.Microseconds()); err != nil {
 			return fmt.Errorf("sqlite: load type %q: %w", t.Name, err)
 		}
 	}
@@ -288,7 +290,7 @@ func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
 			nullMicros(j.FinishedAt), micros(j.UpdatedAt), meta,
 			nullStr(j.Schedule), int(j.Missed), nullMicros(j.Slot), nullInt(j.RetryAfter.Microseconds()), nullInt(j.Parent),
 			j.HasChildren, nullInt(j.BedrockID), nullMicros(j.PrevStartedAt), nullInt(j.Timeout.Microseconds()),
-			nullInt(j.LeaseTimeout.Microseconds()), nullMicros(j.ResubmitAt), nullBytes(j.NextData)); err != nil {
+			nullMicros(j.ExpiresAt), j.Expired, nullInt(j.LeaseTimeout.Microseconds()), nullMicros(j.ResubmitAt), nullBytes(j.NextData)); err != nil {
 			return fmt.Errorf("sqlite: load job %d: %w", j.ID, err)
 		}
 	}

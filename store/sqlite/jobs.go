@@ -28,7 +28,7 @@ import (
 
 const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max,
 	resubmit, resubmit_at, run_at, coalesce(lease_timeout, 0), coalesce(repeat, ''), missed, slot, started_at,
-	coalesce(retry_after, 0), lease_until, coalesce(parent_id, 0), has_children, coalesce(run_timeout, 0), expires_at`
+	coalesce(retry_after, 0), lease_until, coalesce(parent_id, 0), has_children, coalesce(run_limit, run_timeout, 0), expires_at`
 
 // Lock reads the rows of jobs ids: the writer's transaction holds the
 // whole database, so a row read is a row locked. It keeps each job's own
@@ -971,18 +971,19 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 			return err
 		}
 		n += lapsed
-		for _, name := range []string{"next_lease", "next_deadline"} {
-			var v sql.NullInt64
-			if err := w.row(name).Scan(&v); err != nil {
-				return err
-			}
+		var lease, deadline sql.NullInt64
+		if err := w.row("next_lease").Scan(&lease); err != nil {
+			return err
+		}
+		if err := w.row("next_deadline").Scan(&deadline); err != nil {
+			return err
+		}
+		for _, v := range []sql.NullInt64{lease, deadline} {
 			if t := fromMicros(v.Int64); v.Valid && (next.IsZero() || t.Before(next)) {
 				next = t
 			}
-			if name == "next_deadline" && !v.Valid {
-				none = true
-			}
 		}
+		none = !deadline.Valid
 		return nil
 	})
 	if err != nil {

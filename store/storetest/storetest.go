@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("RetryAfter", func(t *testing.T) { testRetryAfter(t, open) })
 	t.Run("Timeout", func(t *testing.T) { testTimeout(t, open) })
 	t.Run("Deadline", func(t *testing.T) { testDeadline(t, open) })
+	t.Run("TypeTimeout", func(t *testing.T) { testTypeTimeout(t, open) })
 	t.Run("Unique", func(t *testing.T) { testUnique(t, open) })
 	t.Run("UniqueFor", func(t *testing.T) { testUniqueFor(t, open) })
 	t.Run("Debounce", func(t *testing.T) { testDebounce(t, open) })

@@ -498,6 +498,9 @@ func TypeConfig(c store.TypeConfig) error {
 	if c.MaxRunning < 0 {
 		return Invalidf("max running %d must not be negative", c.MaxRunning)
 	}
+	if c.Timeout < 0 || (c.Timeout > 0 && c.Timeout < store.MinLeaseTimeout) {
+		return Invalidf("timeout %v must be at least %v, or zero for none", c.Timeout, store.MinLeaseTimeout)
+	}
 	if c.Retention != 0 && (c.Retention < store.MinRetention || c.Retention > store.MaxRetention) {
 		return Invalidf("retention %v must be within %v..%v, or zero for the default (%v)", c.Retention, store.MinRetention, store.MaxRetention, store.DefaultRetention)
 	}

@@ -4,13 +4,15 @@
 -- Stores a type's settings, replacing its previous ones.
 -- $1 type, $2 lease timeout (µs), $3 high bands, $4 low bands,
 -- $5 the bound of running jobs per group, $6 paused, $7 retention (µs),
--- $8 failed jobs' retention (µs), $9 the bound of the type's running jobs.
-INSERT INTO {{schema}}.types (name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention, failed_retention, updated_at, max_running)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), $9)
+-- $8 failed jobs' retention (µs), $9 the bound of the type's running jobs,
+-- $10 the default run timeout (µs, 0: none).
+INSERT INTO {{schema}}.types (name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention, failed_retention, updated_at, max_running,
+			run_timeout)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), $9, $10)
 			ON CONFLICT (name) DO UPDATE SET lease_timeout = excluded.lease_timeout, bands_high = excluded.bands_high,
 			bands_low = excluded.bands_low, group_max_running = excluded.group_max_running, paused = excluded.paused,
 			retention = excluded.retention, failed_retention = excluded.failed_retention, updated_at = excluded.updated_at,
-			max_running = excluded.max_running;
+			max_running = excluded.max_running, run_timeout = excluded.run_timeout;
 
 -- name: delete_group_config
 -- Removes a group's setting for a type ('' for all types).

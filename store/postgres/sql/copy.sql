@@ -43,7 +43,7 @@ TRUNCATE {{schema}}.jobs, {{schema}}.jobs_ended, {{schema}}.types, {{schema}}.gr
 
 -- name: load_type
 -- $1… the columns of copyColumns["types"], in order.
-INSERT INTO {{schema}}.types ({{copyColumns "types"}}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
+INSERT INTO {{schema}}.types ({{copyColumns "types"}}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12);
 
 -- name: load_group
 -- $1 type, $2 group, $3 turn, $4 band count.

@@ -137,11 +137,11 @@ RETURNING id, run_at, created_at, type, grp, state), cnt AS (INSERT INTO {{schem
 -- Returns id, lease_until, resubmit, type, grp.
 UPDATE {{schema}}.jobs j SET lease_until = least(CASE WHEN j.retry_after IS NOT NULL THEN j.lease_until
 		ELSE now() + coalesce(nullif(j.lease_timeout, 0), $5) * interval '1 microsecond' END,
-		j.started_at + j.run_timeout * interval '1 microsecond'),
+		j.started_at + coalesce(j.run_limit, j.run_timeout) * interval '1 microsecond'),
 	data = coalesce(convert_to($3::jsonb ->> j.id::text, 'UTF8'), j.data),
 	progress = coalesce(($4::jsonb ->> j.id::text)::float8, j.progress), updated_at = now()
 WHERE j.id = ANY($1::bigint[]) AND j.state + 0 = 1 AND j.token = $2::jsonb ->> j.id::text
-	AND (j.run_timeout IS NULL OR now() < j.started_at + j.run_timeout * interval '1 microsecond')
+	AND (coalesce(j.run_limit, j.run_timeout) IS NULL OR now() < j.started_at + coalesce(j.run_limit, j.run_timeout) * interval '1 microsecond')
 RETURNING j.id, j.lease_until, j.resubmit, j.type, j.grp;
 
 -- name: heartbeat_bytes
@@ -149,11 +149,11 @@ RETURNING j.id, j.lease_until, j.resubmit, j.type, j.grp;
 -- Parameters as in heartbeat, but $3 is the data itself (bytea).
 UPDATE {{schema}}.jobs j SET lease_until = least(CASE WHEN j.retry_after IS NOT NULL THEN j.lease_until
 		ELSE now() + coalesce(nullif(j.lease_timeout, 0), $5) * interval '1 microsecond' END,
-		j.started_at + j.run_timeout * interval '1 microsecond'),
+		j.started_at + coalesce(j.run_limit, j.run_timeout) * interval '1 microsecond'),
 	data = coalesce($3::bytea, j.data),
 	progress = coalesce(($4::jsonb ->> j.id::text)::float8, j.progress), updated_at = now()
 WHERE j.id = ANY($1::bigint[]) AND j.state + 0 = 1 AND j.token = $2::jsonb ->> j.id::text
-	AND (j.run_timeout IS NULL OR now() < j.started_at + j.run_timeout * interval '1 microsecond')
+	AND (coalesce(j.run_limit, j.run_timeout) IS NULL OR now() < j.started_at + coalesce(j.run_limit, j.run_timeout) * interval '1 microsecond')
 RETURNING j.id, j.lease_until, j.resubmit, j.type, j.grp;
 
 -- name: heartbeat_async
@@ -162,11 +162,11 @@ RETURNING j.id, j.lease_until, j.resubmit, j.type, j.grp;
 -- Parameters as in heartbeat.
 UPDATE {{schema}}.jobs j SET lease_until = least(CASE WHEN j.retry_after IS NOT NULL THEN j.lease_until
 		ELSE now() + coalesce(nullif(j.lease_timeout, 0), $5) * interval '1 microsecond' END,
-		j.started_at + j.run_timeout * interval '1 microsecond'),
+		j.started_at + coalesce(j.run_limit, j.run_timeout) * interval '1 microsecond'),
 	data = coalesce(convert_to($3::jsonb ->> j.id::text, 'UTF8'), j.data),
 	progress = coalesce(($4::jsonb ->> j.id::text)::float8, j.progress), updated_at = now()
 WHERE j.id = ANY($1::bigint[]) AND j.state + 0 = 1 AND j.token = $2::jsonb ->> j.id::text
-	AND (j.run_timeout IS NULL OR now() < j.started_at + j.run_timeout * interval '1 microsecond') AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL
+	AND (coalesce(j.run_limit, j.run_timeout) IS NULL OR now() < j.started_at + coalesce(j.run_limit, j.run_timeout) * interval '1 microsecond') AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL
 RETURNING j.id, j.lease_until, j.resubmit, j.type, j.grp;
 
 -- name: complete

@@ -3,7 +3,7 @@
 
 -- name: type_configs
 -- Every type's settings.
-SELECT name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention, failed_retention, max_running FROM rota_types;
+SELECT name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention, failed_retention, max_running, run_timeout FROM rota_types;
 
 -- name: group_configs
 -- Every group setting.
@@ -25,13 +25,14 @@ SELECT coalesce(sum(running), 0) FROM rota_groups WHERE type = ? AND running > 0
 -- Stores a type's settings, replacing its previous ones.
 -- ? type, ? lease timeout (µs), ? high bands, ? low bands, ? the bound of
 -- running jobs per group, ? paused, ? retention (µs), ? failed jobs'
--- retention (µs), ? updated_at, ? the bound of the type's running jobs.
+-- retention (µs), ? updated_at, ? the bound of the type's running jobs,
+-- ? the default run timeout (µs, 0: none).
 INSERT INTO rota_types (name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention,
-			failed_retention, updated_at, max_running) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			failed_retention, updated_at, max_running, run_timeout) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET lease_timeout = excluded.lease_timeout, bands_high = excluded.bands_high,
 			bands_low = excluded.bands_low, group_max_running = excluded.group_max_running, paused = excluded.paused,
 			retention = excluded.retention, failed_retention = excluded.failed_retention, updated_at = excluded.updated_at,
-			max_running = excluded.max_running;
+			max_running = excluded.max_running, run_timeout = excluded.run_timeout;
 
 -- name: delete_group_config
 -- Removes a group's setting for a type ('' for all types).

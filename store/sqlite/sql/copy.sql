@@ -40,7 +40,7 @@ INSERT INTO rota_jobs ({{copyColumns "rota_jobs"}}) VALUES ({{copyParams "rota_j
 
 -- name: load_type
 -- ? each column of copyColumns["rota_types"], in order.
-INSERT INTO rota_types ({{copyColumns "rota_types"}}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+INSERT INTO rota_types ({{copyColumns "rota_types"}}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: load_group
 -- ? type, ? group, ? turn, ? band count.

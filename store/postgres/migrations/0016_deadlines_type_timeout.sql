@@ -10,8 +10,17 @@ ALTER TABLE jobs ADD COLUMN IF NOT EXISTS expires_at timestamptz;
 ALTER TABLE jobs ADD COLUMN IF NOT EXISTS expired boolean NOT NULL DEFAULT false;
 ALTER TABLE jobs_ended ADD COLUMN IF NOT EXISTS expires_at timestamptz;
 ALTER TABLE jobs_ended ADD COLUMN IF NOT EXISTS expired boolean NOT NULL DEFAULT false;
+-- A type's default run timeout (µs; 0: none) for jobs without their own
+-- (store.TypeConfig.Timeout). It applies when a job starts: the claim
+-- writes the run's timeout, its own or its type's, into run_limit, which
+-- the lease, heartbeats and the sweep hold the run to (an older node's
+-- claims leave it NULL, and run_timeout applies, as before).
+ALTER TABLE types ADD COLUMN IF NOT EXISTS run_timeout bigint NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS run_limit bigint;
+ALTER TABLE jobs_ended ADD COLUMN IF NOT EXISTS run_limit bigint;
 CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_deadline ON jobs (expires_at) WHERE state = 0 AND expires_at IS NOT NULL;
 -- Nodes of version 15 keep working beside it (TestChaosUpgrade): they
--- neither read nor write the columns, so their jobs have no deadline, and
--- a job they end or revive loses its own (it no longer waits to start).
+-- neither read nor write the columns, so their jobs have no deadline, a
+-- job they end or revive loses its own (it no longer waits to start), and
+-- their claims do not apply a type's default timeout.
 -- rota:compatible

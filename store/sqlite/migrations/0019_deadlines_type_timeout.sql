@@ -6,3 +6,10 @@ ALTER TABLE rota_jobs ADD COLUMN expired INTEGER NOT NULL DEFAULT 0;
 -- The sweep's look-up of pending jobs past their deadline, and of the next
 -- deadline to sleep until: only pending jobs with one.
 CREATE INDEX rota_jobs_deadline ON rota_jobs (expires_at) WHERE state = 0 AND expires_at IS NOT NULL;
+
+-- A type's default run timeout (µs; 0: none) for jobs without their own
+-- (store.TypeConfig.Timeout). It applies when a job starts: the claim
+-- writes the run's timeout, its own or its type's, into run_limit, which
+-- the lease, heartbeats and the sweep hold the run to.
+ALTER TABLE rota_types ADD COLUMN run_timeout INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE rota_jobs ADD COLUMN run_limit INTEGER;

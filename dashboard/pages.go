@@ -788,7 +788,9 @@ func (s *Server) setType(w http.ResponseWriter, r *http.Request) {
 	default:
 		if tc.LeaseTimeout, err = formDuration(f, "lease_timeout"); err == nil {
 			if tc.Retention, err = formDuration(f, "retention"); err == nil {
-				tc.FailedRetention, err = formDuration(f, "failed_retention")
+				if tc.FailedRetention, err = formDuration(f, "failed_retention"); err == nil {
+					tc.Timeout, err = formDuration(f, "timeout")
+				}
 			}
 			if err == nil {
 				if tc.Bands, err = store.ParseBands(strings.TrimSpace(f.Get("bands"))); err == nil {

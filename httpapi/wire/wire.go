@@ -295,6 +295,9 @@ type TypeConfig struct {
 	Paused          bool     `json:"paused,omitempty"`
 	Retention       Duration `json:"retention,omitempty"`
 	FailedRetention Duration `json:"failed_retention,omitempty"`
+	// Timeout is the default run timeout of the type's jobs without
+	// their own.
+	Timeout Duration `json:"timeout,omitempty"`
 }
 
 // Params converts the wire form to store settings.
@@ -304,13 +307,13 @@ func (t TypeConfig) Params() (store.TypeConfig, error) {
 		return store.TypeConfig{}, err
 	}
 	return store.TypeConfig{Type: t.Type, LeaseTimeout: time.Duration(t.LeaseTimeout), Bands: b, GroupMaxRunning: t.GroupMaxRunning, MaxRunning: t.MaxRunning,
-		Paused: t.Paused, Retention: time.Duration(t.Retention), FailedRetention: time.Duration(t.FailedRetention)}, nil
+		Paused: t.Paused, Retention: time.Duration(t.Retention), FailedRetention: time.Duration(t.FailedRetention), Timeout: time.Duration(t.Timeout)}, nil
 }
 
 // NewTypeConfig converts store settings to the wire form.
 func NewTypeConfig(c store.TypeConfig) TypeConfig {
 	t := TypeConfig{Type: c.Type, LeaseTimeout: Duration(c.LeaseTimeout), GroupMaxRunning: c.GroupMaxRunning, MaxRunning: c.MaxRunning, Paused: c.Paused,
-		Retention: Duration(c.Retention), FailedRetention: Duration(c.FailedRetention)}
+		Retention: Duration(c.Retention), FailedRetention: Duration(c.FailedRetention), Timeout: Duration(c.Timeout)}
 	if !c.Bands.IsZero() {
 		t.Bands = c.Bands.String()
 	}

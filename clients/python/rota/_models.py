@@ -7,7 +7,7 @@ from ._base import Model, RotaError
 
 API_VERSION = "1"
 # The SHA-256 of the document this module was generated from.
-OPENAPI_SHA256 = "a934f08fbc36b0e1699ffa6138fe4bbae4ed6f5aebab30389b56a0d9ec855b00"
+OPENAPI_SHA256 = "35907dab3594c7b644bd8f38148b1ee277ed2b28367143858233258508adaf08"
 
 # How a worker ends its hold on a job: complete (done, result stored); fail (retried with back-off unless permanent or out of attempts); snooze (pending again at run_at, the attempt is given back); release (pending again at once, the attempt is given back; used on shutdown); cancel (the worker cancels the job).
 ENDINGS = ("complete", "fail", "snooze", "release", "cancel")
@@ -194,6 +194,7 @@ class AddRequest(Model):
         "backoff_max": "duration",
         "data": "json",
         "debounce": "duration",
+        "expires_at": "time",
         "group": "json",
         "key": "json",
         "max_attempts": "json",
@@ -216,6 +217,7 @@ class AddRequest(Model):
     backoff_max = None
     data = None
     debounce = None
+    expires_at = None
     group = ""
     key = ""
     max_attempts = 0
@@ -377,6 +379,7 @@ class Event(Model):
 
     _fields = {
         "at": "time",
+        "expired": "json",
         "failed": "json",
         "group": "json",
         "id": "json",
@@ -389,6 +392,7 @@ class Event(Model):
     }
     _required = ("at", "group", "id", "progress", "state", "type")
     at = None
+    expired = False
     failed = False
     group = ""
     id = 0
@@ -606,6 +610,8 @@ class Job(Model):
         "created_at": "time",
         "data": "json",
         "errors": "[AttemptError]",
+        "expired": "json",
+        "expires_at": "time",
         "finished_at": "time",
         "group": "json",
         "has_children": "json",
@@ -645,6 +651,8 @@ class Job(Model):
     created_at = None
     data = None
     errors = ()
+    expired = False
+    expires_at = None
     finished_at = None
     group = ""
     has_children = False
@@ -838,6 +846,7 @@ class TypeConfig(Model):
         "max_running": "json",
         "paused": "json",
         "retention": "duration",
+        "timeout": "duration",
         "type": "json",
     }
     _required = ()
@@ -848,6 +857,7 @@ class TypeConfig(Model):
     max_running = 0
     paused = False
     retention = None
+    timeout = None
     type = ""
 
 

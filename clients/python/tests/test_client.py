@@ -362,3 +362,32 @@ def _refused(call, *args, added=None):
     if added is not None:
         added.append(job)
     return False
+
+
+def test_add_expires_at(client, typ):
+    """A job whose deadline passes before it starts (nothing accepts it) is
+    ended by the server: cancelled, expired, with the deadline in its last
+    error; a deadline not after run_at is refused."""
+    deadline = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=1)
+    job = client.add(typ, expires_at=deadline)
+    assert job.expires_at is not None and abs((job.expires_at - deadline).total_seconds()) < 0.001
+    assert job.expired is False
+    wait_for(lambda: client.get(job.id).state != "pending", timeout=15, what="the deadline's sweep")
+    got = client.get(job.id)
+    assert got.state == "cancelled" and got.expired is True and got.attempt == 0
+    assert got.last_error.startswith("expired at ") and got.last_error.endswith(", not started")
+    later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)
+    with pytest.raises(rota.InvalidInputError, match="expires_at"):
+        client.add(typ, run_at=later, expires_at=later)
+
+
+def test_type_default_timeout(client, typ):
+    """A type's default run timeout is kept and read back; a job's own
+    timeout is its own."""
+    tc = client.set_type(typ, timeout="30s")
+    assert tc.timeout == dt.timedelta(seconds=30)
+    assert [t.timeout for t in client.types() if t.type == typ] == [dt.timedelta(seconds=30)]
+    job = client.add(typ)
+    assert job.timeout is None
+    with pytest.raises(rota.InvalidInputError, match="timeout"):
+        client.set_type(typ, timeout="-1s")

@@ -19,9 +19,10 @@ export type AddedJob = Job & {
 };
 /** A time as the API takes it: an RFC 3339 string, or a Date. */
 export type TimeInput = string | Date;
-/** What add takes: AddRequest, with run_at also as a Date. */
-export type AddInput = Omit<AddRequest, "run_at"> & {
+/** What add takes: AddRequest, with run_at and expires_at also as Dates. */
+export type AddInput = Omit<AddRequest, "run_at" | "expires_at"> & {
     run_at?: TimeInput;
+    expires_at?: TimeInput;
 };
 /** What list takes: ListJobsQuery, with updated_since also as a Date. */
 export type ListInput = Omit<ListJobsQuery, "updated_since"> & {

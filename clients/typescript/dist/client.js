@@ -360,7 +360,7 @@ export class Client {
 function addBody(job) {
     if (!job || typeof job.type !== "string")
         throw new TypeError("rota: a job needs a type");
-    return { ...job, run_at: timeOf(job.run_at) };
+    return { ...job, run_at: timeOf(job.run_at), expires_at: timeOf(job.expires_at) };
 }
 function timeOf(t) {
     if (t === undefined)

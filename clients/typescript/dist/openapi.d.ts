@@ -156,6 +156,17 @@ export interface AddRequest {
      */
     timeout?: Duration;
     /**
+     * The job's deadline: a job not started by then is never started. It ends
+     * cancelled with expired set and last_error "expired at …, not started" (an
+     * event with expired set says so), or, when recurring, skips to its next slot,
+     * whose deadline is as far after that slot as expires_at is after the first
+     * run_at. A run under way is not stopped (timeout bounds runs), but a retry
+     * due after the deadline is not started. A deadline that has passed already is
+     * accepted: the job expires at once. Must be after run_at when run_at is given
+     * (invalid_input otherwise).
+     */
+    expires_at?: Time;
+    /**
      * Return the existing job of this type in this group that has not completed
      * (pending, running, paused, failed or cancelled), if there is one, instead of
      * adding another: Bedrock's unique by name; a job of another group is never
@@ -407,6 +418,11 @@ export interface Event {
      * anew).
      */
     failed?: boolean;
+    /**
+     * The change ends a job whose deadline (expires_at) passed before it started,
+     * or moves a recurring job whose slot's deadline passed to its next slot.
+     */
+    expired?: boolean;
     /**
      * The job's progress (set with running changes).
      */
@@ -783,6 +799,16 @@ export interface Job {
      */
     timeout?: Duration;
     /**
+     * The job's deadline (see AddRequest.expires_at); for a recurring job, its
+     * current slot's. Absent when none.
+     */
+    expires_at?: Time;
+    /**
+     * The job ended because its deadline passed before it started (state
+     * cancelled; last_error says when). Absent when not.
+     */
+    expired?: boolean;
+    /**
      * The job's parent (AddRequest.parent); absent for none.
      */
     parent?: number;
@@ -1101,6 +1127,13 @@ export interface TypeConfig {
      * retry or remove).
      */
     failed_retention?: Duration;
+    /**
+     * The default run timeout of the type's jobs that have none of their own
+     * (AddRequest.timeout wins over it); at least 1ms, absent or 0 for none. It
+     * applies when a job starts, so a change reaches the jobs waiting; a run that
+     * lasts longer is stopped and counts as a failed attempt, "timed out after …".
+     */
+    timeout?: Duration;
 }
 /**
  * Known types.

@@ -57,8 +57,8 @@ export type AddedJob = Job & { outcome: Outcome };
 /** A time as the API takes it: an RFC 3339 string, or a Date. */
 export type TimeInput = string | Date;
 
-/** What add takes: AddRequest, with run_at also as a Date. */
-export type AddInput = Omit<AddRequest, "run_at"> & { run_at?: TimeInput };
+/** What add takes: AddRequest, with run_at and expires_at also as Dates. */
+export type AddInput = Omit<AddRequest, "run_at" | "expires_at"> & { run_at?: TimeInput; expires_at?: TimeInput };
 
 /** What list takes: ListJobsQuery, with updated_since also as a Date. */
 export type ListInput = Omit<ListJobsQuery, "updated_since"> & { updated_since?: TimeInput };
@@ -457,7 +457,7 @@ export class Client {
 
 function addBody(job: AddInput): AddRequest {
   if (!job || typeof job.type !== "string") throw new TypeError("rota: a job needs a type");
-  return { ...job, run_at: timeOf(job.run_at) };
+  return { ...job, run_at: timeOf(job.run_at), expires_at: timeOf(job.expires_at) };
 }
 
 function timeOf(t: TimeInput | undefined): string | undefined {

@@ -56,6 +56,21 @@ for (const store of stores()) {
       await assert.rejects(c.add({ type, unique_states: ["pending"] }), (e: unknown) => e instanceof InvalidInputError && /unique_states/.test(e.message));
     });
 
+    test("a job whose deadline passes before it starts is ended by the server, cancelled and expired", async () => {
+      const type = uniq("deadline");
+      const deadline = new Date(Date.now() + 1000);
+      const j = await c.add({ type, expires_at: deadline });
+      assert.equal(Date.parse(j.expires_at ?? ""), deadline.getTime());
+      assert.ok(!j.expired);
+      const done = await c.wait(j.id);
+      assert.equal(done.state, "cancelled");
+      assert.equal(done.expired, true);
+      assert.equal(done.attempt, 0);
+      assert.match(done.last_error ?? "", /^expired at .*, not started$/);
+      const later = new Date(Date.now() + 3600_000);
+      await assert.rejects(c.add({ type, run_at: later, expires_at: later }), (e: unknown) => e instanceof InvalidInputError && /expires_at/.test(e.message));
+    });
+
     test("a debounced add runs later; another add of the key replaces its data and run time", async () => {
       const type = uniq("debounce");
       const first = await c.add({ type, key: "doc-1", data: { v: 1 }, debounce: "1h" });
@@ -223,6 +238,10 @@ for (const store of stores()) {
       await c.setGroup({ group: "tenant-x", type, weight: 2 });
       assert.ok((await c.groups()).some((g) => g.group === "tenant-x" && g.type === type && g.weight === 2));
       await assert.rejects(c.setType({ type, lease_timeout: "forever" }), InvalidInputError);
+      const timed = await c.setType({ type, timeout: "30s" });
+      assert.equal(timed.timeout, "30s");
+      assert.equal((await c.types()).find((x) => x.type === type)?.timeout, "30s");
+      await assert.rejects(c.setType({ type, timeout: "-1s" }), InvalidInputError);
     });
 
     test("subscribe yields each change of the types followed", async () => {

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rotajobs/rota"
@@ -574,4 +575,29 @@ func ExampleLogger() {
 	// Output:
 	// 1 1 INFO rendering {"pages":3}
 	// 1 2 WARN mail server slow {"ms":900}
+}
+
+// A job's ExpiresAt is a deadline to start by: a job not started by then
+// (here nothing accepts it) is never started, and the lease monitor ends
+// it, cancelled and Expired.
+func ExampleAddParams_expiresAt() {
+	path, cleanup := dbPath()
+	defer cleanup()
+	client, err := rota.Open(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+
+	added, err := client.Add(ctx, rota.AddParams{Type: "quote.fetch", ExpiresAt: time.Now().Add(200 * time.Millisecond)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	job, err := client.Wait(ctx, added.Job.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(job.State, job.Expired, job.Attempt, strings.HasPrefix(job.LastError, "expired at "))
+	// Output: cancelled true 0 true
 }

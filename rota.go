@@ -45,7 +45,9 @@ type (
 	//     AttemptError per failed attempt);
 	//   - its run: Worker, Token, LeaseUntil, CancelRequested, Resubmit (it
 	//     runs again when this attempt ends), RetryAfter (a fixed lease),
-	//     Timeout (how long each run may last);
+	//     Timeout (how long each run may last), ExpiresAt and Expired (its
+	//     deadline, and whether it ended because that passed before it
+	//     started);
 	//   - recurring jobs: Schedule, Missed, Slot;
 	//   - families: Parent, HasChildren, ParentData, Children;
 	//   - times: CreatedAt, StartedAt, PrevStartedAt, FinishedAt, UpdatedAt.
@@ -56,7 +58,7 @@ type (
 	// object), Key (unique within the type), Group, Priority, RunAt, Meta,
 	// MaxAttempts, BackoffBase and BackoffMax; Schedule and Missed for a
 	// recurring job; RetryAfter for a fixed lease; Timeout to bound each
-	// run; Unique and Overwrite for a unique add; UniqueFor and
+	// run; ExpiresAt for a deadline to start by; Unique and Overwrite for a unique add; UniqueFor and
 	// UniqueStates for a unique window
 	// (deduplication, throttle); Debounce for a keyed add whose job runs
 	// once the adds stop; Parent to add a child of a running job; BedrockID to
@@ -111,7 +113,8 @@ type (
 	// Ending is how a worker ends its hold on a job.
 	Ending = store.Ending
 	// TypeConfig is per-type configuration: Type, LeaseTimeout, Bands,
-	// GroupMaxRunning, MaxRunning, Paused, Retention and FailedRetention.
+	// GroupMaxRunning, MaxRunning, Paused, Retention, FailedRetention and
+	// Timeout (the default run timeout of its jobs without their own).
 	TypeConfig = store.TypeConfig
 	// Bands is a counting scheme interleaving two priority bands: High
 	// and Low.

@@ -22,6 +22,8 @@ func TestEventCodecMatchesEncodingJSON(t *testing.T) {
 		{ID: 1, Type: "email.send", State: store.Running, Lease: "abc123", At: now},
 		{ID: 2, Type: "t", Group: "acme", State: store.Pending, RunAt: now.Add(time.Hour), At: now},
 		{ID: 6, Type: "t", State: store.Pending, Failed: true, Lease: "abc", RunAt: now, At: now},
+		{ID: 7, Type: "t", State: store.Cancelled, Expired: true, Lease: "abc", RunAt: now, At: now},
+		{ID: 8, Type: "t", State: store.Pending, Failed: true, Expired: true, RunAt: now, At: now},
 		{ID: 3, Type: "t", Group: "a<b>&\"c\\", State: store.Completed, Removed: true, Progress: 42.5, At: now},
 		{ID: 4, Type: "t", Group: "é\u2028\x01", State: store.Failed, Progress: 1e-7, At: now.In(time.FixedZone("x", 3600))},
 		{ID: 5, Type: "t", State: store.Cancelled, Progress: 1e21, At: time.Date(12000, 1, 1, 0, 0, 0, 0, time.UTC)},

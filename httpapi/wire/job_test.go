@@ -25,6 +25,9 @@ func TestJobWireMatchesJobJSON(t *testing.T) {
 		{ID: 2, Type: "t", Key: "k\u2028é", State: store.Failed, Progress: 12.5, LastError: "boom <x>", Resubmit: true, CancelRequested: true,
 			Errors: []store.AttemptError{{Attempt: 1, At: now, Error: "first & last"}}, Result: json.RawMessage(`"é\"\\"`),
 			BackoffBase: 1500 * time.Millisecond, FinishedAt: now, Data: json.RawMessage(`{}`)},
+		{ID: 3, Type: "t", State: store.Cancelled, ExpiresAt: now.Add(time.Second), Expired: true, LastError: "expired at …",
+			Timeout: time.Minute, FinishedAt: now, Data: json.RawMessage(`{}`)},
+		{ID: 4, Type: "t", State: store.Pending, ExpiresAt: now.Add(time.Hour), Schedule: "DAILY", Slot: now, Data: json.RawMessage(`{}`)},
 	}
 	encode := func(v any) []byte {
 		var buf bytes.Buffer

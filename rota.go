@@ -125,8 +125,9 @@ type (
 	GroupConfig = store.GroupConfig
 	// Event is a committed change to a job, as subscriptions deliver it:
 	// ID, Type, Group, State, Removed, Failed (the change ends a run that
-	// failed, retried or not), Progress, Lease (a tag of the lease it had),
-	// RunAt and At (when it was committed).
+	// failed, retried or not), Expired (it ends a job, or a recurring job's
+	// slot, whose deadline passed before it started), Progress, Lease (a
+	// tag of the lease it had), RunAt and At (when it was committed).
 	Event = store.Event
 	// Count is how many jobs (Jobs) of a Type and Group are in a State;
 	// Expired counts those past their retention.

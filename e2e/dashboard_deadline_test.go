@@ -14,8 +14,10 @@ import (
 func TestDashboardJobDeadline(t *testing.T) {
 	s := startServer(t, "--auth-token", "adm")
 	s.token = "adm"
-	j := s.add(t, "e2e.deadline", "--expires", "3s", "--timeout", "90s")
+	j := s.add(t, "e2e.deadline", "--expires", "10s", "--timeout", "90s")
 	plain := s.add(t, "e2e.deadline")
+	windowed := s.add(t, "e2e.deadline", `{"n":1}`, "--unique-for", "1h")
+	debounced := s.add(t, "e2e.deadline", "--key", "doc-1", "--debounce", "2m")
 
 	ctx := browser(t, 1280, 800)
 	signIn(t, ctx, s.URL, "adm")
@@ -58,5 +60,24 @@ func TestDashboardJobDeadline(t *testing.T) {
 	)
 	if strings.Contains(text, "Expires") {
 		t.Errorf("the page of a job without a deadline shows one:\n%s", text)
+	}
+	if strings.Contains(text, "Unique window") || strings.Contains(text, "Debounce") {
+		t.Errorf("the page of a job added without a unique window or debounce shows one:\n%s", text)
+	}
+	run(t, ctx, "the page of a job added with a unique window",
+		chromedp.Navigate(s.URL+"/jobs/"+id(windowed)),
+		chromedp.WaitVisible(`dl.facts`),
+		chromedp.Text(`dl.facts`, &text),
+	)
+	if !strings.Contains(text, "Unique window") || !strings.Contains(text, "60 min") && !strings.Contains(text, "1 h") {
+		t.Errorf("the page of a job added with --unique-for 1h does not show its window:\n%s", text)
+	}
+	run(t, ctx, "the page of a job added with a debounce",
+		chromedp.Navigate(s.URL+"/jobs/"+id(debounced)),
+		chromedp.WaitVisible(`dl.facts`),
+		chromedp.Text(`dl.facts`, &text),
+	)
+	if !strings.Contains(text, "Debounce") || !strings.Contains(text, "another add of its key") {
+		t.Errorf("the page of a job added with --debounce 2m does not show it:\n%s", text)
 	}
 }

@@ -186,6 +186,11 @@ type Job struct {
 	// LastError says when it expired).
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
 	Expired   bool      `json:"expired,omitempty"`
+	// UniqueFor and Debounce are the unique window and the debounce the
+	// add that inserted the job asked for (AddParams); 0 for none. They
+	// act on later adds; the job keeps them to show.
+	UniqueFor time.Duration `json:"unique_for,omitempty"` // JSON: a Go duration string
+	Debounce  time.Duration `json:"debounce,omitempty"`   // JSON: a Go duration string
 
 	// Parent is the job's parent (AddParams.Parent), 0 for none;
 	// HasChildren says the job has had children (list them with
@@ -218,6 +223,8 @@ type jobJSON struct {
 	BackoffMax  string `json:"backoff_max"`
 	RetryAfter  string `json:"retry_after,omitempty"`
 	Timeout     string `json:"timeout,omitempty"`
+	UniqueFor   string `json:"unique_for,omitempty"`
+	Debounce    string `json:"debounce,omitempty"`
 }
 
 type jobAlias Job
@@ -231,6 +238,12 @@ func (j Job) MarshalJSON() ([]byte, error) {
 	}
 	if j.Timeout > 0 {
 		v.Timeout = j.Timeout.String()
+	}
+	if j.UniqueFor > 0 {
+		v.UniqueFor = j.UniqueFor.String()
+	}
+	if j.Debounce > 0 {
+		v.Debounce = j.Debounce.String()
 	}
 	return json.Marshal(v)
 }
@@ -260,6 +273,16 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 	if v.Timeout != "" {
 		if j.Timeout, err = time.ParseDuration(v.Timeout); err != nil {
 			return fmt.Errorf("timeout: %w", err)
+		}
+	}
+	if v.UniqueFor != "" {
+		if j.UniqueFor, err = time.ParseDuration(v.UniqueFor); err != nil {
+			return fmt.Errorf("unique_for: %w", err)
+		}
+	}
+	if v.Debounce != "" {
+		if j.Debounce, err = time.ParseDuration(v.Debounce); err != nil {
+			return fmt.Errorf("debounce: %w", err)
 		}
 	}
 	return nil

@@ -166,6 +166,16 @@ func appendJob(buf []byte, j *store.Job) []byte {
 		o.lit(j.Timeout.String())
 		o.lit(`"`)
 	}
+	if j.UniqueFor > 0 {
+		o.lit(`,"unique_for":"`)
+		o.lit(j.UniqueFor.String())
+		o.lit(`"`)
+	}
+	if j.Debounce > 0 {
+		o.lit(`,"debounce":"`)
+		o.lit(j.Debounce.String())
+		o.lit(`"`)
+	}
 	o.lit(`}`)
 	if !o.ok {
 		b, err := json.Marshal(NewJobWire(*j))
@@ -513,7 +523,7 @@ var jobKeys = func() map[string]jobKey {
 	keys := []string{"id", "type", "key", "group", "priority", "state", "run_at", "data", "attempt", "max_attempts",
 		"token", "worker", "lease_until", "cancel_requested", "resubmit", "progress", "last_error", "errors", "result",
 		"meta", "schedule", "missed", "slot", "retry_after", "parent", "has_children", "bedrock_id", "parent_data",
-		"children", "created_at", "started_at", "prev_started_at", "finished_at", "updated_at", "backoff_base", "backoff_max", "timeout", "expires_at", "expired"}
+		"children", "created_at", "started_at", "prev_started_at", "finished_at", "updated_at", "backoff_base", "backoff_max", "timeout", "expires_at", "expired", "unique_for", "debounce"}
 	m := make(map[string]jobKey, len(keys))
 	for i, k := range keys {
 		m[k] = jobKey{name: k, bit: 1 << i}
@@ -626,6 +636,18 @@ func (p *jsonScan) field(j *store.Job, key string) bool {
 		if v, ok = p.str(); ok {
 			d, err := time.ParseDuration(v)
 			j.Timeout, ok = d, err == nil
+		}
+	case "unique_for":
+		var v string
+		if v, ok = p.str(); ok {
+			d, err := time.ParseDuration(v)
+			j.UniqueFor, ok = d, err == nil
+		}
+	case "debounce":
+		var v string
+		if v, ok = p.str(); ok {
+			d, err := time.ParseDuration(v)
+			j.Debounce, ok = d, err == nil
 		}
 	case "parent":
 		j.Parent, ok = p.int()

@@ -26,6 +26,8 @@ type JobWire struct {
 	// OpenAPI document's Duration write it.
 	RetryAfter string `json:"retry_after,omitempty"`
 	Timeout    string `json:"timeout,omitempty"`
+	UniqueFor  string `json:"unique_for,omitempty"`
+	Debounce   string `json:"debounce,omitempty"`
 }
 
 // jobFields is store.Job without its methods; JobWire's own fields take
@@ -40,6 +42,12 @@ func NewJobWire(j store.Job) JobWire {
 	}
 	if j.Timeout > 0 {
 		w.Timeout = j.Timeout.String()
+	}
+	if j.UniqueFor > 0 {
+		w.UniqueFor = j.UniqueFor.String()
+	}
+	if j.Debounce > 0 {
+		w.Debounce = j.Debounce.String()
 	}
 	return w
 }
@@ -66,6 +74,16 @@ func (w JobWire) Job() (store.Job, error) {
 	if w.Timeout != "" {
 		if j.Timeout, err = time.ParseDuration(w.Timeout); err != nil {
 			return j, fmt.Errorf("timeout: %w", err)
+		}
+	}
+	if w.UniqueFor != "" {
+		if j.UniqueFor, err = time.ParseDuration(w.UniqueFor); err != nil {
+			return j, fmt.Errorf("unique_for: %w", err)
+		}
+	}
+	if w.Debounce != "" {
+		if j.Debounce, err = time.ParseDuration(w.Debounce); err != nil {
+			return j, fmt.Errorf("debounce: %w", err)
 		}
 	}
 	return j, nil

@@ -28,6 +28,7 @@ func TestJobWireMatchesJobJSON(t *testing.T) {
 		{ID: 3, Type: "t", State: store.Cancelled, ExpiresAt: now.Add(time.Second), Expired: true, LastError: "expired at …",
 			Timeout: time.Minute, FinishedAt: now, Data: json.RawMessage(`{}`)},
 		{ID: 4, Type: "t", State: store.Pending, ExpiresAt: now.Add(time.Hour), Schedule: "DAILY", Slot: now, Data: json.RawMessage(`{}`)},
+		{ID: 5, Type: "t", Key: "k", State: store.Pending, UniqueFor: time.Hour, Debounce: 90 * time.Second, Data: json.RawMessage(`{}`)},
 	}
 	encode := func(v any) []byte {
 		var buf bytes.Buffer

@@ -430,10 +430,12 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 	}
 	parents, timeouts := make([]int64, n), make([]int64, n)
 	deadlines := make([]*time.Time, n)
+	uniqueFors, debounces := make([]int64, n), make([]int64, n)
 	for k, i := range ins {
 		p := &jobs[i]
 		repeats[k], misseds[k], retryAfters[k], parents[k] = optString(p.Schedule), int16(p.Missed), us(p.RetryAfter), p.Parent
 		timeouts[k], deadlines[k] = us(p.Timeout), optTime(p.ExpiresAt)
+		uniqueFors[k], debounces[k] = us(p.UniqueFor), us(p.Debounce)
 		if err := engine.FirstRun(t, p); err != nil {
 			return err
 		}
@@ -448,7 +450,8 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 	if newTypes == nil {
 		newTypes = []string{}
 	}
-	args := []any{newTypes, types, keys, grps, prios, runAts, ds, maxAtts, bases, maxBs, metas, repeats, misseds, retryAfters, states, parents, timeouts, deadlines}
+	args := []any{newTypes, types, keys, grps, prios, runAts, ds, maxAtts, bases, maxBs, metas, repeats, misseds, retryAfters, states, parents, timeouts, deadlines,
+		uniqueFors, debounces}
 	var r rows
 	var err error
 	if t.deferCounts {
@@ -482,6 +485,7 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 			BackoffBase: p.BackoffBase.Truncate(time.Microsecond), BackoffMax: p.BackoffMax.Truncate(time.Microsecond),
 			CreatedAt: created.UTC(), UpdatedAt: created.UTC(), Schedule: p.Schedule, Missed: p.Missed,
 			RetryAfter: p.RetryAfter, Timeout: p.Timeout, ExpiresAt: p.ExpiresAt,
+			UniqueFor: p.UniqueFor.Truncate(time.Microsecond), Debounce: p.Debounce.Truncate(time.Microsecond),
 		}
 		if p.Schedule != "" {
 			j.Slot = j.RunAt
@@ -945,7 +949,7 @@ func (s *Store) finishIn(ctx context.Context, d db, ps []store.FinishParams) ([]
 const endedColumns = `id, type, key, grp, priority, state, run_at, attempt, max_attempts, backoff_base, backoff_max,
 	lease_timeout, lease_until, token, worker, cancel_requested, resubmit, resubmit_at, progress, created_at,
 	started_at, finished_at, updated_at, retry_after, parent_id, repeat, data, next_data, result, last_error, errors, meta,
-	missed, slot, has_children, bedrock_id, prev_started_at, run_timeout, expires_at, expired`
+	missed, slot, has_children, bedrock_id, prev_started_at, run_timeout, expires_at, expired, unique_for, debounce`
 
 // Now is the transaction's now(), which every statement of it writes
 // (engine.Tx): read with the rows it locked (scanRows), or asked for when

@@ -25,7 +25,8 @@ import (
 const jobColumns = `id, type, key, grp, priority, state, run_at, data, attempt, max_attempts,
 	backoff_base, backoff_max, token, worker, lease_until, cancel_requested, resubmit,
 	progress, last_error, errors::text, result, created_at, started_at, finished_at, updated_at, meta,
-	repeat, missed, slot, retry_after, parent_id, has_children, bedrock_id, prev_started_at, run_timeout, expires_at, expired`
+	repeat, missed, slot, retry_after, parent_id, has_children, bedrock_id, prev_started_at, run_timeout, expires_at, expired,
+	unique_for, debounce`
 
 func prefixed(prefix, cols string) string {
 	parts := strings.Split(cols, ",")
@@ -68,7 +69,7 @@ type jobScan struct {
 	leaseUntil, started, finished     pgtype.Timestamptz
 	slot, prev, expiresAt             pgtype.Timestamptz
 	retryAfter, parent, bedrockID     pgtype.Int8
-	timeout                           pgtype.Int8
+	timeout, uniqueFor, debounce      pgtype.Int8
 	runAt, created, updated           time.Time
 	base, maxB, prio, attempt, maxAtt int64
 	state, missed                     int16
@@ -84,7 +85,8 @@ func newJobScan(extra ...any) *jobScan {
 	s.dest = append([]any{&s.id, &s.typ, &s.key, &s.group, &s.prio, &s.state, &s.runAt, &s.data, &s.attempt, &s.maxAtt,
 		&s.base, &s.maxB, &s.token, &s.worker, &s.leaseUntil, &s.cancelRequested, &s.resubmit,
 		&s.progress, &s.lastErr, &s.errs, &s.result, &s.created, &s.started, &s.finished, &s.updated, &s.meta,
-		&s.repeat, &s.missed, &s.slot, &s.retryAfter, &s.parent, &s.kids, &s.bedrockID, &s.prev, &s.timeout, &s.expiresAt, &s.expired}, extra...)
+		&s.repeat, &s.missed, &s.slot, &s.retryAfter, &s.parent, &s.kids, &s.bedrockID, &s.prev, &s.timeout, &s.expiresAt, &s.expired,
+		&s.uniqueFor, &s.debounce}, extra...)
 	return s
 }
 
@@ -100,6 +102,8 @@ func (s *jobScan) scan(sc scanner, j *store.Job) error {
 	j.RetryAfter = time.Duration(s.retryAfter.Int64) * time.Microsecond
 	j.Timeout = time.Duration(s.timeout.Int64) * time.Microsecond
 	j.ExpiresAt, j.Expired = pgTime(s.expiresAt), s.expired
+	j.UniqueFor = time.Duration(s.uniqueFor.Int64) * time.Microsecond
+	j.Debounce = time.Duration(s.debounce.Int64) * time.Microsecond
 	j.Parent, j.BedrockID = s.parent.Int64, s.bedrockID.Int64
 	j.PrevStartedAt = pgTime(s.prev)
 	if s.meta.Valid {

@@ -423,7 +423,8 @@ func (w *txn) Insert(p *store.AddParams, data []byte, state store.State) (store.
 	}
 	res, err := w.run("insert", p.Type, key, p.Group, p.Priority, int(state), runAt, data, p.MaxAttempts,
 		p.BackoffBase.Microseconds(), p.BackoffMax.Microseconds(), now, now, backend.MetaJSON(p.Meta), repeat, int(p.Missed), slot,
-		nonZero(p.RetryAfter.Microseconds()), parent, nonZero(p.Timeout.Microseconds()), optTime(p.ExpiresAt))
+		nonZero(p.RetryAfter.Microseconds()), parent, nonZero(p.Timeout.Microseconds()), optTime(p.ExpiresAt),
+		nonZero(p.UniqueFor.Microseconds()), nonZero(p.Debounce.Microseconds()))
 	if !p.ExpiresAt.IsZero() {
 		w.s.deadlineAdds.Add(1)
 	}
@@ -440,6 +441,7 @@ func (w *txn) Insert(p *store.AddParams, data []byte, state store.State) (store.
 		BackoffBase: p.BackoffBase.Truncate(time.Microsecond), BackoffMax: p.BackoffMax.Truncate(time.Microsecond),
 		CreatedAt: fromMicros(now), UpdatedAt: fromMicros(now), Schedule: p.Schedule, Missed: p.Missed,
 		RetryAfter: p.RetryAfter, Timeout: p.Timeout, ExpiresAt: p.ExpiresAt,
+		UniqueFor: p.UniqueFor.Truncate(time.Microsecond), Debounce: p.Debounce.Truncate(time.Microsecond),
 	}
 	if p.Schedule != "" {
 		j.Slot = j.RunAt

@@ -166,6 +166,24 @@ func testDeadline(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 	})
 
+	t.Run("AddSettingsKept", func(t *testing.T) {
+		// A job keeps the unique window and debounce of the add that
+		// inserted it, to show, in both job tables.
+		s := open(t)
+		w := addOne(t, s, store.AddParams{Type: "t", UniqueFor: time.Hour, Data: raw(`{"a":1}`)})
+		d := addOne(t, s, store.AddParams{Type: "t", Key: "k", Debounce: 90 * time.Second})
+		if w.UniqueFor != time.Hour || d.Debounce != 90*time.Second {
+			t.Errorf("added: unique_for %v, debounce %v; want 1h, 1m30s", w.UniqueFor, d.Debounce)
+		}
+		mustCancel(t, s, w.ID)
+		if got := get(t, s, w.ID); got.UniqueFor != time.Hour || got.Debounce != 0 {
+			t.Errorf("cancelled job read back: unique_for %v, debounce %v; want 1h, none", got.UniqueFor, got.Debounce)
+		}
+		if got := get(t, s, d.ID); got.Debounce != 90*time.Second || got.UniqueFor != 0 {
+			t.Errorf("read back: debounce %v, unique_for %v; want 1m30s, none", got.Debounce, got.UniqueFor)
+		}
+	})
+
 	t.Run("Invalid", func(t *testing.T) {
 		s := open(t)
 		at := time.Now().Add(time.Hour)

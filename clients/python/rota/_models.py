@@ -7,7 +7,7 @@ from ._base import Model, RotaError
 
 API_VERSION = "1"
 # The SHA-256 of the document this module was generated from.
-OPENAPI_SHA256 = "35907dab3594c7b644bd8f38148b1ee277ed2b28367143858233258508adaf08"
+OPENAPI_SHA256 = "415d4f1e49a3944f9110bff9e667091592f22a1019f70dd0472b599bb2d35342"
 
 # How a worker ends its hold on a job: complete (done, result stored); fail (retried with back-off unless permanent or out of attempts); snooze (pending again at run_at, the attempt is given back); release (pending again at once, the attempt is given back; used on shutdown); cancel (the worker cancels the job).
 ENDINGS = ("complete", "fail", "snooze", "release", "cancel")
@@ -609,6 +609,7 @@ class Job(Model):
         "children": "[Child]",
         "created_at": "time",
         "data": "json",
+        "debounce": "duration",
         "errors": "[AttemptError]",
         "expired": "json",
         "expires_at": "time",
@@ -638,6 +639,7 @@ class Job(Model):
         "timeout": "duration",
         "token": "json",
         "type": "json",
+        "unique_for": "duration",
         "updated_at": "time",
         "worker": "json",
     }
@@ -650,6 +652,7 @@ class Job(Model):
     children = ()
     created_at = None
     data = None
+    debounce = None
     errors = ()
     expired = False
     expires_at = None
@@ -679,6 +682,7 @@ class Job(Model):
     timeout = None
     token = ""
     type = ""
+    unique_for = None
     updated_at = None
     worker = ""
 

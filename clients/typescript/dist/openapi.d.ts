@@ -809,6 +809,16 @@ export interface Job {
      */
     expired?: boolean;
     /**
+     * The unique window of the add that inserted the job (see
+     * AddRequest.unique_for), kept to show; absent when none.
+     */
+    unique_for?: Duration;
+    /**
+     * The debounce of the add that inserted the job (see AddRequest.debounce),
+     * kept to show; absent when none.
+     */
+    debounce?: Duration;
+    /**
      * The job's parent (AddRequest.parent); absent for none.
      */
     parent?: number;

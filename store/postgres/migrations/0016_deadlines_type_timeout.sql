@@ -18,6 +18,12 @@ ALTER TABLE jobs_ended ADD COLUMN IF NOT EXISTS expired boolean NOT NULL DEFAULT
 ALTER TABLE types ADD COLUMN IF NOT EXISTS run_timeout bigint NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN IF NOT EXISTS run_limit bigint;
 ALTER TABLE jobs_ended ADD COLUMN IF NOT EXISTS run_limit bigint;
+-- The unique window and debounce of the add that inserted a job (µs; NULL:
+-- none), kept to show with the job (store.Job.UniqueFor, Debounce).
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS unique_for bigint;
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS debounce bigint;
+ALTER TABLE jobs_ended ADD COLUMN IF NOT EXISTS unique_for bigint;
+ALTER TABLE jobs_ended ADD COLUMN IF NOT EXISTS debounce bigint;
 CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_deadline ON jobs (expires_at) WHERE state = 0 AND expires_at IS NOT NULL;
 -- Nodes of version 15 keep working beside it (TestChaosUpgrade): they
 -- neither read nor write the columns, so their jobs have no deadline, a

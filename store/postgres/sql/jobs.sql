@@ -89,17 +89,19 @@ INSERT INTO {{schema}}.types (name, updated_at) VALUES ($1, now()) ON CONFLICT D
 -- $8 max attempts, $9 back-off base (µs), $10 back-off max (µs), $11 meta
 -- (NULL: none), $12 schedule (NULL: none), $13 missed-slot policy,
 -- $14 retry-after (µs, 0: none), $15 state, $16 parent id (0: none), $17 run timeout (µs, 0: none),
--- $18 deadline (NULL: none).
+-- $18 deadline (NULL: none), $19 unique window (µs, 0: none), $20 debounce (µs, 0: none).
 -- Returns id, run_at, created_at in the batch's order.
 WITH ty AS (
 	INSERT INTO {{schema}}.types (name, updated_at) SELECT unnest($1::text[]), now() ON CONFLICT DO NOTHING RETURNING 1),
 ins AS (INSERT INTO {{schema}}.jobs (type, key, grp, priority, state, run_at, data, max_attempts, backoff_base, backoff_max, created_at, updated_at, meta,
-	repeat, missed, slot, retry_after, parent_id, run_timeout, expires_at)
+	repeat, missed, slot, retry_after, parent_id, run_timeout, expires_at, unique_for, debounce)
 SELECT u.type, u.key, u.grp, u.priority, u.state, coalesce(u.run_at, now()), u.data, u.max_attempts, u.base, u.maxb, now(), now(), u.meta,
-	u.repeat, u.missed, CASE WHEN u.repeat IS NOT NULL THEN coalesce(u.run_at, now()) END, nullif(u.retry_after, 0), nullif(u.parent, 0), nullif(u.run_timeout, 0), u.expires_at
+	u.repeat, u.missed, CASE WHEN u.repeat IS NOT NULL THEN coalesce(u.run_at, now()) END, nullif(u.retry_after, 0), nullif(u.parent, 0), nullif(u.run_timeout, 0), u.expires_at,
+	nullif(u.unique_for, 0), nullif(u.debounce, 0)
 FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], $7::bytea[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[],
-	$12::text[], $13::smallint[], $14::bigint[], $15::smallint[], $16::bigint[], $17::bigint[], $18::timestamptz[])
-	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, repeat, missed, retry_after, state, parent, run_timeout, expires_at, ord)
+	$12::text[], $13::smallint[], $14::bigint[], $15::smallint[], $16::bigint[], $17::bigint[], $18::timestamptz[],
+	$19::bigint[], $20::bigint[])
+	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, repeat, missed, retry_after, state, parent, run_timeout, expires_at, unique_for, debounce, ord)
 WHERE (SELECT count(*) FROM ty) >= 0
 ORDER BY u.ord
 RETURNING id, run_at, created_at, type, grp, state) SELECT id, run_at, created_at FROM ins ORDER BY id;
@@ -111,12 +113,14 @@ RETURNING id, run_at, created_at, type, grp, state) SELECT id, run_at, created_a
 WITH ty AS (
 	INSERT INTO {{schema}}.types (name, updated_at) SELECT unnest($1::text[]), now() ON CONFLICT DO NOTHING RETURNING 1),
 ins AS (INSERT INTO {{schema}}.jobs (type, key, grp, priority, state, run_at, data, max_attempts, backoff_base, backoff_max, created_at, updated_at, meta,
-	repeat, missed, slot, retry_after, parent_id, run_timeout, expires_at)
+	repeat, missed, slot, retry_after, parent_id, run_timeout, expires_at, unique_for, debounce)
 SELECT u.type, u.key, u.grp, u.priority, u.state, coalesce(u.run_at, now()), u.data, u.max_attempts, u.base, u.maxb, now(), now(), u.meta,
-	u.repeat, u.missed, CASE WHEN u.repeat IS NOT NULL THEN coalesce(u.run_at, now()) END, nullif(u.retry_after, 0), nullif(u.parent, 0), nullif(u.run_timeout, 0), u.expires_at
+	u.repeat, u.missed, CASE WHEN u.repeat IS NOT NULL THEN coalesce(u.run_at, now()) END, nullif(u.retry_after, 0), nullif(u.parent, 0), nullif(u.run_timeout, 0), u.expires_at,
+	nullif(u.unique_for, 0), nullif(u.debounce, 0)
 FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], $7::bytea[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[],
-	$12::text[], $13::smallint[], $14::bigint[], $15::smallint[], $16::bigint[], $17::bigint[], $18::timestamptz[])
-	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, repeat, missed, retry_after, state, parent, run_timeout, expires_at, ord)
+	$12::text[], $13::smallint[], $14::bigint[], $15::smallint[], $16::bigint[], $17::bigint[], $18::timestamptz[],
+	$19::bigint[], $20::bigint[])
+	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, repeat, missed, retry_after, state, parent, run_timeout, expires_at, unique_for, debounce, ord)
 WHERE (SELECT count(*) FROM ty) >= 0
 ORDER BY u.ord
 RETURNING id, run_at, created_at, type, grp, state), cnt AS (INSERT INTO {{schema}}.groups AS g (type, grp, pending, turn)
@@ -186,7 +190,7 @@ SELECT d.id, d.type, d.key, d.grp, d.priority, 3, d.run_at, d.attempt, d.max_att
 	d.lease_timeout, NULL, d.token, d.worker, d.cancel_requested, d.resubmit, d.resubmit_at, d.progress, d.created_at,
 	d.started_at, now(), now(), d.retry_after, d.parent_id, d.repeat, d.data, d.next_data,
 	convert_to($3::jsonb ->> d.id::text, 'UTF8'), d.last_error, d.errors, d.meta, d.missed, d.slot, d.has_children, d.bedrock_id, d.prev_started_at, d.run_timeout,
-	d.expires_at, d.expired
+	d.expires_at, d.expired, d.unique_for, d.debounce
 FROM d RETURNING id, type, grp, run_at;
 
 -- name: children

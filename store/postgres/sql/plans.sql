@@ -18,7 +18,7 @@ SELECT d.id, d.type, d.key, d.grp, d.priority, $2::smallint, d.run_at, d.attempt
 	d.data, d.next_data, $3::bytea, coalesce($4::text, d.last_error),
 	CASE WHEN $5::boolean THEN coalesce(d.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', d.attempt, 'at', now(), 'error', $4::text))
 		ELSE d.errors END, d.meta, d.missed, d.slot, d.has_children, d.bedrock_id, d.prev_started_at, d.run_timeout,
-	d.expires_at, $8::boolean
+	d.expires_at, $8::boolean, d.unique_for, d.debounce
 FROM d;
 
 -- name: revive
@@ -37,7 +37,7 @@ SELECT d.id, coalesce($13::text, d.type), d.key, d.grp, coalesce($4, d.priority)
 	d.token, d.worker, false, d.resubmit, d.resubmit_at, 0, d.created_at, d.started_at, NULL, now(), d.retry_after,
 	d.parent_id, CASE WHEN $9::boolean THEN $10::text ELSE d.repeat END, coalesce($3, d.data), d.next_data, NULL, NULL, NULL,
 	coalesce($8, d.meta), coalesce($11::smallint, d.missed), $12::timestamptz, d.has_children, d.bedrock_id, d.prev_started_at, d.run_timeout,
-	$14::timestamptz, false
+	$14::timestamptz, false, d.unique_for, d.debounce
 FROM d RETURNING {{jobColumns}};
 
 -- name: retry

@@ -13,3 +13,8 @@ CREATE INDEX rota_jobs_deadline ON rota_jobs (expires_at) WHERE state = 0 AND ex
 -- the lease, heartbeats and the sweep hold the run to.
 ALTER TABLE rota_types ADD COLUMN run_timeout INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE rota_jobs ADD COLUMN run_limit INTEGER;
+
+-- The unique window and debounce of the add that inserted a job (µs; NULL:
+-- none), kept to show with the job (store.Job.UniqueFor, Debounce).
+ALTER TABLE rota_jobs ADD COLUMN unique_for INTEGER;
+ALTER TABLE rota_jobs ADD COLUMN debounce INTEGER;

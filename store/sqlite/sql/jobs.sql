@@ -27,10 +27,12 @@ SELECT {{jobColumns}} FROM rota_jobs WHERE id = ?;
 -- ? created_at, ? updated_at, ? meta, ? schedule (NULL: none),
 -- ? missed-slot policy, ? slot, ? retry-after (µs, NULL: none),
 -- ? parent id (NULL: none), ? run timeout (µs, NULL: none), ? deadline
--- (NULL: none).
+-- (NULL: none), ? unique window (µs, NULL: none), ? debounce (µs, NULL:
+-- none).
 INSERT INTO rota_jobs (type, key, grp, priority, state, run_at, data, max_attempts,
-	backoff_base, backoff_max, created_at, updated_at, meta, repeat, missed, slot, retry_after, parent_id, run_timeout, expires_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+	backoff_base, backoff_max, created_at, updated_at, meta, repeat, missed, slot, retry_after, parent_id, run_timeout, expires_at,
+	unique_for, debounce)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: key_holder
 -- The job that holds a key in a type and group.

@@ -48,6 +48,8 @@ type (
 	//     Timeout (how long each run may last), ExpiresAt and Expired (its
 	//     deadline, and whether it ended because that passed before it
 	//     started);
+	//   - the add that inserted it: UniqueFor and Debounce (its unique
+	//     window and debounce, kept to show);
 	//   - recurring jobs: Schedule, Missed, Slot;
 	//   - families: Parent, HasChildren, ParentData, Children;
 	//   - times: CreatedAt, StartedAt, PrevStartedAt, FinishedAt, UpdatedAt.

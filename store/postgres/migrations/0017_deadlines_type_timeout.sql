@@ -25,7 +25,7 @@ ALTER TABLE jobs ADD COLUMN IF NOT EXISTS debounce bigint;
 ALTER TABLE jobs_ended ADD COLUMN IF NOT EXISTS unique_for bigint;
 ALTER TABLE jobs_ended ADD COLUMN IF NOT EXISTS debounce bigint;
 CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_deadline ON jobs (expires_at) WHERE state = 0 AND expires_at IS NOT NULL;
--- Nodes of version 15 keep working beside it (TestChaosUpgrade): they
+-- Nodes of version 16 keep working beside it (TestChaosUpgrade): they
 -- neither read nor write the columns, so their jobs have no deadline, a
 -- job they end or revive loses its own (it no longer waits to start), and
 -- their claims do not apply a type's default timeout.

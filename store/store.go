@@ -81,9 +81,14 @@ const (
 	Completed              // finished successfully (terminal)
 	Failed                 // failed for good (terminal)
 	Cancelled              // cancelled (terminal)
+	// Waiting: added after other jobs (AddParams.After), it waits for
+	// them to end, then becomes pending. It comes last so that the
+	// numbers of the other states stay those the stores hold, and so that
+	// an older node, which claims state pending only, never claims it.
+	Waiting
 )
 
-var stateNames = [...]string{"pending", "running", "paused", "completed", "failed", "cancelled"}
+var stateNames = [...]string{"pending", "running", "paused", "completed", "failed", "cancelled", "waiting"}
 
 func (s State) String() string {
 	if int(s) < len(stateNames) {
@@ -105,7 +110,7 @@ func ParseState(name string) (State, error) {
 			return State(i), nil
 		}
 	}
-	return 0, invalidf("unknown state %q (want one of pending, running, paused, completed, failed, cancelled)", name)
+	return 0, invalidf("unknown state %q (want one of pending, running, paused, completed, failed, cancelled, waiting)", name)
 }
 
 // MarshalText encodes the state as its name.
@@ -205,6 +210,13 @@ type Job struct {
 	// Children are the parent's children that ended since its last
 	// completed run, given to a parent by accept.
 	Children []Child `json:"children,omitempty"`
+	// HasDeps says the job was added after other jobs (AddParams.After);
+	// DepPolicy is what it does when one of them fails.
+	HasDeps   bool      `json:"has_deps,omitempty"`
+	DepPolicy DepPolicy `json:"on_dep_failure,omitempty"`
+	// Deps are the outcomes of the jobs it was added after, in the order
+	// they were named, given by accept to a job that has them.
+	Deps []Dep `json:"deps,omitempty"`
 
 	CreatedAt time.Time `json:"created_at"`
 	StartedAt time.Time `json:"started_at,omitzero"`
@@ -430,12 +442,106 @@ type AddParams struct {
 	// children is paused until the last of them ends; it then runs again
 	// and sees them (Job.Children). A child cannot have children.
 	Parent int64
+	// After names jobs this one runs after: it is added waiting (state
+	// Waiting) until every one of them has ended, then becomes pending
+	// (due at RunAt, or at once when RunAt has passed). A dependency that
+	// fails for good, is cancelled or is removed applies OnDepFailure.
+	// Each must exist (in the caller's reach); a dependency that has
+	// already ended counts as ended. The graph is acyclic by
+	// construction: a job can only name jobs that exist before it.
+	After []int64
+	// AfterKeys names, by their Key, jobs added earlier in the same call
+	// (Add with several jobs), so that a whole workflow is added in one
+	// atomic call; the latest earlier item with that key is meant.
+	AfterKeys []string
+	// OnDepFailure is what the job does when a dependency fails, is
+	// cancelled or is removed: DepCancel (the zero value) cancels it, and
+	// so on down the graph; DepRun runs it once the rest have ended.
+	OnDepFailure DepPolicy
 	// BedrockID gives the job a Bedrock id in the add's transaction
 	// (BedrockIDs; a job the add finds keeps the one it has), returned in
 	// the result's Job.BedrockID, so that Bedrock's CreateJob is one
 	// transaction. Only stores that implement BedrockIDs honour it.
 	BedrockID bool
 }
+
+// Dep is a job's dependency (AddParams.After) as the job sees it when it
+// runs: the dependency's outcome.
+type Dep struct {
+	ID    int64  `json:"id"`
+	Type  string `json:"type"`
+	Key   string `json:"key,omitempty"`
+	State State  `json:"state"`
+	// Removed says the dependency was deleted (removed by someone, or by
+	// retention once its type's retention passed) before the job ran:
+	// its type, key, result and error are no longer known, and State is
+	// Cancelled when the job was removed before it ended.
+	Removed bool            `json:"removed,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   string          `json:"error,omitempty"`
+}
+
+// DepPolicy is what a job added after others (AddParams.After) does when
+// one of them fails for good, is cancelled or is removed.
+type DepPolicy uint8
+
+const (
+	// DepCancel cancels the job, and so its own dependants under the
+	// same policy, down the graph.
+	DepCancel DepPolicy = iota
+	// DepRun runs the job anyway once all its dependencies have ended; it
+	// sees their outcomes (Job.Deps).
+	DepRun
+)
+
+var depPolicyNames = [...]string{"cancel", "run"}
+
+func (d DepPolicy) String() string {
+	if int(d) < len(depPolicyNames) {
+		return depPolicyNames[d]
+	}
+	return fmt.Sprintf("DepPolicy(%d)", d)
+}
+
+// Valid reports whether d is one of the defined policies.
+func (d DepPolicy) Valid() bool { return int(d) < len(depPolicyNames) }
+
+// ParseDepPolicy parses a policy name as returned by String; "" is
+// DepCancel.
+func ParseDepPolicy(name string) (DepPolicy, error) {
+	if name == "" {
+		return DepCancel, nil
+	}
+	for i, n := range depPolicyNames {
+		if n == name {
+			return DepPolicy(i), nil
+		}
+	}
+	return 0, invalidf("unknown dependency failure policy %q (want cancel or run)", name)
+}
+
+// MarshalText encodes the policy as its name.
+func (d DepPolicy) MarshalText() ([]byte, error) {
+	if !d.Valid() {
+		return nil, fmt.Errorf("invalid dependency failure policy %d", d)
+	}
+	return []byte(d.String()), nil
+}
+
+// UnmarshalText decodes a policy name.
+func (d *DepPolicy) UnmarshalText(b []byte) error {
+	v, err := ParseDepPolicy(string(b))
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+// MaxAfter bounds how many dependencies one job may name (After and
+// AfterKeys together): a fan-in of that many costs the add one lock and
+// one edge each, and each dependency's end one step.
+const MaxAfter = 100000
 
 // Child is a child job as its parent sees it when it runs again.
 type Child struct {
@@ -842,6 +948,15 @@ type BedrockIDs interface {
 	// ByBedrockID returns the rota ids of the jobs with these Bedrock
 	// ids (by Bedrock id); unknown ones are left out.
 	ByBedrockID(ctx context.Context, bids []int64) (map[int64]int64, error)
+}
+
+// DepsReader is a store that reads the dependencies between jobs
+// (AddParams.After). Both stores are.
+type DepsReader interface {
+	// Deps returns job id's dependencies with their outcomes, in the
+	// order it named them (none for a job without), and the ids of up to
+	// limit jobs added after it, in id order.
+	Deps(ctx context.Context, id int64, limit int) (deps []Dep, dependants []int64, err error)
 }
 
 // FullWatcher is a store whose change feed carries, until asked, only

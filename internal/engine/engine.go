@@ -15,8 +15,10 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
@@ -59,6 +61,15 @@ type Tx interface {
 	// FindUnique finds the job a unique add of p's type and group finds
 	// (lifecycle.Matches), serialising such adds across writers.
 	FindUnique(p *store.AddParams) (id int64, found bool, err error)
+	// Dependants lists the ids of the jobs added after job id
+	// (store.AddParams.After), in id order, from the index of
+	// dependencies by dependency: its own, never all dependencies of each.
+	Dependants(id int64) ([]int64, error)
+	// AddDeps records that job id was added after jobs deps (in their
+	// order), marks the unended ones among them (unended) as having
+	// dependants, and gives job id its count of unended dependencies and
+	// its policy.
+	AddDeps(id int64, deps, unended []int64, policy store.DepPolicy) error
 }
 
 // Change is what Apply writes besides the plan.
@@ -92,10 +103,50 @@ func apply(tx Tx, r *lifecycle.Row, p *lifecycle.Plan, c Change) (*store.Job, bo
 	if err != nil {
 		return nil, false, err
 	}
+	wide := false
+	if lifecycle.EndsForDependants(r, p) {
+		if err := dependants(tx, r, p); err != nil {
+			return nil, false, err
+		}
+		wide = true
+	}
 	if r.Parent == 0 && !r.HasChildren {
-		return j, false, nil
+		return j, wide, nil
 	}
 	return j, true, family(tx, r, p)
+}
+
+// dependants applies what the end of job r by plan p asks of the jobs
+// added after it (lifecycle.DepEnded): each waiting one counts one
+// dependency less and is pending at the last, or is cancelled by its
+// policy, which ends it for its own dependants in turn. It reads r's
+// dependants only: a dependency's end costs one step per dependant,
+// whatever the dependants' fan-in.
+func dependants(tx Tx, r *lifecycle.Row, p *lifecycle.Plan) error {
+	ids, err := tx.Dependants(r.ID)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	now, err := tx.Now()
+	if err != nil {
+		return err
+	}
+	rs, err := tx.Lock(ids)
+	if err != nil {
+		return err
+	}
+	e := lifecycle.EndedBy(r, p)
+	for _, id := range ids {
+		d := rs[id]
+		plan, ok := lifecycle.DepEnded(d, e, now)
+		if !ok {
+			continue
+		}
+		if _, _, err := apply(tx, d, &plan, Change{}); err != nil {
+			return fmt.Errorf("job %d after job %d: %w", id, r.ID, err)
+		}
+	}
+	return nil
 }
 
 // family applies what plan p, applied to r (as it was before), asks of
@@ -598,6 +649,16 @@ func Add(tx Inserter, jobs []store.AddParams, datas [][]byte, reach *store.Reach
 	out := make([]store.AddResult, len(jobs))
 	for i := range jobs {
 		p := &jobs[i]
+		after, err := afterOf(jobs, out, i)
+		if err != nil {
+			return nil, err
+		}
+		var deps *depsOf
+		if len(after) > 0 {
+			if deps, err = lockDeps(tx, after, reach); err != nil {
+				return nil, err
+			}
+		}
 		if p.UniqueFor > 0 {
 			res, found, err := AddUniqueFor(tx, p, datas[i])
 			if err != nil {
@@ -656,13 +717,107 @@ func Add(tx Inserter, jobs []store.AddParams, datas [][]byte, reach *store.Reach
 		if err := FirstRun(tx, p); err != nil {
 			return nil, err
 		}
+		if deps != nil {
+			state = store.Waiting
+		}
 		res, err := tx.Insert(p, datas[i], state)
 		if err != nil {
 			return nil, err
 		}
+		if deps != nil {
+			if res, err = addAfter(tx, res, deps, p.OnDepFailure); err != nil {
+				return nil, err
+			}
+		}
 		out[i] = res
 	}
 	return out, nil
+}
+
+// afterOf is the ids item i of jobs waits for: its After, then its
+// AfterKeys resolved to the jobs the latest earlier items with those keys
+// added or found (out).
+func afterOf(jobs []store.AddParams, out []store.AddResult, i int) ([]int64, error) {
+	p := &jobs[i]
+	if len(p.AfterKeys) == 0 {
+		return p.After, nil
+	}
+	after := append(make([]int64, 0, len(p.After)+len(p.AfterKeys)), p.After...)
+	for _, k := range p.AfterKeys {
+		j := i - 1
+		for j >= 0 && jobs[j].Key != k {
+			j--
+		}
+		if j < 0 {
+			return nil, check.Invalidf("after_keys: no earlier job of this add has key %q", k)
+		}
+		id := out[j].Job.ID
+		if slices.Contains(after, id) {
+			continue // named by id and by key
+		}
+		after = append(after, id)
+	}
+	return after, nil
+}
+
+// depsOf is what an add learnt of the dependencies it names
+// (lifecycle.AddAfter).
+type depsOf struct {
+	ids, unended []int64
+	bad          *lifecycle.Ended
+}
+
+// lockDeps locks and checks the dependencies ids of an add by a caller
+// with reach: each must exist, or the add is refused.
+func lockDeps(tx Tx, ids []int64, reach *store.Reach) (*depsOf, error) {
+	rs, err := tx.Lock(ids)
+	if err != nil {
+		return nil, err
+	}
+	_, bad, err := lifecycle.AddAfter(ids, rs, reach)
+	if err != nil {
+		return nil, err
+	}
+	d := &depsOf{ids: ids, bad: bad}
+	for _, id := range ids {
+		if !rs[id].State.Terminal() {
+			d.unended = append(d.unended, id)
+		}
+	}
+	return d, nil
+}
+
+// addAfter records the dependencies of job res, just inserted waiting,
+// and settles it at once when none is left to wait for or one already
+// failed (lifecycle.Settle).
+func addAfter(tx Tx, res store.AddResult, d *depsOf, policy store.DepPolicy) (store.AddResult, error) {
+	id := res.Job.ID
+	if err := tx.AddDeps(id, d.ids, d.unended, policy); err != nil {
+		return store.AddResult{}, fmt.Errorf("add job %d after %d jobs: %w", id, len(d.ids), err)
+	}
+	res.Job.HasDeps, res.Job.DepPolicy = true, policy
+	if len(d.unended) > 0 && d.bad == nil {
+		return res, nil
+	}
+	rs, err := tx.Lock([]int64{id})
+	if err != nil {
+		return store.AddResult{}, err
+	}
+	r := rs[id]
+	now, err := tx.Now()
+	if err != nil {
+		return store.AddResult{}, err
+	}
+	plan, ok := lifecycle.Settle(r, d.bad, now)
+	if !ok {
+		return res, nil
+	}
+	j, _, err := apply(tx, r, &plan, Change{})
+	if err != nil {
+		return store.AddResult{}, err
+	}
+	res.Job, err = job(tx, r, j)
+	return res, err
 }
 
 // AddChild decides the state of a job added as a child of job parent by a

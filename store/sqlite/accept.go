@@ -323,10 +323,11 @@ var claimedColumns = []string{"id", "attempt", "retry_after", "repeat", "slot", 
 // with their state and token, which readClaimed checks.
 const readClaimedSQL = `SELECT id, state, token, key, data, max_attempts, backoff_base, backoff_max, resubmit, progress,
 	last_error, errors, result, created_at, finished_at, meta, coalesce(repeat, ''), missed, coalesce(bedrock_id, 0),
-	prev_started_at FROM rota_jobs WHERE id IN (SELECT value FROM json_each(?))`
+	prev_started_at, has_deps, dep_policy FROM rota_jobs WHERE id IN (SELECT value FROM json_each(?))`
 
 var readClaimedColumns = []string{"id", "state", "token", "key", "data", "max_attempts", "backoff_base", "backoff_max", "resubmit", "progress",
-	"last_error", "errors", "result", "created_at", "finished_at", "meta", "repeat", "missed", "bedrock_id", "prev_started_at"}
+	"last_error", "errors", "result", "created_at", "finished_at", "meta", "repeat", "missed", "bedrock_id", "prev_started_at",
+	"has_deps", "dep_policy"}
 
 // readClaimed fills in the jobs an accept claimed, after its commit, from
 // a connection of its own (see claim), calling snapshot once its read has
@@ -391,6 +392,7 @@ func (s *Store) readClaimed(ctx context.Context, jobs []store.Job, snapshot func
 		j.Missed = store.Missed(c.uint8(17))
 		j.BedrockID = c.int64(18)
 		j.PrevStartedAt = c.nullTime(19)
+		j.HasDeps, j.DepPolicy = c.bool(20), store.DepPolicy(c.uint8(21))
 		if c.err != nil {
 			return nil, fmt.Errorf("sqlite: accept: read claimed jobs: %w", c.err)
 		}
@@ -406,6 +408,15 @@ func (s *Store) readClaimed(ctx context.Context, jobs []store.Job, snapshot func
 	for i := range jobs {
 		if read[i] {
 			kept = append(kept, jobs[i])
+		}
+	}
+	// Only jobs added after others read their dependencies' outcomes:
+	// the plain claim pays nothing for them.
+	for i := range kept {
+		if kept[i].HasDeps {
+			if kept[i].Deps, err = s.depsOf(ctx, kept[i].ID); err != nil {
+				return nil, fmt.Errorf("sqlite: accept: %w", err)
+			}
 		}
 	}
 	return kept, nil

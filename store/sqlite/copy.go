@@ -37,6 +37,11 @@ var notCopied = map[string]string{
 	"rota_job_logs":         "per-job logs are diagnostics of runs on the source; a copy starts without them",
 	"rota_job_log_attempts": "per-job logs are diagnostics of runs on the source; a copy starts without them",
 	"rota_jobs.run_limit":   "the last attempt's timeout, set by its claim; a copied run is held to the job's own",
+	// rota copy does not carry dependencies yet (docs/cli.md says so):
+	// copy a deployment whose workflows have ended.
+	"rota_deps":                "dependencies are not copied yet",
+	"rota_jobs.deps_waiting":   "dependencies are not copied yet",
+	"rota_jobs.has_dependants": "dependencies are not copied yet",
 }
 
 // Export calls fn with everything the database holds, from one read

@@ -28,7 +28,8 @@ import (
 
 const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max,
 	resubmit, resubmit_at, run_at, coalesce(lease_timeout, 0), coalesce(repeat, ''), missed, slot, started_at,
-	coalesce(retry_after, 0), lease_until, coalesce(parent_id, 0), has_children, coalesce(run_limit, run_timeout, 0), expires_at`
+	coalesce(retry_after, 0), lease_until, coalesce(parent_id, 0), has_children, coalesce(run_limit, run_timeout, 0), expires_at,
+	has_deps, deps_waiting, dep_policy, has_dependants`
 
 // Lock reads the rows of jobs ids: the writer's transaction holds the
 // whole database, so a row read is a row locked. It keeps each job's own
@@ -82,7 +83,7 @@ func (w *txn) readRow(id int64) (*lifecycle.Row, time.Duration, error) {
 	err := w.row("read_row", id).Scan(
 		&r.ID, &r.Type, &r.Group, &state, &r.Token, &r.Attempt, &r.MaxAttempts, &base, &maxB,
 		&r.Resubmit, &resubmitAt, &runAt, &lease, &r.Schedule, &r.Missed, &slot, &started, &retryAfter, &leaseUntil,
-		&r.Parent, &r.HasChildren, &timeout, &expiresAt)
+		&r.Parent, &r.HasChildren, &timeout, &expiresAt, &r.HasDeps, &r.DepsWaiting, &r.DepPolicy, &r.HasDependants)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, 0, nil
 	}
@@ -157,7 +158,11 @@ func (w *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 	case lifecycle.KindRunAgain:
 		_, err = w.run("run_again", micros(p.RunAt), optTime(p.Slot), p.DropToken, optTime(p.ExpiresAt), now, r.ID)
 	case lifecycle.KindCancel:
-		_, err = w.run("cancel", p.CancelRequested, now, now, r.ID)
+		var why any
+		if p.Error != "" {
+			why = p.Error
+		}
+		_, err = w.run("cancel", p.CancelRequested, why, now, now, r.ID)
 	case lifecycle.KindUpdate, lifecycle.KindRevive:
 		a := &p.Set
 		var rename any
@@ -205,6 +210,11 @@ func (w *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 		if _, err = w.run("remove", r.ID); err == nil {
 			err = w.removeLogs([]int64{r.ID})
 		}
+		if err == nil && r.HasDeps {
+			_, err = w.run("drop_deps", "["+strconv.FormatInt(r.ID, 10)+"]")
+		}
+	case lifecycle.KindDepsDone:
+		_, err = w.run("deps_done", int(p.State), micros(p.RunAt), p.DepsWaiting, now, r.ID)
 	case lifecycle.KindExtend:
 		var prog any
 		if c.Progress != nil {
@@ -264,6 +274,40 @@ func (w *txn) DropEnded(parent int64, keepFailed bool) error {
 		return fmt.Errorf("sqlite: %w", err)
 	}
 	return w.removeLogs(ids)
+}
+
+// Dependants lists the jobs added after job id (engine.Tx).
+func (w *txn) Dependants(id int64) ([]int64, error) {
+	return w.ids(w.rows("dependants", id))
+}
+
+// AddDeps records job id's dependencies (engine.Tx).
+func (w *txn) AddDeps(id int64, deps, unended []int64, policy store.DepPolicy) error {
+	if _, err := w.run("add_deps", id, idList(deps)); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	if len(unended) > 0 {
+		if _, err := w.run("mark_dependants", idList(unended)); err != nil {
+			return fmt.Errorf("sqlite: %w", err)
+		}
+	}
+	if _, err := w.run("set_deps", len(unended), int(policy), id); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	return nil
+}
+
+// idList is ids as a JSON array, the one parameter a list travels as.
+func idList(ids []int64) string {
+	buf := make([]byte, 0, 12*len(ids)+2)
+	buf = append(buf, '[')
+	for i, id := range ids {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = strconv.AppendInt(buf, id, 10)
+	}
+	return string(append(buf, ']'))
 }
 
 // MarkParent records that job id has children (engine.Tx).
@@ -1030,18 +1074,27 @@ func (s *Store) Retire(ctx context.Context, now time.Time, limit int) (int, erro
 			return fmt.Errorf("sqlite: retire ended jobs: %w", err)
 		}
 		defer rows.Close()
-		var ids []int64
+		var ids, withDeps []int64
 		for rows.Next() {
 			var id int64
-			if err := rows.Scan(&id); err != nil {
+			var hasDeps bool
+			if err := rows.Scan(&id, &hasDeps); err != nil {
 				return fmt.Errorf("sqlite: retire ended jobs: %w", err)
 			}
 			ids = append(ids, id)
+			if hasDeps {
+				withDeps = append(withDeps, id)
+			}
 		}
 		if err := rows.Close(); err != nil {
 			return fmt.Errorf("sqlite: retire ended jobs: %w", err)
 		}
 		n = len(ids)
+		if len(withDeps) > 0 {
+			if _, err := w.run("drop_deps", idList(withDeps)); err != nil {
+				return fmt.Errorf("sqlite: retire ended jobs: %w", err)
+			}
+		}
 		return w.removeLogs(ids)
 	})
 	return n, err

@@ -21,7 +21,8 @@ const jobColumns = `id, type, key, grp, priority, state, run_at, data, attempt, 
 	backoff_base, backoff_max, token, worker, lease_until, cancel_requested, resubmit,
 	progress, last_error, errors, result, created_at, started_at, finished_at, updated_at, meta,
 	coalesce(repeat, ''), missed, slot, coalesce(retry_after, 0), coalesce(parent_id, 0), has_children, coalesce(bedrock_id, 0),
-	prev_started_at, coalesce(run_timeout, 0), expires_at, expired, coalesce(unique_for, 0), coalesce(debounce, 0)`
+	prev_started_at, coalesce(run_timeout, 0), expires_at, expired, coalesce(unique_for, 0), coalesce(debounce, 0),
+	has_deps, dep_policy`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -40,7 +41,8 @@ func micros(t time.Time) int64 { return t.UnixMicro() }
 var jobColumnNames = []string{"id", "type", "key", "grp", "priority", "state", "run_at", "data", "attempt", "max_attempts",
 	"backoff_base", "backoff_max", "token", "worker", "lease_until", "cancel_requested", "resubmit",
 	"progress", "last_error", "errors", "result", "created_at", "started_at", "finished_at", "updated_at", "meta",
-	"repeat", "missed", "slot", "retry_after", "parent_id", "has_children", "bedrock_id", "prev_started_at", "run_timeout", "expires_at", "expired", "unique_for", "debounce"}
+	"repeat", "missed", "slot", "retry_after", "parent_id", "has_children", "bedrock_id", "prev_started_at", "run_timeout", "expires_at", "expired", "unique_for", "debounce",
+	"has_deps", "dep_policy"}
 
 // scanJob reads a row of jobColumns, through columns as the claim does.
 func scanJob(sc scanner) (store.Job, error) {
@@ -76,6 +78,7 @@ func jobFromColumns(c *columns) (store.Job, error) {
 	j.UniqueFor, j.Debounce = time.Duration(c.int64(37))*time.Microsecond, time.Duration(c.int64(38))*time.Microsecond
 	j.Parent, j.HasChildren, j.BedrockID = c.int64(30), c.bool(31), c.int64(32)
 	j.PrevStartedAt = c.nullTime(33)
+	j.HasDeps, j.DepPolicy = c.bool(39), store.DepPolicy(c.uint8(40))
 	if c.err != nil {
 		return j, c.err
 	}
@@ -452,6 +455,64 @@ func (s *Store) ByBedrockID(ctx context.Context, bids []int64) (map[int64]int64,
 			return nil, s.readErr(err)
 		}
 		out[bid] = id
+	}
+	return out, nil
+}
+
+// Deps returns job id's dependencies with their outcomes and up to limit
+// of its dependants (store.DepsReader).
+func (s *Store) Deps(ctx context.Context, id int64, limit int) ([]store.Dep, []int64, error) {
+	deps, err := s.depsOf(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := s.reader.QueryContext(ctx, stmt("dependants_of"), id, max(limit, 1))
+	if err != nil {
+		return nil, nil, s.readErr(err)
+	}
+	defer rows.Close()
+	var after []int64
+	for rows.Next() {
+		var d int64
+		if err := rows.Scan(&d); err != nil {
+			return nil, nil, s.readErr(err)
+		}
+		after = append(after, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, s.readErr(err)
+	}
+	return deps, after, nil
+}
+
+// depsOf reads job id's dependencies with their outcomes, in the order
+// it named them.
+func (s *Store) depsOf(ctx context.Context, id int64) ([]store.Dep, error) {
+	rows, err := s.reader.QueryContext(ctx, stmt("deps_of"), id)
+	if err != nil {
+		return nil, s.readErr(err)
+	}
+	defer rows.Close()
+	var out []store.Dep
+	for rows.Next() {
+		var d store.Dep
+		var state int
+		var key, lastErr sql.NullString
+		var result []byte
+		if err := rows.Scan(&d.ID, &d.Removed, &d.Type, &key, &state, &result, &lastErr); err != nil {
+			return nil, s.readErr(err)
+		}
+		d.State, d.Key = store.State(state), key.String
+		if len(result) > 0 {
+			d.Result = result
+		}
+		if d.State != store.Completed {
+			d.Error = lastErr.String
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr(err)
 	}
 	return out, nil
 }

@@ -63,6 +63,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Debounce", func(t *testing.T) { testDebounce(t, open) })
 	t.Run("Tenants", func(t *testing.T) { testTenants(t, open) })
 	t.Run("Family", func(t *testing.T) { testFamily(t, open) })
+	t.Run("Deps", func(t *testing.T) { testDeps(t, open) })
 	t.Run("Retention", func(t *testing.T) { testRetention(t, open) })
 	t.Run("Update", func(t *testing.T) { testUpdate(t, open) })
 	t.Run("BedrockIDs", func(t *testing.T) { testBedrockIDs(t, open) })

@@ -189,7 +189,70 @@ func Add(p *store.AddParams) ([]byte, error) {
 	if p.Overwrite && !p.Unique {
 		return nil, Invalidf("overwrite applies to unique adds only")
 	}
+	if err := After(p); err != nil {
+		return nil, err
+	}
 	return Data("data", p.Data)
+}
+
+// After checks a job's dependencies (store.AddParams.After, AfterKeys,
+// OnDepFailure) on their own; Adds checks that each key names an earlier
+// item of the batch.
+func After(p *store.AddParams) error {
+	if !p.OnDepFailure.Valid() {
+		return Invalidf("unknown dependency failure policy %d (want cancel or run)", p.OnDepFailure)
+	}
+	if len(p.After) == 0 && len(p.AfterKeys) == 0 {
+		return nil
+	}
+	if n := len(p.After) + len(p.AfterKeys); n > store.MaxAfter {
+		return TooLarge("after names %d jobs, more than %d", n, store.MaxAfter)
+	}
+	switch {
+	case p.Parent != 0:
+		return Invalidf("after and parent do not go together: a child waits for its parent's run, not for other jobs")
+	case p.Schedule != "":
+		return Invalidf("after and schedule do not go together: a recurring job cannot wait for other jobs")
+	case p.Debounce > 0:
+		return Invalidf("after and debounce do not go together")
+	}
+	seen := make(map[int64]bool, len(p.After))
+	for _, id := range p.After {
+		if id <= 0 {
+			return Invalidf("after: job id %d is not valid", id)
+		}
+		if seen[id] {
+			return Invalidf("after names job %d twice", id)
+		}
+		seen[id] = true
+	}
+	keys := make(map[string]bool, len(p.AfterKeys))
+	for _, k := range p.AfterKeys {
+		if k == "" {
+			return Invalidf("after_keys: an empty key names no job")
+		}
+		if keys[k] {
+			return Invalidf("after_keys names key %q twice", k)
+		}
+		keys[k] = true
+	}
+	return nil
+}
+
+// afterKeys checks that every key in jobs[i].AfterKeys is the key of an
+// earlier item of the batch: dependencies exist before the job that
+// names them, so that the graph is acyclic by construction.
+func afterKeys(jobs []store.AddParams, i int) error {
+	for _, k := range jobs[i].AfterKeys {
+		found := false
+		for j := i - 1; j >= 0 && !found; j-- {
+			found = jobs[j].Key == k
+		}
+		if !found {
+			return Invalidf("after_keys: no earlier job of this add has key %q (a job can only wait for jobs added before it)", k)
+		}
+	}
+	return nil
 }
 
 // Updates checks updates and returns each one's normalized data (nil
@@ -427,6 +490,9 @@ func Adds(in []store.AddParams) ([]store.AddParams, [][]byte, error) {
 	datas := make([][]byte, len(jobs))
 	for i := range jobs {
 		d, err := Add(&jobs[i])
+		if err == nil {
+			err = afterKeys(jobs, i)
+		}
 		if err != nil {
 			if len(jobs) > 1 {
 				return nil, nil, fmt.Errorf("job %d of %d: %w", i+1, len(jobs), err)

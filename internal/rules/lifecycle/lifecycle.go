@@ -69,6 +69,14 @@ type Row struct {
 	Parent      int64
 	HasChildren bool
 	Unfinished  bool
+	// HasDeps says the job was added after other jobs (store.AddParams.After),
+	// DepsWaiting how many of them have not ended yet, and DepPolicy what
+	// it does when one fails (deps.go). HasDependants says other jobs were
+	// added after it while it had not ended: its end is theirs to learn.
+	HasDeps       bool
+	DepsWaiting   int
+	DepPolicy     store.DepPolicy
+	HasDependants bool
 }
 
 // Kind is the transition a plan applies. Each store has one way of
@@ -139,10 +147,14 @@ const (
 	// stays pending at its next slot (RunAt, Slot) with the slot's
 	// deadline (ExpiresAt) and Error as its last error.
 	KindLapse
+	// KindDepsDone: one of a waiting job's dependencies ended: DepsWaiting
+	// is the number still to end; at zero the job is pending at RunAt,
+	// otherwise it stays waiting (deps.go).
+	KindDepsDone
 )
 
 var kindNames = [...]string{"keep", "complete", "retry", "discard", "requeue", "cancel-run", "run-again",
-	"cancel", "update", "mark-resubmit", "revive", "remove", "extend", "recur", "edit", "wait", "resume", "skip-slots", "lapse"}
+	"cancel", "update", "mark-resubmit", "revive", "remove", "extend", "recur", "edit", "wait", "resume", "skip-slots", "lapse", "deps-done"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -189,6 +201,9 @@ type Plan struct {
 	// transaction: a finish that changes the job as it ends its run
 	// (store.FinishParams' Data, Priority, EndSchedule).
 	Touch Touch
+	// DepsWaiting is a waiting job's count of unended dependencies after
+	// the change (KindDepsDone).
+	DepsWaiting int
 	// DropEndedChildren deletes the job's ended children after the change
 	// (a snooze that asks for it: Family).
 	DropEndedChildren bool
@@ -237,14 +252,14 @@ func Fence(id int64, r *Row, token string) error {
 // Completes reports whether Finish plans a plain completion for p on r:
 // p completes and changes nothing else (store.FinishParams.Plain), and r
 // is running under p's token with no resubmission pending, no schedule and
-// no family. Stores complete such items in one
+// no family and no dependants. Stores complete such items in one
 // set-based statement whose condition is exactly this (state = running
-// AND token = p.Token AND NOT resubmit AND no schedule, parent or
-// children), without reading the rows first; everything else takes
+// AND token = p.Token AND NOT resubmit AND no schedule, parent,
+// children or dependants), without reading the rows first; everything else takes
 // Finish.
 func Completes(r *Row, p *store.FinishParams) bool {
 	return p.As == store.Complete && p.Plain() && r != nil && r.State == store.Running && r.Token == p.Token && !r.Resubmit &&
-		r.Schedule == "" && r.Parent == 0 && !r.HasChildren
+		r.Schedule == "" && r.Parent == 0 && !r.HasChildren && !r.HasDependants
 }
 
 // Finish decides how a worker's finish ends its run: r is the job (nil
@@ -514,7 +529,7 @@ func ReaddTo(r *Row, a Readd, now time.Time) Plan {
 	}
 	runAt := FirstRun(sched, a.RunAt, now)
 	switch {
-	case r.State == store.Pending || r.State == store.Paused:
+	case r.State == store.Pending || r.State == store.Paused || r.State == store.Waiting:
 		// A pending job keeps its run time when asked to (resubmit), and
 		// a recurring one its slot while its schedule stays the same: a
 		// producer that re-adds its recurring jobs at every start moves
@@ -703,6 +718,8 @@ func After(r *Row, p *Plan) {
 		}
 	case KindRunAgain, KindCancel, KindCancelRun, KindComplete, KindDiscard:
 		r.Resubmit, r.ResubmitAt = false, time.Time{}
+	case KindDepsDone:
+		r.DepsWaiting = p.DepsWaiting
 	}
 	r.State, r.RunAt, r.Attempt = p.State, p.RunAt, p.Attempt
 	switch p.Kind {

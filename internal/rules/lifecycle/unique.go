@@ -86,7 +86,7 @@ func Update(id int64, r *Row, p *store.UpdateParams, data []byte, now time.Time)
 	if r == nil {
 		return Plan{}, check.NotFound(id)
 	}
-	movable := r.State == store.Pending || r.State == store.Paused
+	movable := r.State == store.Pending || r.State == store.Paused || r.State == store.Waiting
 	sched, missed := r.Schedule, r.Missed
 	if p.Schedule != nil {
 		sched = *p.Schedule

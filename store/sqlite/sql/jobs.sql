@@ -57,7 +57,7 @@ SELECT key FROM rota_jobs WHERE id = ?;
 -- ?1 type, ?2 group.
 SELECT id FROM (SELECT id FROM rota_jobs WHERE type = ?1 AND grp = ?2 AND state = 0 LIMIT 1)
 	UNION ALL SELECT id FROM (SELECT id FROM rota_jobs WHERE type = ?1 AND grp = ?2 AND state = 1 LIMIT 1)
-	UNION ALL SELECT id FROM (SELECT id FROM rota_jobs WHERE type = ?1 AND grp = ?2 AND state IN (2, 4, 5) LIMIT 1) LIMIT 1;
+	UNION ALL SELECT id FROM (SELECT id FROM rota_jobs WHERE type = ?1 AND grp = ?2 AND state IN (2, 4, 5, 6) LIMIT 1) LIMIT 1;
 
 -- name: same_data
 -- The jobs of a type and group with these data, created after a time, in
@@ -84,6 +84,7 @@ UPDATE rota_jobs SET state = 3, result = unhex(j.value->>2), lease_until = NULL,
 	FROM json_each(?) AS j
 	WHERE rota_jobs.id = j.value->>0 AND rota_jobs.token = j.value->>1 AND +rota_jobs.state = 1 AND rota_jobs.resubmit = 0
 		AND rota_jobs.repeat IS NULL AND rota_jobs.parent_id IS NULL AND rota_jobs.has_children = 0
+		AND rota_jobs.has_dependants = 0
 	RETURNING rota_jobs.id, rota_jobs.type, rota_jobs.grp, rota_jobs.run_at;
 
 -- name: count
@@ -172,10 +173,43 @@ SELECT min(expires_at) FROM rota_jobs INDEXED BY rota_jobs_deadline WHERE state 
 
 -- name: retire
 -- Deletes ended jobs past their type's retention (store.Retirer,
--- store.KeptForSQL), but not the children of a parent that has not ended.
+-- store.KeptForSQL), but not the children of a parent that has not ended,
+-- nor a dependency whose dependants have yet to run (waiting, pending or
+-- running: they read its outcome when they start).
 -- ?1 now, ?2 the default retention (µs), ?3 at most this many jobs.
--- Returns the id of each (the caller deletes their logs).
+-- Returns the id of each job deleted (the caller deletes their logs), and
+-- whether it had dependencies.
 DELETE FROM rota_jobs WHERE id IN (SELECT j.id FROM rota_jobs j LEFT JOIN rota_types t ON t.name = j.type
 	WHERE j.state IN (3, 4, 5) AND j.finished_at < ?1 - {{keptFor "j" "t" "?2"}}
 		AND (j.parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM rota_jobs p WHERE p.id = j.parent_id AND p.state IN (0, 1, 2)))
-	LIMIT ?3) RETURNING id;
+		AND (j.has_dependants = 0 OR NOT EXISTS (SELECT 1 FROM rota_deps e JOIN rota_jobs d ON d.id = e.dependant
+			WHERE e.dependency = j.id AND d.state IN (0, 1, 6)))
+	LIMIT ?3) RETURNING id, has_deps;
+
+-- name: dependants
+-- The jobs added after a job (its dependants), in id order.
+-- ? the dependency's id.
+SELECT dependant FROM rota_deps WHERE dependency = ? ORDER BY dependant;
+
+-- name: add_deps
+-- Records a job's dependencies, in the order it names them.
+-- ?1 the dependant's id, ?2 the dependencies (a JSON array of ids).
+INSERT INTO rota_deps (dependency, dependant, pos) SELECT value, ?1, key FROM json_each(?2);
+
+-- name: mark_dependants
+-- Marks jobs as having dependants (their ends go through the engine).
+-- ? the ids, a JSON array.
+UPDATE rota_jobs SET has_dependants = 1 WHERE id IN (SELECT value FROM json_each(?)) AND has_dependants = 0;
+
+-- name: set_deps
+-- Gives a job added after others its count of unended dependencies and
+-- its policy.
+-- ? unended dependencies, ? policy, ? id.
+UPDATE rota_jobs SET has_deps = 1, deps_waiting = ?, dep_policy = ? WHERE id = ?;
+
+-- name: drop_deps
+-- Forgets the dependencies of jobs that are deleted (removed or retired);
+-- their dependants' edges stay, so that a dependant learns the
+-- dependency was removed.
+-- ? the ids, a JSON array.
+DELETE FROM rota_deps WHERE dependant IN (SELECT value FROM json_each(?));

@@ -41,9 +41,10 @@ UPDATE rota_jobs SET state = 0, run_at = ?, slot = ?, data = coalesce(next_data,
 
 -- name: cancel
 -- Cancels a job (Cancel).
--- ? cancel requested (a running job's worker is told), ? finished_at,
+-- ? cancel requested (a running job's worker is told), ? the reason
+-- (NULL keeps the last error: a dependency's end), ? finished_at,
 -- ? updated_at, ? id.
-UPDATE rota_jobs SET state = 5, cancel_requested = ?, lease_until = NULL, resubmit = 0,
+UPDATE rota_jobs SET state = 5, cancel_requested = ?, last_error = coalesce(?, last_error), lease_until = NULL, resubmit = 0,
 	finished_at = ?, updated_at = ? WHERE id = ?;
 
 -- name: update
@@ -138,3 +139,9 @@ UPDATE rota_jobs SET state = 2, run_at = ?, result = ?, lease_until = NULL, upda
 -- Makes a paused job pending (Resume).
 -- ? run_at, ? updated_at, ? id.
 UPDATE rota_jobs SET state = 0, run_at = ?, updated_at = ? WHERE id = ?;
+
+-- name: deps_done
+-- Counts a waiting job's dependency as ended (DepsDone): it stays waiting
+-- or becomes pending at run_at.
+-- ? state, ? run_at, ? the unended dependencies left, ? updated_at, ? id.
+UPDATE rota_jobs SET state = ?, run_at = ?, deps_waiting = ?, updated_at = ? WHERE id = ?;

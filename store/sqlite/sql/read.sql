@@ -34,3 +34,15 @@ UPDATE rota_jobs SET bedrock_id = ? WHERE id = ?;
 -- name: id_by_bedrock_id
 -- ? the Bedrock id.
 SELECT id FROM rota_jobs WHERE bedrock_id = ?;
+
+-- name: deps_of
+-- A job's dependencies with their outcomes, in the order it named them;
+-- a deleted one has no row (the outer join's NULLs).
+-- ? the dependant's id.
+SELECT e.dependency, j.id IS NULL, coalesce(j.type, ''), j.key, coalesce(j.state, 5), j.result, j.last_error
+	FROM rota_deps e LEFT JOIN rota_jobs j ON j.id = e.dependency WHERE e.dependant = ? ORDER BY e.pos;
+
+-- name: dependants_of
+-- The jobs added after a job, in id order, at most a number of them.
+-- ? the dependency's id, ? the limit.
+SELECT dependant FROM rota_deps WHERE dependency = ? ORDER BY dependant LIMIT ?;

@@ -1019,6 +1019,7 @@ func (s *Store) claim(ctx context.Context, p store.AcceptParams, names []string)
 				next = nil // jobs went back to pending: read the next run again
 			}
 			s.familyOf(ctx, jobs)
+			s.depsOfClaimed(ctx, jobs)
 		} else {
 			next = nil
 		}
@@ -1105,6 +1106,32 @@ func (s *Store) familyOf(ctx context.Context, jobs []store.Job) {
 		}
 		if j.HasChildren {
 			j.Children = ended[j.ID]
+		}
+	}
+}
+
+// depsOfClaimed gives the jobs among jobs that were added after others
+// their dependencies' outcomes; the plain claim pays nothing for them. As
+// with families, a failure to read them is logged and the jobs are
+// handed out without.
+func (s *Store) depsOfClaimed(ctx context.Context, jobs []store.Job) {
+	var ids []int64
+	for _, j := range jobs {
+		if j.HasDeps {
+			ids = append(ids, j.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	deps, err := s.depsOf(ctx, ids)
+	if err != nil {
+		s.log.Error("rota postgres: accept: could not read the dependencies of the jobs it claimed; they are handed out without", "err", err)
+		return
+	}
+	for i := range jobs {
+		if jobs[i].HasDeps {
+			jobs[i].Deps = deps[jobs[i].ID]
 		}
 	}
 }

@@ -34,7 +34,7 @@ import (
 
 const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max,
 	resubmit, resubmit_at, run_at, coalesce(repeat, ''), missed, slot, started_at, coalesce(retry_after, 0), lease_until,
-	coalesce(parent_id, 0), has_children, coalesce(run_limit, run_timeout, 0), expires_at, now()`
+	coalesce(parent_id, 0), has_children, coalesce(run_limit, run_timeout, 0), expires_at, has_deps, deps_waiting, dep_policy, has_dependants, now()`
 
 // Lock locks and reads the jobs with these ids (engine.Tx). A job moving between the
 // hot and the ended table while this waits for its lock is looked for
@@ -90,10 +90,12 @@ func scanRows(r rows, err error, at *time.Time) ([]*lifecycle.Row, error) {
 		var resubmitAt, slot, started, leaseUntil, expiresAt sql.NullTime
 		var missed int16
 		var retryAfter, timeout int64
+		var depsWaiting int32
+		var depPolicy int16
 		var now time.Time
 		if err := r.Scan(&x.ID, &x.Type, &x.Group, &state, &x.Token, &attempt, &maxAttempts,
 			&base, &maxB, &x.Resubmit, &resubmitAt, &x.RunAt, &x.Schedule, &missed, &slot, &started, &retryAfter, &leaseUntil,
-			&x.Parent, &x.HasChildren, &timeout, &expiresAt, &now); err != nil {
+			&x.Parent, &x.HasChildren, &timeout, &expiresAt, &x.HasDeps, &depsWaiting, &depPolicy, &x.HasDependants, &now); err != nil {
 			return nil, err
 		}
 		if at != nil && at.IsZero() {
@@ -107,6 +109,7 @@ func scanRows(r rows, err error, at *time.Time) ([]*lifecycle.Row, error) {
 		x.RetryAfter, x.LeaseUntil = time.Duration(retryAfter)*time.Microsecond, nullTime(leaseUntil)
 		x.Timeout = time.Duration(timeout) * time.Microsecond
 		x.ExpiresAt = nullTime(expiresAt)
+		x.DepsWaiting, x.DepPolicy = int(depsWaiting), store.DepPolicy(depPolicy)
 		out = append(out, x)
 	}
 	return out, r.Err()
@@ -146,7 +149,7 @@ func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddRes
 		return withBedrockIDs(jobs, out, t.bedrockIDs)
 	}
 	if slices.ContainsFunc(jobs, func(p store.AddParams) bool {
-		return p.Key != "" || p.Unique || p.UniqueFor > 0 || p.Parent != 0 || p.BedrockID
+		return p.Key != "" || p.Unique || p.UniqueFor > 0 || p.Parent != 0 || p.BedrockID || len(p.After) > 0 || len(p.AfterKeys) > 0
 	}) {
 		if err := s.inTx(ctx, "add", run); err != nil {
 			return nil, err
@@ -208,7 +211,9 @@ func (s *Store) addIn(ctx context.Context, d db, jobs []store.AddParams) ([]stor
 type typeKey struct{ typ, grp, key string }
 
 func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]store.AddResult, error) {
-	if slices.ContainsFunc(jobs, func(p store.AddParams) bool { return p.Unique || p.UniqueFor > 0 || p.Debounce > 0 || p.Parent != 0 }) {
+	if slices.ContainsFunc(jobs, func(p store.AddParams) bool {
+		return p.Unique || p.UniqueFor > 0 || p.Debounce > 0 || p.Parent != 0 || len(p.After) > 0 || len(p.AfterKeys) > 0
+	}) {
 		return t.addInTurn(jobs, datas, newTypes)
 	}
 	out := make([]store.AddResult, len(jobs))
@@ -949,7 +954,8 @@ func (s *Store) finishIn(ctx context.Context, d db, ps []store.FinishParams) ([]
 const endedColumns = `id, type, key, grp, priority, state, run_at, attempt, max_attempts, backoff_base, backoff_max,
 	lease_timeout, lease_until, token, worker, cancel_requested, resubmit, resubmit_at, progress, created_at,
 	started_at, finished_at, updated_at, retry_after, parent_id, repeat, data, next_data, result, last_error, errors, meta,
-	missed, slot, has_children, bedrock_id, prev_started_at, run_timeout, expires_at, expired, unique_for, debounce`
+	missed, slot, has_children, bedrock_id, prev_started_at, run_timeout, expires_at, expired, unique_for, debounce,
+	has_deps, deps_waiting, dep_policy, has_dependants`
 
 // Now is the transaction's now(), which every statement of it writes
 // (engine.Tx): read with the rows it locked (scanRows), or asked for when
@@ -1078,6 +1084,11 @@ func (t *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 		if err == nil {
 			_, err = t.run("logs_remove", []int64{r.ID})
 		}
+		if err == nil && r.HasDeps {
+			_, err = t.run("drop_deps", r.ID)
+		}
+	case lifecycle.KindDepsDone:
+		n, err = t.run("deps_done", r.ID, int16(p.State), p.RunAt, p.DepsWaiting)
 	default:
 		err = fmt.Errorf("unknown plan %s", p.Kind)
 	}
@@ -1095,6 +1106,36 @@ func (t *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 		return nil, nil
 	}
 	return &jobs[0], nil
+}
+
+// Dependants lists the jobs added after job id (engine.Tx).
+func (t *txn) Dependants(id int64) ([]int64, error) {
+	rows, err := t.rows("dependants", id)
+	if err != nil {
+		return nil, fmt.Errorf("dependants of job %d: %w", id, err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var d int64
+		if err := rows.Scan(&d); err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// AddDeps records job id's dependencies (engine.Tx).
+func (t *txn) AddDeps(id int64, deps, unended []int64, policy store.DepPolicy) error {
+	if unended == nil {
+		unended = []int64{}
+	}
+	n, err := t.run("add_deps", id, deps, unended, int16(policy))
+	if err == nil && n != 1 {
+		err = fmt.Errorf("%d rows changed, want 1", n)
+	}
+	return err
 }
 
 // Children lists the ids of job parent's children of kin (engine.Tx):

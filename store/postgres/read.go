@@ -26,7 +26,8 @@ const jobColumns = `id, type, key, grp, priority, state, run_at, data, attempt, 
 	backoff_base, backoff_max, token, worker, lease_until, cancel_requested, resubmit,
 	progress, last_error, errors::text, result, created_at, started_at, finished_at, updated_at, meta,
 	repeat, missed, slot, retry_after, parent_id, has_children, bedrock_id, prev_started_at, run_timeout, expires_at, expired,
-	unique_for, debounce`
+	unique_for, debounce,
+	has_deps, dep_policy`
 
 func prefixed(prefix, cols string) string {
 	parts := strings.Split(cols, ",")
@@ -75,6 +76,8 @@ type jobScan struct {
 	state, missed                     int16
 	cancelRequested, resubmit, kids   bool
 	expired                           bool
+	hasDeps                           bool
+	depPolicy                         int16
 	progress                          float64
 	data, result                      []byte
 	dest                              []any
@@ -86,7 +89,7 @@ func newJobScan(extra ...any) *jobScan {
 		&s.base, &s.maxB, &s.token, &s.worker, &s.leaseUntil, &s.cancelRequested, &s.resubmit,
 		&s.progress, &s.lastErr, &s.errs, &s.result, &s.created, &s.started, &s.finished, &s.updated, &s.meta,
 		&s.repeat, &s.missed, &s.slot, &s.retryAfter, &s.parent, &s.kids, &s.bedrockID, &s.prev, &s.timeout, &s.expiresAt, &s.expired,
-		&s.uniqueFor, &s.debounce}, extra...)
+		&s.uniqueFor, &s.debounce, &s.hasDeps, &s.depPolicy}, extra...)
 	return s
 }
 
@@ -106,6 +109,7 @@ func (s *jobScan) scan(sc scanner, j *store.Job) error {
 	j.Debounce = time.Duration(s.debounce.Int64) * time.Microsecond
 	j.Parent, j.BedrockID = s.parent.Int64, s.bedrockID.Int64
 	j.PrevStartedAt = pgTime(s.prev)
+	j.HasDeps, j.DepPolicy = s.hasDeps, store.DepPolicy(s.depPolicy)
 	if s.meta.Valid {
 		var err error
 		if j.Meta, err = backend.ParseMetaJSON([]byte(s.meta.String)); err != nil {
@@ -549,4 +553,68 @@ func (s *Store) ByBedrockID(ctx context.Context, bids []int64) (map[int64]int64,
 		return nil, err
 	}
 	return out, nil
+}
+
+// Deps returns job id's dependencies with their outcomes and up to limit
+// of its dependants (store.DepsReader).
+func (s *Store) Deps(ctx context.Context, id int64, limit int) ([]store.Dep, []int64, error) {
+	deps, err := s.depsOf(ctx, []int64{id})
+	if err != nil {
+		return nil, nil, err
+	}
+	var after []int64
+	err = s.read(ctx, "read dependants", func(t *txn) error {
+		after = after[:0]
+		r, err := t.rows("dependants_of", id, max(limit, 1))
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		for r.Next() {
+			var d int64
+			if err := r.Scan(&d); err != nil {
+				return err
+			}
+			after = append(after, d)
+		}
+		return r.Err()
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return deps[id], after, nil
+}
+
+// depsOf reads the dependencies of jobs ids with their outcomes, by
+// dependant, in the order each named them.
+func (s *Store) depsOf(ctx context.Context, ids []int64) (map[int64][]store.Dep, error) {
+	out := map[int64][]store.Dep{}
+	err := s.read(ctx, "read dependencies", func(t *txn) error {
+		clear(out)
+		r, err := t.rows("deps_of", ids)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		for r.Next() {
+			var of int64
+			var d store.Dep
+			var state int16
+			var key, lastErr pgtype.Text
+			var result []byte
+			if err := r.Scan(&of, &d.ID, &d.Removed, &d.Type, &key, &state, &result, &lastErr); err != nil {
+				return err
+			}
+			d.State, d.Key = store.State(state), key.String
+			if len(result) > 0 {
+				d.Result = result
+			}
+			if d.State != store.Completed {
+				d.Error = lastErr.String
+			}
+			out[of] = append(out[of], d)
+		}
+		return r.Err()
+	})
+	return out, err
 }

@@ -183,14 +183,15 @@ RETURNING j.id, j.lease_until, j.resubmit, j.type, j.grp;
 -- Returns id, type, grp, run_at.
 WITH d AS (DELETE FROM {{schema}}.jobs j
 	WHERE j.id = ANY($1::bigint[]) AND j.state + 0 = 1 AND NOT j.resubmit AND j.repeat IS NULL
-		AND j.parent_id IS NULL AND NOT j.has_children AND j.token = $2::jsonb ->> j.id::text
+		AND j.parent_id IS NULL AND NOT j.has_children AND NOT j.has_dependants AND j.token = $2::jsonb ->> j.id::text
 	RETURNING j.*)
 INSERT INTO {{schema}}.jobs_ended ({{endedColumns}})
 SELECT d.id, d.type, d.key, d.grp, d.priority, 3, d.run_at, d.attempt, d.max_attempts, d.backoff_base, d.backoff_max,
 	d.lease_timeout, NULL, d.token, d.worker, d.cancel_requested, d.resubmit, d.resubmit_at, d.progress, d.created_at,
 	d.started_at, now(), now(), d.retry_after, d.parent_id, d.repeat, d.data, d.next_data,
 	convert_to($3::jsonb ->> d.id::text, 'UTF8'), d.last_error, d.errors, d.meta, d.missed, d.slot, d.has_children, d.bedrock_id, d.prev_started_at, d.run_timeout,
-	d.expires_at, d.expired, d.unique_for, d.debounce
+	d.expires_at, d.expired, d.unique_for, d.debounce,
+	d.has_deps, d.deps_waiting, d.dep_policy, d.has_dependants
 FROM d RETURNING id, type, grp, run_at;
 
 -- name: children
@@ -258,16 +259,21 @@ SELECT min(expires_at) FROM {{schema}}.jobs WHERE expires_at IS NOT NULL AND sta
 -- name: retire
 -- Deletes ended jobs past their type's retention (store.Retirer,
 -- store.KeptForSQL), but not the children of a parent still in the hot
--- table.
+-- table, nor a dependency whose dependants have yet to run (waiting,
+-- pending or running: they read its outcome when they start), and forgets
+-- the dependencies of those it deletes. Returns how many it deleted.
 -- $1 how far the caller's now is ahead of this node's clock (µs),
 -- $2 the default retention (µs), $3 at most this many jobs.
 -- Returns how many it deleted; their logs go with them.
 WITH d AS (DELETE FROM {{schema}}.jobs_ended WHERE id IN (SELECT e.id FROM {{schema}}.jobs_ended e LEFT JOIN {{schema}}.types t ON t.name = e.type
 	WHERE e.finished_at < now() + $1 * interval '1 microsecond' - {{keptFor "e" "t" "$2"}} * interval '1 microsecond'
 		AND (e.parent_id IS NULL OR NOT EXISTS (SELECT FROM {{schema}}.jobs p WHERE p.id = e.parent_id))
-	LIMIT $3) RETURNING id),
+		AND (NOT e.has_dependants OR NOT EXISTS (SELECT FROM {{schema}}.deps x JOIN {{schema}}.jobs j ON j.id = x.dependant
+			WHERE x.dependency = e.id AND j.state IN (0, 1, 6)))
+	LIMIT $3) RETURNING id, has_deps),
 	l AS (DELETE FROM {{schema}}.job_logs WHERE job_id IN (SELECT id FROM d)),
-	a AS (DELETE FROM {{schema}}.job_log_attempts WHERE job_id IN (SELECT id FROM d))
+	a AS (DELETE FROM {{schema}}.job_log_attempts WHERE job_id IN (SELECT id FROM d)),
+	dd AS (DELETE FROM {{schema}}.deps WHERE dependant IN (SELECT id FROM d WHERE has_deps))
 SELECT count(*) FROM d;
 
 -- name: flush_counts
@@ -284,3 +290,25 @@ INSERT INTO {{schema}}.groups AS g (type, grp, pending, turn)
 	ON CONFLICT (type, grp) DO UPDATE SET
 		turn = CASE WHEN g.pending = 0 AND excluded.pending > 0 THEN greatest(g.turn, excluded.turn) ELSE g.turn END,
 		pending = g.pending + excluded.pending;
+
+-- name: dependants
+-- The jobs added after a job (its dependants), in id order.
+-- $1 the dependency's id.
+SELECT dependant FROM {{schema}}.deps WHERE dependency = $1 ORDER BY dependant;
+
+-- name: add_deps
+-- Records a job's dependencies, in the order it names them, marks the
+-- unended ones as having dependants (their ends go through the engine),
+-- and gives the job its count of unended dependencies and its policy.
+-- $1 the dependant's id, $2 the dependencies (bigint[]), $3 the unended
+-- ones (bigint[]), $4 the policy.
+WITH e AS (INSERT INTO {{schema}}.deps (dependency, dependant, pos)
+		SELECT d, $1, o FROM unnest($2::bigint[]) WITH ORDINALITY AS u(d, o)),
+	m AS (UPDATE {{schema}}.jobs SET has_dependants = true WHERE id = ANY($3::bigint[]) AND NOT has_dependants)
+UPDATE {{schema}}.jobs SET has_deps = true, deps_waiting = cardinality($3::bigint[]), dep_policy = $4 WHERE id = $1;
+
+-- name: drop_deps
+-- Forgets the dependencies of a job that is removed; its dependants'
+-- edges stay, so that a dependant learns the dependency was removed.
+-- $1 id.
+DELETE FROM {{schema}}.deps WHERE dependant = $1;

@@ -18,7 +18,8 @@ SELECT d.id, d.type, d.key, d.grp, d.priority, $2::smallint, d.run_at, d.attempt
 	d.data, d.next_data, $3::bytea, coalesce($4::text, d.last_error),
 	CASE WHEN $5::boolean THEN coalesce(d.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', d.attempt, 'at', now(), 'error', $4::text))
 		ELSE d.errors END, d.meta, d.missed, d.slot, d.has_children, d.bedrock_id, d.prev_started_at, d.run_timeout,
-	d.expires_at, $8::boolean, d.unique_for, d.debounce
+	d.expires_at, $8::boolean, d.unique_for, d.debounce,
+	d.has_deps, d.deps_waiting, d.dep_policy, d.has_dependants
 FROM d;
 
 -- name: revive
@@ -37,7 +38,8 @@ SELECT d.id, coalesce($13::text, d.type), d.key, d.grp, coalesce($4, d.priority)
 	d.token, d.worker, false, d.resubmit, d.resubmit_at, 0, d.created_at, d.started_at, NULL, now(), d.retry_after,
 	d.parent_id, CASE WHEN $9::boolean THEN $10::text ELSE d.repeat END, coalesce($3, d.data), d.next_data, NULL, NULL, NULL,
 	coalesce($8, d.meta), coalesce($11::smallint, d.missed), $12::timestamptz, d.has_children, d.bedrock_id, d.prev_started_at, d.run_timeout,
-	$14::timestamptz, false, d.unique_for, d.debounce
+	$14::timestamptz, false, d.unique_for, d.debounce,
+	d.has_deps, d.deps_waiting, d.dep_policy, d.has_dependants
 FROM d RETURNING {{jobColumns}};
 
 -- name: retry
@@ -150,3 +152,9 @@ DELETE FROM {{schema}}.jobs WHERE id = $1;
 -- name: remove_ended
 -- $1 id.
 DELETE FROM {{schema}}.jobs_ended WHERE id = $1;
+
+-- name: deps_done
+-- Counts a waiting job's dependency as ended (DepsDone): it stays waiting
+-- or becomes pending at run_at.
+-- $1 id, $2 state, $3 run_at, $4 the unended dependencies left.
+UPDATE {{schema}}.jobs SET state = $2, run_at = $3::timestamptz, deps_waiting = $4, updated_at = now() WHERE id = $1;

@@ -53,3 +53,17 @@ UPDATE {{schema}}.jobs_ended SET bedrock_id = $2 WHERE id = $1 AND bedrock_id IS
 -- The rota ids of jobs by their Bedrock ids.
 -- $1 Bedrock ids (bigint[]). Returns bedrock_id, id.
 SELECT bedrock_id, id FROM {{schema}}.jobs WHERE bedrock_id = ANY($1) UNION ALL SELECT bedrock_id, id FROM {{schema}}.jobs_ended WHERE bedrock_id = ANY($1);
+
+-- name: deps_of
+-- Jobs' dependencies with their outcomes, in the order each named them;
+-- a deleted one has no row (the outer joins' NULLs).
+-- $1 the dependants' ids (bigint[]).
+SELECT x.dependant, x.dependency, coalesce(h.id, e.id) IS NULL, coalesce(h.type, e.type, ''), coalesce(h.key, e.key),
+		coalesce(h.state, e.state, 5), coalesce(h.result, e.result), coalesce(h.last_error, e.last_error)
+	FROM {{schema}}.deps x LEFT JOIN {{schema}}.jobs h ON h.id = x.dependency LEFT JOIN {{schema}}.jobs_ended e ON e.id = x.dependency
+	WHERE x.dependant = ANY($1::bigint[]) ORDER BY x.dependant, x.pos;
+
+-- name: dependants_of
+-- The jobs added after a job, in id order, at most a number of them.
+-- $1 the dependency's id, $2 the limit.
+SELECT dependant FROM {{schema}}.deps WHERE dependency = $1 ORDER BY dependant LIMIT $2;

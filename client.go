@@ -222,6 +222,33 @@ func (c *Client) Get(ctx context.Context, id int64) (Job, error) {
 	return js[0], nil
 }
 
+// Deps returns job id's dependencies (AddParams.After) with their
+// outcomes, in the order the job named them, and the ids of up to limit
+// jobs added after it (its dependants), in id order. A job out of the
+// caller's reach is ErrNotFound; a store that keeps no dependencies
+// answers ErrInvalid.
+func (c *Client) Deps(ctx context.Context, id int64, limit int) ([]Dep, []int64, error) {
+	ds, ok := c.st.(store.DepsReader)
+	if !ok {
+		return nil, nil, check.Invalidf("this store keeps no dependencies between jobs")
+	}
+	if limit <= 0 || limit > store.MaxListLimit {
+		return nil, nil, check.Invalidf("limit %d: want 1..%d", limit, store.MaxListLimit)
+	}
+	if _, err := c.Get(ctx, id); err != nil {
+		return nil, nil, err
+	}
+	type both struct {
+		deps  []Dep
+		after []int64
+	}
+	v, err := read(ctx, c, func() (both, error) {
+		d, a, err := ds.Deps(ctx, id, limit)
+		return both{d, a}, err
+	})
+	return v.deps, v.after, err
+}
+
 // GetMany returns jobs by id, in order; a missing id gives a Job with ID 0.
 func (c *Client) GetMany(ctx context.Context, ids []int64) ([]Job, error) {
 	return read(ctx, c, func() ([]Job, error) { return c.st.Get(ctx, ids) })

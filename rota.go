@@ -138,6 +138,18 @@ type (
 	AttemptError = store.AttemptError
 	// Missed is a recurring job's policy for slots it missed.
 	Missed = store.Missed
+	// Dep is the outcome of a job's dependency (AddParams.After), given
+	// to the job when it runs (Job.Deps).
+	Dep = store.Dep
+	// DepPolicy is what a job added after others does when one of them
+	// fails, is cancelled or is removed (AddParams.OnDepFailure).
+	DepPolicy = store.DepPolicy
+)
+
+// Dependency failure policies (AddParams.OnDepFailure).
+const (
+	DepCancel = store.DepCancel
+	DepRun    = store.DepRun
 )
 
 // Missed-slot policies of recurring jobs (AddParams.Missed).
@@ -155,6 +167,7 @@ const (
 	Completed = store.Completed
 	Failed    = store.Failed
 	Cancelled = store.Cancelled
+	Waiting   = store.Waiting
 )
 
 // Add outcomes.

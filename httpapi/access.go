@@ -95,6 +95,7 @@ var routeNeeds = map[string]need{
 	"POST /v1/jobs":                needWrite,
 	"GET /v1/jobs":                 needRead,
 	"GET /v1/jobs/{id}":            needRead,
+	"GET /v1/jobs/{id}/deps":       needRead,
 	"DELETE /v1/jobs/{id}":         needWrite,
 	"PATCH /v1/jobs/{id}":          needWrite,
 	"POST /v1/jobs/{id}/cancel":    needWrite,

@@ -203,6 +203,7 @@ func TestTokenRoutes(t *testing.T) {
 		{method: "POST", path: "/v1/tokens", need: "admin", ok: 201},
 		{method: "DELETE", path: "/v1/tokens/{name}", need: "admin", ok: 204},
 		jobRoute("GET", "", "read", 200, nil, false),
+		jobRoute("GET", "/deps", "read", 200, nil, false),
 		jobRoute("DELETE", "", "write", 204, nil, false),
 		jobRoute("PATCH", "", "write", 200, func(store.Job) any { return map[string]any{"priority": 5} }, false),
 		jobRoute("POST", "/cancel", "write", 200, nil, false),

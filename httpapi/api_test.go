@@ -475,8 +475,8 @@ func TestAddGetListCancelResubmitRemove(t *testing.T) {
 
 	// Stats: counts by type, group and state, and totals by state.
 	st := s.stats(t)
-	if st.ByState["pending"] != 27 || st.ByState["cancelled"] != 0 || len(st.ByState) != 6 {
-		t.Errorf("by_state %v, want 27 pending and all six states", st.ByState)
+	if st.ByState["pending"] != 27 || st.ByState["cancelled"] != 0 || len(st.ByState) != 7 {
+		t.Errorf("by_state %v, want 27 pending and all seven states", st.ByState)
 	}
 	var total int64
 	for _, c := range st.Counts {

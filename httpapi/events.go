@@ -56,7 +56,7 @@ func (s *Server) events(r *http.Request, _ int64, _ *none) (answer, error) {
 	}
 	// leave[state] says the stream leaves out changes to that state
 	// (not removals).
-	var leave [store.Cancelled + 1]bool
+	var leave [store.Waiting + 1]bool
 	for _, f := range []struct {
 		name  string
 		state store.State
@@ -115,9 +115,9 @@ func (s *Server) events(r *http.Request, _ int64, _ *none) (answer, error) {
 
 // eventFilter is what an event stream leaves out, and where it starts.
 type eventFilter struct {
-	types []string                  // the patterns asked for (none for one job's stream)
-	leave [store.Cancelled + 1]bool // changes to these states are left out (not removals)
-	since time.Time                 // replay the changes since then first (zero: none)
+	types []string                // the patterns asked for (none for one job's stream)
+	leave [store.Waiting + 1]bool // changes to these states are left out (not removals)
+	since time.Time               // replay the changes since then first (zero: none)
 }
 
 // stream sends sub's changes as Server-Sent Events until the client goes,

@@ -127,6 +127,7 @@ var Routes = []string{
 	"POST /v1/jobs",
 	"GET /v1/jobs",
 	"GET /v1/jobs/{id}",
+	"GET /v1/jobs/{id}/deps",
 	"DELETE /v1/jobs/{id}",
 	"PATCH /v1/jobs/{id}",
 	"POST /v1/jobs/{id}/cancel",
@@ -164,6 +165,7 @@ func (s *Server) routes() {
 		"POST /v1/jobs":                handle(s, route[json.RawMessage]{body: needBody}, s.add),
 		"GET /v1/jobs":                 handle(s, queries, s.list),
 		"GET /v1/jobs/{id}":            handle(s, producer, s.get),
+		"GET /v1/jobs/{id}/deps":       handle(s, producer, s.deps),
 		"DELETE /v1/jobs/{id}":         handle(s, producer, s.remove),
 		"PATCH /v1/jobs/{id}":          handle(s, route[wire.UpdateRequest]{job: producerJob, body: needBody}, s.update),
 		"POST /v1/jobs/{id}/cancel":    handle(s, producer, s.cancel),
@@ -421,6 +423,43 @@ func (s *Server) waitParams(r *http.Request) (time.Duration, []store.State, erro
 		return 0, nil, check.Invalidf("wait %q is not a duration in 0..%v", v, s.cfg.MaxWait)
 	}
 	return wait, states, nil
+}
+
+// deps answers a job's dependencies with their outcomes and its
+// dependants (Client.Deps): the dependencies the token does not reach
+// show as their ids alone, as removed ones do.
+func (s *Server) deps(r *http.Request, id int64, _ *none) (answer, error) {
+	q := r.URL.Query()
+	for name := range q {
+		if name != "limit" {
+			return answer{}, check.Invalidf("unknown query parameter %q (want limit)", name)
+		}
+	}
+	limit := 100
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > store.MaxListLimit {
+			return answer{}, check.Invalidf("limit %q: want 1..%d", v, store.MaxListLimit)
+		}
+		limit = n
+	}
+	deps, after, err := s.c.Deps(r.Context(), id, limit)
+	if err != nil {
+		return answer{}, err
+	}
+	a := accessOf(r)
+	for i, d := range deps {
+		if !d.Removed && !a.reaches(d.Type, d.Group) {
+			deps[i] = store.Dep{ID: d.ID, State: d.State}
+		}
+	}
+	if deps == nil {
+		deps = []store.Dep{}
+	}
+	if after == nil {
+		after = []int64{}
+	}
+	return ok(wire.DepsResponse{Deps: deps, Dependants: after}), nil
 }
 
 // queryList reads a repeatable query parameter; values may also be

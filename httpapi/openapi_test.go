@@ -501,6 +501,7 @@ var wireTypes = map[string]struct {
 	"AddResponse":            {reflect.TypeFor[wire.AddResponse](), response},
 	"AddBatchResponse":       {reflect.TypeFor[wire.AddBatchResponse](), response},
 	"JobResponse":            {reflect.TypeFor[wire.JobResponse](), response},
+	"DepsResponse":           {reflect.TypeFor[wire.DepsResponse](), response},
 	"ListResponse":           {reflect.TypeFor[wire.ListResponse](), response},
 	"ResubmitRequest":        {reflect.TypeFor[wire.ResubmitRequest](), request},
 	"UpdateRequest":          {reflect.TypeFor[wire.UpdateRequest](), request},
@@ -851,6 +852,7 @@ var routeBodies = map[string]struct {
 	"POST /v1/jobs":                {"oneOf AddRequest AddBatchRequest", map[string]string{"201": "AddResponse", "200": "oneOf AddResponse AddBatchResponse"}},
 	"GET /v1/jobs":                 {"", map[string]string{"200": "ListResponse"}},
 	"GET /v1/jobs/{id}":            {"", map[string]string{"200": "JobResponse"}},
+	"GET /v1/jobs/{id}/deps":       {"", map[string]string{"200": "DepsResponse"}},
 	"DELETE /v1/jobs/{id}":         {"", map[string]string{"204": ""}},
 	"POST /v1/jobs/{id}/cancel":    {"", map[string]string{"200": "JobResponse"}},
 	"POST /v1/jobs/{id}/resubmit":  {"?ResubmitRequest", map[string]string{"200": "AddResponse"}},
@@ -1066,6 +1068,8 @@ func TestOpenAPIOperations(t *testing.T) {
 			wantQuery = []string{"wait", "state"}
 		case "GET /v1/jobs/{id}/logs":
 			wantQuery = slices.Clone(logsParams)
+		case "GET /v1/jobs/{id}/deps":
+			wantQuery = []string{"limit"}
 		}
 		sort.Strings(gotQuery)
 		sort.Strings(wantQuery)
@@ -1152,15 +1156,17 @@ func TestOpenAPISchemasValidate(t *testing.T) {
 		"AcceptResponse":         wire.AcceptResponse{Jobs: []store.Job{}},
 		"HeartbeatBatchResponse": wire.HeartbeatBatchResponse{Results: []wire.HeartbeatResult{{LeaseUntil: now}, {Error: &wire.Error{Code: wire.CodeCanceled, Message: "x"}}}},
 		"FinishBatchResponse":    wire.FinishBatchResponse{Results: []wire.ItemResult{{}, {Error: &wire.Error{Code: wire.CodeWorkerConflict, Message: "x"}}}},
-		"StatsResponse":          wire.StatsResponse{Counts: []store.Count{{Type: "a", State: store.Failed, Jobs: 2}}, ByState: map[string]int64{"pending": 0, "running": 0, "paused": 0, "completed": 0, "failed": 2, "cancelled": 0}},
-		"Event":                  wire.Event{ID: 1, Type: "a", State: store.Pending, RunAt: now, At: now},
-		"TypesResponse":          wire.TypesResponse{Types: []wire.TypeConfig{{Type: "a", LeaseTimeout: wire.Duration(45 * time.Second), Bands: "2,1", GroupMaxRunning: 3}, {Type: "b"}}},
-		"GroupsResponse":         wire.GroupsResponse{Groups: []wire.GroupConfig{{Group: "", Weight: 2}, {Group: "acme", Type: "a", MaxRunning: 4}}},
-		"AddRequest":             wire.NewAddRequest(store.AddParams{Type: "a", Key: "k", RunAt: now, Data: json.RawMessage(`{"x":1}`), BackoffBase: time.Second}),
-		"AcceptRequest":          wire.AcceptRequest{Types: []string{"a.*"}, Limit: 5, Wait: wire.Duration(time.Second)},
-		"FinishItem":             wire.NewFinishItem(store.FinishParams{Lease: store.Lease{ID: 1, Token: "t"}, As: store.Snooze, RunAt: now}),
-		"HeartbeatItem":          wire.HeartbeatItem{ID: 1, Token: "t", Progress: &p},
-		"ErrorResponse":          wire.ErrorResponse{Error: wire.Error{Code: wire.CodeInvalid, Message: "x"}},
+		"StatsResponse":          wire.StatsResponse{Counts: []store.Count{{Type: "a", State: store.Failed, Jobs: 2}}, ByState: map[string]int64{"pending": 0, "running": 0, "paused": 0, "completed": 0, "failed": 2, "cancelled": 0, "waiting": 0}},
+		"DepsResponse": wire.DepsResponse{Deps: []store.Dep{{ID: 1, Type: "a", State: store.Completed, Result: json.RawMessage(`{"r":1}`)},
+			{ID: 2, State: store.Cancelled, Removed: true}}, Dependants: []int64{3}},
+		"Event":          wire.Event{ID: 1, Type: "a", State: store.Pending, RunAt: now, At: now},
+		"TypesResponse":  wire.TypesResponse{Types: []wire.TypeConfig{{Type: "a", LeaseTimeout: wire.Duration(45 * time.Second), Bands: "2,1", GroupMaxRunning: 3}, {Type: "b"}}},
+		"GroupsResponse": wire.GroupsResponse{Groups: []wire.GroupConfig{{Group: "", Weight: 2}, {Group: "acme", Type: "a", MaxRunning: 4}}},
+		"AddRequest":     wire.NewAddRequest(store.AddParams{Type: "a", Key: "k", RunAt: now, Data: json.RawMessage(`{"x":1}`), BackoffBase: time.Second}),
+		"AcceptRequest":  wire.AcceptRequest{Types: []string{"a.*"}, Limit: 5, Wait: wire.Duration(time.Second)},
+		"FinishItem":     wire.NewFinishItem(store.FinishParams{Lease: store.Lease{ID: 1, Token: "t"}, As: store.Snooze, RunAt: now}),
+		"HeartbeatItem":  wire.HeartbeatItem{ID: 1, Token: "t", Progress: &p},
+		"ErrorResponse":  wire.ErrorResponse{Error: wire.Error{Code: wire.CodeInvalid, Message: "x"}},
 	}
 	for _, name := range keys(good) {
 		if err := spec.Validate(ref(name), marshal(good[name])); err != nil {

@@ -367,6 +367,17 @@ func (s *Store) WaitJob(ctx context.Context, id int64, states []store.State) (st
 	}
 }
 
+// Deps returns a job's dependencies with their outcomes and up to limit
+// of its dependants (store.DepsReader), GET /v1/jobs/{id}/deps.
+func (s *Store) Deps(ctx context.Context, id int64, limit int) ([]store.Dep, []int64, error) {
+	var resp wire.DepsResponse
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if err := s.do(ctx, "GET", jobPath(id, "deps"), q, nil, &resp); err != nil {
+		return nil, nil, err
+	}
+	return resp.Deps, resp.Dependants, nil
+}
+
 // GetByKey returns the job with this type, group and key.
 func (s *Store) GetByKey(ctx context.Context, typ, group, key string) (store.Job, error) {
 	if typ == "" || key == "" {

@@ -471,6 +471,7 @@ type Dep struct {
 	ID    int64  `json:"id"`
 	Type  string `json:"type"`
 	Key   string `json:"key,omitempty"`
+	Group string `json:"group,omitempty"`
 	State State  `json:"state"`
 	// Removed says the dependency was deleted (removed by someone, or by
 	// retention once its type's retention passed) before the job ran:

@@ -135,6 +135,17 @@ func appendJob(buf []byte, j *store.Job) []byte {
 		o.lit(`,"children":`)
 		o.sub(j.Children)
 	}
+	if j.HasDeps {
+		o.lit(`,"has_deps":true`)
+	}
+	if j.DepPolicy != 0 {
+		o.lit(`,"on_dep_failure":`)
+		o.text(j.DepPolicy)
+	}
+	if len(j.Deps) > 0 {
+		o.lit(`,"deps":`)
+		o.sub(j.Deps)
+	}
 	o.lit(`,"created_at":`)
 	o.time(j.CreatedAt)
 	if !j.StartedAt.IsZero() {
@@ -523,7 +534,8 @@ var jobKeys = func() map[string]jobKey {
 	keys := []string{"id", "type", "key", "group", "priority", "state", "run_at", "data", "attempt", "max_attempts",
 		"token", "worker", "lease_until", "cancel_requested", "resubmit", "progress", "last_error", "errors", "result",
 		"meta", "schedule", "missed", "slot", "retry_after", "parent", "has_children", "bedrock_id", "parent_data",
-		"children", "created_at", "started_at", "prev_started_at", "finished_at", "updated_at", "backoff_base", "backoff_max", "timeout", "expires_at", "expired", "unique_for", "debounce"}
+		"children", "created_at", "started_at", "prev_started_at", "finished_at", "updated_at", "backoff_base", "backoff_max", "timeout", "expires_at", "expired", "unique_for", "debounce",
+		"has_deps", "on_dep_failure", "deps"}
 	m := make(map[string]jobKey, len(keys))
 	for i, k := range keys {
 		m[k] = jobKey{name: k, bit: 1 << i}
@@ -663,6 +675,15 @@ func (p *jsonScan) field(j *store.Job, key string) bool {
 		raw(&j.ParentData)
 	case "children":
 		sub(&j.Children)
+	case "has_deps":
+		boolean(&j.HasDeps)
+	case "on_dep_failure":
+		var s string
+		if s, ok = p.str(); ok {
+			ok = j.DepPolicy.UnmarshalText([]byte(s)) == nil
+		}
+	case "deps":
+		sub(&j.Deps)
 	case "created_at":
 		tm(&j.CreatedAt)
 	case "started_at":

@@ -58,6 +58,11 @@ type AddRequest struct {
 	UniqueFor    Duration      `json:"unique_for,omitempty"`
 	UniqueStates []store.State `json:"unique_states,omitempty"`
 	Debounce     Duration      `json:"debounce,omitempty"`
+	// After, AfterKeys and OnDepFailure make the job wait for others
+	// (store.AddParams).
+	After        []int64         `json:"after,omitempty"`
+	AfterKeys    []string        `json:"after_keys,omitempty"`
+	OnDepFailure store.DepPolicy `json:"on_dep_failure,omitempty"`
 }
 
 // Params converts the request to store parameters.
@@ -66,7 +71,8 @@ func (a AddRequest) Params() store.AddParams {
 		MaxAttempts: a.MaxAttempts, BackoffBase: time.Duration(a.BackoffBase), BackoffMax: time.Duration(a.BackoffMax),
 		Meta: a.Meta, Schedule: a.Schedule, Missed: a.Missed, RetryAfter: time.Duration(a.RetryAfter), Timeout: time.Duration(a.Timeout),
 		Unique: a.Unique, Overwrite: a.Overwrite, Parent: a.Parent,
-		UniqueFor: time.Duration(a.UniqueFor), UniqueStates: a.UniqueStates, Debounce: time.Duration(a.Debounce)}
+		UniqueFor: time.Duration(a.UniqueFor), UniqueStates: a.UniqueStates, Debounce: time.Duration(a.Debounce),
+		After: a.After, AfterKeys: a.AfterKeys, OnDepFailure: a.OnDepFailure}
 	if a.RunAt != nil {
 		p.RunAt = *a.RunAt
 	}
@@ -81,7 +87,8 @@ func NewAddRequest(p store.AddParams) AddRequest {
 	a := AddRequest{Type: p.Type, Key: p.Key, Group: p.Group, Priority: p.Priority, Data: p.Data,
 		MaxAttempts: p.MaxAttempts, BackoffBase: Duration(p.BackoffBase), BackoffMax: Duration(p.BackoffMax), Meta: p.Meta,
 		Schedule: p.Schedule, Missed: p.Missed, RetryAfter: Duration(p.RetryAfter), Timeout: Duration(p.Timeout), Unique: p.Unique, Overwrite: p.Overwrite, Parent: p.Parent,
-		UniqueFor: Duration(p.UniqueFor), UniqueStates: p.UniqueStates, Debounce: Duration(p.Debounce)}
+		UniqueFor: Duration(p.UniqueFor), UniqueStates: p.UniqueStates, Debounce: Duration(p.Debounce),
+		After: p.After, AfterKeys: p.AfterKeys, OnDepFailure: p.OnDepFailure}
 	if !p.ExpiresAt.IsZero() {
 		t := p.ExpiresAt
 		a.ExpiresAt = &t
@@ -112,6 +119,14 @@ type AddBatchResponse struct {
 // JobResponse carries one job.
 type JobResponse struct {
 	Job store.Job `json:"job"`
+}
+
+// DepsResponse is a job's dependencies with their outcomes, in the order
+// it named them, and the ids of the jobs added after it (GET
+// /v1/jobs/{id}/deps).
+type DepsResponse struct {
+	Deps       []store.Dep `json:"deps"`
+	Dependants []int64     `json:"dependants"`
 }
 
 // ListResponse is one page of jobs. NextCursor, when set, is passed as

@@ -602,7 +602,7 @@ func (s *Store) depsOf(ctx context.Context, ids []int64) (map[int64][]store.Dep,
 			var state int16
 			var key, lastErr pgtype.Text
 			var result []byte
-			if err := r.Scan(&of, &d.ID, &d.Removed, &d.Type, &key, &state, &result, &lastErr); err != nil {
+			if err := r.Scan(&of, &d.ID, &d.Removed, &d.Type, &key, &d.Group, &state, &result, &lastErr); err != nil {
 				return err
 			}
 			d.State, d.Key = store.State(state), key.String

@@ -297,19 +297,6 @@ func (w *txn) AddDeps(id int64, deps, unended []int64, policy store.DepPolicy) e
 	return nil
 }
 
-// idList is ids as a JSON array, the one parameter a list travels as.
-func idList(ids []int64) string {
-	buf := make([]byte, 0, 12*len(ids)+2)
-	buf = append(buf, '[')
-	for i, id := range ids {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = strconv.AppendInt(buf, id, 10)
-	}
-	return string(append(buf, ']'))
-}
-
 // MarkParent records that job id has children (engine.Tx).
 func (w *txn) MarkParent(id int64) error {
 	_, err := w.run("mark_parent", id)

@@ -499,7 +499,7 @@ func (s *Store) depsOf(ctx context.Context, id int64) ([]store.Dep, error) {
 		var state int
 		var key, lastErr sql.NullString
 		var result []byte
-		if err := rows.Scan(&d.ID, &d.Removed, &d.Type, &key, &state, &result, &lastErr); err != nil {
+		if err := rows.Scan(&d.ID, &d.Removed, &d.Type, &key, &d.Group, &state, &result, &lastErr); err != nil {
 			return nil, s.readErr(err)
 		}
 		d.State, d.Key = store.State(state), key.String

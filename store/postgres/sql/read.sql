@@ -58,7 +58,7 @@ SELECT bedrock_id, id FROM {{schema}}.jobs WHERE bedrock_id = ANY($1) UNION ALL 
 -- Jobs' dependencies with their outcomes, in the order each named them;
 -- a deleted one has no row (the outer joins' NULLs).
 -- $1 the dependants' ids (bigint[]).
-SELECT x.dependant, x.dependency, coalesce(h.id, e.id) IS NULL, coalesce(h.type, e.type, ''), coalesce(h.key, e.key),
+SELECT x.dependant, x.dependency, coalesce(h.id, e.id) IS NULL, coalesce(h.type, e.type, ''), coalesce(h.key, e.key), coalesce(h.grp, e.grp, ''),
 		coalesce(h.state, e.state, 5), coalesce(h.result, e.result), coalesce(h.last_error, e.last_error)
 	FROM {{schema}}.deps x LEFT JOIN {{schema}}.jobs h ON h.id = x.dependency LEFT JOIN {{schema}}.jobs_ended e ON e.id = x.dependency
 	WHERE x.dependant = ANY($1::bigint[]) ORDER BY x.dependant, x.pos;

@@ -39,7 +39,7 @@ SELECT id FROM rota_jobs WHERE bedrock_id = ?;
 -- A job's dependencies with their outcomes, in the order it named them;
 -- a deleted one has no row (the outer join's NULLs).
 -- ? the dependant's id.
-SELECT e.dependency, j.id IS NULL, coalesce(j.type, ''), j.key, coalesce(j.state, 5), j.result, j.last_error
+SELECT e.dependency, j.id IS NULL, coalesce(j.type, ''), j.key, coalesce(j.grp, ''), coalesce(j.state, 5), j.result, j.last_error
 	FROM rota_deps e LEFT JOIN rota_jobs j ON j.id = e.dependency WHERE e.dependant = ? ORDER BY e.pos;
 
 -- name: dependants_of

@@ -86,6 +86,7 @@ func addCommand(g *globals) *cobra.Command {
 		uniqueStates []string
 		missed       string
 		expires      string
+		depPolicy    string
 	)
 	cmd := &cobra.Command{
 		Use:   "add TYPE [DATA-JSON | -]",
@@ -113,6 +114,12 @@ started. It ends cancelled and expired, with the last error "expired at …,
 not started"; a recurring job skips to its next slot instead, whose
 deadline is as far after that slot.
 
+With --after, the job waits (state waiting) until every job named has ended,
+then is pending. When one of them fails for good, is cancelled or removed,
+--on-dep-failure decides: cancel (the default) cancels this job too, and
+the jobs after it; run runs it once the rest have ended. Its worker sees
+their outcomes. An unknown job named is an error, and nothing is added.
+
 It prints the job's id and what the add did: inserted, updated,
 resubmitted or requeued. With --json it prints the API's answer,
 {"job": {...}, "outcome": "inserted"}.`,
@@ -121,7 +128,9 @@ resubmitted or requeued. With --json it prints the API's answer,
   id=$(rota add -q resize '{"image":"a.png"}')
   rota add report.daily --key daily --schedule 'CRON_TZ=Europe/Paris 0 7 * * *'
   rota add sync.feed --schedule 'SCHEDULED, +5 MINUTES' --missed skip
-  rota add quote.fetch '{"symbol":"ACME"}' --expires 30s`,
+  rota add quote.fetch '{"symbol":"ACME"}' --expires 30s
+
+  rota add report.merge --after 41,42 --on-dep-failure run`,
 		Args: rangeArgs(1, 2, "a TYPE and optional DATA-JSON"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p.Type = args[0]
@@ -170,6 +179,15 @@ resubmitted or requeued. With --json it prints the API's answer,
 					return usageErrorf("--unique-states: %v", invalidDetail(err))
 				}
 				p.UniqueStates = append(p.UniqueStates, st)
+			}
+			if p.OnDepFailure, err = store.ParseDepPolicy(depPolicy); err != nil {
+				return usageErrorf("--on-dep-failure: %v", invalidDetail(err))
+			}
+			if cmd.Flags().Changed("on-dep-failure") && len(p.After) == 0 {
+				return usageErrorf("--on-dep-failure needs --after")
+			}
+			if err := check.After(&p); err != nil {
+				return usageErrorf("--%v", invalidDetail(err))
 			}
 			if err := check.Debounce(&p); err != nil {
 				return usageErrorf("--%v", invalidDetail(err))
@@ -228,6 +246,8 @@ resubmitted or requeued. With --json it prints the API's answer,
 	f.DurationVar(&p.Debounce, "debounce", 0, "with --key: run the job this long after the add; another add of the key before then replaces its data and pushes its run time (the last add wins)")
 	f.StringSliceVar(&uniqueStates, "unique-states", nil, "with --unique-for: the states a job must be in to count (default: any but cancelled)")
 	f.StringVar(&missed, "missed", "", "what a recurring job does about missed slots: once, skip or all (default once)")
+	f.Int64SliceVar(&p.After, "after", nil, "run the job after these jobs end (ids, comma-separated or repeated); it waits until then")
+	f.StringVar(&depPolicy, "on-dep-failure", "", "with --after: what the job does when one of them fails, is cancelled or removed: cancel or run (default cancel)")
 	f.StringToStringVar(&meta, "meta", nil, "metadata carried with the job, KEY=VALUE (repeat, or comma-separate)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print only the job id")
 	return cmd

@@ -130,7 +130,7 @@ With --json it prints the API's answer, {"jobs": [...], "next_cursor": "..."}
 	f := cmd.Flags()
 	f.StringSliceVar(&types, "type", nil, "only these types (exact names)")
 	f.Int64Var(&parent, "parent", 0, "only the children of this job")
-	f.StringSliceVar(&states, "state", nil, "only these states: pending, running, paused, completed, failed, cancelled")
+	f.StringSliceVar(&states, "state", nil, "only these states: pending, running, paused, waiting, completed, failed, cancelled")
 	f.StringArrayVar(&groups, "group", nil, "only this group (repeatable)")
 	f.IntVar(&limit, "limit", 100, fmt.Sprintf("jobs per page, 1..%d", store.MaxListLimit))
 	f.Int64Var(&cursor, "cursor", 0, "start after this cursor (from a previous page)")

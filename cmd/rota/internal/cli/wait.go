@@ -121,7 +121,7 @@ returns it, {"job": {...}}, whatever its end.`,
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (exit status 124); 0 waits for ever")
-	cmd.Flags().StringSliceVar(&stateNames, "state", nil, "wait until the job is in one of these states (pending, running, paused, completed, failed, cancelled; repeatable or comma-separated) instead of until it ends")
+	cmd.Flags().StringSliceVar(&stateNames, "state", nil, "wait until the job is in one of these states (pending, running, paused, waiting, completed, failed, cancelled; repeatable or comma-separated) instead of until it ends")
 	return cmd
 }
 

@@ -58,7 +58,7 @@ func (c *statsCache) get(ctx context.Context, rc *rota.Client, version uint64) (
 // countRow is one type and group's jobs by state.
 type countRow struct {
 	Type, Group string
-	ByState     [6]int64
+	ByState     [7]int64
 	Total       int64
 }
 
@@ -86,7 +86,7 @@ const latencyScan = 200
 
 type overviewData struct {
 	Rows    []countRow
-	Totals  [6]int64
+	Totals  [7]int64
 	Total   int64 // every job in reach
 	States  []string
 	Latency []typeLatency
@@ -176,7 +176,7 @@ func (s *Server) overviewData(r *http.Request) (overviewData, error) {
 	}
 	slices.SortFunc(d.Workers, func(a, b workerRow) int { return cmp.Compare(a.Worker, b.Worker) })
 	d.Chart = newChart(s.act.lastHour(u.Access.Reaches))
-	d.Total = d.Totals[0] + d.Totals[1] + d.Totals[2] + d.Totals[3] + d.Totals[4] + d.Totals[5]
+	d.Total = d.Totals[0] + d.Totals[1] + d.Totals[2] + d.Totals[3] + d.Totals[4] + d.Totals[5] + d.Totals[6]
 	return d, nil
 }
 
@@ -551,6 +551,7 @@ type jobData struct {
 	Data     string
 	Result   string
 	Children []rota.Job
+	Workflow *workflow
 	Next     []time.Time
 	LeaseTag string
 	CanAct   bool
@@ -588,6 +589,7 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 			d.Children = res.Jobs
 		}
 	}
+	d.Workflow = workflowOf(r.Context(), s.c, j.ID)
 	if j.Schedule != "" {
 		if sch, err := schedule.Parse(j.Schedule); err == nil {
 			t := cmp.Or(j.Slot, j.RunAt)
@@ -822,7 +824,7 @@ type groupsData struct {
 // and its settings.
 type groupRow struct {
 	Group    string
-	ByState  [6]int64
+	ByState  [7]int64
 	Total    int64
 	Settings []rota.GroupConfig
 }

@@ -288,8 +288,11 @@ func camel(code string) string {
 }
 
 func constName(n string) string {
-	if n == "Missed" {
+	switch n {
+	case "Missed":
 		return "MISSED_POLICIES"
+	case "DepPolicy":
+		return "DEP_POLICIES"
 	}
 	var b strings.Builder
 	for i, r := range n {

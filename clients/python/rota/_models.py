@@ -7,7 +7,10 @@ from ._base import Model, RotaError
 
 API_VERSION = "1"
 # The SHA-256 of the document this module was generated from.
-OPENAPI_SHA256 = "415d4f1e49a3944f9110bff9e667091592f22a1019f70dd0472b599bb2d35342"
+OPENAPI_SHA256 = "3c46be4750c2b944bbd9515d8bbb78bf92453b3015f231f60034af355894915e"
+
+# What a job added after others does when one of them fails for good, is cancelled or is removed.
+DEP_POLICIES = ("cancel", "run")
 
 # How a worker ends its hold on a job: complete (done, result stored); fail (retried with back-off unless permanent or out of attempts); snooze (pending again at run_at, the attempt is given back); release (pending again at once, the attempt is given back; used on shutdown); cancel (the worker cancels the job).
 ENDINGS = ("complete", "fail", "snooze", "release", "cancel")
@@ -22,7 +25,7 @@ MISSED_POLICIES = ("once", "skip", "all")
 OUTCOMES = ("inserted", "updated", "resubmitted", "requeued", "unchanged")
 
 # A job's lifecycle state.
-STATES = ("pending", "running", "paused", "completed", "failed", "cancelled")
+STATES = ("pending", "running", "paused", "completed", "failed", "cancelled", "waiting")
 
 
 class InvalidInputError(RotaError):
@@ -190,6 +193,8 @@ class AddRequest(Model):
     """One job to add."""
 
     _fields = {
+        "after": "json",
+        "after_keys": "json",
         "backoff_base": "duration",
         "backoff_max": "duration",
         "data": "json",
@@ -200,6 +205,7 @@ class AddRequest(Model):
         "max_attempts": "json",
         "meta": "json",
         "missed": "json",
+        "on_dep_failure": "json",
         "overwrite": "json",
         "parent": "json",
         "priority": "json",
@@ -213,6 +219,8 @@ class AddRequest(Model):
         "unique_states": "json",
     }
     _required = ("type",)
+    after = ()
+    after_keys = ()
     backoff_base = None
     backoff_max = None
     data = None
@@ -223,6 +231,7 @@ class AddRequest(Model):
     max_attempts = 0
     meta = None
     missed = ""
+    on_dep_failure = ""
     overwrite = False
     parent = 0
     priority = 0
@@ -350,6 +359,42 @@ class CreateTokenResponse(Model):
     _required = ("secret", "token")
     secret = ""
     token = None
+
+
+class Dep(Model):
+    """A dependency's outcome, as the job added after it sees it when it runs."""
+
+    _fields = {
+        "error": "json",
+        "group": "json",
+        "id": "json",
+        "key": "json",
+        "removed": "json",
+        "result": "json",
+        "state": "json",
+        "type": "json",
+    }
+    _required = ("id", "state")
+    error = ""
+    group = ""
+    id = 0
+    key = ""
+    removed = False
+    result = None
+    state = ""
+    type = ""
+
+
+class DepsResponse(Model):
+    """A job's dependencies and dependants."""
+
+    _fields = {
+        "dependants": "json",
+        "deps": "[Dep]",
+    }
+    _required = ("dependants", "deps")
+    dependants = ()
+    deps = ()
 
 
 class Error(Model):
@@ -610,12 +655,14 @@ class Job(Model):
         "created_at": "time",
         "data": "json",
         "debounce": "duration",
+        "deps": "[Dep]",
         "errors": "[AttemptError]",
         "expired": "json",
         "expires_at": "time",
         "finished_at": "time",
         "group": "json",
         "has_children": "json",
+        "has_deps": "json",
         "id": "json",
         "key": "json",
         "last_error": "json",
@@ -623,6 +670,7 @@ class Job(Model):
         "max_attempts": "json",
         "meta": "json",
         "missed": "json",
+        "on_dep_failure": "json",
         "parent": "json",
         "parent_data": "json",
         "prev_started_at": "time",
@@ -653,12 +701,14 @@ class Job(Model):
     created_at = None
     data = None
     debounce = None
+    deps = ()
     errors = ()
     expired = False
     expires_at = None
     finished_at = None
     group = ""
     has_children = False
+    has_deps = False
     id = 0
     key = ""
     last_error = ""
@@ -666,6 +716,7 @@ class Job(Model):
     max_attempts = 0
     meta = None
     missed = ""
+    on_dep_failure = ""
     parent = 0
     parent_data = None
     prev_started_at = None
@@ -905,6 +956,7 @@ ROUTES = {
     "finishBatch": ("POST", "/v1/finish", ()),
     "finishJob": ("POST", "/v1/jobs/{id}/finish", ()),
     "getJob": ("GET", "/v1/jobs/{id}", ("wait", "state")),
+    "getJobDeps": ("GET", "/v1/jobs/{id}/deps", ("limit",)),
     "getJobLogs": ("GET", "/v1/jobs/{id}/logs", ("attempt", "after", "limit")),
     "healthz": ("GET", "/healthz", ()),
     "heartbeatBatch": ("POST", "/v1/heartbeat", ()),

@@ -159,6 +159,14 @@ def get(id):
     return Request(method, path, None, _job)
 
 
+def deps(id, limit=None):
+    """A job's dependencies with their outcomes (the jobs it was added after),
+    and the ids of the jobs added after it: a DepsResponse."""
+    q = [("limit", str(int(limit)))] if limit is not None else None
+    method, path = _route("getJobDeps", q, id=_check_id(id))
+    return Request(method, path, None, lambda s, b: m.DepsResponse.from_json(_loads(b)))
+
+
 def get_by_key(type, key, group=""):
     """The job of type with key in group (a key is unique within a type and
     a group; "" is the default group)."""

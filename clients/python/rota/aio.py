@@ -244,6 +244,7 @@ class AsyncClient:
     add_many = _acall(_ops.add_many, "add_many")
     get = _acall(_ops.get, "get")
     get_by_key = _acall(_ops.get_by_key, "get_by_key")
+    deps = _acall(_ops.deps, "deps")
     get_many = _acall(_ops.get_many, "get_many")
     list = _acall(_ops.list_jobs, "list")
     update = _acall(_ops.update, "update")

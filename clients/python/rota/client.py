@@ -103,6 +103,7 @@ class Client:
     add_many = _call(_ops.add_many, "add_many")
     get = _call(_ops.get, "get")
     get_by_key = _call(_ops.get_by_key, "get_by_key")
+    deps = _call(_ops.deps, "deps")
     get_many = _call(_ops.get_many, "get_many")
     list = _call(_ops.list_jobs, "list")
     update = _call(_ops.update, "update")

@@ -47,6 +47,32 @@ def test_add_unique_for(client, typ):
         client.add(typ, unique_states=["pending"])
 
 
+def test_add_after(client, typ):
+    """A workflow added in one call (after by id, after_keys by key) waits,
+    runs in order, and each job sees its dependencies' outcomes (deps);
+    client.deps reads a job's place in the graph; an unknown dependency is
+    refused and nothing is added."""
+    first = client.add(typ, {"n": 1})
+    jobs = client.add_many([
+        {"type": typ, "key": "mid", "after": [first.id]},
+        {"type": typ, "key": "last", "after_keys": ["mid"], "on_dep_failure": "run"},
+    ])
+    mid, last = jobs
+    assert (mid.state, last.state, last.has_deps, last.on_dep_failure) == ("waiting", "waiting", True, "run")
+    assert "waiting" in rota.STATES and rota.DEP_POLICIES == ("cancel", "run")
+    [run] = client.accept([typ], limit=5)
+    assert run.id == first.id
+    client.finish(run.id, run.token, result={"rows": 3})
+    [run] = client.accept([typ], limit=5)
+    assert run.id == mid.id and [(d.id, d.state, d.result) for d in run.deps] == [(first.id, "completed", {"rows": 3})]
+    d = client.deps(mid.id)
+    assert [x.id for x in d.deps] == [first.id] and d.dependants == [last.id]
+    with pytest.raises(rota.NotFoundError, match=str(10 ** 12)):
+        client.add_many([{"type": typ, "key": "x"}, {"type": typ, "after": [10 ** 12]}])
+    with pytest.raises(rota.NotFoundError):
+        client.get_by_key(typ, "x")
+
+
 def test_add_debounce(client, typ):
     """A debounced add runs its job that long after the add; another add of
     the key replaces its data and run time (outcome updated)."""

@@ -1,4 +1,4 @@
-import type { AcceptRequest, AppendLogsRequest, AppendLogsResponse, GetJobLogsQuery, LogsResponse, AddRequest, CreateTokenRequest, CreateTokenResponse, Event, FinishItem, GroupConfig, HeartbeatItem, HeartbeatResult, Job, ListJobsQuery, ListResponse, Outcome, ResubmitRequest, State, StatsResponse, Token, TypeConfig, UpdateRequest } from "./openapi.js";
+import type { AcceptRequest, AppendLogsRequest, AppendLogsResponse, GetJobLogsQuery, LogsResponse, AddRequest, CreateTokenRequest, CreateTokenResponse, DepsResponse, Event, FinishItem, GroupConfig, HeartbeatItem, HeartbeatResult, Job, ListJobsQuery, ListResponse, Outcome, ResubmitRequest, State, StatsResponse, Token, TypeConfig, UpdateRequest } from "./openapi.js";
 import { RotaError } from "./errors.js";
 import { Transport } from "./transport.js";
 /** ClientOptions says where the server is and how to reach it. */
@@ -83,6 +83,15 @@ export declare class Client {
     logs(id: number, query?: GetJobLogsQuery, opts?: {
         signal?: AbortSignal;
     }): Promise<LogsResponse>;
+    /**
+     * deps answers a job's place in its workflow: the jobs it was added after
+     * (after, after_keys) with their outcomes, in the order it named them, and
+     * the ids of up to limit jobs added after it.
+     */
+    deps(id: number, opts?: {
+        limit?: number;
+        signal?: AbortSignal;
+    }): Promise<DepsResponse>;
     /** list answers one page of jobs; pass next_cursor back as cursor for the next. */
     list(query?: ListInput, opts?: {
         signal?: AbortSignal;

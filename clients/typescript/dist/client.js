@@ -73,6 +73,17 @@ export class Client {
                 q.append(k, String(v));
         return this.op("getJobLogs", { id: jobID(id) }, { query: q, signal: opts.signal });
     }
+    /**
+     * deps answers a job's place in its workflow: the jobs it was added after
+     * (after, after_keys) with their outcomes, in the order it named them, and
+     * the ids of up to limit jobs added after it.
+     */
+    async deps(id, opts = {}) {
+        const q = new URLSearchParams();
+        if (opts.limit !== undefined)
+            q.append("limit", String(opts.limit));
+        return this.op("getJobDeps", { id: jobID(id) }, { query: q, signal: opts.signal });
+    }
     /** list answers one page of jobs; pass next_cursor back as cursor for the next. */
     async list(query = {}, opts = {}) {
         const q = new URLSearchParams();

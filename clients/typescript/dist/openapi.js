@@ -3,6 +3,8 @@
 /* eslint-disable */
 /** The version of the API document these types were generated from. */
 export const apiVersion = "1";
+/** Every DepPolicy, in the document's order. */
+export const depPolicyValues = ["cancel", "run"];
 /** Every Ending, in the document's order. */
 export const endingValues = ["complete", "fail", "snooze", "release", "cancel"];
 /** Every ErrorCode, in the document's order. */
@@ -12,7 +14,7 @@ export const missedValues = ["once", "skip", "all"];
 /** Every Outcome, in the document's order. */
 export const outcomeValues = ["inserted", "updated", "resubmitted", "requeued", "unchanged"];
 /** Every State, in the document's order. */
-export const stateValues = ["pending", "running", "paused", "completed", "failed", "cancelled"];
+export const stateValues = ["pending", "running", "paused", "completed", "failed", "cancelled", "waiting"];
 /** The API's routes by operationId. */
 export const operations = {
     accept: { method: "POST", path: "/v1/accept" },
@@ -25,6 +27,7 @@ export const operations = {
     finishBatch: { method: "POST", path: "/v1/finish" },
     finishJob: { method: "POST", path: "/v1/jobs/{id}/finish" },
     getJob: { method: "GET", path: "/v1/jobs/{id}" },
+    getJobDeps: { method: "GET", path: "/v1/jobs/{id}/deps" },
     getJobLogs: { method: "GET", path: "/v1/jobs/{id}/logs" },
     healthz: { method: "GET", path: "/healthz" },
     heartbeatBatch: { method: "POST", path: "/v1/heartbeat" },

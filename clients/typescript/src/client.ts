@@ -9,6 +9,7 @@ import type {
   AddBatchResponse,
   CreateTokenRequest,
   CreateTokenResponse,
+  DepsResponse,
   Event,
   FinishItem,
   FinishBatchResponse,
@@ -166,6 +167,17 @@ export class Client {
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null) q.append(k, String(v));
     return this.op<LogsResponse>("getJobLogs", { id: jobID(id) }, { query: q, signal: opts.signal });
+  }
+
+  /**
+   * deps answers a job's place in its workflow: the jobs it was added after
+   * (after, after_keys) with their outcomes, in the order it named them, and
+   * the ids of up to limit jobs added after it.
+   */
+  async deps(id: number, opts: { limit?: number; signal?: AbortSignal } = {}): Promise<DepsResponse> {
+    const q = new URLSearchParams();
+    if (opts.limit !== undefined) q.append("limit", String(opts.limit));
+    return this.op<DepsResponse>("getJobDeps", { id: jobID(id) }, { query: q, signal: opts.signal });
   }
 
   /** list answers one page of jobs; pass next_cursor back as cursor for the next. */

@@ -224,6 +224,23 @@ export interface AddRequest {
    * an ended one requeued, as for any re-add.
    */
   debounce?: Duration;
+  /**
+   * Jobs this one runs after: it is added waiting until every one of them has
+   * ended (completed, failed for good, cancelled or removed), then becomes
+   * pending, due at run_at or at once when that has passed. Each must exist and
+   * be in the token's reach: an unknown one is 404 naming it, and nothing of the
+   * add is added. One that has already ended counts as ended. A graph is acyclic
+   * by construction. Not with parent, schedule or debounce. A re-add by key
+   * keeps the job's dependencies as they were.
+   */
+  after?: number[];
+  /**
+   * In a batch add, earlier jobs of the same batch this one runs after, by their
+   * key (the latest earlier job with that key), so that a whole workflow is
+   * added in one atomic call. A key no earlier job of the batch has: 400.
+   */
+  after_keys?: string[];
+  on_dep_failure?: DepPolicy;
 }
 
 /**
@@ -358,6 +375,60 @@ export interface CreateTokenResponse {
    * The bearer token to send: rota_ and 43 characters of base64url.
    */
   secret: string;
+}
+
+/**
+ * A dependency's outcome, as the job added after it sees it when it runs.
+ */
+export interface Dep {
+  id: number;
+  /**
+   * Empty when removed.
+   */
+  type?: string;
+  key?: string;
+  group?: string;
+  state: State;
+  /**
+   * The dependency was deleted (removed, or by retention) before the job ran:
+   * its type, key, result and error are no longer known; state is cancelled.
+   */
+  removed?: boolean;
+  /**
+   * The dependency's result, when it completed (any JSON value).
+   */
+  result?: unknown;
+  /**
+   * The dependency's last error, when it did not complete.
+   */
+  error?: string;
+}
+
+/**
+ * What a job added after others does when one of them fails for good, is
+ * cancelled or is removed. cancel (the default): it is cancelled, its last
+ * error naming the dependency, and so are its own dependants under the same
+ * policy, down the graph. run: it runs once the rest have ended, and sees
+ * every outcome (Job.deps).
+ */
+export type DepPolicy = "cancel" | "run";
+
+/** Every DepPolicy, in the document's order. */
+export const depPolicyValues: readonly DepPolicy[] = ["cancel","run"];
+
+/**
+ * A job's dependencies and dependants.
+ */
+export interface DepsResponse {
+  /**
+   * The job's dependencies with their outcomes, in the order it named them; one
+   * out of the token's reach shows its id and state alone.
+   */
+  deps: Dep[];
+  /**
+   * The ids of the jobs added after this one, in id order, at most limit.
+   */
+  dependants: number[];
 }
 
 /**
@@ -871,6 +942,17 @@ export interface Job {
    * When the run before the current one started; absent before a second run.
    */
   prev_started_at?: Time;
+  /**
+   * The job was added after other jobs (after); GET /v1/jobs/{id}/deps lists
+   * them.
+   */
+  has_deps?: boolean;
+  on_dep_failure?: DepPolicy;
+  /**
+   * The outcomes of the jobs this one was added after, in the order named, as
+   * accept gives them to its worker.
+   */
+  deps?: Dep[];
 }
 
 /**
@@ -1040,12 +1122,13 @@ export interface SnoozeRequest {
 /**
  * A job's lifecycle state. completed, failed and cancelled are terminal.
  * paused: a child waiting for its parent's run to end, or a parent waiting for
- * its children.
+ * its children. waiting: added after other jobs (after), it waits for them to
+ * end, then becomes pending.
  */
-export type State = "pending" | "running" | "paused" | "completed" | "failed" | "cancelled";
+export type State = "pending" | "running" | "paused" | "completed" | "failed" | "cancelled" | "waiting";
 
 /** Every State, in the document's order. */
-export const stateValues: readonly State[] = ["pending","running","paused","completed","failed","cancelled"];
+export const stateValues: readonly State[] = ["pending","running","paused","completed","failed","cancelled","waiting"];
 
 /**
  * Job counts.
@@ -1066,6 +1149,7 @@ export interface StatsResponse {
     completed: number;
     failed: number;
     cancelled: number;
+    waiting: number;
   };
 }
 
@@ -1235,6 +1319,7 @@ export const operations = {
   finishBatch: { method: "POST", path: "/v1/finish" },
   finishJob: { method: "POST", path: "/v1/jobs/{id}/finish" },
   getJob: { method: "GET", path: "/v1/jobs/{id}" },
+  getJobDeps: { method: "GET", path: "/v1/jobs/{id}/deps" },
   getJobLogs: { method: "GET", path: "/v1/jobs/{id}/logs" },
   healthz: { method: "GET", path: "/healthz" },
   heartbeatBatch: { method: "POST", path: "/v1/heartbeat" },
@@ -1296,6 +1381,14 @@ export interface GetJobQuery {
    * Terminal states by default.
    */
   state?: State[];
+}
+
+/** The query parameters of GET /v1/jobs/{id}/deps (getJobDeps). */
+export interface GetJobDepsQuery {
+  /**
+   * At most this many dependants (1..1000; 100 by default).
+   */
+  limit?: number;
 }
 
 /** The query parameters of GET /v1/jobs/{id}/logs (getJobLogs). */

@@ -71,6 +71,30 @@ for (const store of stores()) {
       await assert.rejects(c.add({ type, run_at: later, expires_at: later }), (e: unknown) => e instanceof InvalidInputError && /expires_at/.test(e.message));
     });
 
+    test("a workflow added in one call waits, runs in order and sees its dependencies' outcomes", async () => {
+      const type = uniq("wf");
+      const first = await c.add({ type });
+      const [mid, last] = await c.addMany([
+        { type, key: "mid", after: [first.id] },
+        { type, key: "last", after_keys: ["mid"], on_dep_failure: "run" },
+      ]);
+      assert.equal(mid.state, "waiting");
+      assert.equal(last.state, "waiting");
+      assert.equal(last.has_deps, true);
+      assert.equal(last.on_dep_failure, "run");
+      let [run] = await c.accept({ types: [type], limit: 5 });
+      assert.equal(run.id, first.id);
+      await c.finish([{ id: run.id, token: run.token!, as: "complete", result: { rows: 3 } }]);
+      [run] = await c.accept({ types: [type], limit: 5 });
+      assert.equal(run.id, mid.id);
+      assert.deepEqual(run.deps?.map((d) => [d.id, d.state, d.result]), [[first.id, "completed", { rows: 3 }]]);
+      const d = await c.deps(mid.id, { limit: 10 });
+      assert.deepEqual(d.deps.map((x) => x.id), [first.id]);
+      assert.deepEqual(d.dependants, [last.id]);
+      await assert.rejects(c.addMany([{ type, key: "x" }, { type, after: [1e12] }]), NotFoundError);
+      assert.equal((await c.list({ type: [type], key: "x" })).jobs.length, 0, "a refused add adds nothing");
+    });
+
     test("a debounced add runs later; another add of the key replaces its data and run time", async () => {
       const type = uniq("debounce");
       const first = await c.add({ type, key: "doc-1", data: { v: 1 }, debounce: "1h" });

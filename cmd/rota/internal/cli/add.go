@@ -129,7 +129,6 @@ resubmitted or requeued. With --json it prints the API's answer,
   rota add report.daily --key daily --schedule 'CRON_TZ=Europe/Paris 0 7 * * *'
   rota add sync.feed --schedule 'SCHEDULED, +5 MINUTES' --missed skip
   rota add quote.fetch '{"symbol":"ACME"}' --expires 30s
-
   rota add report.merge --after 41,42 --on-dep-failure run`,
 		Args: rangeArgs(1, 2, "a TYPE and optional DATA-JSON"),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -601,3 +601,53 @@ func ExampleAddParams_expiresAt() {
 	fmt.Println(job.State, job.Expired, job.Attempt, strings.HasPrefix(job.LastError, "expired at "))
 	// Output: cancelled true 0 true
 }
+
+// A workflow added in one call: fetch two feeds, then merge them once
+// both are done (AfterKeys names earlier jobs of the same call by key;
+// After names jobs by id). The merge waits until its dependencies have
+// ended, and its handler sees their outcomes (Job.Deps).
+func ExampleAddParams_after() {
+	path, cleanup := dbPath()
+	defer cleanup()
+	client, err := rota.Open(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+
+	added, err := client.AddMany(ctx, []rota.AddParams{
+		{Type: "feed.fetch", Key: "a", Data: json.RawMessage(`{"url":"a"}`)},
+		{Type: "feed.fetch", Key: "b", Data: json.RawMessage(`{"url":"b"}`)},
+		{Type: "feed.merge", AfterKeys: []string{"a", "b"}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("merge is", added[2].Job.State)
+	w := rota.NewWorker(client, rota.WorkerConfig{})
+	w.Handle("feed.fetch", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		return rota.SetResult(ctx, map[string]int{"items": len(job.Key)})
+	}))
+	w.Handle("feed.merge", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		for _, d := range job.Deps {
+			fmt.Println("after", d.Key, d.State, string(d.Result))
+		}
+		return nil
+	}))
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- w.Run(runCtx) }()
+	job, err := client.Wait(ctx, added[2].Job.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	stop()
+	<-done
+	fmt.Println("merge", job.State)
+	// Output:
+	// merge is waiting
+	// after a completed {"items":1}
+	// after b completed {"items":1}
+	// merge completed
+}

@@ -434,7 +434,7 @@ def make_finish_reader(n):
 # The operationId each call above sends, so that a test can check every
 # route of the document has a call.
 OPERATIONS = {
-    "add": "addJobs", "add_many": "addJobs", "get": "getJob", "get_by_key": "listJobs", "get_many": "listJobs",
+    "add": "addJobs", "add_many": "addJobs", "get": "getJob", "deps": "getJobDeps", "get_by_key": "listJobs", "get_many": "listJobs",
     "list_jobs": "listJobs", "update": "updateJob", "cancel": "cancelJob", "resubmit": "resubmitJob",
     "remove": "removeJob", "stats": "stats", "types": "listTypes", "set_type": "setType", "groups": "listGroups",
     "set_group": "setGroup", "tokens": "listTokens", "create_token": "createToken", "revoke_token": "revokeToken",

@@ -61,10 +61,11 @@ type Tx interface {
 	// FindUnique finds the job a unique add of p's type and group finds
 	// (lifecycle.Matches), serialising such adds across writers.
 	FindUnique(p *store.AddParams) (id int64, found bool, err error)
-	// Dependants lists the ids of the jobs added after job id
-	// (store.AddParams.After), in id order, from the index of
-	// dependencies by dependency: its own, never all dependencies of each.
-	Dependants(id int64) ([]int64, error)
+	// Dependants lists the jobs added after each of jobs ids
+	// (store.AddParams.After), by dependency, each list in id order, from
+	// the index of dependencies by dependency: theirs only, never all
+	// dependencies of each dependant.
+	Dependants(ids []int64) (map[int64][]int64, error)
 	// AddDeps records that job id was added after jobs deps (in their
 	// order), marks the unended ones among them (unended) as having
 	// dependants, and gives job id its count of unended dependencies and
@@ -105,10 +106,13 @@ func apply(tx Tx, r *lifecycle.Row, p *lifecycle.Plan, c Change) (*store.Job, bo
 	}
 	wide := false
 	if lifecycle.EndsForDependants(r, p) {
+		// Deferred to the end of a batch of finishes, the dependants'
+		// work changes no row of the batch meanwhile.
+		_, deferred := tx.(*deferDeps)
 		if err := dependants(tx, r, p); err != nil {
 			return nil, false, err
 		}
-		wide = true
+		wide = !deferred
 	}
 	if r.Parent == 0 && !r.HasChildren {
 		return j, wide, nil
@@ -119,34 +123,75 @@ func apply(tx Tx, r *lifecycle.Row, p *lifecycle.Plan, c Change) (*store.Job, bo
 // dependants applies what the end of job r by plan p asks of the jobs
 // added after it (lifecycle.DepEnded): each waiting one counts one
 // dependency less and is pending at the last, or is cancelled by its
-// policy, which ends it for its own dependants in turn. It reads r's
-// dependants only: a dependency's end costs one step per dependant,
-// whatever the dependants' fan-in.
+// policy, which ends it for its own dependants in turn. Within a batch
+// of finishes (deferDeps) the ends are collected and applied together
+// at its end (DependantsEnded).
 func dependants(tx Tx, r *lifecycle.Row, p *lifecycle.Plan) error {
-	ids, err := tx.Dependants(r.ID)
-	if err != nil || len(ids) == 0 {
+	e := lifecycle.EndedBy(r, p)
+	if d, ok := tx.(*deferDeps); ok {
+		d.ends = append(d.ends, e)
+		return nil
+	}
+	return DependantsEnded(tx, []lifecycle.Ended{e})
+}
+
+// DependantsEnded applies the ends of jobs (in order) to the jobs added
+// after them (lifecycle.DepsEnded): it reads the dependants of those jobs
+// only, locks them at once, and writes one plan each, however many of
+// its dependencies ended. A dependency's end so costs one step per
+// dependant, whatever the dependants' fan-in.
+func DependantsEnded(tx Tx, ends []lifecycle.Ended) error {
+	if len(ends) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(ends))
+	for i, e := range ends {
+		ids[i] = e.ID
+	}
+	after, err := tx.Dependants(ids)
+	if err != nil || len(after) == 0 {
 		return err
+	}
+	of := map[int64][]lifecycle.Ended{} // dependant → the ends it learns, in order
+	var all []int64
+	for _, e := range ends {
+		for _, d := range after[e.ID] {
+			if of[d] == nil {
+				all = append(all, d)
+			}
+			of[d] = append(of[d], e)
+		}
 	}
 	now, err := tx.Now()
 	if err != nil {
 		return err
 	}
-	rs, err := tx.Lock(ids)
+	rs, err := tx.Lock(all)
 	if err != nil {
 		return err
 	}
-	e := lifecycle.EndedBy(r, p)
-	for _, id := range ids {
+	slices.Sort(all)
+	for _, id := range all {
 		d := rs[id]
-		plan, ok := lifecycle.DepEnded(d, e, now)
+		plan, ok := lifecycle.DepsEnded(d, of[id], now)
 		if !ok {
 			continue
 		}
 		if _, _, err := apply(tx, d, &plan, Change{}); err != nil {
-			return fmt.Errorf("job %d after job %d: %w", id, r.ID, err)
+			return fmt.Errorf("job %d after job %d: %w", id, of[id][0].ID, err)
 		}
 	}
 	return nil
+}
+
+// deferDeps is a Tx whose jobs' ends are applied to their dependants
+// together, at the end of a batch of finishes (Finish): one lock and one
+// write per dependant for the whole batch, rather than per item. A
+// finish ends running jobs, and a waiting job is never running, so no
+// item of the batch sees a dependant that its ends would have changed.
+type deferDeps struct {
+	Tx
+	ends []lifecycle.Ended
 }
 
 // family applies what plan p, applied to r (as it was before), asks of
@@ -415,6 +460,14 @@ func keyTaken(tx Tx, r *lifecycle.Row, typ string) (error, error) {
 // store's set-based completion left: errs[i] is item i's own error
 // (fencing); results are the items' normalized results.
 func Finish(tx Tx, ps []store.FinishParams, results [][]byte, items []int, errs []error) error {
+	d := &deferDeps{Tx: tx}
+	if err := finish(d, ps, results, items, errs); err != nil {
+		return err
+	}
+	return DependantsEnded(tx, d.ends)
+}
+
+func finish(tx Tx, ps []store.FinishParams, results [][]byte, items []int, errs []error) error {
 	b, err := lockBatch(tx, ids(len(items), func(k int) int64 { return ps[items[k]].ID }))
 	if err != nil {
 		return err

@@ -1108,20 +1108,20 @@ func (t *txn) Apply(r *lifecycle.Row, p *lifecycle.Plan, c engine.Change) (*stor
 	return &jobs[0], nil
 }
 
-// Dependants lists the jobs added after job id (engine.Tx).
-func (t *txn) Dependants(id int64) ([]int64, error) {
-	rows, err := t.rows("dependants", id)
+// Dependants lists the jobs added after each of jobs ids (engine.Tx).
+func (t *txn) Dependants(ids []int64) (map[int64][]int64, error) {
+	rows, err := t.rows("dependants", ids)
 	if err != nil {
-		return nil, fmt.Errorf("dependants of job %d: %w", id, err)
+		return nil, fmt.Errorf("dependants of %d jobs: %w", len(ids), err)
 	}
 	defer rows.Close()
-	var out []int64
+	out := map[int64][]int64{}
 	for rows.Next() {
-		var d int64
-		if err := rows.Scan(&d); err != nil {
+		var of, d int64
+		if err := rows.Scan(&of, &d); err != nil {
 			return nil, err
 		}
-		out = append(out, d)
+		out[of] = append(out[of], d)
 	}
 	return out, rows.Err()
 }

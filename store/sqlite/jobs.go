@@ -276,9 +276,22 @@ func (w *txn) DropEnded(parent int64, keepFailed bool) error {
 	return w.removeLogs(ids)
 }
 
-// Dependants lists the jobs added after job id (engine.Tx).
-func (w *txn) Dependants(id int64) ([]int64, error) {
-	return w.ids(w.rows("dependants", id))
+// Dependants lists the jobs added after each of jobs ids (engine.Tx).
+func (w *txn) Dependants(ids []int64) (map[int64][]int64, error) {
+	rows, err := w.rows("dependants", idList(ids))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64][]int64{}
+	for rows.Next() {
+		var of, d int64
+		if err := rows.Scan(&of, &d); err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+		out[of] = append(out[of], d)
+	}
+	return out, rows.Err()
 }
 
 // AddDeps records job id's dependencies (engine.Tx).

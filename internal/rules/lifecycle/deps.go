@@ -122,3 +122,20 @@ func depsDone(r *Row, left int, now time.Time) Plan {
 	}
 	return Plan{Kind: KindDepsDone, State: store.Pending, RunAt: runAt, Attempt: r.Attempt, Event: event(r, store.Pending, runAt)}
 }
+
+// DepsEnded is DepEnded for several ends of r's dependencies at once, in
+// order (a batch of finishes that ends several of them): one plan, as if
+// each had been applied in turn. ok is false when r does not wait.
+func DepsEnded(r *Row, ends []Ended, now time.Time) (Plan, bool) {
+	if r == nil || r.State != store.Waiting || len(ends) == 0 {
+		return Plan{}, false
+	}
+	left := r.DepsWaiting
+	for _, e := range ends {
+		if e.Bad() && r.DepPolicy == store.DepCancel {
+			return depCancel(r, e), true
+		}
+		left = max(left-1, 0)
+	}
+	return depsDone(r, left, now), true
+}

@@ -292,9 +292,10 @@ INSERT INTO {{schema}}.groups AS g (type, grp, pending, turn)
 		pending = g.pending + excluded.pending;
 
 -- name: dependants
--- The jobs added after a job (its dependants), in id order.
--- $1 the dependency's id.
-SELECT dependant FROM {{schema}}.deps WHERE dependency = $1 ORDER BY dependant;
+-- The jobs added after jobs (their dependants), by dependency, each in
+-- id order.
+-- $1 the dependencies' ids (bigint[]).
+SELECT dependency, dependant FROM {{schema}}.deps WHERE dependency = ANY($1::bigint[]) ORDER BY dependency, dependant;
 
 -- name: add_deps
 -- Records a job's dependencies, in the order it names them, marks the

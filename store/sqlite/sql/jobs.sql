@@ -187,9 +187,10 @@ DELETE FROM rota_jobs WHERE id IN (SELECT j.id FROM rota_jobs j LEFT JOIN rota_t
 	LIMIT ?3) RETURNING id, has_deps;
 
 -- name: dependants
--- The jobs added after a job (its dependants), in id order.
--- ? the dependency's id.
-SELECT dependant FROM rota_deps WHERE dependency = ? ORDER BY dependant;
+-- The jobs added after jobs (their dependants), by dependency, each in
+-- id order.
+-- ? the dependencies' ids, a JSON array.
+SELECT dependency, dependant FROM rota_deps WHERE dependency IN (SELECT value FROM json_each(?)) ORDER BY dependency, dependant;
 
 -- name: add_deps
 -- Records a job's dependencies, in the order it names them.

@@ -24,7 +24,7 @@ func row(state store.State) *Row {
 		BackoffBase: time.Second, BackoffMax: time.Minute, RunAt: early}
 }
 
-var states = []store.State{store.Pending, store.Running, store.Paused, store.Completed, store.Failed, store.Cancelled}
+var states = []store.State{store.Pending, store.Running, store.Paused, store.Completed, store.Failed, store.Cancelled, store.Waiting}
 
 // errOf names the sentinel an error matches, "" for nil.
 func errOf(err error) string {
@@ -334,6 +334,13 @@ func TestCompletes(t *testing.T) {
 	if Completes(nil, &store.FinishParams{As: store.Complete}) {
 		t.Error("Completes holds for a missing job")
 	}
+	// A job with dependants completes through the engine, which applies
+	// its end to them (the set-based completion leaves it).
+	r := row(store.Running)
+	r.HasDependants = true
+	if Completes(r, &store.FinishParams{Lease: store.Lease{ID: 7, Token: tok}, As: store.Complete}) {
+		t.Error("Completes holds for a job with dependants")
+	}
 }
 
 func TestExpire(t *testing.T) {
@@ -365,6 +372,7 @@ func TestProducerCallsEveryState(t *testing.T) {
 	}{
 		store.Pending: {KindCancel, ""}, store.Running: {KindCancel, ""}, store.Paused: {KindCancel, ""},
 		store.Completed: {0, finished}, store.Failed: {0, finished}, store.Cancelled: {KindKeep, ""},
+		store.Waiting: {KindCancel, ""},
 	}
 	readd := map[store.State]struct {
 		kind    Kind
@@ -375,6 +383,8 @@ func TestProducerCallsEveryState(t *testing.T) {
 		store.Running:   {KindMarkResubmit, store.Resubmitted, store.Running},
 		store.Completed: {KindRevive, store.Requeued, store.Pending}, store.Failed: {KindRevive, store.Requeued, store.Pending},
 		store.Cancelled: {KindRevive, store.Requeued, store.Pending},
+		// A waiting job stays waiting for its dependencies.
+		store.Waiting: {KindUpdate, store.Updated, store.Waiting},
 	}
 	for _, st := range states {
 		p, err := Cancel(7, row(st))
@@ -584,7 +594,7 @@ func TestResubmitHandBack(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v: %v", st, err)
 			}
-			want := map[store.State]Kind{store.Running: KindRequeue, store.Paused: KindKeep, store.Pending: KindUpdate}[st]
+			want := map[store.State]Kind{store.Running: KindRequeue, store.Paused: KindKeep, store.Pending: KindUpdate, store.Waiting: KindUpdate}[st]
 			if want == 0 && st != store.Paused {
 				want = KindRevive
 			}

@@ -52,6 +52,8 @@ type (
 	//     window and debounce, kept to show);
 	//   - recurring jobs: Schedule, Missed, Slot;
 	//   - families: Parent, HasChildren, ParentData, Children;
+	//   - workflows: HasDeps (it was added after other jobs), DepPolicy,
+	//     Deps (their outcomes, given to it by accept);
 	//   - times: CreatedAt, StartedAt, PrevStartedAt, FinishedAt, UpdatedAt.
 	Job = store.Job
 	// State is a job's lifecycle state.
@@ -63,8 +65,11 @@ type (
 	// run; ExpiresAt for a deadline to start by; Unique and Overwrite for a unique add; UniqueFor and
 	// UniqueStates for a unique window
 	// (deduplication, throttle); Debounce for a keyed add whose job runs
-	// once the adds stop; Parent to add a child of a running job; BedrockID to
-	// give it a Bedrock id in the add's transaction.
+	// once the adds stop; Parent to add a child of a running job; After
+	// (job ids) and AfterKeys (earlier jobs of the same call, by key) to
+	// make it wait for other jobs, with OnDepFailure saying what it does
+	// when one fails; BedrockID to give it a Bedrock id in the add's
+	// transaction.
 	AddParams = store.AddParams
 	// AcceptParams asks for due jobs, optionally waiting for them: Types,
 	// Limit, DueBy, Worker, LeaseTimeout, Priority, Groups, SkipGroups
@@ -139,7 +144,8 @@ type (
 	// Missed is a recurring job's policy for slots it missed.
 	Missed = store.Missed
 	// Dep is the outcome of a job's dependency (AddParams.After), given
-	// to the job when it runs (Job.Deps).
+	// to the job when it runs (Job.Deps): its ID, Type, Key, Group, State,
+	// Result and Error, or Removed when it was deleted before the job ran.
 	Dep = store.Dep
 	// DepPolicy is what a job added after others does when one of them
 	// fails, is cancelled or is removed (AddParams.OnDepFailure).

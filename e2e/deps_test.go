@@ -31,6 +31,9 @@ func TestAddAfter(t *testing.T) {
 	if out := s.rota(t, "get", strconv.FormatInt(a, 10)); !strings.Contains(out, fmt.Sprintf("dependants:  %d, %d", c, d)) {
 		t.Errorf("rota get %d does not list its dependants:\n%s", a, out)
 	}
+	if out := s.rota(t, "stats"); !strings.Contains(out, "WAITING") {
+		t.Errorf("rota stats has no waiting column:\n%s", out)
+	}
 	if out := s.rota(t, "ls", "--state", "waiting"); !strings.Contains(out, strconv.FormatInt(c, 10)) {
 		t.Errorf("rota ls --state waiting does not list job %d:\n%s", c, out)
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // nStates is how many job states there are.
-const nStates = int(rota.Cancelled) + 1
+const nStates = int(rota.Waiting) + 1
 
 func statsCommand(g *globals) *cobra.Command {
 	return &cobra.Command{

@@ -274,6 +274,7 @@ func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
 			j.UpdatedAt, meta, optString(j.Schedule), int16(j.Missed), optTime(j.Slot), optInt(j.RetryAfter.Microseconds()),
 			optInt(j.Parent), j.HasChildren, optInt(j.BedrockID), optTime(j.PrevStartedAt), optInt(j.Timeout.Microseconds()),
 			optTime(j.ExpiresAt), j.Expired, optInt(j.UniqueFor.Microseconds()), optInt(j.Debounce.Microseconds()),
+			j.HasDeps, int16(j.DepPolicy),
 			optInt(j.LeaseTimeout.Microseconds()), optTime(j.ResubmitAt), optBytes(j.NextData)}
 		if j.State.Terminal() {
 			l.end = append(l.end, row)

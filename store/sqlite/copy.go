@@ -296,6 +296,7 @@ func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
 			nullStr(j.Schedule), int(j.Missed), nullMicros(j.Slot), nullInt(j.RetryAfter.Microseconds()), nullInt(j.Parent),
 			j.HasChildren, nullInt(j.BedrockID), nullMicros(j.PrevStartedAt), nullInt(j.Timeout.Microseconds()),
 			nullMicros(j.ExpiresAt), j.Expired, nullInt(j.UniqueFor.Microseconds()), nullInt(j.Debounce.Microseconds()),
+			j.HasDeps, int(j.DepPolicy),
 			nullInt(j.LeaseTimeout.Microseconds()), nullMicros(j.ResubmitAt), nullBytes(j.NextData)); err != nil {
 			return fmt.Errorf("sqlite: load job %d: %w", j.ID, err)
 		}

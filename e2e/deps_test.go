@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -51,5 +52,28 @@ func TestAddAfter(t *testing.T) {
 	r = s.run(t, "", "add", "e2e.step", "--on-dep-failure", "run")
 	if r.code == 0 || !strings.Contains(r.stderr, "--on-dep-failure needs --after") {
 		t.Errorf("--on-dep-failure without --after: %v", r)
+	}
+}
+
+// TestWorkDeps: a program run by rota work for a job added after others
+// reads their outcomes from the file ROTA_JOB_DEPS names; a job without
+// dependencies gets none.
+func TestWorkDeps(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	s.start(t, "work", "--type", "e2e.wfwork", "--", "sh", "-c", `if [ -n "$ROTA_JOB_DEPS" ]; then cat "$ROTA_JOB_DEPS"; else echo '{"first":true}'; fi`)
+	a := s.add(t, "e2e.wfwork")
+	b := s.add(t, "e2e.wfwork", "--after", id(a))
+	if r := s.run(t, "", "wait", id(b)); r.code != 0 {
+		t.Fatalf("wait for the job after another: %v", r)
+	}
+	var deps []struct {
+		ID     int64
+		State  string
+		Result json.RawMessage
+	}
+	j := s.get(t, b)
+	if err := json.Unmarshal(j.Result, &deps); err != nil || len(deps) != 1 || deps[0].ID != a || deps[0].State != "completed" || compact(deps[0].Result) != `{"first":true}` {
+		t.Errorf("the program saw %s (%v), want job %d completed with its result", j.Result, err, a)
 	}
 }

@@ -96,6 +96,17 @@ func (r *runner) Work(ctx context.Context, job *rota.Job) error {
 	if e := r.progs.guard.env(); e != "" {
 		cmd.Env = append(cmd.Env, e)
 	}
+	if len(job.Deps) > 0 {
+		// The outcomes of the jobs it runs after, as JSON in a file of
+		// its own (a fan-in's are too many for the environment).
+		path, err := writeDepsFile(job)
+		if err != nil {
+			log.Error("job failed: cannot write its dependencies' outcomes", "err", err)
+			return fmt.Errorf("cannot write the dependencies' outcomes: %v", err)
+		}
+		defer os.Remove(path)
+		cmd.Env = append(cmd.Env, "ROTA_JOB_DEPS="+path)
+	}
 	cmd.SysProcAttr = programAttr()
 	// A program that exits but leaves a child holding stdout or stderr
 	// open does not hold up the job for longer than this.
@@ -549,4 +560,23 @@ func (p *progressReporter) send() {
 func (p *progressReporter) stop() {
 	close(p.quit)
 	<-p.done
+}
+
+// writeDepsFile writes job's dependencies' outcomes (Job.Deps: id, type,
+// key, group, state, result, error) as a JSON array to a temporary file
+// and returns its path.
+func writeDepsFile(job *rota.Job) (string, error) {
+	f, err := os.CreateTemp("", fmt.Sprintf("rota-job-%d-deps-*.json", job.ID))
+	if err != nil {
+		return "", err
+	}
+	err = json.NewEncoder(f).Encode(job.Deps)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
 }

@@ -27,7 +27,9 @@ For each job, the program gets:
   stdin   the job's data, a JSON object, followed by a newline
   env     the worker's environment plus ROTA_JOB_ID, ROTA_JOB_TYPE,
           ROTA_JOB_ATTEMPT (1 on the first run), ROTA_JOB_MAX_ATTEMPTS,
-          ROTA_JOB_KEY and ROTA_JOB_GROUP
+          ROTA_JOB_KEY and ROTA_JOB_GROUP; for a job added after others
+          (rota add --after), ROTA_JOB_DEPS, a file holding their outcomes
+          as a JSON array (id, type, key, group, state, result, error)
 
 How it ends decides the job:
   exit 0       the job completes. If stdout is valid JSON (an object, an

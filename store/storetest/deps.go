@@ -241,6 +241,65 @@ func testDeps(t *testing.T, open func(t *testing.T) store.Store) {
 		wantState(t, j, store.Pending)
 	})
 
+	t.Run("Retention", func(t *testing.T) {
+		s := open(t)
+		r, ok := s.(store.Retirer)
+		if !ok {
+			t.Skip("the store does not delete ended jobs itself")
+		}
+		retire := func() int {
+			t.Helper()
+			n, err := r.Retire(t.Context(), time.Now().Add(store.DefaultRetention+time.Hour), 100)
+			if err != nil {
+				t.Fatalf("Retire: %v", err)
+			}
+			return n
+		}
+		// a ended long ago (as retention sees it); b waits for a and c.
+		a := ended(t, s, store.AddParams{Type: "r"}, store.Completed)
+		c := addOne(t, s, store.AddParams{Type: "r2"})
+		b := addOne(t, s, store.AddParams{Type: "w", After: []int64{a.ID, c.ID}})
+		if n := retire(); n != 0 {
+			t.Errorf("Retire deleted %d jobs while the job after them waits, want none", n)
+		}
+		get(t, s, a.ID)
+		j := onlyAccept(t, s, "r2", c.ID)
+		mustFinish(t, s, store.FinishParams{Lease: lease(j), As: store.Complete})
+		run := onlyAccept(t, s, "w", b.ID)
+		if len(run.Deps) != 2 || run.Deps[0].Removed || string(run.Deps[0].Result) != `{"r":1}` {
+			t.Errorf("deps %+v, want a's outcome kept for the job after it", run.Deps)
+		}
+		mustFinish(t, s, store.FinishParams{Lease: lease(run), As: store.Complete})
+		if n := retire(); n != 3 {
+			t.Errorf("Retire deleted %d jobs once the job after them ended, want all 3", n)
+		}
+		if ds, ok := s.(store.DepsReader); ok {
+			if deps, after, err := ds.Deps(t.Context(), b.ID, 10); err != nil || len(deps) != 0 || len(after) != 0 {
+				t.Errorf("Deps of a retired job: %v %v %v, want its edges gone", deps, after, err)
+			}
+		}
+	})
+
+	t.Run("ReaddedDependency", func(t *testing.T) {
+		// A dependency re-added after it ended runs a new cycle; its end
+		// was counted already, and its next one is not counted again.
+		s := open(t)
+		a := addOne(t, s, store.AddParams{Type: "a", Key: "a"})
+		c := addOne(t, s, store.AddParams{Type: "c"})
+		b := addOne(t, s, store.AddParams{Type: "w", After: []int64{a.ID, c.ID}})
+		j := onlyAccept(t, s, "a", a.ID)
+		mustFinish(t, s, store.FinishParams{Lease: lease(j), As: store.Complete})
+		if r := add(t, s, store.AddParams{Type: "a", Key: "a"})[0]; r.Outcome != store.Requeued {
+			t.Fatalf("re-add of the completed dependency: %v", r.Outcome)
+		}
+		j = onlyAccept(t, s, "a", a.ID)
+		mustFinish(t, s, store.FinishParams{Lease: lease(j), As: store.Complete})
+		wantState(t, get(t, s, b.ID), store.Waiting)
+		j = onlyAccept(t, s, "c", c.ID)
+		mustFinish(t, s, store.FinishParams{Lease: lease(j), As: store.Complete})
+		wantState(t, get(t, s, b.ID), store.Pending)
+	})
+
 	t.Run("LeaseExpiry", func(t *testing.T) {
 		s := open(t)
 		a := addOne(t, s, store.AddParams{Type: "w", MaxAttempts: 1})

@@ -701,6 +701,9 @@ func After(r *Row, p *Plan) {
 		}
 		return
 	case KindUpdate, KindRevive:
+		if p.Kind == KindRevive {
+			r.HasDependants = false // they learnt of its end already
+		}
 		if p.Set.MaxAttempts != 0 {
 			r.MaxAttempts = p.Set.MaxAttempts
 		}

@@ -268,8 +268,8 @@ SELECT min(expires_at) FROM {{schema}}.jobs WHERE expires_at IS NOT NULL AND sta
 WITH d AS (DELETE FROM {{schema}}.jobs_ended WHERE id IN (SELECT e.id FROM {{schema}}.jobs_ended e LEFT JOIN {{schema}}.types t ON t.name = e.type
 	WHERE e.finished_at < now() + $1 * interval '1 microsecond' - {{keptFor "e" "t" "$2"}} * interval '1 microsecond'
 		AND (e.parent_id IS NULL OR NOT EXISTS (SELECT FROM {{schema}}.jobs p WHERE p.id = e.parent_id))
-		AND (NOT e.has_dependants OR NOT EXISTS (SELECT FROM {{schema}}.deps x JOIN {{schema}}.jobs j ON j.id = x.dependant
-			WHERE x.dependency = e.id AND j.state IN (0, 1, 6)))
+		AND NOT EXISTS (SELECT FROM {{schema}}.deps x JOIN {{schema}}.jobs j ON j.id = x.dependant
+			WHERE x.dependency = e.id AND j.state IN (0, 1, 6))
 	LIMIT $3) RETURNING id, has_deps),
 	l AS (DELETE FROM {{schema}}.job_logs WHERE job_id IN (SELECT id FROM d)),
 	a AS (DELETE FROM {{schema}}.job_log_attempts WHERE job_id IN (SELECT id FROM d)),

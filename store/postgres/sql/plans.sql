@@ -24,7 +24,8 @@ FROM d;
 
 -- name: revive
 -- Moves an ended job back to the hot table as a new cycle (Revive) and
--- returns it (jobColumns).
+-- returns it (jobColumns). The jobs added after it learnt of its end
+-- already: the new cycle's end is theirs no more (has_dependants).
 -- $1 id, $2 run_at, $3 data, $4 priority, $5 max attempts,
 -- $6 back-off base, $7 back-off max, $8 meta (NULL keeps each of $3–$8),
 -- $9 whether to set the schedule, $10 the schedule (NULL: none),
@@ -39,7 +40,7 @@ SELECT d.id, coalesce($13::text, d.type), d.key, d.grp, coalesce($4, d.priority)
 	d.parent_id, CASE WHEN $9::boolean THEN $10::text ELSE d.repeat END, coalesce($3, d.data), d.next_data, NULL, NULL, NULL,
 	coalesce($8, d.meta), coalesce($11::smallint, d.missed), $12::timestamptz, d.has_children, d.bedrock_id, d.prev_started_at, d.run_timeout,
 	$14::timestamptz, false, d.unique_for, d.debounce,
-	d.has_deps, d.deps_waiting, d.dep_policy, d.has_dependants
+	d.has_deps, d.deps_waiting, d.dep_policy, false
 FROM d RETURNING {{jobColumns}};
 
 -- name: retry

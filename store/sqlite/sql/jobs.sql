@@ -182,8 +182,8 @@ SELECT min(expires_at) FROM rota_jobs INDEXED BY rota_jobs_deadline WHERE state 
 DELETE FROM rota_jobs WHERE id IN (SELECT j.id FROM rota_jobs j LEFT JOIN rota_types t ON t.name = j.type
 	WHERE j.state IN (3, 4, 5) AND j.finished_at < ?1 - {{keptFor "j" "t" "?2"}}
 		AND (j.parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM rota_jobs p WHERE p.id = j.parent_id AND p.state IN (0, 1, 2)))
-		AND (j.has_dependants = 0 OR NOT EXISTS (SELECT 1 FROM rota_deps e JOIN rota_jobs d ON d.id = e.dependant
-			WHERE e.dependency = j.id AND d.state IN (0, 1, 6)))
+		AND NOT EXISTS (SELECT 1 FROM rota_deps e JOIN rota_jobs d ON d.id = e.dependant
+			WHERE e.dependency = j.id AND d.state IN (0, 1, 6))
 	LIMIT ?3) RETURNING id, has_deps;
 
 -- name: dependants

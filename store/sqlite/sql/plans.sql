@@ -62,14 +62,16 @@ UPDATE rota_jobs SET run_at = ?, data = coalesce(?, data), priority = coalesce(?
 	updated_at = ? WHERE id = ?;
 
 -- name: revive
--- Makes an ended job pending again as a new cycle (Revive).
+-- Makes an ended job pending again as a new cycle (Revive). The jobs
+-- added after it learnt of its end already: the new cycle's end is
+-- theirs no more (has_dependants).
 -- Parameters as in update, but the deadline is set (NULL: none), and the
 -- job is no longer expired.
 UPDATE rota_jobs SET state = 0, run_at = ?, data = coalesce(?, data), priority = coalesce(?, priority), type = coalesce(?, type),
 	max_attempts = coalesce(?, max_attempts), backoff_base = coalesce(?, backoff_base),
 	backoff_max = coalesce(?, backoff_max), meta = coalesce(?, meta),
 	repeat = CASE WHEN ? THEN ? ELSE repeat END, missed = coalesce(?, missed), slot = ?, expires_at = ?, expired = 0, attempt = 0, errors = NULL, last_error = NULL, result = NULL,
-	progress = 0, finished_at = NULL, lease_until = NULL, cancel_requested = 0, updated_at = ? WHERE id = ?;
+	progress = 0, finished_at = NULL, lease_until = NULL, cancel_requested = 0, has_dependants = 0, updated_at = ? WHERE id = ?;
 
 -- name: mark_resubmit
 -- Marks a running job to run again (MarkResubmit).

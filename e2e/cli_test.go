@@ -187,7 +187,7 @@ func TestJobCommands(t *testing.T) {
 		t.Errorf("stats = %+v", stats)
 	}
 	out = s.rota(t, "stats")
-	if !regexp.MustCompile(`(?m)^e2e\.mail\s+g1\s+1\s`).MatchString(out) || !regexp.MustCompile(`(?m)^total\s+3\s+0\s+0\s+0\s+0\s+1\s+4\s*$`).MatchString(out) {
+	if !regexp.MustCompile(`(?m)^e2e\.mail\s+g1\s+1\s`).MatchString(out) || !regexp.MustCompile(`(?m)^total\s+3\s+0\s+0\s+0\s+0\s+1\s+0\s+4\s*$`).MatchString(out) {
 		t.Errorf("rota stats printed:\n%s", out)
 	}
 

@@ -270,6 +270,11 @@ func (w *txn) DropEnded(parent int64, keepFailed bool) error {
 		w.changes = append(w.changes, ev)
 		ids = append(ids, ev.ID)
 	}
+	// The statement's own failure (a trigger's abort, say) comes with the
+	// rows' end, not with Close.
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
 	if err := rows.Close(); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
@@ -1085,6 +1090,9 @@ func (s *Store) Retire(ctx context.Context, now time.Time, limit int) (int, erro
 			if hasDeps {
 				withDeps = append(withDeps, id)
 			}
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("sqlite: retire ended jobs: %w", err)
 		}
 		if err := rows.Close(); err != nil {
 			return fmt.Errorf("sqlite: retire ended jobs: %w", err)

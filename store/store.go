@@ -799,6 +799,11 @@ type AcceptResult struct {
 	// types that were not due, zero when there are none; a waiting
 	// acceptor sleeps until then.
 	NextRunAt time.Time
+	// NextTokenAt is when the next job may start under a rate that held
+	// back the accept (TypeConfig.Rate, GroupConfig.Rate): due jobs wait
+	// for a token until then, and a waiting acceptor sleeps until then
+	// rather than poll. Zero when no rate held it back.
+	NextTokenAt time.Time
 }
 
 // Lease identifies a running job and the token that proves the caller
@@ -923,6 +928,15 @@ type TypeConfig struct {
 	// none of their own (AddParams.Timeout); zero means none. It applies
 	// when a job is started, so a change reaches the jobs waiting.
 	Timeout time.Duration
+	// Rate bounds how many of the type's jobs start per second, minute or
+	// hour, all groups together, across every node of the store; the zero
+	// Rate means none. Jobs over it wait (they are not failed), and the
+	// rate is shared between the type's groups by their weights, what an
+	// idle group leaves going to the others (docs/fairness.md).
+	Rate Rate
+	// Burst is how many jobs may start at once under Rate (the bucket's
+	// size); zero means the default: N for a rate per second, else 1.
+	Burst int
 	// Paused stops accepts of the type: its jobs are added and wait, and
 	// its running jobs finish, until it is resumed. Recurring jobs whose
 	// slots pass meanwhile follow their missed-slot policy.
@@ -1055,6 +1069,53 @@ type GroupConfig struct {
 	// Paused stops accepts from the group (of Type, or of every type):
 	// its jobs wait until it is resumed.
 	Paused bool
+	// Rate bounds how many of the group's jobs (of Type, or of every type
+	// together) start per second, minute or hour, across every node of the
+	// store; the zero Rate means none. It holds beside the type's rate:
+	// the tighter one holds.
+	Rate Rate
+	// Burst is how many jobs may start at once under Rate; zero means the
+	// default: N for a rate per second, else 1.
+	Burst int
+}
+
+// Rate is a rate of job starts: N per Per, where Per is a second, a
+// minute or an hour ("50/s", "100/m", "10/h"). The zero Rate is none.
+type Rate struct {
+	N   int
+	Per time.Duration
+}
+
+// MaxRate bounds Rate.N.
+const MaxRate = 1_000_000
+
+// IsZero reports whether r is no rate.
+func (r Rate) IsZero() bool { return r.N == 0 }
+
+// String is r as "N/s", "N/m" or "N/h"; "" for no rate.
+func (r Rate) String() string {
+	if r.IsZero() {
+		return ""
+	}
+	unit := map[time.Duration]string{time.Second: "s", time.Minute: "m", time.Hour: "h"}[r.Per]
+	if unit == "" {
+		return fmt.Sprintf("%d/%v", r.N, r.Per)
+	}
+	return fmt.Sprintf("%d/%s", r.N, unit)
+}
+
+// BurstOf is the burst a rate allows with burst set (zero: the default,
+// N for a rate per second, else 1).
+func (r Rate) BurstOf(burst int) int {
+	switch {
+	case r.IsZero():
+		return 0
+	case burst > 0:
+		return burst
+	case r.Per == time.Second:
+		return r.N
+	}
+	return 1
 }
 
 // MaxWeight bounds GroupConfig.Weight.

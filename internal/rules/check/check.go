@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -567,6 +568,9 @@ func TypeConfig(c store.TypeConfig) error {
 	if c.Timeout < 0 || (c.Timeout > 0 && c.Timeout < store.MinLeaseTimeout) {
 		return Invalidf("timeout %v must be at least %v, or zero for none", c.Timeout, store.MinLeaseTimeout)
 	}
+	if err := RateBurst(c.Rate, c.Burst); err != nil {
+		return err
+	}
 	if c.Retention != 0 && (c.Retention < store.MinRetention || c.Retention > store.MaxRetention) {
 		return Invalidf("retention %v must be within %v..%v, or zero for the default (%v)", c.Retention, store.MinRetention, store.MaxRetention, store.DefaultRetention)
 	}
@@ -594,6 +598,41 @@ func GroupConfig(c store.GroupConfig) error {
 	}
 	if c.Weight > 0 && c.Weight < 0.001 {
 		return Invalidf("weight %v is below 0.001", c.Weight)
+	}
+	return RateBurst(c.Rate, c.Burst)
+}
+
+// ParseRate reads a rate of job starts: "N/s", "N/m" or "N/h" (N from 1
+// to store.MaxRate); "" is no rate.
+func ParseRate(s string) (store.Rate, error) {
+	if s == "" {
+		return store.Rate{}, nil
+	}
+	n, unit, ok := strings.Cut(strings.TrimSpace(s), "/")
+	per := map[string]time.Duration{"s": time.Second, "m": time.Minute, "h": time.Hour}[unit]
+	v, err := strconv.Atoi(n)
+	if !ok || per == 0 || err != nil {
+		return store.Rate{}, Invalidf("rate: want N/s, N/m or N/h, got %q", s)
+	}
+	if v < 1 || v > store.MaxRate {
+		return store.Rate{}, Invalidf("rate: %q starts %d jobs per period, outside 1..%d", s, v, store.MaxRate)
+	}
+	return store.Rate{N: v, Per: per}, nil
+}
+
+// RateBurst validates a rate and its burst.
+func RateBurst(r store.Rate, burst int) error {
+	if r.N < 0 || r.N > store.MaxRate {
+		return Invalidf("rate: %d jobs per period is outside 1..%d", r.N, store.MaxRate)
+	}
+	if r.N > 0 && r.Per != time.Second && r.Per != time.Minute && r.Per != time.Hour {
+		return Invalidf("rate: want N/s, N/m or N/h, got a period of %v", r.Per)
+	}
+	if burst < 0 || burst > store.MaxRate {
+		return Invalidf("burst %d is outside 0..%d", burst, store.MaxRate)
+	}
+	if burst > 0 && r.IsZero() {
+		return Invalidf("burst %d needs a rate", burst)
 	}
 	return nil
 }

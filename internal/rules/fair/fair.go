@@ -46,6 +46,12 @@ type Group struct {
 	// groups in the accept (TypeConfig.MaxRunning); nil: none. A store
 	// counts it exactly before the type gives a job.
 	TypeBound *Bound
+	// TypeRate is the type's rate (TypeConfig.Rate) as a budget for the
+	// accept, shared by its groups; Rate is the group's own rate for the
+	// type, and CrossRate its rate for all types together, shared by its
+	// groups of every type in the accept (GroupConfig.Rate); nil: none.
+	// A store reads each exactly before the group gives a job.
+	TypeRate, Rate, CrossRate *Bucket
 	// Exact: Running was counted under the group's lock, so its bounds
 	// hold across nodes (a store with one writer counts exactly always).
 	Exact bool
@@ -72,8 +78,39 @@ type Bound struct {
 }
 
 // Bounded reports whether a bound of the group's own applies to g (its
-// type's bound, TypeBound, is counted once for all its groups).
-func (g *Group) Bounded() bool { return g.Limit > 0 || g.Cross != nil || g.Paused }
+// type's bound and rate, TypeBound and TypeRate, are counted once for all
+// its groups).
+func (g *Group) Bounded() bool {
+	return g.Limit > 0 || g.Cross != nil || g.Paused || g.Rate != nil || g.CrossRate != nil
+}
+
+// Shared is the bounds of g that count jobs planned for it until they are
+// claimed (Plan, Settle): every one but its own Limit, rates included;
+// nil where none applies. An array, not a slice: it is read for every
+// turn of an accept.
+func (g *Group) Shared() [5]*Bound {
+	var out [5]*Bound
+	out[0], out[1] = g.Cross, g.TypeBound
+	for i, b := range [...]*Bucket{g.TypeRate, g.Rate, g.CrossRate} {
+		if b != nil {
+			out[2+i] = &b.Bound
+		}
+	}
+	return out
+}
+
+// AcrossTypes reports whether g is at a bound it shares with its groups of
+// other types (Cross, CrossRate), counting planned, for an accept of
+// several types that chooses among their picks.
+func (g *Group) AcrossTypes(planned map[*Bound]int64) bool {
+	if c := g.Cross; c != nil && c.Running+planned[c] >= c.Max {
+		return true
+	}
+	if r := g.CrossRate; r != nil && r.Running+planned[&r.Bound] >= r.Max {
+		return true
+	}
+	return false
+}
 
 // Room is how many more jobs g may start under every bound that applies
 // to it; planned are jobs planned under a shared bound (its cross-type
@@ -86,7 +123,7 @@ func (g *Group) Room(planned map[*Bound]int64) int64 {
 	if g.Limit > 0 {
 		r = g.Limit - g.Running
 	}
-	for _, b := range [...]*Bound{g.Cross, g.TypeBound} {
+	for _, b := range g.Shared() {
 		if b != nil {
 			r = min(r, b.Max-b.Running-planned[b])
 		}
@@ -99,11 +136,10 @@ func (g *Group) Room(planned map[*Bound]int64) int64 {
 func (g *Group) Serve(n int64) {
 	g.Plan(n)
 	g.Served += n
-	if g.Cross != nil {
-		g.Cross.Running += n
-	}
-	if g.TypeBound != nil {
-		g.TypeBound.Running += n
+	for _, b := range g.Shared() {
+		if b != nil {
+			b.Running += n
+		}
 	}
 }
 
@@ -382,4 +418,97 @@ func (h *groupHeap) Pop() any {
 	g := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return g
+}
+
+// Rate is a token bucket: N tokens come every Per, up to Burst; a job
+// takes one when it starts (TypeConfig.Rate, GroupConfig.Rate). A store
+// keeps a bucket's tokens and when it last refilled them in the database,
+// and reads and writes them in the transaction of the accept that spends
+// them, by its own clock, so that one bucket holds across every node.
+type Rate struct {
+	N     int64
+	Per   time.Duration
+	Burst int64
+}
+
+// RateOf is a configured rate as a bucket (store.Rate.BurstOf gives the
+// burst); ok is false for no rate.
+func RateOf(r store.Rate, burst int) (_ Rate, ok bool) {
+	if r.IsZero() || r.Per <= 0 {
+		return Rate{}, false
+	}
+	return Rate{N: int64(r.N), Per: r.Per, Burst: int64(r.BurstOf(burst))}, true
+}
+
+// Refill is the tokens at now of a bucket that held tokens at at: one per
+// Per/N since, up to Burst. A bucket never refilled (at zero) is full. A
+// clock that reads earlier than at (another node's transaction that began
+// first) refills nothing, and the bucket keeps at.
+func (r Rate) Refill(tokens float64, at, now time.Time) (float64, time.Time) {
+	if at.IsZero() {
+		return float64(r.Burst), now
+	}
+	if !now.After(at) {
+		return min(tokens, float64(r.Burst)), at
+	}
+	t := tokens + now.Sub(at).Seconds()*float64(r.N)/r.Per.Seconds()
+	return min(t, float64(r.Burst)), now
+}
+
+// Wait is how long after a moment at which the bucket holds tokens the
+// next whole token comes; zero when it holds one.
+func (r Rate) Wait(tokens float64) time.Duration {
+	if tokens >= 1 {
+		return 0
+	}
+	// In whole microseconds, the stores' resolution, rounded up less a
+	// float's error, so that the wake-up is never before the token.
+	us := (1 - tokens) * float64(r.Per/time.Microsecond) / float64(r.N)
+	return max(time.Duration(math.Ceil(us-1e-6))*time.Microsecond, time.Microsecond)
+}
+
+// Bucket is a rate's bucket during one accept: refilled to At, it gives
+// the accept a budget of its whole tokens, which caps the plan as a bound
+// does (Bound.Max: the whole tokens; Bound.Running: the jobs started from
+// it in the accept). A type's bucket is shared by its groups, so the jobs
+// it allows go to them in weighted-fair turn order, and a group with no
+// due jobs leaves its share to the others.
+type Bucket struct {
+	Bound
+	Rate   Rate
+	Tokens float64   // at At, before the accept spent any
+	At     time.Time // the store's clock as the accept read the bucket
+}
+
+// OpenBucket is a bucket that held tokens when it was refilled at at,
+// read at now.
+func OpenBucket(r Rate, tokens float64, at, now time.Time) *Bucket {
+	t, at := r.Refill(tokens, at, now)
+	return &Bucket{Bound: Bound{Max: int64(math.Floor(t + 1e-9)), Exact: true}, Rate: r, Tokens: t, At: at}
+}
+
+// Left is the tokens the bucket holds after the accept's starts: what the
+// store writes back, refilled at At.
+func (b *Bucket) Left() float64 { return max(b.Tokens-float64(b.Running), 0) }
+
+// NextToken is when the bucket next holds a whole token, after the
+// accept's starts; zero when it holds one.
+func (b *Bucket) NextToken() time.Time {
+	w := b.Rate.Wait(b.Left())
+	if w == 0 {
+		return time.Time{}
+	}
+	return b.At.Add(w)
+}
+
+// NextToken is the earliest NextToken of the buckets that ran out in an
+// accept: when a due job they held back may start (zero: none ran out).
+func NextToken(buckets []*Bucket) time.Time {
+	var next time.Time
+	for _, b := range buckets {
+		if t := b.NextToken(); !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	return next
 }

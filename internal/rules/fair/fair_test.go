@@ -258,3 +258,108 @@ func TestServeTypeBound(t *testing.T) {
 		t.Fatalf("settled 1: type running %d, want 3 (own bound %v)", b.Running, c.Bounded())
 	}
 }
+
+func TestRefill(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	r := Rate{N: 10, Per: time.Second, Burst: 5}
+	tests := []struct {
+		name    string
+		tokens  float64
+		at, now time.Time
+		want    float64
+		wantAt  time.Time
+	}{
+		{"a bucket never refilled is full", 0, time.Time{}, t0, 5, t0},
+		{"one token per 100ms", 0, t0, t0.Add(250 * time.Millisecond), 2.5, t0.Add(250 * time.Millisecond)},
+		{"never above the burst", 1, t0, t0.Add(time.Hour), 5, t0.Add(time.Hour)},
+		{"a clock behind the last refill refills nothing and keeps its time", 1.5, t0, t0.Add(-time.Millisecond), 1.5, t0},
+		{"a smaller burst than the tokens held caps them", 9, t0, t0, 5, t0},
+	}
+	for _, tt := range tests {
+		got, at := r.Refill(tt.tokens, tt.at, tt.now)
+		if math.Abs(got-tt.want) > 1e-9 || !at.Equal(tt.wantAt) {
+			t.Errorf("%s: %v tokens at %v, want %v at %v", tt.name, got, at, tt.want, tt.wantAt)
+		}
+	}
+	if w := (Rate{N: 3, Per: time.Minute, Burst: 1}).Wait(0.5); w != 10*time.Second {
+		t.Errorf("half a token at 3/m: next in %v, want 10s", w)
+	}
+	if w := r.Wait(1); w != 0 {
+		t.Errorf("a whole token: wait %v, want 0", w)
+	}
+}
+
+func TestBucket(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	r := Rate{N: 4, Per: time.Second, Burst: 4}
+	b := OpenBucket(r, 1.5, t0, t0.Add(100*time.Millisecond)) // 1.9 tokens
+	if b.Max != 1 {
+		t.Fatalf("1.9 tokens: budget %d, want 1", b.Max)
+	}
+	g := &Group{Name: "a", Weight: 1, Pending: 5, TypeRate: b}
+	if g.Room(nil) != 1 || g.Bounded() {
+		t.Fatalf("room %d (bounded %v), want 1 under the type's rate, which is not the group's own", g.Room(nil), g.Bounded())
+	}
+	g.Serve(1)
+	if g.Room(nil) != 0 || math.Abs(b.Left()-0.9) > 1e-9 {
+		t.Fatalf("after a start: room %d, %v tokens left; want 0 and 0.9", g.Room(nil), b.Left())
+	}
+	if got, want := b.NextToken(), t0.Add(125*time.Millisecond); !got.Equal(want) {
+		t.Fatalf("next token at %v, want %v (0.1 token at 4/s)", got, want)
+	}
+	if got := NextToken([]*Bucket{b, OpenBucket(r, 0, t0, t0)}); !got.Equal(t0.Add(125 * time.Millisecond)) {
+		t.Fatalf("earliest next token %v", got)
+	}
+	own := &Group{Name: "b", Weight: 1, Pending: 5, Rate: OpenBucket(r, 0, time.Time{}, t0), TypeRate: b}
+	if !own.Bounded() || own.Room(nil) != 0 {
+		t.Fatalf("a group's own rate: bounded %v, room %d (the type's bucket is empty)", own.Bounded(), own.Room(nil))
+	}
+}
+
+// TestRateShared simulates accepts every 10ms for 10s against a type at
+// 100/s whose groups flood it: the jobs its bucket allows go in turn
+// order, so by weight, and a group with nothing due leaves its share to
+// the others.
+func TestRateShared(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	r := Rate{N: 100, Per: time.Second, Burst: 100}
+	run := func(weights map[string]float64, idle string) map[string]int {
+		tb := &table{groups: map[string]*Group{}}
+		for name, w := range weights {
+			tb.groups[name] = &Group{Type: "t", Name: name, Weight: w, Pending: 1 << 40}
+		}
+		got := map[string]int{}
+		var tokens float64
+		var at time.Time
+		for i := range 1000 {
+			now := t0.Add(time.Duration(i) * 10 * time.Millisecond)
+			if idle != "" {
+				tb.groups[idle].Pending = 0
+			}
+			b := OpenBucket(r, tokens, at, now)
+			for _, g := range tb.groups {
+				g.TypeRate = b
+			}
+			q := NewQueue("t", store.Bands{}, 2, tb.page)
+			for _, name := range serve(t, q, 1000) {
+				got[name]++
+			}
+			for name, g := range q.loaded {
+				tb.groups[name].Turn, tb.groups[name].Pending = g.Turn, g.Pending
+			}
+			tokens, at = b.Left(), b.At
+		}
+		return got
+	}
+	got := run(map[string]float64{"a": 3, "b": 1}, "")
+	if total := got["a"] + got["b"]; total < 1080 || total > 1100 {
+		t.Errorf("%d jobs in 10s at 100/s with a burst of 100, want 1000 plus the burst", total)
+	}
+	if share := float64(got["a"]) / float64(got["a"]+got["b"]); math.Abs(share-0.75) > 0.01 {
+		t.Errorf("weights 3:1 got %v: a's share %.3f, want 0.75", got, share)
+	}
+	got = run(map[string]float64{"a": 3, "b": 1}, "b")
+	if got["a"] < 1080 {
+		t.Errorf("b idle: a started %d, want b's share too (1000 plus the burst)", got["a"])
+	}
+}

@@ -47,6 +47,10 @@ type CopyType struct {
 	Paused                     bool
 	Retention, FailedRetention time.Duration
 	Timeout                    time.Duration // the default run timeout
+	// RateN jobs per RatePer, and Burst: the type's rate (TypeConfig.Rate).
+	// Its bucket's tokens are not carried: it starts full.
+	RateN, Burst int64
+	RatePer      time.Duration
 }
 
 // CopyGroup is a group's place in its type's round robin. Its counts are
@@ -63,6 +67,10 @@ type CopyGroupConfig struct {
 	MaxRunning  int64
 	Weight      float64
 	Paused      bool
+	// RateN jobs per RatePer, and Burst: the group's rate; its bucket
+	// starts full.
+	RateN, Burst int64
+	RatePer      time.Duration
 }
 
 // CopyToken is a named API token, its secret still hashed.
@@ -160,7 +168,8 @@ func (s *CopySummary) Add(b *CopyBatch) {
 	slices.SortFunc(types, func(a, b CopyType) int { return cmp.Compare(a.Name, b.Name) })
 	for _, t := range types {
 		e = e.str("type").str(t.Name).i(int64(t.LeaseTimeout)).t(t.UpdatedAt).i(t.BandsHigh).i(t.BandsLow).i(t.GroupMaxRunning).
-			f(t.VClock).b(t.Paused).i(int64(t.Retention)).i(int64(t.FailedRetention)).i(t.MaxRunning).i(int64(t.Timeout))
+			f(t.VClock).b(t.Paused).i(int64(t.Retention)).i(int64(t.FailedRetention)).i(t.MaxRunning).i(int64(t.Timeout)).
+			i(t.RateN).i(int64(t.RatePer)).i(t.Burst)
 	}
 	groups := slices.Clone(b.Groups)
 	slices.SortFunc(groups, func(a, b CopyGroup) int { return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.Group, b.Group)) })
@@ -172,7 +181,7 @@ func (s *CopySummary) Add(b *CopyBatch) {
 		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Type, b.Type))
 	})
 	for _, g := range gcs {
-		e = e.str("config").str(g.Group).str(g.Type).i(g.MaxRunning).f(g.Weight).b(g.Paused)
+		e = e.str("config").str(g.Group).str(g.Type).i(g.MaxRunning).f(g.Weight).b(g.Paused).i(g.RateN).i(int64(g.RatePer)).i(g.Burst)
 	}
 	tokens := slices.Clone(b.Tokens)
 	slices.SortFunc(tokens, func(a, b CopyToken) int { return cmp.Compare(a.Name, b.Name) })

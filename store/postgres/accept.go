@@ -41,15 +41,19 @@ import (
 // "Fairness" in docs/postgres.md. A type with a bound on its running jobs
 // (TypeConfig.MaxRunning) is served under an advisory lock of its own,
 // taken before any of its groups' locks and waited for (lock_type in
-// migration 0014).
+// migration 0014). A type with a rate is served under the same lock, and
+// a group with a rate under its group's, which the accept holds from the
+// read of the token bucket to the commit that writes back what it spent
+// (lock_type_tokens in migration 0019).
 
 // queue is one type's groups during one accept (fair.Queue), with the
 // type's bound per group, read with the first page.
 type queue struct {
 	*fair.Queue
 	gmax   int64
-	bound  *fair.Bound // the bound on the type's running jobs; nil: none
-	paused bool        // the type is paused: its groups give nothing
+	bound  *fair.Bound  // the bound on the type's running jobs; nil: none
+	rate   *fair.Bucket // the type's rate, read under its lock (lockTypeTokens); nil: none
+	paused bool         // the type is paused: its groups give nothing
 }
 
 // pageSQL reads the next groups with pending jobs in turn order, with their
@@ -57,7 +61,8 @@ type queue struct {
 const pageSQL = `SELECT g.grp, g.turn, g.pending, g.band_count,
 	coalesce(o.max_running, 0), coalesce(o.weight, 0), coalesce(al.max_running, 0), coalesce(al.weight, 0),
 	coalesce(o.paused, false) OR coalesce(al.paused, false),
-	(SELECT ARRAY[y.bands_high, y.bands_low, y.group_max_running, y.paused::int, y.max_running] FROM rota.types y WHERE y.name = $1)
+	(SELECT ARRAY[y.bands_high, y.bands_low, y.group_max_running, y.paused::int, y.max_running, y.rate_n, y.rate_per, y.burst] FROM rota.types y WHERE y.name = $1),
+	ARRAY[coalesce(o.rate_n, 0), coalesce(o.rate_per, 0), coalesce(o.burst, 0), coalesce(al.rate_n, 0), coalesce(al.rate_per, 0), coalesce(al.burst, 0)]
 FROM (SELECT grp, turn, pending, band_count FROM rota.groups
 	WHERE type = $1 AND pending > 0 AND (turn, grp) > ($2::float8, $3::text)
 	ORDER BY turn, grp LIMIT $4) g
@@ -97,20 +102,32 @@ func (a *acceptor) load(q *queue, r rows) ([]*fair.Group, error) {
 		g := &fair.Group{Type: q.Type}
 		var ownMax, allMax int64
 		var ownW, allW float64
-		var typeCfg []int64
-		if err := r.Scan(&g.Name, &g.Turn, &g.Pending, &g.BandCount, &ownMax, &ownW, &allMax, &allW, &g.Paused, &typeCfg); err != nil {
+		var typeCfg, rates []int64
+		if err := r.Scan(&g.Name, &g.Turn, &g.Pending, &g.BandCount, &ownMax, &ownW, &allMax, &allW, &g.Paused, &typeCfg, &rates); err != nil {
 			return nil, fmt.Errorf("groups: %w", err)
 		}
-		if first && len(typeCfg) == 5 {
+		if first && len(typeCfg) == 8 {
 			q.Bands = store.Bands{High: int(typeCfg[0]), Low: int(typeCfg[1])}
 			q.gmax = typeCfg[2]
 			q.paused = typeCfg[3] != 0
 			if typeCfg[4] > 0 && q.bound == nil {
 				q.bound = &fair.Bound{Max: typeCfg[4]}
 			}
+			if r, ok := rateOf(typeCfg[5:8]); ok && q.rate == nil {
+				q.rate = a.bucket(bucketKey{typ: q.Type}, r)
+			}
 			first = false
 		}
 		g.TypeBound = q.bound
+		g.TypeRate = q.rate
+		if len(rates) == 6 {
+			if r, ok := rateOf(rates[0:3]); ok {
+				g.Rate = a.bucket(bucketKey{grp: g.Name, typ: q.Type}, r)
+			}
+			if r, ok := rateOf(rates[3:6]); ok {
+				g.CrossRate = a.bucket(bucketKey{grp: g.Name}, r)
+			}
+		}
 		g.Paused = g.Paused || q.paused || !a.inScope(g.Name)
 		g.Weight = 1
 		switch {
@@ -171,6 +188,11 @@ func (a *acceptor) plan(q *queue, need int64, start map[*fair.Group]fair.Mark) (
 				return nil, err
 			}
 		}
+		if b := g.TypeRate; b != nil && !b.Exact {
+			if err := a.lockTypeTokens(g.Type, b); err != nil {
+				return nil, err
+			}
+		}
 		if g.Bounded() && !g.Exact {
 			ok, err := a.lock(g, g == a.waitFor)
 			if err != nil {
@@ -197,11 +219,10 @@ func (a *acceptor) plan(q *queue, need int64, start map[*fair.Group]fair.Mark) (
 		}
 		steps = append(steps, step{g: g, n: n, bc: g.BandCount})
 		g.Plan(n)
-		if g.Cross != nil {
-			extra[g.Cross] += n
-		}
-		if g.TypeBound != nil {
-			extra[g.TypeBound] += n
+		for _, b := range g.Shared() {
+			if b != nil {
+				extra[b] += n
+			}
 		}
 		q.Push(g)
 		planned += n
@@ -403,8 +424,8 @@ const headTurnsSQL = `SELECT g.grp, g.turn, g.pending, w.w, greatest(1, least($2
 	CROSS JOIN LATERAL (SELECT coalesce(
 		(SELECT c.weight FROM rota.group_config c WHERE c.grp = g.grp AND c.type = $1 AND c.weight > 0),
 		(SELECT c.weight FROM rota.group_config c WHERE c.grp = g.grp AND c.type = '' AND c.weight > 0), 1) AS w) w
-	WHERE NOT EXISTS (SELECT FROM rota.group_config c WHERE c.grp = g.grp AND (c.type = $1 OR c.type = '') AND (c.max_running > 0 OR c.paused))
-		AND NOT EXISTS (SELECT FROM rota.types y WHERE y.name = $1 AND (y.bands_high + y.bands_low > 0 OR y.group_max_running > 0 OR y.max_running > 0 OR y.paused))`
+	WHERE NOT EXISTS (SELECT FROM rota.group_config c WHERE c.grp = g.grp AND (c.type = $1 OR c.type = '') AND (c.max_running > 0 OR c.paused OR c.rate_n > 0))
+		AND NOT EXISTS (SELECT FROM rota.types y WHERE y.name = $1 AND (y.bands_high + y.bands_low > 0 OR y.group_max_running > 0 OR y.max_running > 0 OR y.paused OR y.rate_n > 0))`
 
 // vclockIfRanOutSQL moves the type's virtual clock ($1) to the turn that
 // the headSQL before it in the same round trip noted in rotajobs.vclock:
@@ -462,6 +483,8 @@ type acceptor struct {
 	// never waits for a group's
 	typeLocked bool
 	crosses    map[string]*fair.Bound
+	buckets    map[bucketKey]*fair.Bucket // the rates of the groups read (bucket)
+	tokenAt    time.Time                  // when the next token comes to a bucket the accept emptied
 	// deferred: jobs claimed from a group in the accept's transaction, not
 	// yet counted as not pending
 	deferred map[*fair.Group]int64
@@ -483,7 +506,10 @@ type acceptor struct {
 // jobs of some types, and the size of the types table.
 type nextRun struct {
 	at    time.Time
-	types int
+	types int // -1: not read
+	// tokenAt is when the next token comes to a rate the claim emptied
+	// (store.AcceptResult.NextTokenAt).
+	tokenAt time.Time
 }
 
 // begin moves the accept into a transaction of its own, for bounds and for
@@ -529,7 +555,129 @@ func (a *acceptor) lock(g *fair.Group, wait bool) (bool, error) {
 		c.Exact = true
 		c.Running = all
 	}
+	if (g.Rate != nil && !g.Rate.Exact) || (g.CrossRate != nil && !g.CrossRate.Exact) {
+		if err := a.groupTokens(g); err != nil {
+			return false, err
+		}
+	}
 	return true, nil
+}
+
+// bucketKey names a rate's bucket: a type's ({"", type}), a group's for a
+// type ({group, type}) or for all types ({group, ""}).
+type bucketKey struct{ grp, typ string }
+
+// rateOf reads a rate's columns: jobs, period (µs), burst.
+func rateOf(c []int64) (fair.Rate, bool) {
+	return fair.RateOf(store.Rate{N: int(c[0]), Per: time.Duration(c[1]) * time.Microsecond}, int(c[2]))
+}
+
+// bucket is the accept's bucket of a rate, shared by the groups it
+// applies to; it is read (fair.Bucket.Open) under the lock of its type or
+// group before one of them gives a job.
+func (a *acceptor) bucket(k bucketKey, r fair.Rate) *fair.Bucket {
+	if b := a.buckets[k]; b != nil {
+		return b
+	}
+	b := &fair.Bucket{Rate: r}
+	a.buckets[k] = b
+	return b
+}
+
+// lockTypeTokens takes the lock of a type with a rate (lock_type's) and
+// reads its bucket, by the database's clock.
+func (a *acceptor) lockTypeTokens(typ string, b *fair.Bucket) error {
+	if err := a.begin(); err != nil {
+		return err
+	}
+	var tokens float64
+	var at, now int64
+	if _, err := a.t.queryRow(`SELECT tokens, refilled_at, now_us FROM rota.lock_type_tokens($1, $2)`,
+		[]any{typ, hash64("type", a.s.cfg.Schema, typ)}, &tokens, &at, &now); err != nil {
+		return fmt.Errorf("lock type %q: %w", typ, err)
+	}
+	b.Open(tokens, refilledAt(at), time.UnixMicro(now).UTC())
+	a.typeLocked = true
+	return nil
+}
+
+// groupTokens reads the buckets of g's rates, under the group's lock
+// (taken just before, so the statement's snapshot follows it).
+func (a *acceptor) groupTokens(g *fair.Group) error {
+	r, err := a.t.query(`SELECT type, tokens, refilled_at, (extract(epoch FROM clock_timestamp()) * 1e6)::bigint
+		FROM rota.group_config WHERE grp = $1 AND type IN ($2, '') AND rate_n > 0`, g.Name, g.Type)
+	if err != nil {
+		return fmt.Errorf("rate of group %q: %w", g.Name, err)
+	}
+	defer r.Close()
+	for r.Next() {
+		var typ string
+		var tokens float64
+		var at, now int64
+		if err := r.Scan(&typ, &tokens, &at, &now); err != nil {
+			return fmt.Errorf("rate of group %q: %w", g.Name, err)
+		}
+		b := g.Rate
+		if typ == "" {
+			b = g.CrossRate
+		}
+		if b != nil && !b.Exact {
+			b.Open(tokens, refilledAt(at), time.UnixMicro(now).UTC())
+		}
+	}
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("rate of group %q: %w", g.Name, err)
+	}
+	// A rate removed since the page was read: a full bucket, for this
+	// accept only.
+	for _, b := range [...]*fair.Bucket{g.Rate, g.CrossRate} {
+		if b != nil && !b.Exact {
+			b.Open(0, time.Time{}, time.Now())
+		}
+	}
+	return nil
+}
+
+// refilledAt is a bucket's refilled_at: microseconds since the epoch, 0
+// for never.
+func refilledAt(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us).UTC()
+}
+
+// saveBuckets writes back what the accept spent of its rates' tokens, in
+// its transaction, and returns when the next token comes to a bucket it
+// emptied.
+func (a *acceptor) saveBuckets() (time.Time, error) {
+	keys := make([]bucketKey, 0, len(a.buckets))
+	var opened []*fair.Bucket
+	for k, b := range a.buckets {
+		if b.Exact {
+			keys = append(keys, k)
+			opened = append(opened, b)
+		}
+	}
+	// One order for the rows, as for the virtual clocks.
+	slices.SortFunc(keys, func(x, y bucketKey) int { return strings.Compare(x.grp+"\x00"+x.typ, y.grp+"\x00"+y.typ) })
+	for _, k := range keys {
+		b := a.buckets[k]
+		if b.Running == 0 {
+			continue // nothing spent: the refill is read again next time
+		}
+		var err error
+		if k.grp == "" {
+			_, err = a.t.exec(`UPDATE rota.types SET tokens = $2, refilled_at = $3 WHERE name = $1`, k.typ, b.Left(), b.At.UnixMicro())
+		} else {
+			_, err = a.t.exec(`UPDATE rota.group_config SET tokens = $3, refilled_at = $4 WHERE grp = $1 AND type = $2`,
+				k.grp, k.typ, b.Left(), b.At.UnixMicro())
+		}
+		if err != nil {
+			return time.Time{}, fmt.Errorf("save the tokens of %q %q: %w", k.grp, k.typ, err)
+		}
+	}
+	return fair.NextToken(opened), nil
 }
 
 // lockType takes the lock of a type with a bound on its running jobs and
@@ -720,8 +868,8 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 				break
 			}
 			pk := seqs[best][next[best]]
-			if c := pk.g.Cross; c != nil && c.Running+extra[c] >= c.Max {
-				dropped[pk.g] = true // at its bound across types
+			if pk.g.AcrossTypes(extra) {
+				dropped[pk.g] = true // at its bound or rate across types
 				pk.g.Out = true
 				progress = true
 				continue
@@ -729,6 +877,9 @@ func (a *acceptor) round(queues []*queue, need int64) (bool, error) {
 			next[best]++
 			if pk.g.Cross != nil {
 				extra[pk.g.Cross]++
+			}
+			if pk.g.CrossRate != nil {
+				extra[&pk.g.CrossRate.Bound]++
 			}
 			taken = append(taken, pk)
 		}
@@ -976,6 +1127,10 @@ func (a *acceptor) finish() error {
 			}
 		}
 	}
+	var err error
+	if a.tokenAt, err = a.saveBuckets(); err != nil {
+		return err
+	}
 	types := make([]string, 0, len(a.clocks))
 	for typ := range a.clocks {
 		types = append(types, typ)
@@ -1006,7 +1161,13 @@ func (s *Store) claim(ctx context.Context, p store.AcceptParams, names []string)
 		return nil, nil, nil
 	}
 	for attempt := 0; ; attempt++ {
-		jobs, next, err := s.claimOnce(ctx, p, names)
+		jobs, next, tokenAt, err := s.claimOnce(ctx, p, names)
+		if err == nil && !tokenAt.IsZero() {
+			if next == nil {
+				next = &nextRun{types: -1}
+			}
+			next.tokenAt = tokenAt
+		}
 		if err != nil && len(jobs) == 0 && attempt == 0 && pgconn.SafeToRetry(err) && ctx.Err() == nil && !s.closed.Load() {
 			continue
 		}
@@ -1015,8 +1176,8 @@ func (s *Store) claim(ctx context.Context, p store.AcceptParams, names []string)
 		}
 		if err == nil {
 			n := len(jobs)
-			if jobs = s.skipLate(ctx, jobs); len(jobs) < n {
-				next = nil // jobs went back to pending: read the next run again
+			if jobs = s.skipLate(ctx, jobs); len(jobs) < n && next != nil {
+				next = &nextRun{types: -1, tokenAt: next.tokenAt} // jobs went back to pending: read the next run again
 			}
 			s.familyOf(ctx, jobs)
 			s.depsOfClaimed(ctx, jobs)
@@ -1163,7 +1324,7 @@ func (s *Store) skipLate(ctx context.Context, jobs []store.Job) []store.Job {
 	return slices.DeleteFunc(jobs, func(j store.Job) bool { return skipped[j.ID] })
 }
 
-func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []string) ([]store.Job, *nextRun, error) {
+func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []string) ([]store.Job, *nextRun, time.Time, error) {
 	var override *int64
 	if p.LeaseTimeout > 0 {
 		v := us(p.LeaseTimeout)
@@ -1171,7 +1332,7 @@ func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []str
 	}
 	inScope, err := check.AcceptScope(&p)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, time.Time{}, err
 	}
 	if inScope == nil {
 		inScope = func(string) bool { return true }
@@ -1182,6 +1343,7 @@ func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []str
 		t:        &txn{s: s, ctx: ctx, db: pgxDB{s.pool}},
 		locks:    map[string]bool{},
 		crosses:  map[string]*fair.Bound{},
+		buckets:  map[bucketKey]*fair.Bucket{},
 		deferred: map[*fair.Group]int64{},
 		clocks:   map[string]float64{},
 	}
@@ -1241,10 +1403,10 @@ func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []str
 		// What committed by itself stays claimed.
 		a.jobs, a.t.changes = a.jobs[:a.committedJobs], a.t.changes[:a.committedChanges]
 		s.committed(a.t.changes)
-		return a.jobs, nil, err
+		return a.jobs, nil, time.Time{}, err
 	}
 	s.committed(a.t.changes)
-	return a.jobs, a.next, nil
+	return a.jobs, a.next, a.tokenAt, nil
 }
 
 // Accept leases due jobs to a worker, fairly across groups (see above).
@@ -1262,12 +1424,15 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 	if len(res.Jobs) >= p.Limit {
 		return res, nil
 	}
+	if read != nil {
+		res.NextTokenAt = read.tokenAt
+	}
 	// What follows only tells a waiting acceptor when to look again (the
 	// claim may have read it already). Jobs already leased are returned
 	// even if it fails, rather than left to their leases.
 	var next time.Time
 	var types int
-	if read != nil {
+	if read != nil && read.types >= 0 {
 		next, types = read.at, read.types
 	} else if next, types, err = s.nextRun(ctx, names); err != nil {
 		if len(res.Jobs) > 0 {

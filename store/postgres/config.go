@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
@@ -19,7 +20,8 @@ func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
 		return err
 	}
 	err := s.autocommit(ctx, "set type "+c.Type, func(t *txn) error {
-		_, err := t.run("set_type_config", c.Type, us(c.LeaseTimeout), c.Bands.High, c.Bands.Low, c.GroupMaxRunning, c.Paused, us(c.Retention), us(c.FailedRetention), c.MaxRunning, us(c.Timeout))
+		_, err := t.run("set_type_config", c.Type, us(c.LeaseTimeout), c.Bands.High, c.Bands.Low, c.GroupMaxRunning, c.Paused, us(c.Retention), us(c.FailedRetention), c.MaxRunning, us(c.Timeout),
+			c.Rate.N, us(c.Rate.Per), c.Burst)
 		return err
 	})
 	if err != nil {
@@ -36,11 +38,11 @@ func (s *Store) SetGroupConfig(ctx context.Context, c store.GroupConfig) error {
 		return err
 	}
 	return s.autocommit(ctx, fmt.Sprintf("set group %q", c.Group), func(t *txn) error {
-		if c.MaxRunning == 0 && c.Weight == 0 && !c.Paused {
+		if c.MaxRunning == 0 && c.Weight == 0 && !c.Paused && c.Rate.IsZero() {
 			_, err := t.run("delete_group_config", c.Group, c.Type)
 			return err
 		}
-		_, err := t.run("set_group_config", c.Group, c.Type, c.MaxRunning, c.Weight, c.Paused)
+		_, err := t.run("set_group_config", c.Group, c.Type, c.MaxRunning, c.Weight, c.Paused, c.Rate.N, us(c.Rate.Per), c.Burst)
 		return err
 	})
 }
@@ -60,10 +62,12 @@ func (s *Store) GroupConfigs(ctx context.Context) ([]store.GroupConfig, error) {
 		defer r.Close()
 		for r.Next() {
 			var c store.GroupConfig
-			var max int64
-			if err := r.Scan(&c.Group, &c.Type, &max, &c.Weight, &c.Paused); err != nil {
+			var max, n, per, burst int64
+			if err := r.Scan(&c.Group, &c.Type, &max, &c.Weight, &c.Paused, &n, &per, &burst); err != nil {
 				return err
 			}
+			c.Rate = store.Rate{N: int(n), Per: time.Duration(per) * time.Microsecond}
+			c.Burst = int(burst)
 			c.MaxRunning = int(max)
 			out = append(out, c)
 		}

@@ -30,9 +30,9 @@ var copyColumns = map[string][]string{
 	"jobs":       jobCopyColumns,
 	"jobs_ended": jobCopyColumns,
 	"types": {"name", "lease_timeout", "updated_at", "bands_high", "bands_low", "group_max_running", "vclock",
-		"paused", "retention", "failed_retention", "max_running", "run_timeout"},
+		"paused", "retention", "failed_retention", "max_running", "run_timeout", "rate_n", "rate_per", "burst"},
 	"groups":       {"type", "grp", "turn", "band_count"},
-	"group_config": {"grp", "type", "max_running", "weight", "paused"},
+	"group_config": {"grp", "type", "max_running", "weight", "paused", "rate_n", "rate_per", "burst"},
 	"tokens":       {"name", "hash", "groups", "types", "read_only", "created_at"},
 }
 
@@ -51,6 +51,10 @@ var notCopied = map[string]string{
 	"jobs.has_dependants":       "dependencies are not copied yet",
 	"jobs_ended.deps_waiting":   "dependencies are not copied yet",
 	"jobs_ended.has_dependants": "dependencies are not copied yet",
+	"types.tokens":              "a rate's bucket starts full in the destination",
+	"types.refilled_at":         "a rate's bucket starts full in the destination",
+	"group_config.tokens":       "a rate's bucket starts full in the destination",
+	"group_config.refilled_at":  "a rate's bucket starts full in the destination",
 }
 
 // Export calls fn with everything the schema holds, from one snapshot (a
@@ -113,9 +117,9 @@ func (s *Store) exportSettings(ctx context.Context, tx pgx.Tx, b *store.CopyBatc
 	}
 	for rows.Next() {
 		var t store.CopyType
-		var lease, retention, failed, timeout int64
+		var lease, retention, failed, timeout, per int64
 		if err := rows.Scan(&t.Name, &lease, &t.UpdatedAt, &t.BandsHigh, &t.BandsLow, &t.GroupMaxRunning, &t.VClock,
-			&t.Paused, &retention, &failed, &t.MaxRunning, &timeout); err != nil {
+			&t.Paused, &retention, &failed, &t.MaxRunning, &timeout, &t.RateN, &per, &t.Burst); err != nil {
 			rows.Close()
 			return err
 		}
@@ -123,6 +127,7 @@ func (s *Store) exportSettings(ctx context.Context, tx pgx.Tx, b *store.CopyBatc
 		t.LeaseTimeout, t.Retention = time.Duration(lease)*time.Microsecond, time.Duration(retention)*time.Microsecond
 		t.FailedRetention = time.Duration(failed) * time.Microsecond
 		t.Timeout = time.Duration(timeout) * time.Microsecond
+		t.RatePer = time.Duration(per) * time.Microsecond
 		b.Types = append(b.Types, t)
 	}
 	rows.Close()
@@ -151,10 +156,12 @@ func (s *Store) exportSettings(ctx context.Context, tx pgx.Tx, b *store.CopyBatc
 	}
 	for rows.Next() {
 		var g store.CopyGroupConfig
-		if err := rows.Scan(&g.Group, &g.Type, &g.MaxRunning, &g.Weight, &g.Paused); err != nil {
+		var per int64
+		if err := rows.Scan(&g.Group, &g.Type, &g.MaxRunning, &g.Weight, &g.Paused, &g.RateN, &per, &g.Burst); err != nil {
 			rows.Close()
 			return err
 		}
+		g.RatePer = time.Duration(per) * time.Microsecond
 		b.GroupConfig = append(b.GroupConfig, g)
 	}
 	rows.Close()
@@ -227,7 +234,8 @@ func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
 	for _, t := range b.Types {
 		if _, err := tx.Exec(ctx, s.stmt("load_type"),
 			t.Name, t.LeaseTimeout.Microseconds(), t.UpdatedAt, t.BandsHigh, t.BandsLow, t.GroupMaxRunning, t.VClock,
-			t.Paused, t.Retention.Microseconds(), t.FailedRetention.Microseconds(), t.MaxRunning, t.Timeout.Microseconds()); err != nil {
+			t.Paused, t.Retention.Microseconds(), t.FailedRetention.Microseconds(), t.MaxRunning, t.Timeout.Microseconds(),
+			t.RateN, t.RatePer.Microseconds(), t.Burst); err != nil {
 			return s.wrap(fmt.Sprintf("load type %q", t.Name), err)
 		}
 	}
@@ -239,7 +247,7 @@ func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
 	}
 	for _, g := range b.GroupConfig {
 		if _, err := tx.Exec(ctx, s.stmt("load_group_config"),
-			g.Group, g.Type, g.MaxRunning, g.Weight, g.Paused); err != nil {
+			g.Group, g.Type, g.MaxRunning, g.Weight, g.Paused, g.RateN, g.RatePer.Microseconds(), g.Burst); err != nil {
 			return s.wrap(fmt.Sprintf("load settings of group %q", g.Group), err)
 		}
 	}

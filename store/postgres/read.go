@@ -353,10 +353,12 @@ func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
 		defer r.Close()
 		for r.Next() {
 			var c store.TypeConfig
-			var us, high, low, gmax, ret, fret, tmax, timeout int64
-			if err := r.Scan(&c.Type, &us, &high, &low, &gmax, &c.Paused, &ret, &fret, &tmax, &timeout); err != nil {
+			var us, high, low, gmax, ret, fret, tmax, timeout, rn, rper, burst int64
+			if err := r.Scan(&c.Type, &us, &high, &low, &gmax, &c.Paused, &ret, &fret, &tmax, &timeout, &rn, &rper, &burst); err != nil {
 				return err
 			}
+			c.Rate = store.Rate{N: int(rn), Per: time.Duration(rper) * time.Microsecond}
+			c.Burst = int(burst)
 			c.Bands = store.Bands{High: int(high), Low: int(low)}
 			c.GroupMaxRunning = int(gmax)
 			c.MaxRunning = int(tmax)

@@ -426,7 +426,7 @@ func (w *txn) accept(p store.AcceptParams, types []string) (res store.AcceptResu
 	if w.inScope, err = check.AcceptScope(&p); err != nil {
 		return res, err
 	}
-	defer func() { w.inScope = nil }()
+	defer func() { w.inScope, w.buckets = nil, nil }()
 	if p.Priority != nil {
 		// An integer, formatted here: nothing of the caller's text.
 		w.prioSQL = " AND priority = " + strconv.Itoa(*p.Priority)
@@ -491,7 +491,12 @@ func (w *txn) accept(p store.AcceptParams, types []string) (res store.AcceptResu
 			return res, err
 		}
 	}
+	next, err := w.saveBuckets()
+	if err != nil {
+		return res, err
+	}
 	if len(res.Jobs) < p.Limit {
+		res.NextTokenAt = next
 		if res.NextRunAt, err = w.nextRunAt(types); err != nil {
 			return res, err
 		}

@@ -18,6 +18,8 @@ type typeConfig struct {
 	bands           store.Bands
 	groupMaxRunning int
 	maxRunning      int // the bound on the whole type's running jobs; 0: none
+	rate            store.Rate
+	burst           int
 	paused          bool
 	retention       time.Duration // 0: the default
 	failedRetention time.Duration // 0: until removed
@@ -34,12 +36,14 @@ func (s *Store) loadConfig() error {
 	defer rows.Close()
 	for rows.Next() {
 		var name string
-		var lt, ret, fret, timeout int64
+		var lt, ret, fret, timeout, per int64
 		var c typeConfig
-		if err := rows.Scan(&name, &lt, &c.bands.High, &c.bands.Low, &c.groupMaxRunning, &c.paused, &ret, &fret, &c.maxRunning, &timeout); err != nil {
+		if err := rows.Scan(&name, &lt, &c.bands.High, &c.bands.Low, &c.groupMaxRunning, &c.paused, &ret, &fret, &c.maxRunning, &timeout,
+			&c.rate.N, &per, &c.burst); err != nil {
 			return fmt.Errorf("sqlite: load types: %w", err)
 		}
 		c.lease = time.Duration(lt) * time.Microsecond
+		c.rate.Per = time.Duration(per) * time.Microsecond
 		c.retention = time.Duration(ret) * time.Microsecond
 		c.failedRetention = time.Duration(fret) * time.Microsecond
 		c.timeout = time.Duration(timeout) * time.Microsecond
@@ -55,9 +59,11 @@ func (s *Store) loadConfig() error {
 	defer grows.Close()
 	for grows.Next() {
 		var c store.GroupConfig
-		if err := grows.Scan(&c.Group, &c.Type, &c.MaxRunning, &c.Weight, &c.Paused); err != nil {
+		var per int64
+		if err := grows.Scan(&c.Group, &c.Type, &c.MaxRunning, &c.Weight, &c.Paused, &c.Rate.N, &per, &c.Burst); err != nil {
 			return fmt.Errorf("sqlite: load group settings: %w", err)
 		}
+		c.Rate.Per = time.Duration(per) * time.Microsecond
 		s.groups[groupKey{c.Group, c.Type}] = c
 	}
 	return grows.Err()
@@ -110,7 +116,77 @@ func (s *Store) applyGroupConfig(w *txn, g *fair.Group, tc typeConfig, cross map
 		}
 		g.Cross = b
 	}
+	var err error
+	if g.TypeRate, err = w.openBucket(groupKey{"", g.Type}, tc.rate, tc.burst); err != nil {
+		return err
+	}
+	if hasOwn {
+		if g.Rate, err = w.openBucket(groupKey{g.Name, g.Type}, own.Rate, own.Burst); err != nil {
+			return err
+		}
+	}
+	if hasAll {
+		if g.CrossRate, err = w.openBucket(groupKey{g.Name, ""}, all.Rate, all.Burst); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// openBucket reads the token bucket of a rate (none: nil), once per
+// accept: the accept's groups share it (w.buckets). k is a type's rate
+// ({"", type}) or a group's ({group, type or ""}).
+func (w *txn) openBucket(k groupKey, rate store.Rate, burst int) (*fair.Bucket, error) {
+	r, ok := fair.RateOf(rate, burst)
+	if !ok {
+		return nil, nil
+	}
+	if b := w.buckets[k]; b != nil {
+		return b, nil
+	}
+	var tokens float64
+	var at int64
+	var err error
+	if k.grp == "" {
+		err = w.row("type_tokens", k.typ).Scan(&tokens, &at)
+	} else {
+		err = w.row("group_tokens", k.grp, k.typ).Scan(&tokens, &at)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: accept: rate of %q %q: %w", k.grp, k.typ, err)
+	}
+	var refilled time.Time
+	if at != 0 {
+		refilled = fromMicros(at)
+	}
+	b := fair.OpenBucket(r, tokens, refilled, w.now)
+	if w.buckets == nil {
+		w.buckets = map[groupKey]*fair.Bucket{}
+	}
+	w.buckets[k] = b
+	return b, nil
+}
+
+// saveBuckets writes back the buckets an accept spent tokens of, and
+// returns when the next token comes to those it emptied.
+func (w *txn) saveBuckets() (time.Time, error) {
+	var all []*fair.Bucket
+	for k, b := range w.buckets {
+		all = append(all, b)
+		if b.Running == 0 {
+			continue // nothing spent: the refill is read again next time
+		}
+		var err error
+		if k.grp == "" {
+			_, err = w.run("save_type_tokens", b.Left(), micros(b.At), k.typ)
+		} else {
+			_, err = w.run("save_group_tokens", b.Left(), micros(b.At), k.grp, k.typ)
+		}
+		if err != nil {
+			return time.Time{}, fmt.Errorf("sqlite: accept: save the tokens of %q %q: %w", k.grp, k.typ, err)
+		}
+	}
+	return fair.NextToken(all), nil
 }
 
 // SetTypeConfig stores a type's settings, replacing its previous ones.
@@ -121,7 +197,8 @@ func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
 	err := s.write(ctx, true, func(w *txn) error {
 		_, err := w.run("set_type_config",
 			c.Type, c.LeaseTimeout.Microseconds(), c.Bands.High, c.Bands.Low, c.GroupMaxRunning, c.Paused,
-			c.Retention.Microseconds(), c.FailedRetention.Microseconds(), micros(w.now), c.MaxRunning, c.Timeout.Microseconds())
+			c.Retention.Microseconds(), c.FailedRetention.Microseconds(), micros(w.now), c.MaxRunning, c.Timeout.Microseconds(),
+			c.Rate.N, c.Rate.Per.Microseconds(), c.Burst)
 		return err
 	})
 	if err != nil {
@@ -129,7 +206,7 @@ func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
 	}
 	s.typesMu.Lock()
 	s.types[c.Type] = typeConfig{lease: c.LeaseTimeout, bands: c.Bands, groupMaxRunning: c.GroupMaxRunning, maxRunning: c.MaxRunning, paused: c.Paused,
-		retention: c.Retention, failedRetention: c.FailedRetention, timeout: c.Timeout}
+		retention: c.Retention, failedRetention: c.FailedRetention, timeout: c.Timeout, rate: c.Rate, burst: c.Burst}
 	s.typesMu.Unlock()
 	return nil
 }
@@ -150,7 +227,7 @@ func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
 			lt = store.DefaultLeaseTimeout
 		}
 		out = append(out, store.TypeConfig{Type: name, LeaseTimeout: lt, Bands: c.bands, GroupMaxRunning: c.groupMaxRunning, MaxRunning: c.maxRunning, Paused: c.paused,
-			Retention: cmp.Or(c.retention, store.DefaultRetention), FailedRetention: c.failedRetention, Timeout: c.timeout})
+			Retention: cmp.Or(c.retention, store.DefaultRetention), FailedRetention: c.failedRetention, Timeout: c.timeout, Rate: c.rate, Burst: c.burst})
 	}
 	slices.SortFunc(out, func(a, b store.TypeConfig) int { return cmp.Compare(a.Type, b.Type) })
 	return out, nil
@@ -161,14 +238,14 @@ func (s *Store) SetGroupConfig(ctx context.Context, c store.GroupConfig) error {
 	if err := check.GroupConfig(c); err != nil {
 		return err
 	}
-	remove := c.MaxRunning == 0 && c.Weight == 0 && !c.Paused
+	remove := c.MaxRunning == 0 && c.Weight == 0 && !c.Paused && c.Rate.IsZero()
 	err := s.write(ctx, true, func(w *txn) error {
 		if remove {
 			_, err := w.run("delete_group_config", c.Group, c.Type)
 			return err
 		}
 		_, err := w.run("set_group_config",
-			c.Group, c.Type, c.MaxRunning, c.Weight, c.Paused)
+			c.Group, c.Type, c.MaxRunning, c.Weight, c.Paused, c.Rate.N, c.Rate.Per.Microseconds(), c.Burst)
 		return err
 	})
 	if err != nil {

@@ -21,9 +21,9 @@ var _ store.Copier = (*Store)(nil)
 var copyColumns = map[string][]string{
 	"rota_jobs": append(append([]string(nil), jobColumnNames...), "lease_timeout", "resubmit_at", "next_data"),
 	"rota_types": {"name", "lease_timeout", "updated_at", "bands_high", "bands_low", "group_max_running", "vclock",
-		"paused", "retention", "failed_retention", "max_running", "run_timeout"},
+		"paused", "retention", "failed_retention", "max_running", "run_timeout", "rate_n", "rate_per", "burst"},
 	"rota_groups":       {"type", "grp", "turn", "band_count"},
-	"rota_group_config": {"grp", "type", "max_running", "weight", "paused"},
+	"rota_group_config": {"grp", "type", "max_running", "weight", "paused", "rate_n", "rate_per", "burst"},
 	"rota_tokens":       {"name", "hash", "groups", "types", "read_only", "created_at"},
 }
 
@@ -39,9 +39,13 @@ var notCopied = map[string]string{
 	"rota_jobs.run_limit":   "the last attempt's timeout, set by its claim; a copied run is held to the job's own",
 	// rota copy does not carry dependencies yet (docs/cli.md says so):
 	// copy a deployment whose workflows have ended.
-	"rota_deps":                "dependencies are not copied yet",
-	"rota_jobs.deps_waiting":   "dependencies are not copied yet",
-	"rota_jobs.has_dependants": "dependencies are not copied yet",
+	"rota_deps":                     "dependencies are not copied yet",
+	"rota_jobs.deps_waiting":        "dependencies are not copied yet",
+	"rota_jobs.has_dependants":      "dependencies are not copied yet",
+	"rota_types.tokens":             "a rate's bucket starts full in the destination",
+	"rota_types.refilled_at":        "a rate's bucket starts full in the destination",
+	"rota_group_config.tokens":      "a rate's bucket starts full in the destination",
+	"rota_group_config.refilled_at": "a rate's bucket starts full in the destination",
 }
 
 // Export calls fn with everything the database holds, from one read
@@ -120,7 +124,8 @@ func exportSettings(ctx context.Context, tx rowQuerier, b *store.CopyBatch) erro
 			UpdatedAt: c.time(2), BandsHigh: c.int64(3), BandsLow: c.int64(4), GroupMaxRunning: c.int64(5), VClock: c.float(6),
 			Paused: c.bool(7), Retention: time.Duration(c.int64(8)) * time.Microsecond,
 			FailedRetention: time.Duration(c.int64(9)) * time.Microsecond, MaxRunning: c.int64(10),
-			Timeout: time.Duration(c.int64(11)) * time.Microsecond})
+			Timeout: time.Duration(c.int64(11)) * time.Microsecond,
+			RateN:   c.int64(12), RatePer: time.Duration(c.int64(13)) * time.Microsecond, Burst: c.int64(14)})
 	}, copyColumns["rota_types"])
 	if err != nil {
 		return err
@@ -133,7 +138,7 @@ func exportSettings(ctx context.Context, tx rowQuerier, b *store.CopyBatch) erro
 	}
 	err = queryEach(ctx, tx, stmt("export_group_config"), func(c *columns) {
 		b.GroupConfig = append(b.GroupConfig, store.CopyGroupConfig{Group: c.str(0), Type: c.str(1), MaxRunning: c.int64(2),
-			Weight: c.float(3), Paused: c.bool(4)})
+			Weight: c.float(3), Paused: c.bool(4), RateN: c.int64(5), RatePer: time.Duration(c.int64(6)) * time.Microsecond, Burst: c.int64(7)})
 	}, copyColumns["rota_group_config"])
 	if err != nil {
 		return err
@@ -247,7 +252,8 @@ func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
 	for _, t := range b.Types {
 		if _, err := tx.ExecContext(ctx, stmt("load_type"),
 			t.Name, t.LeaseTimeout.Microseconds(), micros(t.UpdatedAt), t.BandsHigh, t.BandsLow, t.GroupMaxRunning, t.VClock,
-			t.Paused, t.Retention.Microseconds(), t.FailedRetention.Microseconds(), t.MaxRunning, t.Timeout.Microseconds()); err != nil {
+			t.Paused, t.Retention.Microseconds(), t.FailedRetention.Microseconds(), t.MaxRunning, t.Timeout.Microseconds(),
+			t.RateN, t.RatePer.Microseconds(), t.Burst); err != nil {
 			return fmt.Errorf("sqlite: load type %q: %w", t.Name, err)
 		}
 	}
@@ -259,7 +265,7 @@ func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
 	}
 	for _, g := range b.GroupConfig {
 		if _, err := tx.ExecContext(ctx, stmt("load_group_config"),
-			g.Group, g.Type, g.MaxRunning, g.Weight, g.Paused); err != nil {
+			g.Group, g.Type, g.MaxRunning, g.Weight, g.Paused, g.RateN, g.RatePer.Microseconds(), g.Burst); err != nil {
 			return fmt.Errorf("sqlite: load settings of group %q: %w", g.Group, err)
 		}
 	}

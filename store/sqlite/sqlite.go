@@ -31,6 +31,7 @@ import (
 
 	"github.com/rotajobs/rota/internal/backend"
 	"github.com/rotajobs/rota/internal/rules/check"
+	"github.com/rotajobs/rota/internal/rules/fair"
 	"github.com/rotajobs/rota/internal/sqlfile"
 
 	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
@@ -408,6 +409,10 @@ type txn struct {
 	// inScope restricts an accept to some groups (AcceptParams.Groups);
 	// nil allows every group.
 	inScope func(group string) bool
+	// buckets are the rates' token buckets an accept read, by group and
+	// type: {"", type} a type's, {group, type} a group's for one type,
+	// {group, ""} a group's for all types (openBucket).
+	buckets map[groupKey]*fair.Bucket
 	// clocks are the virtual clocks of the types whose pending counts
 	// the request changes, as it began (clock).
 	clocks map[string]float64

@@ -483,8 +483,18 @@ type Bucket struct {
 // OpenBucket is a bucket that held tokens when it was refilled at at,
 // read at now.
 func OpenBucket(r Rate, tokens float64, at, now time.Time) *Bucket {
-	t, at := r.Refill(tokens, at, now)
-	return &Bucket{Bound: Bound{Max: int64(math.Floor(t + 1e-9)), Exact: true}, Rate: r, Tokens: t, At: at}
+	b := &Bucket{Rate: r}
+	b.Open(tokens, at, now)
+	return b
+}
+
+// Open fills in b, a bucket of b.Rate not read yet (for a store that reads
+// it under a lock only when a group of it is served): it held tokens when
+// it was refilled at at, and is read at now. Jobs already counted against
+// it in the accept stay counted.
+func (b *Bucket) Open(tokens float64, at, now time.Time) {
+	b.Tokens, b.At = b.Rate.Refill(tokens, at, now)
+	b.Max, b.Exact = int64(math.Floor(b.Tokens+1e-9)), true
 }
 
 // Left is the tokens the bucket holds after the accept's starts: what the

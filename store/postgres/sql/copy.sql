@@ -17,7 +17,7 @@ SELECT {{copyColumns "types"}} FROM {{schema}}.types ORDER BY name;
 SELECT type, grp, turn, band_count FROM {{schema}}.groups ORDER BY type, grp;
 
 -- name: export_group_config
-SELECT grp, type, max_running, weight, paused FROM {{schema}}.group_config ORDER BY grp, type;
+SELECT grp, type, max_running, weight, paused, rate_n, rate_per, burst FROM {{schema}}.group_config ORDER BY grp, type;
 
 -- name: export_tokens
 SELECT name, hash, groups, types, read_only, created_at FROM {{schema}}.tokens ORDER BY name;
@@ -43,15 +43,16 @@ TRUNCATE {{schema}}.jobs, {{schema}}.jobs_ended, {{schema}}.types, {{schema}}.gr
 
 -- name: load_type
 -- $1… the columns of copyColumns["types"], in order.
-INSERT INTO {{schema}}.types ({{copyColumns "types"}}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12);
+INSERT INTO {{schema}}.types ({{copyColumns "types"}}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15);
 
 -- name: load_group
 -- $1 type, $2 group, $3 turn, $4 band count.
 INSERT INTO {{schema}}.groups (type, grp, turn, band_count) VALUES ($1, $2, $3, $4);
 
 -- name: load_group_config
--- $1 group, $2 type, $3 max running, $4 weight, $5 paused.
-INSERT INTO {{schema}}.group_config (grp, type, max_running, weight, paused) VALUES ($1, $2, $3, $4, $5);
+-- $1 group, $2 type, $3 max running, $4 weight, $5 paused, $6 rate (jobs),
+-- $7 its period (µs), $8 burst.
+INSERT INTO {{schema}}.group_config (grp, type, max_running, weight, paused, rate_n, rate_per, burst) VALUES ($1, $2, $3, $4, $5, $6, $7, $8);
 
 -- name: load_token
 -- $1 name, $2 hash, $3 groups, $4 types, $5 read-only, $6 created_at.

@@ -24,7 +24,8 @@ SELECT j.type, j.grp, j.state, count(*),
 
 -- name: type_configs
 -- Every type's settings.
-SELECT name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention, failed_retention, max_running, run_timeout FROM {{schema}}.types;
+SELECT name, lease_timeout, bands_high, bands_low, group_max_running, paused, retention, failed_retention, max_running, run_timeout,
+	rate_n, rate_per, burst FROM {{schema}}.types;
 
 -- name: type_names
 -- The names of the types every node knows.

@@ -40,15 +40,16 @@ INSERT INTO rota_jobs ({{copyColumns "rota_jobs"}}) VALUES ({{copyParams "rota_j
 
 -- name: load_type
 -- ? each column of copyColumns["rota_types"], in order.
-INSERT INTO rota_types ({{copyColumns "rota_types"}}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+INSERT INTO rota_types ({{copyColumns "rota_types"}}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: load_group
 -- ? type, ? group, ? turn, ? band count.
 INSERT INTO rota_groups (type, grp, turn, band_count) VALUES (?, ?, ?, ?);
 
 -- name: load_group_config
--- ? group, ? type, ? max running, ? weight, ? paused.
-INSERT INTO rota_group_config (grp, type, max_running, weight, paused) VALUES (?, ?, ?, ?, ?);
+-- ? group, ? type, ? max running, ? weight, ? paused, ? rate (jobs), ? its
+-- period (µs), ? burst.
+INSERT INTO rota_group_config (grp, type, max_running, weight, paused, rate_n, rate_per, burst) VALUES (?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: load_token
 -- ? name, ? hash, ? groups, ? types (JSON arrays), ? read-only, ? created_at.

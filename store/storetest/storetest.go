@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("TypeConfig", func(t *testing.T) { testTypeConfig(t, open) })
 	t.Run("Stats", func(t *testing.T) { testStats(t, open) })
 	t.Run("Fairness", func(t *testing.T) { testFairness(t, open) })
+	t.Run("Rates", func(t *testing.T) { testRates(t, open) })
 	t.Run("Recurring", func(t *testing.T) { testRecurring(t, open) })
 	t.Run("ListRecurring", func(t *testing.T) { testListRecurring(t, open) })
 	t.Run("Pause", func(t *testing.T) { testPause(t, open) })

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -122,10 +123,10 @@ func (a *acceptor) load(q *queue, r rows) ([]*fair.Group, error) {
 		g.TypeRate = q.rate
 		if len(rates) == 6 {
 			if r, ok := rateOf(rates[0:3]); ok {
-				g.Rate = a.bucket(bucketKey{grp: g.Name, typ: q.Type}, r)
+				g.Rate = a.bucket(bucketKey{group: true, grp: g.Name, typ: q.Type}, r)
 			}
 			if r, ok := rateOf(rates[3:6]); ok {
-				g.CrossRate = a.bucket(bucketKey{grp: g.Name}, r)
+				g.CrossRate = a.bucket(bucketKey{group: true, grp: g.Name}, r)
 			}
 		}
 		g.Paused = g.Paused || q.paused || !a.inScope(g.Name)
@@ -563,9 +564,12 @@ func (a *acceptor) lock(g *fair.Group, wait bool) (bool, error) {
 	return true, nil
 }
 
-// bucketKey names a rate's bucket: a type's ({"", type}), a group's for a
-// type ({group, type}) or for all types ({group, ""}).
-type bucketKey struct{ grp, typ string }
+// bucketKey names a rate's bucket: a type's ({typ: type}), a group's for a
+// type ({true, group, type}) or for all types ({true, group, ""}).
+type bucketKey struct {
+	group    bool
+	grp, typ string
+}
 
 // rateOf reads a rate's columns: jobs, period (µs), burst.
 func rateOf(c []int64) (fair.Rate, bool) {
@@ -638,6 +642,16 @@ func (a *acceptor) groupTokens(g *fair.Group) error {
 	return nil
 }
 
+func boolCmp(x, y bool) int {
+	switch {
+	case x == y:
+		return 0
+	case x:
+		return 1
+	}
+	return -1
+}
+
 // refilledAt is a bucket's refilled_at: microseconds since the epoch, 0
 // for never.
 func refilledAt(us int64) time.Time {
@@ -660,14 +674,14 @@ func (a *acceptor) saveBuckets() (time.Time, error) {
 		}
 	}
 	// One order for the rows, as for the virtual clocks.
-	slices.SortFunc(keys, func(x, y bucketKey) int { return strings.Compare(x.grp+"\x00"+x.typ, y.grp+"\x00"+y.typ) })
+	slices.SortFunc(keys, func(x, y bucketKey) int { return cmp.Or(strings.Compare(x.grp, y.grp), strings.Compare(x.typ, y.typ), boolCmp(x.group, y.group)) })
 	for _, k := range keys {
 		b := a.buckets[k]
 		if b.Running == 0 {
 			continue // nothing spent: the refill is read again next time
 		}
 		var err error
-		if k.grp == "" {
+		if !k.group {
 			_, err = a.t.exec(`UPDATE rota.types SET tokens = $2, refilled_at = $3 WHERE name = $1`, k.typ, b.Left(), b.At.UnixMicro())
 		} else {
 			_, err = a.t.exec(`UPDATE rota.group_config SET tokens = $3, refilled_at = $4 WHERE grp = $1 AND type = $2`,

@@ -28,6 +28,13 @@ type typeConfig struct {
 
 type groupKey struct{ grp, typ string }
 
+// bucketKey names a rate's bucket: a type's ({typ: type}), a group's for a
+// type ({true, group, type}) or for all types ({true, group, ""}).
+type bucketKey struct {
+	group    bool
+	grp, typ string
+}
+
 func (s *Store) loadConfig() error {
 	rows, err := s.reader.Query(stmt("type_configs"))
 	if err != nil {
@@ -117,16 +124,16 @@ func (s *Store) applyGroupConfig(w *txn, g *fair.Group, tc typeConfig, cross map
 		g.Cross = b
 	}
 	var err error
-	if g.TypeRate, err = w.openBucket(groupKey{"", g.Type}, tc.rate, tc.burst); err != nil {
+	if g.TypeRate, err = w.openBucket(bucketKey{typ: g.Type}, tc.rate, tc.burst); err != nil {
 		return err
 	}
 	if hasOwn {
-		if g.Rate, err = w.openBucket(groupKey{g.Name, g.Type}, own.Rate, own.Burst); err != nil {
+		if g.Rate, err = w.openBucket(bucketKey{true, g.Name, g.Type}, own.Rate, own.Burst); err != nil {
 			return err
 		}
 	}
 	if hasAll {
-		if g.CrossRate, err = w.openBucket(groupKey{g.Name, ""}, all.Rate, all.Burst); err != nil {
+		if g.CrossRate, err = w.openBucket(bucketKey{true, g.Name, ""}, all.Rate, all.Burst); err != nil {
 			return err
 		}
 	}
@@ -135,8 +142,8 @@ func (s *Store) applyGroupConfig(w *txn, g *fair.Group, tc typeConfig, cross map
 
 // openBucket reads the token bucket of a rate (none: nil), once per
 // accept: the accept's groups share it (w.buckets). k is a type's rate
-// ({"", type}) or a group's ({group, type or ""}).
-func (w *txn) openBucket(k groupKey, rate store.Rate, burst int) (*fair.Bucket, error) {
+// or a group's.
+func (w *txn) openBucket(k bucketKey, rate store.Rate, burst int) (*fair.Bucket, error) {
 	r, ok := fair.RateOf(rate, burst)
 	if !ok {
 		return nil, nil
@@ -147,7 +154,7 @@ func (w *txn) openBucket(k groupKey, rate store.Rate, burst int) (*fair.Bucket, 
 	var tokens float64
 	var at int64
 	var err error
-	if k.grp == "" {
+	if !k.group {
 		err = w.row("type_tokens", k.typ).Scan(&tokens, &at)
 	} else {
 		err = w.row("group_tokens", k.grp, k.typ).Scan(&tokens, &at)
@@ -161,7 +168,7 @@ func (w *txn) openBucket(k groupKey, rate store.Rate, burst int) (*fair.Bucket, 
 	}
 	b := fair.OpenBucket(r, tokens, refilled, w.now)
 	if w.buckets == nil {
-		w.buckets = map[groupKey]*fair.Bucket{}
+		w.buckets = map[bucketKey]*fair.Bucket{}
 	}
 	w.buckets[k] = b
 	return b, nil
@@ -177,7 +184,7 @@ func (w *txn) saveBuckets() (time.Time, error) {
 			continue // nothing spent: the refill is read again next time
 		}
 		var err error
-		if k.grp == "" {
+		if !k.group {
 			_, err = w.run("save_type_tokens", b.Left(), micros(b.At), k.typ)
 		} else {
 			_, err = w.run("save_group_tokens", b.Left(), micros(b.At), k.grp, k.typ)

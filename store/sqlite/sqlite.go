@@ -409,10 +409,8 @@ type txn struct {
 	// inScope restricts an accept to some groups (AcceptParams.Groups);
 	// nil allows every group.
 	inScope func(group string) bool
-	// buckets are the rates' token buckets an accept read, by group and
-	// type: {"", type} a type's, {group, type} a group's for one type,
-	// {group, ""} a group's for all types (openBucket).
-	buckets map[groupKey]*fair.Bucket
+	// buckets are the rates' token buckets an accept read (openBucket).
+	buckets map[bucketKey]*fair.Bucket
 	// clocks are the virtual clocks of the types whose pending counts
 	// the request changes, as it began (clock).
 	clocks map[string]float64

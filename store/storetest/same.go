@@ -230,7 +230,12 @@ func (d *differ) run(ops int) {
 			if d.r.IntN(3) == 0 {
 				c.MaxRunning = 1 + d.r.IntN(3)
 			}
-			d.logf("group config %q type %q weight %v max %d", c.Group, c.Type, c.Weight, c.MaxRunning)
+			if d.r.IntN(4) == 0 {
+				// Per hour: no token comes during the run, so both stores'
+				// buckets hold the same whole tokens.
+				c.Rate, c.Burst = store.Rate{N: 1, Per: time.Hour}, 1+d.r.IntN(4)
+			}
+			d.logf("group config %q type %q weight %v max %d rate %v burst %d", c.Group, c.Type, c.Weight, c.MaxRunning, c.Rate, c.Burst)
 			var err [2]error
 			for s, st := range d.stores {
 				err[s] = st.SetGroupConfig(ctx, c)
@@ -247,7 +252,10 @@ func (d *differ) run(ops int) {
 			if d.r.IntN(3) == 0 {
 				c.MaxRunning = 2 + d.r.IntN(4)
 			}
-			d.logf("type config %q bands %v max %d, type max %d", c.Type, c.Bands, c.GroupMaxRunning, c.MaxRunning)
+			if d.r.IntN(4) == 0 {
+				c.Rate, c.Burst = store.Rate{N: 1, Per: time.Hour}, 2+d.r.IntN(6)
+			}
+			d.logf("type config %q bands %v max %d, type max %d rate %v burst %d", c.Type, c.Bands, c.GroupMaxRunning, c.MaxRunning, c.Rate, c.Burst)
 			var err [2]error
 			for s, st := range d.stores {
 				err[s] = st.SetTypeConfig(ctx, c)

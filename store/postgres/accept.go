@@ -674,7 +674,9 @@ func (a *acceptor) saveBuckets() (time.Time, error) {
 		}
 	}
 	// One order for the rows, as for the virtual clocks.
-	slices.SortFunc(keys, func(x, y bucketKey) int { return cmp.Or(strings.Compare(x.grp, y.grp), strings.Compare(x.typ, y.typ), boolCmp(x.group, y.group)) })
+	slices.SortFunc(keys, func(x, y bucketKey) int {
+		return cmp.Or(strings.Compare(x.grp, y.grp), strings.Compare(x.typ, y.typ), boolCmp(x.group, y.group))
+	})
 	for _, k := range keys {
 		b := a.buckets[k]
 		if b.Running == 0 {

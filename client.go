@@ -545,6 +545,11 @@ func (c *Client) accept(ctx context.Context, p AcceptParams) ([]Job, error) {
 				held = true
 			}
 		}
+		// A due job held back by a rate may start when the next token
+		// comes, a time the store knows: sleep until then, not a poll.
+		if !res.NextTokenAt.IsZero() {
+			sleep = max(min(sleep, res.NextTokenAt.Sub(now)), 0)
+		}
 		w.WakeOnEnds(held)
 		if !timer.Stop() {
 			select {

@@ -28,6 +28,7 @@ package rota
 import (
 	"context"
 
+	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/glob"
 	"github.com/rotajobs/rota/store"
 )
@@ -120,15 +121,20 @@ type (
 	// Ending is how a worker ends its hold on a job.
 	Ending = store.Ending
 	// TypeConfig is per-type configuration: Type, LeaseTimeout, Bands,
-	// GroupMaxRunning, MaxRunning, Paused, Retention, FailedRetention and
-	// Timeout (the default run timeout of its jobs without their own).
+	// GroupMaxRunning, MaxRunning, Rate and Burst, Paused, Retention,
+	// FailedRetention and Timeout (the default run timeout of its jobs
+	// without their own).
 	TypeConfig = store.TypeConfig
+	// Rate is a rate of job starts, N per Per (a second, a minute or an
+	// hour), on a type or a group (TypeConfig.Rate, GroupConfig.Rate), with
+	// a Burst beside it; ParseRate reads "N/s", "N/m" and "N/h".
+	Rate = store.Rate
 	// Bands is a counting scheme interleaving two priority bands: High
 	// and Low.
 	Bands = store.Bands
-	// GroupConfig sets a group's Weight and bound on running jobs
-	// (MaxRunning), and whether it is Paused: Group, for every type or for
-	// Type.
+	// GroupConfig sets a group's Weight, bound on running jobs
+	// (MaxRunning), rate of starts (Rate, Burst), and whether it is Paused:
+	// Group, for every type or for Type.
 	GroupConfig = store.GroupConfig
 	// Event is a committed change to a job, as subscriptions deliver it:
 	// ID, Type, Group, State, Removed, Failed (the change ends a run that
@@ -205,6 +211,10 @@ var (
 	ErrTooLarge       = store.ErrTooLarge
 	ErrUnauthorized   = store.ErrUnauthorized
 )
+
+// ParseRate reads a rate of job starts: "N/s", "N/m" or "N/h"; "" is no
+// rate. A bad one fails with ErrInvalid, naming the field.
+func ParseRate(s string) (Rate, error) { return check.ParseRate(s) }
 
 // ParseState parses a state name.
 func ParseState(name string) (State, error) { return store.ParseState(name) }

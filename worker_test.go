@@ -1013,3 +1013,35 @@ func TestTimeoutCancelsHandler(t *testing.T) {
 		}
 	}
 }
+
+// TestAcceptWaitsForTheNextToken checks that an acceptor held back by a
+// rate sleeps until the next token, which the store names, rather than
+// poll: with a poll fallback of an hour, each of four jobs of a type at
+// 10/s with a burst of 1 starts about 100ms after the one before.
+func TestAcceptWaitsForTheNextToken(t *testing.T) {
+	c, counted := countingClient(t)
+	ctx := t.Context()
+	if err := c.SetTypeConfig(ctx, rota.TypeConfig{Type: "t", Rate: rota.Rate{N: 10, Per: time.Second}, Burst: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		if _, err := c.Add(ctx, rota.AddParams{Type: "t"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	var starts []time.Duration
+	for range 4 {
+		jobs, err := c.Accept(ctx, rota.AcceptParams{Types: []string{"t"}, Wait: 3 * time.Second})
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("accept %d: %d jobs, %v; want one as the next token comes", len(starts)+1, len(jobs), err)
+		}
+		starts = append(starts, time.Since(start))
+	}
+	if last := starts[3]; last < 280*time.Millisecond || last > time.Second {
+		t.Errorf("four jobs at 10/s, burst 1, started at %v: want the last about 300ms after the first", starts)
+	}
+	if n := counted.accepts.Load(); n > 12 {
+		t.Errorf("%d accepts of the store for 4 jobs: the acceptor polled", n)
+	}
+}

@@ -496,16 +496,24 @@ func TestTypes(t *testing.T) {
 	if tc.Type != "email.send" || time.Duration(tc.LeaseTimeout) != 45*time.Second {
 		t.Errorf("PUT answered %+v", tc)
 	}
-	want[wire.TypeConfig](t, s, 200, "PUT", "/v1/types/report.build", map[string]any{"type": "report.build", "lease_timeout": "2m", "failed_retention": "720h", "max_running": 12})
+	want[wire.TypeConfig](t, s, 200, "PUT", "/v1/types/report.build", map[string]any{"type": "report.build", "lease_timeout": "2m", "failed_retention": "720h", "max_running": 12, "rate": "50/s", "burst": 80})
 	got := want[wire.TypesResponse](t, s, 200, "GET", "/v1/types", nil)
 	// email.send keeps its failed jobs until removed (no failed_retention).
 	wantTypes := []wire.TypeConfig{
 		{Type: "email.send", LeaseTimeout: wire.Duration(45 * time.Second), Retention: wire.Duration(store.DefaultRetention)},
 		{Type: "report.build", LeaseTimeout: wire.Duration(2 * time.Minute), Retention: wire.Duration(store.DefaultRetention),
-			FailedRetention: wire.Duration(720 * time.Hour), MaxRunning: 12},
+			FailedRetention: wire.Duration(720 * time.Hour), MaxRunning: 12, Rate: "50/s", Burst: 80},
 	}
 	if !slices.Equal(got.Types, wantTypes) {
 		t.Errorf("types %+v, want %+v", got.Types, wantTypes)
+	}
+	// A group's rate, for one type and for all.
+	want[wire.GroupConfig](t, s, 200, "PUT", "/v1/groups", map[string]any{"group": "acme", "type": "report.build", "rate": "3/m"})
+	want[wire.GroupConfig](t, s, 200, "PUT", "/v1/groups", map[string]any{"group": "acme", "rate": "10/h", "burst": 2})
+	groups := want[wire.GroupsResponse](t, s, 200, "GET", "/v1/groups", nil)
+	wantGroups := []wire.GroupConfig{{Group: "acme", Rate: "10/h", Burst: 2}, {Group: "acme", Type: "report.build", Rate: "3/m"}}
+	if !slices.Equal(groups.Groups, wantGroups) {
+		t.Errorf("groups %+v, want %+v", groups.Groups, wantGroups)
 	}
 	// The lease timeout applies to accepted jobs.
 	s.add(t, map[string]any{"type": "email.send"})
@@ -878,6 +886,9 @@ func TestBadInput(t *testing.T) {
 		{name: "PUT body names another type", method: "PUT", target: "/v1/types/a", body: `{"type":"b"}`, status: 400, code: "invalid_input", msg: `path names "a"`},
 		{name: "negative lease timeout in PUT", method: "PUT", target: "/v1/types/a", body: `{"lease_timeout":"-1s"}`, status: 400, code: "invalid_input", msg: "must not be negative"},
 		{name: "negative max_running in PUT", method: "PUT", target: "/v1/types/a", body: `{"max_running":-1}`, status: 400, code: "invalid_input", msg: "max running -1 must not be negative"},
+		{name: "a rate per day in PUT", method: "PUT", target: "/v1/types/a", body: `{"rate":"5/d"}`, status: 400, code: "invalid_input", msg: `rate: want N/s, N/m or N/h, got "5/d"`},
+		{name: "a burst without a rate in PUT", method: "PUT", target: "/v1/types/a", body: `{"burst":5}`, status: 400, code: "invalid_input", msg: "burst 5 needs a rate"},
+		{name: "a zero rate on a group", method: "PUT", target: "/v1/groups", body: `{"group":"g","rate":"0/s"}`, status: 400, code: "invalid_input", msg: `rate: "0/s" starts 0 jobs per period`},
 		{name: "failed retention under a second", method: "PUT", target: "/v1/types/a", body: `{"failed_retention":"10ms"}`, status: 400, code: "invalid_input", msg: "failed retention 10ms must be within"},
 
 		// Times and durations.

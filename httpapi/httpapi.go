@@ -718,14 +718,22 @@ func (s *Server) groups(r *http.Request, _ int64, _ *none) (answer, error) {
 
 // mayConfigureGroup checks that the token reaches the group it sets.
 func mayConfigureGroup(r *http.Request, req *wire.GroupConfig) error {
-	if a, gc := accessOf(r), req.Params(); !a.reachesGroupConfig(gc) {
+	gc, err := req.Params()
+	if err != nil {
+		return err
+	}
+	if a := accessOf(r); !a.reachesGroupConfig(gc) {
 		return fmt.Errorf("%w: %s may not set %s of %s", wire.ErrForbidden, a, groupName(gc.Group), typeName(gc.Type))
 	}
 	return nil
 }
 
 func (s *Server) setGroup(r *http.Request, _ int64, req *wire.GroupConfig) (answer, error) {
-	if err := s.c.SetGroupConfig(r.Context(), req.Params()); err != nil {
+	gc, err := req.Params()
+	if err != nil {
+		return answer{}, err
+	}
+	if err := s.c.SetGroupConfig(r.Context(), gc); err != nil {
 		return answer{}, err
 	}
 	return ok(req), nil

@@ -578,7 +578,10 @@ func (s *Store) GroupConfigs(ctx context.Context) ([]store.GroupConfig, error) {
 	}
 	out := make([]store.GroupConfig, len(resp.Groups))
 	for i, g := range resp.Groups {
-		out[i] = g.Params()
+		var err error
+		if out[i], err = g.Params(); err != nil {
+			return nil, fmt.Errorf("group %q: %w", g.Group, err)
+		}
 	}
 	return out, nil
 }

@@ -304,9 +304,13 @@ type TypeConfig struct {
 	LeaseTimeout Duration `json:"lease_timeout,omitempty"`
 	// Bands is a counting scheme such as "2,1"; empty means strict
 	// priority order.
-	Bands           string   `json:"bands,omitempty"`
-	GroupMaxRunning int      `json:"group_max_running,omitempty"`
-	MaxRunning      int      `json:"max_running,omitempty"`
+	Bands           string `json:"bands,omitempty"`
+	GroupMaxRunning int    `json:"group_max_running,omitempty"`
+	MaxRunning      int    `json:"max_running,omitempty"`
+	// Rate is "N/s", "N/m" or "N/h": how many of the type's jobs start per
+	// period, all groups together; empty means none.
+	Rate            string   `json:"rate,omitempty"`
+	Burst           int      `json:"burst,omitempty"`
 	Paused          bool     `json:"paused,omitempty"`
 	Retention       Duration `json:"retention,omitempty"`
 	FailedRetention Duration `json:"failed_retention,omitempty"`
@@ -321,14 +325,19 @@ func (t TypeConfig) Params() (store.TypeConfig, error) {
 	if err != nil {
 		return store.TypeConfig{}, err
 	}
+	rate, err := check.ParseRate(t.Rate)
+	if err != nil {
+		return store.TypeConfig{}, err
+	}
 	return store.TypeConfig{Type: t.Type, LeaseTimeout: time.Duration(t.LeaseTimeout), Bands: b, GroupMaxRunning: t.GroupMaxRunning, MaxRunning: t.MaxRunning,
+		Rate: rate, Burst: t.Burst,
 		Paused: t.Paused, Retention: time.Duration(t.Retention), FailedRetention: time.Duration(t.FailedRetention), Timeout: time.Duration(t.Timeout)}, nil
 }
 
 // NewTypeConfig converts store settings to the wire form.
 func NewTypeConfig(c store.TypeConfig) TypeConfig {
 	t := TypeConfig{Type: c.Type, LeaseTimeout: Duration(c.LeaseTimeout), GroupMaxRunning: c.GroupMaxRunning, MaxRunning: c.MaxRunning, Paused: c.Paused,
-		Retention: Duration(c.Retention), FailedRetention: Duration(c.FailedRetention), Timeout: Duration(c.Timeout)}
+		Retention: Duration(c.Retention), FailedRetention: Duration(c.FailedRetention), Timeout: Duration(c.Timeout), Rate: c.Rate.String(), Burst: c.Burst}
 	if !c.Bands.IsZero() {
 		t.Bands = c.Bands.String()
 	}
@@ -336,23 +345,34 @@ func NewTypeConfig(c store.TypeConfig) TypeConfig {
 }
 
 // GroupConfig is a group's settings: GET /v1/groups, PUT /v1/groups (the
-// default group is ""). A zero max_running and weight remove them.
+// default group is ""). A zero max_running and weight, no pause and no
+// rate remove them.
 type GroupConfig struct {
 	Group      string  `json:"group"`
 	Type       string  `json:"type,omitempty"`
 	MaxRunning int     `json:"max_running,omitempty"`
 	Weight     float64 `json:"weight,omitempty"`
 	Paused     bool    `json:"paused,omitempty"`
+	// Rate is "N/s", "N/m" or "N/h": how many of the group's jobs (of
+	// Type, or of all types together) start per period; empty means none.
+	Rate  string `json:"rate,omitempty"`
+	Burst int    `json:"burst,omitempty"`
 }
 
 // Params converts the wire form to store settings.
-func (g GroupConfig) Params() store.GroupConfig {
-	return store.GroupConfig{Group: g.Group, Type: g.Type, MaxRunning: g.MaxRunning, Weight: g.Weight, Paused: g.Paused}
+func (g GroupConfig) Params() (store.GroupConfig, error) {
+	rate, err := check.ParseRate(g.Rate)
+	if err != nil {
+		return store.GroupConfig{}, err
+	}
+	return store.GroupConfig{Group: g.Group, Type: g.Type, MaxRunning: g.MaxRunning, Weight: g.Weight, Paused: g.Paused,
+		Rate: rate, Burst: g.Burst}, nil
 }
 
 // NewGroupConfig converts store settings to the wire form.
 func NewGroupConfig(c store.GroupConfig) GroupConfig {
-	return GroupConfig{Group: c.Group, Type: c.Type, MaxRunning: c.MaxRunning, Weight: c.Weight, Paused: c.Paused}
+	return GroupConfig{Group: c.Group, Type: c.Type, MaxRunning: c.MaxRunning, Weight: c.Weight, Paused: c.Paused,
+		Rate: c.Rate.String(), Burst: c.Burst}
 }
 
 // GroupsResponse lists group settings.

@@ -280,7 +280,11 @@ func readSettings(path string) (*serverSettings, error) {
 		}
 	}
 	for _, g := range s.Groups {
-		if err := check.GroupConfig(g.Params()); err != nil {
+		gc, err := g.Params()
+		if err == nil {
+			err = check.GroupConfig(gc)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("--config %s: group %q: %w", path, g.Group, err)
 		}
 	}
@@ -296,7 +300,8 @@ func (s *serverSettings) apply(ctx context.Context, c *rota.Client) error {
 		}
 	}
 	for _, g := range s.Groups {
-		if err := c.SetGroupConfig(ctx, g.Params()); err != nil {
+		gc, _ := g.Params() // checked when read
+		if err := c.SetGroupConfig(ctx, gc); err != nil {
 			return fmt.Errorf("--config: group %q: %w", g.Group, err)
 		}
 	}

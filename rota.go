@@ -212,6 +212,9 @@ var (
 	ErrUnauthorized   = store.ErrUnauthorized
 )
 
+// MaxRate bounds Rate.N.
+const MaxRate = store.MaxRate
+
 // ParseRate reads a rate of job starts: "N/s", "N/m" or "N/h"; "" is no
 // rate. A bad one fails with ErrInvalid, naming the field.
 func ParseRate(s string) (Rate, error) { return check.ParseRate(s) }

@@ -586,8 +586,8 @@ export interface FinishRequest {
     result?: unknown;
 }
 /**
- * A group's share of the workers and bound on running jobs, for one type or
- * (type absent) for all types.
+ * A group's share of the workers, bound on running jobs and rate of starts,
+ * for one type or (type absent) for all types.
  */
 export interface GroupConfig {
     /**
@@ -612,10 +612,22 @@ export interface GroupConfig {
     weight?: number;
     /**
      * The group is paused (for type, or for every type when type is absent): its
-     * jobs wait until it is resumed. A setting with no max_running, weight or
-     * pause is removed.
+     * jobs wait until it is resumed. A setting with no max_running, weight, pause
+     * or rate is removed.
      */
     paused?: boolean;
+    /**
+     * How many of the group's jobs (of type, or of every type together when type
+     * is absent) start per second, minute or hour ("N/s", "N/m", "N/h"), across
+     * every node; absent means no rate. It holds beside the type's rate: the
+     * tighter one holds.
+     */
+    rate?: string;
+    /**
+     * How many jobs may start at once under rate; absent or 0 means the default: N
+     * for a rate per second, else 1. Needs a rate.
+     */
+    burst?: number;
 }
 /**
  * Group settings.
@@ -1195,6 +1207,20 @@ export interface TypeConfig {
      * of them.
      */
     max_running?: number;
+    /**
+     * How many of the type's jobs start per second, minute or hour ("50/s",
+     * "100/m", "10/h"; N from 1 to 1000000), all groups together, across every
+     * node of the store; absent means no rate. Jobs over it wait (they are not
+     * failed) and start as tokens come; the rate is shared between the type's
+     * groups by their weights, what an idle group leaves going to the others. A
+     * job counts against it when it starts.
+     */
+    rate?: string;
+    /**
+     * How many jobs may start at once under rate (the token bucket's size); absent
+     * or 0 means the default: N for a rate per second, else 1. Needs a rate.
+     */
+    burst?: number;
     /**
      * The type is paused: its jobs are added and wait, running ones finish, no
      * accept takes any until it is resumed. Recurring jobs whose slots pass

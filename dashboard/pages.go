@@ -727,8 +727,42 @@ func parseLocalTime(v, tz string) (time.Time, error) {
 // ---- types and groups ----
 
 type typesData struct {
-	Types   []rota.TypeConfig
+	Types   []typeRow
 	CanEdit bool
+}
+
+// typeRow is a type's settings and, when it has a rate, its due jobs
+// waiting for a token.
+type typeRow struct {
+	rota.TypeConfig
+	Waiting waiting
+}
+
+// waiting counts due pending jobs held back by a rate, up to
+// store.MaxListLimit (More: there are more).
+type waiting struct {
+	N    int
+	More bool
+}
+
+// dueWaiting counts the due pending jobs a listing finds, for a setting
+// with a rate: one read of at most store.MaxListLimit jobs, made only
+// where a rate is set.
+func (s *Server) dueWaiting(ctx context.Context, p rota.ListParams) (waiting, error) {
+	p.States, p.Limit = []rota.State{rota.Pending}, store.MaxListLimit
+	res, err := s.c.List(ctx, p)
+	if err != nil {
+		return waiting{}, err
+	}
+	now := time.Now()
+	var w waiting
+	for _, j := range res.Jobs {
+		if !j.RunAt.After(now) {
+			w.N++
+		}
+	}
+	w.More = res.Next != 0
+	return w, nil
 }
 
 func (s *Server) types(w http.ResponseWriter, r *http.Request) {
@@ -757,7 +791,14 @@ func (s *Server) types(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, tc := range tcs {
 		if u.Access.ReachesType(tc.Type) && (mine == nil || mine[tc.Type]) {
-			d.Types = append(d.Types, tc)
+			row := typeRow{TypeConfig: tc}
+			if !tc.Rate.IsZero() && mine == nil {
+				if row.Waiting, err = s.dueWaiting(r.Context(), rota.ListParams{Types: []string{tc.Type}}); err != nil {
+					s.fail(w, r, "Types", err)
+					return
+				}
+			}
+			d.Types = append(d.Types, row)
 		}
 	}
 	s.render(w, r, http.StatusOK, "types", view{Title: "Types", Nav: "types", Data: d, Notice: notice(r)})
@@ -799,6 +840,9 @@ func (s *Server) setType(w http.ResponseWriter, r *http.Request) {
 					if tc.GroupMaxRunning, err = formInt(f, "group_max_running"); err == nil {
 						tc.MaxRunning, err = formInt(f, "max_running")
 					}
+					if err == nil {
+						tc.Rate, tc.Burst, err = formRate(f)
+					}
 				}
 			}
 		}
@@ -814,10 +858,17 @@ func (s *Server) setType(w http.ResponseWriter, r *http.Request) {
 }
 
 type groupsData struct {
-	InUse   []groupRow         // the groups that have jobs
-	Groups  []rota.GroupConfig // the settings
+	InUse   []groupRow     // the groups that have jobs
+	Groups  []groupSetting // the settings
 	States  []string
 	CanEdit bool
+}
+
+// groupSetting is a group's setting and, when it has a rate, its due jobs
+// waiting for a token.
+type groupSetting struct {
+	rota.GroupConfig
+	Waiting waiting
 }
 
 // groupRow is a group that has jobs: its jobs by state, over every type,
@@ -844,7 +895,18 @@ func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
 	d := groupsData{CanEdit: !u.Access.ReadOnly(), States: stateNames()}
 	for _, g := range gcs {
 		if u.Access.ReachesGroupConfig(g) {
-			d.Groups = append(d.Groups, g)
+			row := groupSetting{GroupConfig: g}
+			if !g.Rate.IsZero() {
+				p := rota.ListParams{Groups: []string{g.Group}}
+				if g.Type != "" {
+					p.Types = []string{g.Type}
+				}
+				if row.Waiting, err = s.dueWaiting(r.Context(), p); err != nil {
+					s.fail(w, r, "Groups", err)
+					return
+				}
+			}
+			d.Groups = append(d.Groups, row)
 		}
 	}
 	// The groups in use, from the jobs the token reaches; a group with
@@ -865,7 +927,7 @@ func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, g := range d.Groups {
 		if i, ok := index[g.Group]; ok {
-			d.InUse[i].Settings = append(d.InUse[i].Settings, g)
+			d.InUse[i].Settings = append(d.InUse[i].Settings, g.GroupConfig)
 		}
 	}
 	slices.SortFunc(d.InUse, func(a, b groupRow) int { return cmp.Compare(a.Group, b.Group) })
@@ -900,6 +962,9 @@ func (s *Server) setGroup(w http.ResponseWriter, r *http.Request) {
 		if gc.Weight, err = formFloat(f, "weight"); err == nil {
 			gc.MaxRunning, err = formInt(f, "max_running")
 		}
+		if err == nil {
+			gc.Rate, gc.Burst, err = formRate(f)
+		}
 	}
 	if err == nil {
 		err = s.c.SetGroupConfig(r.Context(), gc)
@@ -909,6 +974,20 @@ func (s *Server) setGroup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, "/groups?done=group", http.StatusSeeOther)
+}
+
+// formRate reads a form's rate ("N/s", "N/m" or "N/h"; empty for none)
+// and burst (empty for the default).
+func formRate(f url.Values) (rota.Rate, int, error) {
+	rate, err := rota.ParseRate(strings.TrimSpace(f.Get("rate")))
+	if err != nil {
+		return rota.Rate{}, 0, err
+	}
+	burst, err := formInt(f, "burst")
+	if rate.IsZero() && burst > 0 && strings.TrimSpace(f.Get("rate")) == "" {
+		burst = 0 // the rate was cleared: its burst goes with it
+	}
+	return rate, burst, err
 }
 
 func formInt(f url.Values, name string) (int, error) {

@@ -225,6 +225,14 @@ def test_types_groups_and_settings(client, typ):
     g = client.set_group("tenant-1", type=typ, max_running=2, weight=2.5)
     assert (g.group, g.max_running, g.weight) == ("tenant-1", 2, 2.5)
     assert any(x.group == "tenant-1" and x.type == typ for x in client.groups())
+    # Rates of starts, on the type and on a group.
+    tc = client.set_type(typ, rate="50/s", burst=80)
+    assert (tc.rate, tc.burst) == ("50/s", 80)
+    assert any(t.type == typ and t.rate == "50/s" and t.burst == 80 for t in client.types())
+    g = client.set_group("tenant-1", type=typ, rate="10/m")
+    assert any(x.group == "tenant-1" and x.type == typ and x.rate == "10/m" for x in client.groups())
+    with pytest.raises(rota.InvalidInputError, match="rate: want N/s, N/m or N/h"):
+        client.set_type(typ, rate="5/d")
 
 
 def test_health_openapi_metrics(client):

@@ -266,6 +266,13 @@ for (const store of stores()) {
       assert.equal(timed.timeout, "30s");
       assert.equal((await c.types()).find((x) => x.type === type)?.timeout, "30s");
       await assert.rejects(c.setType({ type, timeout: "-1s" }), InvalidInputError);
+      // Rates of starts, on the type and on a group.
+      const rated = await c.setType({ type, rate: "50/s", burst: 80 });
+      assert.equal(rated.rate, "50/s");
+      assert.equal(rated.burst, 80);
+      await c.setGroup({ group: "tenant-x", type, rate: "10/m" });
+      assert.ok((await c.groups()).some((g) => g.group === "tenant-x" && g.type === type && g.rate === "10/m"));
+      await assert.rejects(c.setType({ type, rate: "5/d" }), InvalidInputError);
     });
 
     test("subscribe yields each change of the types followed", async () => {

@@ -34,6 +34,10 @@ type DrainConfig struct {
 	// that the workers' slots rather than the store can bound the rate;
 	// zero runs no-op jobs.
 	Work time.Duration
+	// Rate, when set, is a rate per second on the type, with a burst of
+	// the same size: set high, it does not bind, and the drain measures
+	// what keeping it costs.
+	Rate int
 }
 
 // DefaultDrain sizes the drain to run in a few seconds on 2 cores.
@@ -52,6 +56,12 @@ func Drain(ctx context.Context, o Options, cfg DrainConfig) (Result, error) {
 	}
 	defer e.close()
 	typ := e.typ("drain")
+	if cfg.Rate > 0 {
+		r := rota.Rate{N: cfg.Rate, Per: time.Second}
+		if err := e.server.SetTypeConfig(ctx, rota.TypeConfig{Type: typ, Rate: r, Burst: cfg.Rate}); err != nil {
+			return Result{}, err
+		}
+	}
 	// Adding is set-up: a quarter of the progress bar.
 	total := cfg.Jobs * 5 / 4
 	if err := e.fill(ctx, typ, cfg.Jobs, nil, func(done int) { o.progress(done/4, total) }); err != nil {

@@ -56,6 +56,11 @@ type Result struct {
 	MissedSlots int `json:"missed_slots,omitempty"`
 	Duplicates  int `json:"duplicates,omitempty"`
 
+	// Rate: the most jobs started in any one-second window. JobsPerSec is
+	// then the achieved rate after the burst, TargetRate the set one, and
+	// latency (P50Ms…) how late a start came after its token.
+	MostInASecond int `json:"most_in_a_second,omitempty"`
+
 	// Backlog: the queued jobs while accept+finish was measured, its cost
 	// per job, and the cost of one accept call.
 	Backlog        int     `json:"backlog,omitempty"`

@@ -61,7 +61,7 @@ loopback port with the remote client, as a separate worker process would.`,
 	p.StringVar(&f.dir, "dir", "", "directory for the benchmark's SQLite files (default: a temporary one)")
 	p.BoolVar(&f.asJSON, "json", false, "one JSON object per workload run, for machines")
 	p.IntVar(&f.runs, "runs", 1, "run each workload this many times (the table shows medians)")
-	cmd.AddCommand(benchDrainCommand(f), benchSteadyCommand(f), benchBacklogCommand(f), benchMemoryCommand(f), benchFairnessCommand(f), benchFanoutCommand(f), benchFaninCommand(f), benchRecurringCommand(f))
+	cmd.AddCommand(benchDrainCommand(f), benchSteadyCommand(f), benchBacklogCommand(f), benchMemoryCommand(f), benchFairnessCommand(f), benchFanoutCommand(f), benchFaninCommand(f), benchRecurringCommand(f), benchRateCommand(f))
 	return cmd
 }
 
@@ -96,6 +96,40 @@ same drain on one node.`,
 	fl.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured part (the last drain run) to this file")
 	fl.IntVar(&cfg.Nodes, "nodes", 1, "nodes draining together, each with its own store on the --dsn database and a worker (PostgreSQL)")
 	fl.DurationVar(&cfg.Work, "work", 0, "how long each job's handler sleeps (0: no-op jobs)")
+	fl.IntVar(&cfg.Rate, "rate", 0, "set this rate per second (and burst) on the drained type, to measure its cost when it does not bind (0: none)")
+	return cmd
+}
+
+func benchRateCommand(f *benchFlags) *cobra.Command {
+	cfg := bench.DefaultRate
+	cmd := &cobra.Command{
+		Use:   "rate",
+		Short: "A type at --rate jobs/s on --nodes nodes: the rate achieved, and how late jobs start after their token",
+		Long: `rate sets a type's rate to --rate jobs a second (with --burst, default the
+rate), adds more due jobs than it allows in --duration, and runs them with no-op
+handlers on --nodes nodes (PostgreSQL: each node a store of its own on the --dsn
+database with its own worker of --concurrency slots). It reports the rate
+achieved after the burst against the set one, the most jobs started in any one
+second (never more than burst + rate), and how late each job started after its
+token came (p50, p99, p99.9, max): how promptly acceptors wake for a token.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, err := f.options(cmd, "rate")
+			if err != nil {
+				return err
+			}
+			return runBench(cmd, f, func(ctx context.Context) ([]bench.Result, error) {
+				r, err := bench.Rate(ctx, o, cfg)
+				return []bench.Result{r}, err
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&cfg.Rate, "rate", cfg.Rate, "the type's rate, jobs a second")
+	fl.IntVar(&cfg.Burst, "burst", cfg.Burst, "the rate's burst (0: the rate)")
+	fl.DurationVar(&cfg.Duration, "duration", cfg.Duration, "the measured span")
+	fl.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "nodes running the jobs (more than one: PostgreSQL)")
+	fl.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "each node's worker slots")
 	return cmd
 }
 
@@ -494,6 +528,18 @@ func benchTable(w io.Writer, rs []bench.Result, runs int) error {
 			{"p99.9", func(r bench.Result) float64 { return r.P999Ms }, "%.2f"},
 			{"max", func(r bench.Result) float64 { return r.MaxMs }, "%.2f"},
 			{"CPU µs/run", func(r bench.Result) float64 { return r.CPUUsPerJob }, "%.1f"},
+			{"CPU pressure", func(r bench.Result) float64 { return r.CPUPressure }, "%.2f"},
+		}
+	case "rate":
+		cols = []col{
+			{"nodes", func(r bench.Result) float64 { return float64(r.Nodes) }, "%.0f"},
+			{"set/s", func(r bench.Result) float64 { return r.TargetRate }, "%.0f"},
+			{"achieved/s", func(r bench.Result) float64 { return r.JobsPerSec }, "%.1f"},
+			{"most in 1s", func(r bench.Result) float64 { return float64(r.MostInASecond) }, "%.0f"},
+			{"late p50 ms", func(r bench.Result) float64 { return r.P50Ms }, "%.2f"},
+			{"p99", func(r bench.Result) float64 { return r.P99Ms }, "%.2f"},
+			{"max", func(r bench.Result) float64 { return r.MaxMs }, "%.2f"},
+			{"CPU µs/job", func(r bench.Result) float64 { return r.CPUUsPerJob }, "%.1f"},
 			{"CPU pressure", func(r bench.Result) float64 { return r.CPUPressure }, "%.2f"},
 		}
 	case "memory":

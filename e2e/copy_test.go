@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -306,13 +307,13 @@ func fillForCopy(t *testing.T, path string, n int) {
 	}
 	for _, c := range []store.TypeConfig{
 		{Type: "copy.mail", LeaseTimeout: 90 * time.Second, Retention: 48 * time.Hour, FailedRetention: 30 * 24 * time.Hour},
-		{Type: "copy.report", GroupMaxRunning: 50, MaxRunning: 80, Bands: store.Bands{High: 3, Low: 1}},
+		{Type: "copy.report", GroupMaxRunning: 50, MaxRunning: 80, Bands: store.Bands{High: 3, Low: 1}, Rate: store.Rate{N: 500, Per: time.Second}, Burst: 900},
 	} {
 		if err := st.SetTypeConfig(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, c := range []store.GroupConfig{{Group: "g1", Weight: 3}, {Group: "g2", Type: "copy.mail", MaxRunning: 4}, {Group: "g9", Paused: true}} {
+	for _, c := range []store.GroupConfig{{Group: "g1", Weight: 3}, {Group: "g2", Type: "copy.mail", MaxRunning: 4}, {Group: "g9", Paused: true}, {Group: "g3", Rate: store.Rate{N: 7, Per: time.Minute}, Burst: 2}} {
 		if err := st.SetGroupConfig(ctx, c); err != nil {
 			t.Fatal(err)
 		}
@@ -347,12 +348,20 @@ func checkCopied(t *testing.T, s *server, rs *remote.Store, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	paused := false
+	paused, rated := false, false
 	for _, g := range gcs {
 		paused = paused || g.Group == "g9" && g.Paused
+		rated = rated || g.Group == "g3" && g.Rate == store.Rate{N: 7, Per: time.Minute} && g.Burst == 2
 	}
-	if !paused {
-		t.Errorf("group g9 is not paused on the copy: %+v", gcs)
+	if !paused || !rated {
+		t.Errorf("group g9 is not paused or g3 has not its rate of 7/m, burst 2, on the copy: %+v", gcs)
+	}
+	tcs, err := rs.TypeConfigs(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(tcs, func(c store.TypeConfig) bool { return c.Type == "copy.report" }); i < 0 || tcs[i].Rate.String() != "500/s" || tcs[i].Burst != 900 {
+		t.Errorf("type copy.report has not its rate of 500/s, burst 900, on the copy: %+v", tcs)
 	}
 	added := s.add(t, "copy.after")
 	if added <= int64(n)+5 {

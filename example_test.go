@@ -491,6 +491,49 @@ func ExampleClient_SetTypeConfig() {
 	// after one ended, started 1
 }
 
+// A type's Rate limits how many of its jobs start per period, across
+// every node, with Burst of them at once; it is shared between the type's
+// groups by their weights. Jobs over it wait: a waiting Accept (and
+// Worker.Run) sleeps until the next token comes.
+func ExampleClient_SetTypeConfig_rate() {
+	path, cleanup := dbPath()
+	defer cleanup()
+	client, err := rota.Open(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+
+	rate, err := rota.ParseRate("2/s")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := client.SetTypeConfig(ctx, rota.TypeConfig{Type: "sms.send", Rate: rate, Burst: 3}); err != nil {
+		log.Fatal(err)
+	}
+	for range 5 {
+		if _, err := client.Add(ctx, rota.AddParams{Type: "sms.send"}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	jobs, err := client.Accept(ctx, rota.AcceptParams{Types: []string{"sms.send"}, Limit: 10})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("at once:", len(jobs))
+	start := time.Now()
+	more, err := client.Accept(ctx, rota.AcceptParams{Types: []string{"sms.send"}, Limit: 10, Wait: 2 * time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	waited := time.Since(start)
+	fmt.Println("then", len(more), "when the next token came, half a second later:", waited > 400*time.Millisecond && waited < 900*time.Millisecond)
+	// Output:
+	// at once: 3
+	// then 1 when the next token came, half a second later: true
+}
+
 // A job's Timeout bounds each of its runs: a handler that outlasts it
 // sees its context end (cause rota.ErrTimedOut), and the attempt fails as
 // "timed out after …", retried under the job's policy. The server takes

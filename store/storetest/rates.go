@@ -105,8 +105,11 @@ func testRates(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 		started++ // the one at the next token
 		elapsed := time.Since(start).Seconds()
-		if most := 2 + rate*elapsed + 1; float64(started) > most || float64(started) < most-4 {
-			t.Errorf("%d jobs started in %.3fs at %d/s with a burst of 2, want about %.0f", started, elapsed, rate, most)
+		// Never more than the burst and the tokens since; at least half of
+		// that (an accept that comes late on a loaded machine finds the
+		// bucket full, and what overflowed is lost, as it should be).
+		if most := 2 + rate*elapsed + 1; float64(started) > most || float64(started) < most/2 {
+			t.Errorf("%d jobs started in %.3fs at %d/s with a burst of 2, want about %.0f and never more", started, elapsed, rate, most)
 		}
 	})
 	t.Run("TighterOfPairAndType", func(t *testing.T) {

@@ -38,6 +38,9 @@ type DrainConfig struct {
 	// the same size: set high, it does not bind, and the drain measures
 	// what keeping it costs.
 	Rate int
+	// MaxRunning, when set, bounds the type's running jobs (set above the
+	// slots, it does not bind either).
+	MaxRunning int
 }
 
 // DefaultDrain sizes the drain to run in a few seconds on 2 cores.
@@ -56,9 +59,12 @@ func Drain(ctx context.Context, o Options, cfg DrainConfig) (Result, error) {
 	}
 	defer e.close()
 	typ := e.typ("drain")
-	if cfg.Rate > 0 {
-		r := rota.Rate{N: cfg.Rate, Per: time.Second}
-		if err := e.server.SetTypeConfig(ctx, rota.TypeConfig{Type: typ, Rate: r, Burst: cfg.Rate}); err != nil {
+	if cfg.Rate > 0 || cfg.MaxRunning > 0 {
+		tc := rota.TypeConfig{Type: typ, MaxRunning: cfg.MaxRunning}
+		if cfg.Rate > 0 {
+			tc.Rate, tc.Burst = rota.Rate{N: cfg.Rate, Per: time.Second}, cfg.Rate
+		}
+		if err := e.server.SetTypeConfig(ctx, tc); err != nil {
 			return Result{}, err
 		}
 	}

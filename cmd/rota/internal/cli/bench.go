@@ -97,6 +97,7 @@ same drain on one node.`,
 	fl.IntVar(&cfg.Nodes, "nodes", 1, "nodes draining together, each with its own store on the --dsn database and a worker (PostgreSQL)")
 	fl.DurationVar(&cfg.Work, "work", 0, "how long each job's handler sleeps (0: no-op jobs)")
 	fl.IntVar(&cfg.Rate, "rate", 0, "set this rate per second (and burst) on the drained type, to measure its cost when it does not bind (0: none)")
+	fl.IntVar(&cfg.MaxRunning, "max-running", 0, "bound the drained type's running jobs, to measure the bound's cost when it does not bind (0: none)")
 	return cmd
 }
 

@@ -727,6 +727,24 @@ func TestAcceptLongPoll(t *testing.T) {
 	}
 }
 
+// TestAcceptLongPollRate checks that a long poll held back by a type's
+// rate returns the job when the next token comes, with a poll fallback of
+// an hour: the server's wait sleeps until the time the store names.
+func TestAcceptLongPollRate(t *testing.T) {
+	s := newServerWith(t, httpapi.Config{}, rota.Config{PollInterval: time.Hour})
+	want[wire.TypeConfig](t, s, 200, "PUT", "/v1/types/lp.rated", map[string]any{"rate": "4/s", "burst": 1})
+	s.add(t, map[string]any{"type": "lp.rated"})
+	s.add(t, map[string]any{"type": "lp.rated"})
+	if r := want[wire.AcceptResponse](t, s, 200, "POST", "/v1/accept", map[string]any{"types": []string{"lp.rated"}, "limit": 5}); len(r.Jobs) != 1 {
+		t.Fatalf("accept at 4/s, burst 1: %d jobs, want 1", len(r.Jobs))
+	}
+	start := time.Now()
+	r := want[wire.AcceptResponse](t, s, 200, "POST", "/v1/accept", map[string]any{"types": []string{"lp.rated"}, "limit": 5, "wait": "2s"})
+	if took := time.Since(start); len(r.Jobs) != 1 || took < 200*time.Millisecond || took > time.Second {
+		t.Errorf("a long poll behind a rate of 4/s: %d jobs after %v, want the other job about 250ms later", len(r.Jobs), took)
+	}
+}
+
 // ---- operations ----
 
 func TestHealthMetricsOpenAPI(t *testing.T) {

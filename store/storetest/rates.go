@@ -90,20 +90,29 @@ func testRates(t *testing.T, open func(t *testing.T) store.Store) {
 		if started != 2 {
 			t.Fatalf("burst 2: %d jobs, want 2", started)
 		}
-		res := accept(t, s, store.AcceptParams{Types: []string{"t"}, Limit: 100})
+		// Accepts until one finds the bucket empty (on a loaded machine a
+		// token may come between two of them).
+		var res store.AcceptResult
+		for range 50 {
+			res = accept(t, s, store.AcceptParams{Types: []string{"t"}, Limit: 100})
+			if started += len(res.Jobs); len(res.Jobs) == 0 {
+				break
+			}
+		}
 		if len(res.Jobs) != 0 || res.NextTokenAt.IsZero() || res.NextTokenAt.After(time.Now().Add(50*time.Millisecond+slack)) {
 			t.Fatalf("empty bucket: %d jobs, next token %v; want none, within 50ms", len(res.Jobs), res.NextTokenAt)
 		}
 		time.Sleep(time.Until(res.NextTokenAt) + time.Millisecond)
-		if n := len(accept(t, s, store.AcceptParams{Types: []string{"t"}, Limit: 100}).Jobs); n < 1 {
+		n := len(accept(t, s, store.AcceptParams{Types: []string{"t"}, Limit: 100}).Jobs)
+		if n < 1 {
 			t.Fatalf("at the next token: %d jobs, want 1 or more", n)
 		}
+		started += n
 		// Accepting as fast as it can for 400ms starts about rate × time.
 		for time.Since(start) < 400*time.Millisecond {
 			started += len(accept(t, s, store.AcceptParams{Types: []string{"t"}, Limit: 100}).Jobs)
 			time.Sleep(2 * time.Millisecond)
 		}
-		started++ // the one at the next token
 		elapsed := time.Since(start).Seconds()
 		// Never more than the burst and the tokens since; at least half of
 		// that (an accept that comes late on a loaded machine finds the

@@ -7,7 +7,7 @@ from ._base import Model, RotaError
 
 API_VERSION = "1"
 # The SHA-256 of the document this module was generated from.
-OPENAPI_SHA256 = "3c46be4750c2b944bbd9515d8bbb78bf92453b3015f231f60034af355894915e"
+OPENAPI_SHA256 = "02ef1b090bc332afab65297faf4f9d701024fb9cb69cc45fe77e9a3a682cd0ab"
 
 # What a job added after others does when one of them fails for good, is cancelled or is removed.
 DEP_POLICIES = ("cancel", "run")
@@ -519,19 +519,23 @@ class FinishRequest(Model):
 
 
 class GroupConfig(Model):
-    """A group's share of the workers and bound on running jobs, for one type or (type absent) for all types."""
+    """A group's share of the workers, bound on running jobs and rate of starts, for one type or (type absent) for all types."""
 
     _fields = {
+        "burst": "json",
         "group": "json",
         "max_running": "json",
         "paused": "json",
+        "rate": "json",
         "type": "json",
         "weight": "json",
     }
     _required = ("group",)
+    burst = 0
     group = ""
     max_running = 0
     paused = False
+    rate = ""
     type = ""
     weight = 0.0
 
@@ -895,22 +899,26 @@ class TypeConfig(Model):
 
     _fields = {
         "bands": "json",
+        "burst": "json",
         "failed_retention": "duration",
         "group_max_running": "json",
         "lease_timeout": "duration",
         "max_running": "json",
         "paused": "json",
+        "rate": "json",
         "retention": "duration",
         "timeout": "duration",
         "type": "json",
     }
     _required = ()
     bands = ""
+    burst = 0
     failed_retention = None
     group_max_running = 0
     lease_timeout = None
     max_running = 0
     paused = False
+    rate = ""
     retention = None
     timeout = None
     type = ""

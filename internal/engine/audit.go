@@ -108,7 +108,7 @@ func resubmitAction(r *lifecycle.Row, p *store.ResubmitParams) string {
 
 // jobChanges says what a producer's change did to a job, read before
 // and after it: the fields that differ, "old → new".
-func jobChanges(before, after *store.Job) string {
+func jobChanges(before, after *store.Job, now time.Time) string {
 	var d []string
 	if before.State != after.State {
 		d = append(d, fmt.Sprintf("%s → %s", before.State, after.State))
@@ -121,7 +121,10 @@ func jobChanges(before, after *store.Job) string {
 	if before.Priority != after.Priority {
 		d = append(d, fmt.Sprintf("priority %d → %d", before.Priority, after.Priority))
 	}
-	if !before.RunAt.Equal(after.RunAt) && (after.State == store.Pending || after.State == store.Paused) {
+	// A run time is news when it moved a waiting job, or when a job made
+	// to wait again does not run at once.
+	waits := after.State == store.Pending || after.State == store.Paused
+	if waits && !before.RunAt.Equal(after.RunAt) && (before.State == after.State || after.RunAt.After(now)) {
 		d = append(d, fmt.Sprintf("run_at %s → %s", stamp(before.RunAt), stamp(after.RunAt)))
 	}
 	if before.Schedule != after.Schedule {
@@ -139,7 +142,7 @@ func jobChanges(before, after *store.Job) string {
 	return strings.Join(d, ", ")
 }
 
-func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.999Z07:00") }
 
 // TypeConfigChanged records a change of a type's settings from old (nil:
 // the type had none) to c, by caller by; nothing when nothing changed.

@@ -369,7 +369,9 @@ func decide(tx Tx, ids []int64, by Caller, rule func(int64, *lifecycle.Row) (lif
 			errs[i] = err
 			continue
 		}
-		t.job(now, r, action, detail(r, &plan))
+		if plan.Kind != lifecycle.KindKeep { // a cancel of a cancelled job changes nothing
+			t.job(now, r, action, detail(r, &plan))
+		}
 		if _, err := b.apply(r, &plan, Change{}); err != nil {
 			return nil, err
 		}
@@ -412,7 +414,7 @@ func Update(tx Tx, ps []store.UpdateParams, datas [][]byte, by Caller) ([]store.
 		if out[i], err = job(tx, r, j); err != nil {
 			return nil, nil, err
 		}
-		t.job(now, r, "update", jobChanges(&before, &out[i]))
+		t.job(now, r, "update", jobChanges(&before, &out[i], now))
 	}
 	return out, errs, t.write(tx)
 }
@@ -462,7 +464,7 @@ func Resubmit(tx Tx, ps []store.ResubmitParams, datas [][]byte, by Caller) ([]st
 			return nil, nil, err
 		}
 		out[i].Outcome = plan.Outcome
-		t.job(now, r, resubmitAction(r, &ps[i]), jobChanges(&before, &out[i].Job))
+		t.job(now, r, resubmitAction(r, &ps[i]), jobChanges(&before, &out[i].Job, now))
 	}
 	return out, errs, t.write(tx)
 }

@@ -55,7 +55,10 @@ func History(rd AuditReader, job store.Job, id int64, reach *store.Reach, now ti
 	}
 	// Stable: a change and what it did at the same instant keep their
 	// order (the row's facts first).
-	slices.SortStableFunc(out, func(a, b store.HistoryEntry) int { return a.At.Compare(b.At) })
+	// Times are compared to the microsecond, which stores keep.
+	slices.SortStableFunc(out, func(a, b store.HistoryEntry) int {
+		return a.At.Truncate(time.Microsecond).Compare(b.At.Truncate(time.Microsecond))
+	})
 	return out, nil
 }
 

@@ -231,3 +231,18 @@ func NewReach(groups, types []string) (*Reach, error) { return store.NewReach(gr
 // inside the store's transaction). Worker calls are fenced by the lease
 // token, which only the job's own worker holds.
 func WithReach(ctx context.Context, r *Reach) context.Context { return store.WithReach(ctx, r) }
+
+// HistoryEntry is one line of a job's history (Client.History): what the
+// job did, and who changed it.
+type HistoryEntry = store.HistoryEntry
+
+// WithActor returns ctx naming who makes the changes made with it: the
+// store records the name, with the time and what changed, for every
+// Cancel, Remove, Update, Resubmit and change of a type's or group's
+// settings made with ctx (the audit trail, read with Client.History). A
+// server names each request's token itself; a program names itself, or
+// the person it acts for. Without it the changes are recorded with no
+// actor.
+func WithActor(ctx context.Context, actor string) context.Context {
+	return store.WithActor(ctx, actor)
+}

@@ -49,12 +49,17 @@ func History(rd AuditReader, job store.Job, id int64, reach *store.Reach, now ti
 	if err != nil {
 		return nil, err
 	}
-	out := lifeOf(job)
+	// A change comes before what it did at the same instant (a cancel
+	// before the end it made), and after the add.
+	life := lifeOf(job)
+	var out []store.HistoryEntry
+	if len(life) > 0 {
+		out, life = []store.HistoryEntry{life[0]}, life[1:]
+	}
 	for _, r := range append(recs, settings...) {
 		out = append(out, entryOf(r))
 	}
-	// Stable: a change and what it did at the same instant keep their
-	// order (the row's facts first).
+	out = append(out, life...)
 	// Times are compared to the microsecond, which stores keep.
 	slices.SortStableFunc(out, func(a, b store.HistoryEntry) int {
 		return a.At.Truncate(time.Microsecond).Compare(b.At.Truncate(time.Microsecond))

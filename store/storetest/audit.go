@@ -113,6 +113,21 @@ func testAudit(t *testing.T, open func(t *testing.T) store.Store) {
 			`pause group by ops: group "globex" of every type`)
 	})
 
+	t.Run("ChangeBeforeItsEffect", func(t *testing.T) {
+		s := open(t)
+		j := addOne(t, s, store.AddParams{Type: "invoice"})
+		if errs, err := s.Cancel(as(t, "bob"), []int64{j.ID}); err != nil || errs[0] != nil {
+			t.Fatalf("Cancel: %v %v", err, errs)
+		}
+		var got []string
+		for _, e := range history(t, s, t.Context(), j.ID) {
+			got = append(got, e.Action+" by "+e.Actor)
+		}
+		if want := "added by ,cancel by bob,ended by "; strings.Join(got, ",") != want {
+			t.Errorf("history of a cancelled job: %q, want %q", strings.Join(got, ","), want)
+		}
+	})
+
 	t.Run("RunNowWithoutActor", func(t *testing.T) {
 		s := open(t)
 		later := time.Now().Add(time.Hour).Truncate(time.Second)

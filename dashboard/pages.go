@@ -563,6 +563,10 @@ type jobData struct {
 	Logs       rota.LogsResult
 	LogDropped int
 	LogError   string
+	// History is the job's history and audit trail (Client.History);
+	// HistoryErr says why it could not be read.
+	History    []rota.HistoryEntry
+	HistoryErr string
 }
 
 func (s *Server) job(w http.ResponseWriter, r *http.Request) {
@@ -583,6 +587,9 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 	d := jobData{Job: j, Data: pretty(j.Data), Result: pretty(j.Result), LeaseTag: store.LeaseTag(j.Token),
 		CanAct: !u.Access.ReadOnly(), Ended: j.State.Terminal(), Opened: time.Now()}
 	d.Logs, d.LogDropped, d.LogError = s.jobLogs(r, j.ID)
+	if d.History, err = s.c.History(r.Context(), j.ID); err != nil {
+		d.HistoryErr = err.Error()
+	}
 	if j.HasChildren {
 		res, err := s.c.List(r.Context(), rota.ListParams{Parent: j.ID, Limit: 100})
 		if err == nil {

@@ -232,9 +232,15 @@ func NewReach(groups, types []string) (*Reach, error) { return store.NewReach(gr
 // token, which only the job's own worker holds.
 func WithReach(ctx context.Context, r *Reach) context.Context { return store.WithReach(ctx, r) }
 
-// HistoryEntry is one line of a job's history (Client.History): what the
-// job did, and who changed it.
-type HistoryEntry = store.HistoryEntry
+type (
+	// HistoryEntry is one line of a job's history (Client.History): At, when
+	// it happened; Action, what ("added", "started", "attempt failed",
+	// "ended", or a change: "cancel", "retry", "update", "pause type", …);
+	// Audited, whether it is an audit record of a change someone made rather
+	// than a fact of the job's row; Actor, who made the change (WithActor);
+	// Detail, what it changed ("priority 0 → 5") or an attempt's error.
+	HistoryEntry = store.HistoryEntry
+)
 
 // WithActor returns ctx naming who makes the changes made with it: the
 // store records the name, with the time and what changed, for every

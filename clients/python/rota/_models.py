@@ -7,7 +7,7 @@ from ._base import Model, RotaError
 
 API_VERSION = "1"
 # The SHA-256 of the document this module was generated from.
-OPENAPI_SHA256 = "3c46be4750c2b944bbd9515d8bbb78bf92453b3015f231f60034af355894915e"
+OPENAPI_SHA256 = "e48e2a239ec12ecfda16bdf9814d36ea2449d7f2adc28b5370693c69fed4244e"
 
 # What a job added after others does when one of them fails for good, is cancelled or is removed.
 DEP_POLICIES = ("cancel", "run")
@@ -632,6 +632,34 @@ class HeartbeatResult(Model):
     resubmit = False
 
 
+class HistoryEntry(Model):
+    """One line of a job's history: a fact of its row, or an audit record of a change someone made."""
+
+    _fields = {
+        "action": "json",
+        "actor": "json",
+        "at": "time",
+        "audited": "json",
+        "detail": "json",
+    }
+    _required = ("action", "at")
+    action = ""
+    actor = ""
+    at = None
+    audited = False
+    detail = ""
+
+
+class HistoryResponse(Model):
+    """A job's history, oldest first."""
+
+    _fields = {
+        "history": "[HistoryEntry]",
+    }
+    _required = ("history",)
+    history = ()
+
+
 class ItemResult(Model):
     """One item's answer in a batch finish."""
 
@@ -957,6 +985,7 @@ ROUTES = {
     "finishJob": ("POST", "/v1/jobs/{id}/finish", ()),
     "getJob": ("GET", "/v1/jobs/{id}", ("wait", "state")),
     "getJobDeps": ("GET", "/v1/jobs/{id}/deps", ("limit",)),
+    "getJobHistory": ("GET", "/v1/jobs/{id}/history", ()),
     "getJobLogs": ("GET", "/v1/jobs/{id}/logs", ("attempt", "after", "limit")),
     "healthz": ("GET", "/healthz", ()),
     "heartbeatBatch": ("POST", "/v1/heartbeat", ()),

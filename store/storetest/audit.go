@@ -175,6 +175,39 @@ func testAudit(t *testing.T, open func(t *testing.T) store.Store) {
 		wantErr(t, "History of a job that never was", err, store.ErrNotFound)
 	})
 
+	t.Run("Retention", func(t *testing.T) {
+		s := open(t)
+		r, ok := s.(store.Retirer)
+		if !ok {
+			t.Skipf("%T deletes nothing in the background", s)
+		}
+		j := addOne(t, s, store.AddParams{Type: "invoice"})
+		k := addOne(t, s, store.AddParams{Type: "invoice"})
+		mustCancel(t, s, j.ID)
+		if errs, err := s.Remove(as(t, "dave"), []int64{k.ID}); err != nil || errs[0] != nil {
+			t.Fatalf("Remove: %v %v", err, errs)
+		}
+		// Within the trail's retention, the sweep keeps the records, a
+		// removed job's too (the cancelled job itself goes with its
+		// type's retention, 7 days).
+		if _, err := r.Retire(t.Context(), time.Now().Add(store.AuditRetention-time.Hour), 1000); err != nil {
+			t.Fatal(err)
+		}
+		if got := audited(history(t, s, t.Context(), k.ID)); len(got) != 1 {
+			t.Errorf("the removed job's records before the trail's retention passed: %q, want its removal", got)
+		}
+		if got := audited(history(t, s, t.Context(), j.ID)); len(got) != 1 {
+			t.Errorf("the retired job's records before the trail's retention passed: %q, want its cancel", got)
+		}
+		if _, err := r.Retire(t.Context(), time.Now().Add(store.AuditRetention+time.Hour), 1000); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []int64{j.ID, k.ID} {
+			_, err := s.(store.Auditor).History(t.Context(), id)
+			wantErr(t, fmt.Sprintf("History(%d) after the trail's retention", id), err, store.ErrNotFound)
+		}
+	})
+
 	t.Run("Reach", func(t *testing.T) {
 		s := open(t)
 		j := addOne(t, s, store.AddParams{Type: "invoice", Group: "acme"})

@@ -27,7 +27,7 @@ SELECT at, actor, action, of, 0::bigint, type, grp, detail FROM {{schema}}.audit
 -- $1 how far the caller's now is ahead of this node's clock (µs), $2 the retention (µs),
 -- $3 at most this many.
 DELETE FROM {{schema}}.audit WHERE id IN (SELECT id FROM {{schema}}.audit
-	WHERE at < now() + ($1 - $2) * interval '1 microsecond' ORDER BY at LIMIT $3);
+	WHERE at < now() + ($1::bigint - $2::bigint) * interval '1 microsecond' ORDER BY at LIMIT $3);
 
 -- name: lock_type_config
 -- Holds a type's settings row until the transaction ends, so that

@@ -2,6 +2,8 @@ package e2e_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -79,5 +81,23 @@ func TestHistory(t *testing.T) {
 	}
 	if r := alice.run(t, "", "history", "x"); r.code == 0 || !strings.Contains(r.stderr, `bad job id "x"`) {
 		t.Errorf("rota history x: %v", r)
+	}
+}
+
+// TestHistoryOfConfigFile: settings that rota serve --config changes at
+// start are recorded as made by the file.
+func TestHistoryOfConfigFile(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	jid := s.add(t, "e2e.configured")
+	config := filepath.Join(t.TempDir(), "settings.json")
+	if err := os.WriteFile(config, []byte(`{"types": [{"type": "e2e.configured", "paused": true, "max_running": 4}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.args = append(s.args, "--config", config)
+	s.restart(t)
+	out := s.rota(t, "history", id(jid))
+	if !regexpMatch(`pause type +rota serve --config +type e2e.configured: max_running 0 → 4`, out) {
+		t.Errorf("rota history after a restart with --config:\n%s", out)
 	}
 }

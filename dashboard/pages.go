@@ -567,6 +567,8 @@ type jobData struct {
 	// HistoryErr says why it could not be read.
 	History    []rota.HistoryEntry
 	HistoryErr string
+	// Removed: the job has no row, and the page shows its history only.
+	Removed bool
 }
 
 func (s *Server) job(w http.ResponseWriter, r *http.Request) {
@@ -579,6 +581,15 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 	j, err := s.c.Get(r.Context(), id)
 	if err == nil && !u.Access.Reaches(j.Type, j.Group) {
 		err = check.NotFound(id) // as a missing job, word for word
+	}
+	if errors.Is(err, rota.ErrNotFound) {
+		// A removed job's page is its history while the audit trail
+		// keeps it (the store answers one out of reach as missing).
+		if h, herr := s.c.History(r.Context(), id); herr == nil {
+			d := jobData{Job: rota.Job{ID: id}, Removed: true, History: h}
+			s.render(w, r, http.StatusOK, "job", view{Title: fmt.Sprintf("Job %d (removed)", id), Nav: "jobs", Data: d})
+			return
+		}
 	}
 	if err != nil {
 		s.fail(w, r, fmt.Sprintf("Job %d", id), err)

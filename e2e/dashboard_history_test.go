@@ -52,4 +52,31 @@ func TestDashboardJobHistory(t *testing.T) {
 		t.Errorf("the history is not in time order:\n%s", text)
 	}
 	shot(t, ctx, "job-history")
+
+	// Removed, the job's page is its history; another tenant's token
+	// finds no such job.
+	alice.rota(t, "rm", id(jid))
+	run(t, ctx, "the removed job's page",
+		chromedp.Navigate(page),
+		chromedp.WaitVisible(`#timeline`),
+		chromedp.Text(`h1`, &text),
+	)
+	if !strings.Contains(text, "removed") {
+		t.Errorf("the removed job's page is titled %q", text)
+	}
+	run(t, ctx, "the removed job's history", chromedp.Text(`#timeline`, &text))
+	if !strings.Contains(text, "remove\tops-alice\tremoved while cancelled") || !strings.Contains(text, "cancel\tops-bob") {
+		t.Errorf("the removed job's history:\n%s", text)
+	}
+	eve := strings.TrimSpace(admin.rota(t, "token", "create", "ops-eve", "--groups", "globex"))
+	other := browser(t, 1280, 900)
+	signIn(t, other, s.URL, eve)
+	run(t, other, "another tenant opens the removed job's page",
+		chromedp.Navigate(page),
+		chromedp.WaitVisible(`h1`),
+		chromedp.Text(`body`, &text),
+	)
+	if strings.Contains(text, "ops-alice") || !strings.Contains(text, "not found") {
+		t.Errorf("another tenant's page of the removed job:\n%s", text)
+	}
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"reflect"
@@ -106,9 +105,22 @@ func resubmitAction(r *lifecycle.Row, p *store.ResubmitParams) string {
 	return "resubmit"
 }
 
-// jobChanges says what a producer's change did to a job, read before
-// and after it: the fields that differ, "old → new".
-func jobChanges(before, after *store.Job, now time.Time) string {
+// beforeOf is what a change's record compares the job with afterwards:
+// its row as locked, and its priority when the change may set it (read
+// then, as the row does not hold it), so that a change that sets no
+// priority costs no read.
+func beforeOf(tx Tx, r *lifecycle.Row, priority bool) (store.Job, error) {
+	if priority {
+		return tx.Job(r.ID)
+	}
+	return store.Job{ID: r.ID, Type: r.Type, State: r.State, RunAt: r.RunAt, Schedule: r.Schedule, Missed: r.Missed, Resubmit: r.Resubmit}, nil
+}
+
+// jobChanges says what a producer's change did to a job, as it was
+// before (beforeOf, with its priority when priority) and after: the
+// fields that differ, "old → new", and "data replaced" when the change
+// carried data.
+func jobChanges(before, after *store.Job, priority, data bool, now time.Time) string {
 	var d []string
 	if before.State != after.State {
 		d = append(d, fmt.Sprintf("%s → %s", before.State, after.State))
@@ -118,7 +130,7 @@ func jobChanges(before, after *store.Job, now time.Time) string {
 	if before.Type != after.Type {
 		d = append(d, fmt.Sprintf("type %s → %s", before.Type, after.Type))
 	}
-	if before.Priority != after.Priority {
+	if priority && before.Priority != after.Priority {
 		d = append(d, fmt.Sprintf("priority %d → %d", before.Priority, after.Priority))
 	}
 	// A run time is news when it moved a waiting job, or when a job made
@@ -133,7 +145,7 @@ func jobChanges(before, after *store.Job, now time.Time) string {
 	if before.Missed != after.Missed {
 		d = append(d, fmt.Sprintf("missed %s → %s", before.Missed, after.Missed))
 	}
-	if !bytes.Equal(before.Data, after.Data) {
+	if data {
 		d = append(d, "data replaced")
 	}
 	if len(d) == 0 {

@@ -403,7 +403,7 @@ func Update(tx Tx, ps []store.UpdateParams, datas [][]byte, by Caller) ([]store.
 			errs[i] = err
 			continue
 		}
-		before, err := tx.Job(r.ID)
+		before, err := beforeOf(tx, r, ps[i].Priority != nil)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -414,7 +414,7 @@ func Update(tx Tx, ps []store.UpdateParams, datas [][]byte, by Caller) ([]store.
 		if out[i], err = job(tx, r, j); err != nil {
 			return nil, nil, err
 		}
-		t.job(now, r, "update", jobChanges(&before, &out[i], now))
+		t.job(now, r, "update", jobChanges(&before, &out[i], ps[i].Priority != nil, ps[i].Data != nil, now))
 	}
 	return out, errs, t.write(tx)
 }
@@ -452,7 +452,7 @@ func Resubmit(tx Tx, ps []store.ResubmitParams, datas [][]byte, by Caller) ([]st
 				continue
 			}
 		}
-		before, err := tx.Job(r.ID)
+		before, err := beforeOf(tx, r, false)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -464,7 +464,7 @@ func Resubmit(tx Tx, ps []store.ResubmitParams, datas [][]byte, by Caller) ([]st
 			return nil, nil, err
 		}
 		out[i].Outcome = plan.Outcome
-		t.job(now, r, resubmitAction(r, &ps[i]), jobChanges(&before, &out[i].Job, now))
+		t.job(now, r, resubmitAction(r, &ps[i]), jobChanges(&before, &out[i].Job, false, ps[i].Data != nil, now))
 	}
 	return out, errs, t.write(tx)
 }

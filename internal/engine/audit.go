@@ -97,10 +97,10 @@ func resubmitAction(r *lifecycle.Row, p *store.ResubmitParams) string {
 	switch {
 	case p.HandBack:
 		return "hand back"
+	case r.State.Terminal(): // the dashboard's "Retry now" too
+		return "retry"
 	case p.RunNow:
 		return "run now"
-	case r.State.Terminal():
-		return "retry"
 	}
 	return "resubmit"
 }

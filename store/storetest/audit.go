@@ -88,7 +88,7 @@ func testAudit(t *testing.T, open func(t *testing.T) store.Store) {
 		if errs, err := s.Cancel(as(t, "bob"), []int64{j.ID, j.ID + 100}); err != nil || errs[1] == nil {
 			t.Fatalf("Cancel of a job that does not exist: %v %v, want an item error", err, errs)
 		}
-		if _, errs, err := s.Resubmit(as(t, "carol"), []store.ResubmitParams{{ID: j.ID}}); err != nil || errs[0] != nil {
+		if _, errs, err := s.Resubmit(as(t, "carol"), []store.ResubmitParams{{ID: j.ID, RunNow: true}}); err != nil || errs[0] != nil {
 			t.Fatalf("Resubmit: %v %v", err, errs)
 		}
 		h := history(t, s, t.Context(), j.ID)

@@ -264,6 +264,21 @@ func (c *Client) List(ctx context.Context, p ListParams) (ListResult, error) {
 	return read(ctx, c, func() (ListResult, error) { return c.st.List(ctx, p) })
 }
 
+// History returns job id's history in time order: what its row tells
+// (added, each attempt's start and error, its end) merged with the audit
+// records of the changes made to it and to its type's and group's
+// settings during its life, each with its actor (WithActor). A removed
+// job's history is its records, the last its removal, for
+// store.AuditRetention. It needs a store that keeps an audit trail
+// (store.Auditor): both of rota's do, and the remote client.
+func (c *Client) History(ctx context.Context, id int64) ([]HistoryEntry, error) {
+	a, ok := c.st.(store.Auditor)
+	if !ok {
+		return nil, fmt.Errorf("rota: store %T keeps no audit trail", c.st)
+	}
+	return read(ctx, c, func() ([]HistoryEntry, error) { return a.History(ctx, id) })
+}
+
 // Stats counts jobs by type, group and state.
 func (c *Client) Stats(ctx context.Context) ([]Count, error) {
 	return read(ctx, c, func() ([]Count, error) { return c.st.Stats(ctx) })

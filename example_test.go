@@ -694,3 +694,45 @@ func ExampleAddParams_after() {
 	// after b completed {"items":1}
 	// merge completed
 }
+
+// Every change a program makes to a job (cancel, retry, update, remove,
+// a pause of its type or group) is recorded with the time and the actor
+// its context names; History shows them with what the job did itself.
+func ExampleClient_History() {
+	path, cleanup := dbPath()
+	defer cleanup()
+	client, err := rota.Open(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	ctx := rota.WithActor(context.Background(), "billing-service")
+
+	res, err := client.Add(ctx, rota.AddParams{Type: "invoice.send", Data: []byte(`{"invoice":42}`)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	priority := 5
+	if _, err := client.Update(ctx, rota.UpdateParams{ID: res.Job.ID, Priority: &priority}); err != nil {
+		log.Fatal(err)
+	}
+	if err := client.Cancel(rota.WithActor(ctx, "alice"), res.Job.ID); err != nil {
+		log.Fatal(err)
+	}
+	history, err := client.History(ctx, res.Job.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, e := range history {
+		if e.Audited {
+			fmt.Printf("%s by %s: %s\n", e.Action, e.Actor, e.Detail)
+		} else {
+			fmt.Printf("%s\n", e.Action)
+		}
+	}
+	// Output:
+	// added
+	// update by billing-service: priority 0 → 5
+	// cancel by alice: pending → cancelled
+	// ended
+}

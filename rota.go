@@ -244,3 +244,24 @@ func NewReach(groups, types []string) (*Reach, error) { return store.NewReach(gr
 // inside the store's transaction). Worker calls are fenced by the lease
 // token, which only the job's own worker holds.
 func WithReach(ctx context.Context, r *Reach) context.Context { return store.WithReach(ctx, r) }
+
+type (
+	// HistoryEntry is one line of a job's history (Client.History): At, when
+	// it happened; Action, what ("added", "started", "attempt failed",
+	// "ended", or a change: "cancel", "retry", "update", "pause type", …);
+	// Audited, whether it is an audit record of a change someone made rather
+	// than a fact of the job's row; Actor, who made the change (WithActor);
+	// Detail, what it changed ("priority 0 → 5") or an attempt's error.
+	HistoryEntry = store.HistoryEntry
+)
+
+// WithActor returns ctx naming who makes the changes made with it: the
+// store records the name, with the time and what changed, for every
+// Cancel, Remove, Update, Resubmit and change of a type's or group's
+// settings made with ctx (the audit trail, read with Client.History). A
+// server names each request's token itself; a program names itself, or
+// the person it acts for. Without it the changes are recorded with no
+// actor.
+func WithActor(ctx context.Context, actor string) context.Context {
+	return store.WithActor(ctx, actor)
+}

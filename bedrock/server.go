@@ -261,6 +261,9 @@ func (s *Server) serveConn(conn net.Conn, st *connState) {
 	if ip, ok := addrIP(conn.RemoteAddr()); ok {
 		local = ip.IsLoopback()
 	}
+	// Bedrock's protocol names no user: the changes a connection makes
+	// are recorded with its peer's address.
+	actor := "bedrock " + conn.RemoteAddr().String()
 	for {
 		st.busy.Store(false)
 		if s.draining.Load() && br.Buffered() == 0 {
@@ -291,7 +294,7 @@ func (s *Server) serveConn(conn net.Conn, st *connState) {
 		// means the client is there. Other commands are short and run to
 		// their end, so that a client that closes its side after sending
 		// (nc -N) still gets its answers.
-		ctx, cancel := context.WithCancel(s.ctx)
+		ctx, cancel := context.WithCancel(store.WithActor(s.ctx, actor))
 		stopWatch := func() {}
 		if br.Buffered() == 0 && strings.EqualFold(req.Get("connection"), "wait") {
 			var gone <-chan struct{}

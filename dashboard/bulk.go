@@ -159,7 +159,7 @@ func (s *Server) bulkAction(w http.ResponseWriter, r *http.Request) {
 		// The task outlives the request: it carries the token's reach
 		// itself, so that the store lists, and the task counts, only the
 		// jobs the token reaches.
-		ctx = store.WithReach(ctx, access.Reach())
+		ctx = store.WithActor(store.WithReach(ctx, access.Reach()), access.Actor())
 		if !all {
 			for start := 0; start < len(ids); start += s.cfg.BulkBatch {
 				if err := s.applyBulk(ctx, t, access, ids[start:min(start+s.cfg.BulkBatch, len(ids))]); err != nil {

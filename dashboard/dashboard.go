@@ -196,7 +196,9 @@ func userOf(r *http.Request) *user { return r.Context().Value(userKey{}).(*user)
 // reach, which the store honours (store.WithReach): the listings, counts
 // and adds the pages make see only the jobs the token reaches.
 func withUser(r *http.Request, u *user) *http.Request {
-	return r.WithContext(store.WithReach(context.WithValue(r.Context(), userKey{}, u), u.Access.Reach()))
+	// What the person changes is recorded with their token's name.
+	ctx := store.WithActor(context.WithValue(r.Context(), userKey{}, u), u.Access.Actor())
+	return r.WithContext(store.WithReach(ctx, u.Access.Reach()))
 }
 
 // errSessionEnded is a session cookie whose session is gone: signed out,

@@ -563,6 +563,12 @@ type jobData struct {
 	Logs       rota.LogsResult
 	LogDropped int
 	LogError   string
+	// History is the job's history and audit trail (Client.History);
+	// HistoryErr says why it could not be read.
+	History    []rota.HistoryEntry
+	HistoryErr string
+	// Removed: the job has no row, and the page shows its history only.
+	Removed bool
 }
 
 func (s *Server) job(w http.ResponseWriter, r *http.Request) {
@@ -576,6 +582,15 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 	if err == nil && !u.Access.Reaches(j.Type, j.Group) {
 		err = check.NotFound(id) // as a missing job, word for word
 	}
+	if errors.Is(err, rota.ErrNotFound) {
+		// A removed job's page is its history while the audit trail
+		// keeps it (the store answers one out of reach as missing).
+		if h, herr := s.c.History(r.Context(), id); herr == nil {
+			d := jobData{Job: rota.Job{ID: id}, Removed: true, History: h}
+			s.render(w, r, http.StatusOK, "job", view{Title: fmt.Sprintf("Job %d (removed)", id), Nav: "jobs", Data: d})
+			return
+		}
+	}
 	if err != nil {
 		s.fail(w, r, fmt.Sprintf("Job %d", id), err)
 		return
@@ -583,6 +598,9 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 	d := jobData{Job: j, Data: pretty(j.Data), Result: pretty(j.Result), LeaseTag: store.LeaseTag(j.Token),
 		CanAct: !u.Access.ReadOnly(), Ended: j.State.Terminal(), Opened: time.Now()}
 	d.Logs, d.LogDropped, d.LogError = s.jobLogs(r, j.ID)
+	if d.History, err = s.c.History(r.Context(), j.ID); err != nil {
+		d.HistoryErr = err.Error()
+	}
 	if j.HasChildren {
 		res, err := s.c.List(r.Context(), rota.ListParams{Parent: j.ID, Limit: 100})
 		if err == nil {

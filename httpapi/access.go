@@ -59,6 +59,20 @@ func (a *access) scoped() bool { return a.reach.Scoped() }
 // reaches reports whether the token reaches jobs of this type and group.
 func (a *access) reaches(typ, group string) bool { return a.reach.Has(typ, group) }
 
+// actor is who the audit trail records for the token's changes
+// (store.WithActor): a named token's name, "admin" for the admin token
+// and for a server without tokens.
+func (a *access) actor() string {
+	if a.name == "" {
+		return "admin"
+	}
+	return a.name
+}
+
+// Actor is who the audit trail records for the token's changes: its name,
+// "admin" for the admin token.
+func (x Access) Actor() string { return x.a.actor() }
+
 func (a *access) String() string {
 	if a.name == "" {
 		return "the admin token"
@@ -96,6 +110,7 @@ var routeNeeds = map[string]need{
 	"GET /v1/jobs":                 needRead,
 	"GET /v1/jobs/{id}":            needRead,
 	"GET /v1/jobs/{id}/deps":       needRead,
+	"GET /v1/jobs/{id}/history":    needRead,
 	"DELETE /v1/jobs/{id}":         needWrite,
 	"PATCH /v1/jobs/{id}":          needWrite,
 	"POST /v1/jobs/{id}/cancel":    needWrite,

@@ -207,6 +207,7 @@ func TestTokenRoutes(t *testing.T) {
 		jobRoute("DELETE", "", "write", 204, nil, false),
 		jobRoute("PATCH", "", "write", 200, func(store.Job) any { return map[string]any{"priority": 5} }, false),
 		jobRoute("POST", "/cancel", "write", 200, nil, false),
+		jobRoute("GET", "/history", "read", 200, nil, false),
 		jobRoute("POST", "/resubmit", "write", 200, nil, false),
 		jobRoute("POST", "/heartbeat", "write", 200, token, true),
 		jobRoute("POST", "/finish", "write", 204, token, true),

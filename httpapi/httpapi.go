@@ -131,6 +131,7 @@ var Routes = []string{
 	"DELETE /v1/jobs/{id}",
 	"PATCH /v1/jobs/{id}",
 	"POST /v1/jobs/{id}/cancel",
+	"GET /v1/jobs/{id}/history",
 	"POST /v1/jobs/{id}/resubmit",
 	"POST /v1/jobs/{id}/heartbeat",
 	"POST /v1/jobs/{id}/finish",
@@ -169,6 +170,7 @@ func (s *Server) routes() {
 		"DELETE /v1/jobs/{id}":         handle(s, producer, s.remove),
 		"PATCH /v1/jobs/{id}":          handle(s, route[wire.UpdateRequest]{job: producerJob, body: needBody}, s.update),
 		"POST /v1/jobs/{id}/cancel":    handle(s, producer, s.cancel),
+		"GET /v1/jobs/{id}/history":    handle(s, route[none]{job: storeJob}, s.history),
 		"POST /v1/jobs/{id}/resubmit":  handle(s, route[wire.ResubmitRequest]{job: producerJob, body: mayBody}, s.resubmit),
 		"POST /v1/jobs/{id}/heartbeat": handle(s, route[wire.HeartbeatRequest]{job: workerJob, body: needBody}, s.heartbeatOne),
 		"POST /v1/jobs/{id}/finish":    handle(s, route[wire.FinishRequest]{job: workerJob, body: needBody}, s.finishOne),
@@ -262,6 +264,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer leave()
+	// Every change the request makes is recorded with its token's name.
+	r = r.WithContext(store.WithActor(r.Context(), a.actor()))
 	if a != adminAccess {
 		r = r.WithContext(store.WithReach(context.WithValue(r.Context(), accessKey{}, a), a.reach))
 	}
@@ -609,6 +613,16 @@ func (s *Server) listByID(r *http.Request, raw []string) (answer, error) {
 }
 
 // cancel answers with the job as get does (a long poll, when asked).
+// history is a job's history; a scoped token's reach applies in the
+// store, to a removed job's records too.
+func (s *Server) history(r *http.Request, id int64, _ *none) (answer, error) {
+	h, err := s.c.History(r.Context(), id)
+	if err != nil {
+		return answer{}, err
+	}
+	return ok(wire.HistoryResponse{History: h}), nil
+}
+
 func (s *Server) cancel(r *http.Request, id int64, _ *none) (answer, error) {
 	if err := s.c.Cancel(r.Context(), id); err != nil {
 		return answer{}, err

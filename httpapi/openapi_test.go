@@ -502,6 +502,7 @@ var wireTypes = map[string]struct {
 	"AddBatchResponse":       {reflect.TypeFor[wire.AddBatchResponse](), response},
 	"JobResponse":            {reflect.TypeFor[wire.JobResponse](), response},
 	"DepsResponse":           {reflect.TypeFor[wire.DepsResponse](), response},
+	"HistoryResponse":        {reflect.TypeFor[wire.HistoryResponse](), response},
 	"ListResponse":           {reflect.TypeFor[wire.ListResponse](), response},
 	"ResubmitRequest":        {reflect.TypeFor[wire.ResubmitRequest](), request},
 	"UpdateRequest":          {reflect.TypeFor[wire.UpdateRequest](), request},
@@ -542,6 +543,7 @@ var wireTypes = map[string]struct {
 	"Job":          {reflect.TypeFor[store.Job](), response},
 	"Count":        {reflect.TypeFor[store.Count](), response},
 	"AttemptError": {reflect.TypeFor[store.AttemptError](), response},
+	"HistoryEntry": {reflect.TypeFor[store.HistoryEntry](), response},
 }
 
 // jsonField is one field of a struct's JSON form.
@@ -855,6 +857,7 @@ var routeBodies = map[string]struct {
 	"GET /v1/jobs/{id}/deps":       {"", map[string]string{"200": "DepsResponse"}},
 	"DELETE /v1/jobs/{id}":         {"", map[string]string{"204": ""}},
 	"POST /v1/jobs/{id}/cancel":    {"", map[string]string{"200": "JobResponse"}},
+	"GET /v1/jobs/{id}/history":    {"", map[string]string{"200": "HistoryResponse"}},
 	"POST /v1/jobs/{id}/resubmit":  {"?ResubmitRequest", map[string]string{"200": "AddResponse"}},
 	"PATCH /v1/jobs/{id}":          {"UpdateRequest", map[string]string{"200": "JobResponse"}},
 	"POST /v1/jobs/{id}/heartbeat": {"HeartbeatRequest", map[string]string{"200": "HeartbeatResponse"}},

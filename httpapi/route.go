@@ -41,6 +41,9 @@ const (
 	noJob       jobIn = iota
 	producerJob       // {id}; out of reach: notFound
 	workerJob         // {id}; out of reach: noLease
+	// storeJob is {id} whose reach the store checks in the work: a
+	// removed job's history has no row here to check.
+	storeJob
 )
 
 // bodyIn says whether a route reads a JSON body.

@@ -335,6 +335,17 @@ func (s *Store) Get(ctx context.Context, ids []int64) ([]store.Job, error) {
 	return out, nil
 }
 
+// History returns a job's history from the server (store.Auditor), GET
+// /v1/jobs/{id}/history. The server records changes made through it with
+// the name of the client's token, whatever actor ctx names.
+func (s *Store) History(ctx context.Context, id int64) ([]store.HistoryEntry, error) {
+	var resp wire.HistoryResponse
+	if err := s.do(ctx, "GET", jobPath(id, "history"), nil, nil, &resp); err != nil {
+		return nil, err
+	}
+	return resp.History, nil
+}
+
 // waitPoll is how long one long poll of WaitJob lasts, well under the
 // server's bound on waits (60 s by default).
 const waitPoll = 10 * time.Second

@@ -129,6 +129,13 @@ type DepsResponse struct {
 	Dependants []int64     `json:"dependants"`
 }
 
+// HistoryResponse is a job's history (GET /v1/jobs/{id}/history): what
+// its row tells and the audit records of the changes made to it, oldest
+// first.
+type HistoryResponse struct {
+	History []store.HistoryEntry `json:"history"`
+}
+
 // ListResponse is one page of jobs. NextCursor, when set, is passed as
 // ?cursor= for the next page.
 type ListResponse struct {

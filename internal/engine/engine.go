@@ -71,6 +71,8 @@ type Tx interface {
 	// dependants, and gives job id its count of unended dependencies and
 	// its policy.
 	AddDeps(id int64, deps, unended []int64, policy store.DepPolicy) error
+	// Audit writes audit records (store.Auditor), in one statement.
+	Audit(recs []Record) error
 }
 
 // Change is what Apply writes besides the plan.
@@ -334,26 +336,31 @@ func job(tx Tx, r *lifecycle.Row, j *store.Job) (store.Job, error) {
 	return tx.Job(r.ID)
 }
 
-// Cancel cancels jobs by id for a caller with reach (nil: everything),
-// with one error per item.
-func Cancel(tx Tx, ids []int64, reach *store.Reach) ([]error, error) {
-	return decide(tx, ids, reach, lifecycle.Cancel)
+// Cancel cancels jobs by id for caller by (by.Reach nil: everything),
+// with one error per item, and records each cancel.
+func Cancel(tx Tx, ids []int64, by Caller) ([]error, error) {
+	return decide(tx, ids, by, lifecycle.Cancel, "cancel", cancelDetail)
 }
 
-// Remove removes jobs by id for a caller with reach, with one error per
-// item.
-func Remove(tx Tx, ids []int64, reach *store.Reach) ([]error, error) {
-	return decide(tx, ids, reach, lifecycle.Remove)
+// Remove removes jobs by id for caller by, with one error per item, and
+// records each removal (the last record of the job, kept after it).
+func Remove(tx Tx, ids []int64, by Caller) ([]error, error) {
+	return decide(tx, ids, by, lifecycle.Remove, "remove", removeDetail)
 }
 
-func decide(tx Tx, ids []int64, reach *store.Reach, rule func(int64, *lifecycle.Row) (lifecycle.Plan, error)) ([]error, error) {
+func decide(tx Tx, ids []int64, by Caller, rule func(int64, *lifecycle.Row) (lifecycle.Plan, error), action string, detail func(*lifecycle.Row, *lifecycle.Plan) string) ([]error, error) {
 	errs := make([]error, len(ids))
 	b, err := lockBatch(tx, ids)
 	if err != nil {
 		return nil, err
 	}
+	now, err := tx.Now()
+	if err != nil {
+		return nil, err
+	}
+	t := trail{by: by}
 	for i, id := range ids {
-		r, err := b.row(id, reach)
+		r, err := b.row(id, by.Reach)
 		if err != nil {
 			return nil, err
 		}
@@ -362,17 +369,20 @@ func decide(tx Tx, ids []int64, reach *store.Reach, rule func(int64, *lifecycle.
 			errs[i] = err
 			continue
 		}
+		if plan.Kind != lifecycle.KindKeep { // a cancel of a cancelled job changes nothing
+			t.job(now, r, action, detail(r, &plan))
+		}
 		if _, err := b.apply(r, &plan, Change{}); err != nil {
 			return nil, err
 		}
 	}
-	return errs, nil
+	return errs, t.write(tx)
 }
 
-// Update changes jobs in place (lifecycle.Update) for a caller with
-// reach; datas are the items' normalized data. Each item's job is the job
-// as that item left it.
-func Update(tx Tx, ps []store.UpdateParams, datas [][]byte, reach *store.Reach) ([]store.Job, []error, error) {
+// Update changes jobs in place (lifecycle.Update) for caller by; datas
+// are the items' normalized data. Each item's job is the job as that item
+// left it. Each change is recorded with the fields it changed.
+func Update(tx Tx, ps []store.UpdateParams, datas [][]byte, by Caller) ([]store.Job, []error, error) {
 	out, errs := make([]store.Job, len(ps)), make([]error, len(ps))
 	b, err := lockBatch(tx, ids(len(ps), func(i int) int64 { return ps[i].ID }))
 	if err != nil {
@@ -382,8 +392,9 @@ func Update(tx Tx, ps []store.UpdateParams, datas [][]byte, reach *store.Reach) 
 	if err != nil {
 		return nil, nil, err
 	}
+	t := trail{by: by}
 	for i := range ps {
-		r, err := b.row(ps[i].ID, reach)
+		r, err := b.row(ps[i].ID, by.Reach)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -392,6 +403,10 @@ func Update(tx Tx, ps []store.UpdateParams, datas [][]byte, reach *store.Reach) 
 			errs[i] = err
 			continue
 		}
+		before, err := beforeOf(tx, r, ps[i].Priority != nil)
+		if err != nil {
+			return nil, nil, err
+		}
 		j, err := b.apply(r, &plan, Change{})
 		if err != nil {
 			return nil, nil, err
@@ -399,13 +414,15 @@ func Update(tx Tx, ps []store.UpdateParams, datas [][]byte, reach *store.Reach) 
 		if out[i], err = job(tx, r, j); err != nil {
 			return nil, nil, err
 		}
+		t.job(now, r, "update", jobChanges(&before, &out[i], ps[i].Priority != nil, ps[i].Data != nil, now))
 	}
-	return out, errs, nil
+	return out, errs, t.write(tx)
 }
 
-// Resubmit asks for jobs to run again (lifecycle.Resubmit) for a caller
-// with reach; datas are the items' normalized data.
-func Resubmit(tx Tx, ps []store.ResubmitParams, datas [][]byte, reach *store.Reach) ([]store.AddResult, []error, error) {
+// Resubmit asks for jobs to run again (lifecycle.Resubmit) for caller
+// by; datas are the items' normalized data. Each is recorded as a retry
+// (of an ended job), a run now, a hand back or a resubmit.
+func Resubmit(tx Tx, ps []store.ResubmitParams, datas [][]byte, by Caller) ([]store.AddResult, []error, error) {
 	out, errs := make([]store.AddResult, len(ps)), make([]error, len(ps))
 	b, err := lockBatch(tx, ids(len(ps), func(i int) int64 { return ps[i].ID }))
 	if err != nil {
@@ -415,8 +432,9 @@ func Resubmit(tx Tx, ps []store.ResubmitParams, datas [][]byte, reach *store.Rea
 	if err != nil {
 		return nil, nil, err
 	}
+	t := trail{by: by}
 	for i := range ps {
-		r, err := b.row(ps[i].ID, reach)
+		r, err := b.row(ps[i].ID, by.Reach)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -434,6 +452,10 @@ func Resubmit(tx Tx, ps []store.ResubmitParams, datas [][]byte, reach *store.Rea
 				continue
 			}
 		}
+		before, err := beforeOf(tx, r, false)
+		if err != nil {
+			return nil, nil, err
+		}
 		j, err := b.apply(r, &plan, Change{})
 		if err != nil {
 			return nil, nil, err
@@ -442,8 +464,9 @@ func Resubmit(tx Tx, ps []store.ResubmitParams, datas [][]byte, reach *store.Rea
 			return nil, nil, err
 		}
 		out[i].Outcome = plan.Outcome
+		t.job(now, r, resubmitAction(r, &ps[i]), jobChanges(&before, &out[i].Job, false, ps[i].Data != nil, now))
 	}
-	return out, errs, nil
+	return out, errs, t.write(tx)
 }
 
 // keyTaken is the refusal (lifecycle.KeyTaken) of a rename of job r to

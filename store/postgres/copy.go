@@ -38,6 +38,7 @@ var copyColumns = map[string][]string{
 
 // notCopied are the tables and columns a copy leaves out, and why.
 var notCopied = map[string]string{
+	"audit":                "the audit trail stays with the deployment that recorded it: a copy starts a trail of its own (docs/concepts.md)",
 	"groups.pending":       "counted from the jobs loaded",
 	"schema_migrations":    "the destination's schema is its own, migrated when it opens",
 	"job_logs":             "per-job logs are diagnostics of runs on the source; a copy starts without them",

@@ -518,7 +518,7 @@ func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]stor
 	var errs []error
 	err = s.inTx(ctx, "resubmit", func(t *txn) error {
 		var err error
-		out, errs, err = engine.Resubmit(t, ps, datas, store.ReachOf(ctx))
+		out, errs, err = engine.Resubmit(t, ps, datas, engine.CallerOf(ctx))
 		return err
 	})
 	if err != nil {
@@ -546,11 +546,11 @@ func (s *Store) Remove(ctx context.Context, ids []int64) ([]error, error) {
 
 // decide runs a producer's operation on jobs by id (engine.Cancel,
 // engine.Remove) in one transaction, with per-item errors.
-func (s *Store) decide(ctx context.Context, op string, ids []int64, run func(engine.Tx, []int64, *store.Reach) ([]error, error)) ([]error, error) {
+func (s *Store) decide(ctx context.Context, op string, ids []int64, run func(engine.Tx, []int64, engine.Caller) ([]error, error)) ([]error, error) {
 	var errs []error
 	err := s.inTx(ctx, op, func(t *txn) error {
 		var err error
-		errs, err = run(t, ids, store.ReachOf(ctx))
+		errs, err = run(t, ids, engine.CallerOf(ctx))
 		return err
 	})
 	if err != nil {
@@ -1345,7 +1345,11 @@ func (s *Store) Retire(ctx context.Context, now time.Time, limit int) (int, erro
 	var n int64
 	err = s.inTxOn(ctx, "retire ended jobs", conn, func(t *txn) error {
 		var err error
-		_, err = t.row("retire", []any{us(delta), us(store.DefaultRetention), max(limit, 1)}, &n)
+		if _, err = t.row("retire", []any{us(delta), us(store.DefaultRetention), max(limit, 1)}, &n); err != nil {
+			return err
+		}
+		// The audit trail is bounded by its age, in the same sweep.
+		_, err = t.run("retire_audit", us(delta), us(store.AuditRetention), max(limit, 1))
 		return err
 	})
 	l.lastSweep = time.Now()
@@ -1365,7 +1369,7 @@ func (s *Store) Update(ctx context.Context, ps []store.UpdateParams) ([]store.Jo
 	var errs []error
 	err = s.inTx(ctx, "update", func(t *txn) error {
 		var err error
-		out, errs, err = engine.Update(t, ps, datas, store.ReachOf(ctx))
+		out, errs, err = engine.Update(t, ps, datas, engine.CallerOf(ctx))
 		return err
 	})
 	if err != nil {

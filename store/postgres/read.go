@@ -346,38 +346,45 @@ func (s *Store) TypeConfigs(ctx context.Context) ([]store.TypeConfig, error) {
 	var out []store.TypeConfig
 	err := s.read(ctx, "type configs", func(t *txn) error {
 		out = out[:0]
-		r, err := t.rows("type_configs")
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		for r.Next() {
-			var c store.TypeConfig
-			var us, high, low, gmax, ret, fret, tmax, timeout, rn, rper, burst int64
-			if err := r.Scan(&c.Type, &us, &high, &low, &gmax, &c.Paused, &ret, &fret, &tmax, &timeout, &rn, &rper, &burst); err != nil {
-				return err
-			}
-			c.Rate = store.Rate{N: int(rn), Per: time.Duration(rper) * time.Microsecond}
-			c.Burst = int(burst)
-			c.Bands = store.Bands{High: int(high), Low: int(low)}
-			c.GroupMaxRunning = int(gmax)
-			c.MaxRunning = int(tmax)
-			c.Timeout = time.Duration(timeout) * time.Microsecond
-			c.LeaseTimeout = time.Duration(us) * time.Microsecond
-			c.Retention = cmp.Or(time.Duration(ret)*time.Microsecond, store.DefaultRetention)
-			c.FailedRetention = time.Duration(fret) * time.Microsecond
-			if c.LeaseTimeout == 0 {
-				c.LeaseTimeout = store.DefaultLeaseTimeout
-			}
-			out = append(out, c)
-		}
-		return r.Err()
+		var err error
+		out, err = scanTypeConfigs(t.rows("type_configs"))
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	slices.SortFunc(out, func(a, b store.TypeConfig) int { return cmp.Compare(a.Type, b.Type) })
 	return out, nil
+}
+
+// scanTypeConfigs reads the rows of type_configs.
+func scanTypeConfigs(r rows, err error) ([]store.TypeConfig, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var out []store.TypeConfig
+	for r.Next() {
+		var c store.TypeConfig
+		var us, high, low, gmax, ret, fret, tmax, timeout, rn, rper, burst int64
+		if err := r.Scan(&c.Type, &us, &high, &low, &gmax, &c.Paused, &ret, &fret, &tmax, &timeout, &rn, &rper, &burst); err != nil {
+			return nil, err
+		}
+		c.Rate = store.Rate{N: int(rn), Per: time.Duration(rper) * time.Microsecond}
+		c.Burst = int(burst)
+		c.Bands = store.Bands{High: int(high), Low: int(low)}
+		c.GroupMaxRunning = int(gmax)
+		c.MaxRunning = int(tmax)
+		c.Timeout = time.Duration(timeout) * time.Microsecond
+		c.LeaseTimeout = time.Duration(us) * time.Microsecond
+		c.Retention = cmp.Or(time.Duration(ret)*time.Microsecond, store.DefaultRetention)
+		c.FailedRetention = time.Duration(fret) * time.Microsecond
+		if c.LeaseTimeout == 0 {
+			c.LeaseTimeout = store.DefaultLeaseTimeout
+		}
+		out = append(out, c)
+	}
+	return out, r.Err()
 }
 
 // ---- known types ----

@@ -3,10 +3,12 @@ package sqlite
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/rotajobs/rota/internal/engine"
 	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/internal/rules/fair"
 	"github.com/rotajobs/rota/store"
@@ -36,44 +38,67 @@ type bucketKey struct {
 }
 
 func (s *Store) loadConfig() error {
-	rows, err := s.reader.Query(stmt("type_configs"))
+	types, err := scanTypeConfigs(s.reader.Query(stmt("type_configs")))
 	if err != nil {
 		return fmt.Errorf("sqlite: load types: %w", err)
 	}
+	s.types = types
+	groups, err := scanGroupConfigs(s.reader.Query(stmt("group_configs")))
+	if err != nil {
+		return fmt.Errorf("sqlite: load group settings: %w", err)
+	}
+	s.groups = groups
+	return nil
+}
+
+// scanTypeConfigs reads the rows of type_configs.
+func scanTypeConfigs(rows *sql.Rows, err error) (map[string]typeConfig, error) {
+	if err != nil {
+		return nil, err
+	}
 	defer rows.Close()
+	out := map[string]typeConfig{}
 	for rows.Next() {
 		var name string
 		var lt, ret, fret, timeout, per int64
 		var c typeConfig
 		if err := rows.Scan(&name, &lt, &c.bands.High, &c.bands.Low, &c.groupMaxRunning, &c.paused, &ret, &fret, &c.maxRunning, &timeout,
 			&c.rate.N, &per, &c.burst); err != nil {
-			return fmt.Errorf("sqlite: load types: %w", err)
+			return nil, err
 		}
 		c.lease = time.Duration(lt) * time.Microsecond
 		c.rate.Per = time.Duration(per) * time.Microsecond
 		c.retention = time.Duration(ret) * time.Microsecond
 		c.failedRetention = time.Duration(fret) * time.Microsecond
 		c.timeout = time.Duration(timeout) * time.Microsecond
-		s.types[name] = c
+		out[name] = c
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("sqlite: load types: %w", err)
-	}
-	grows, err := s.reader.Query(stmt("group_configs"))
+	return out, rows.Err()
+}
+
+// scanGroupConfigs reads the rows of group_configs.
+func scanGroupConfigs(rows *sql.Rows, err error) (map[groupKey]store.GroupConfig, error) {
 	if err != nil {
-		return fmt.Errorf("sqlite: load group settings: %w", err)
+		return nil, err
 	}
-	defer grows.Close()
-	for grows.Next() {
+	defer rows.Close()
+	out := map[groupKey]store.GroupConfig{}
+	for rows.Next() {
 		var c store.GroupConfig
 		var per int64
-		if err := grows.Scan(&c.Group, &c.Type, &c.MaxRunning, &c.Weight, &c.Paused, &c.Rate.N, &per, &c.Burst); err != nil {
-			return fmt.Errorf("sqlite: load group settings: %w", err)
+		if err := rows.Scan(&c.Group, &c.Type, &c.MaxRunning, &c.Weight, &c.Paused, &c.Rate.N, &per, &c.Burst); err != nil {
+			return nil, err
 		}
 		c.Rate.Per = time.Duration(per) * time.Microsecond
-		s.groups[groupKey{c.Group, c.Type}] = c
+		out[groupKey{c.Group, c.Type}] = c
 	}
-	return grows.Err()
+	return out, rows.Err()
+}
+
+// settings is c as store.TypeConfig, for type typ.
+func (c typeConfig) settings(typ string) store.TypeConfig {
+	return store.TypeConfig{Type: typ, LeaseTimeout: c.lease, Bands: c.bands, GroupMaxRunning: c.groupMaxRunning, MaxRunning: c.maxRunning,
+		Paused: c.paused, Retention: c.retention, FailedRetention: c.failedRetention, Timeout: c.timeout, Rate: c.rate, Burst: c.burst}
 }
 
 func (s *Store) typeConfig(typ string) typeConfig {
@@ -202,7 +227,21 @@ func (s *Store) SetTypeConfig(ctx context.Context, c store.TypeConfig) error {
 		return err
 	}
 	err := s.write(ctx, true, func(w *txn) error {
-		_, err := w.run("set_type_config",
+		// The settings as they were, read in the transaction that
+		// changes them, for the audit trail.
+		types, err := scanTypeConfigs(w.rows("type_configs"))
+		if err != nil {
+			return err
+		}
+		var old *store.TypeConfig
+		if tc, ok := types[c.Type]; ok {
+			o := tc.settings(c.Type)
+			old = &o
+		}
+		if err := engine.TypeConfigChanged(w, old, c, engine.CallerOf(ctx)); err != nil {
+			return err
+		}
+		_, err = w.run("set_type_config",
 			c.Type, c.LeaseTimeout.Microseconds(), c.Bands.High, c.Bands.Low, c.GroupMaxRunning, c.Paused,
 			c.Retention.Microseconds(), c.FailedRetention.Microseconds(), micros(w.now), c.MaxRunning, c.Timeout.Microseconds(),
 			c.Rate.N, c.Rate.Per.Microseconds(), c.Burst)
@@ -247,11 +286,22 @@ func (s *Store) SetGroupConfig(ctx context.Context, c store.GroupConfig) error {
 	}
 	remove := c.MaxRunning == 0 && c.Weight == 0 && !c.Paused && c.Rate.IsZero()
 	err := s.write(ctx, true, func(w *txn) error {
+		groups, err := scanGroupConfigs(w.rows("group_configs"))
+		if err != nil {
+			return err
+		}
+		var old *store.GroupConfig
+		if gc, ok := groups[groupKey{c.Group, c.Type}]; ok {
+			old = &gc
+		}
+		if err := engine.GroupConfigChanged(w, old, c, engine.CallerOf(ctx)); err != nil {
+			return err
+		}
 		if remove {
 			_, err := w.run("delete_group_config", c.Group, c.Type)
 			return err
 		}
-		_, err := w.run("set_group_config",
+		_, err = w.run("set_group_config",
 			c.Group, c.Type, c.MaxRunning, c.Weight, c.Paused, c.Rate.N, c.Rate.Per.Microseconds(), c.Burst)
 		return err
 	})

@@ -29,6 +29,7 @@ var copyColumns = map[string][]string{
 
 // notCopied are the tables and columns a copy leaves out, and why.
 var notCopied = map[string]string{
+	"rota_audit":            "the audit trail stays with the deployment that recorded it: a copy starts a trail of its own (docs/concepts.md)",
 	"rota_jobs.bulk":        "unused since migration 0014",
 	"rota_groups.pending":   "counted from the jobs loaded",
 	"rota_groups.running":   "counted from the jobs loaded",

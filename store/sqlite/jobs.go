@@ -616,7 +616,7 @@ func (s *Store) Resubmit(ctx context.Context, ps []store.ResubmitParams) ([]stor
 	var errs []error
 	err = s.write(ctx, true, func(w *txn) error {
 		var err error
-		out, errs, err = engine.Resubmit(w, ps, datas, store.ReachOf(ctx))
+		out, errs, err = engine.Resubmit(w, ps, datas, engine.CallerOf(ctx))
 		return err
 	})
 	if err != nil {
@@ -644,11 +644,11 @@ func (s *Store) Remove(ctx context.Context, ids []int64) ([]error, error) {
 
 // decide runs a producer's operation on jobs by id (engine.Cancel,
 // engine.Remove) in one transaction, with per-item errors.
-func (s *Store) decide(ctx context.Context, ids []int64, op func(engine.Tx, []int64, *store.Reach) ([]error, error)) ([]error, error) {
+func (s *Store) decide(ctx context.Context, ids []int64, op func(engine.Tx, []int64, engine.Caller) ([]error, error)) ([]error, error) {
 	var errs []error
 	err := s.write(ctx, true, func(w *txn) error {
 		var err error
-		errs, err = op(w, ids, store.ReachOf(ctx))
+		errs, err = op(w, ids, engine.CallerOf(ctx))
 		return err
 	})
 	if err != nil {
@@ -1103,7 +1103,14 @@ func (s *Store) Retire(ctx context.Context, now time.Time, limit int) (int, erro
 				return fmt.Errorf("sqlite: retire ended jobs: %w", err)
 			}
 		}
-		return w.removeLogs(ids)
+		if err := w.removeLogs(ids); err != nil {
+			return err
+		}
+		// The audit trail is bounded by its age, in the same sweep.
+		if _, err := w.run("retire_audit", micros(now.Add(-store.AuditRetention)), max(limit, 1)); err != nil {
+			return fmt.Errorf("sqlite: retire audit records: %w", err)
+		}
+		return nil
 	})
 	return n, err
 }
@@ -1118,7 +1125,7 @@ func (s *Store) Update(ctx context.Context, ps []store.UpdateParams) ([]store.Jo
 	var errs []error
 	err = s.write(ctx, true, func(w *txn) error {
 		var err error
-		out, errs, err = engine.Update(w, ps, datas, store.ReachOf(ctx))
+		out, errs, err = engine.Update(w, ps, datas, engine.CallerOf(ctx))
 		return err
 	})
 	if err != nil {

@@ -79,6 +79,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Batches", func(t *testing.T) { testBatches(t, open) })
 	t.Run("FastPath", func(t *testing.T) { testFastPath(t, open) })
 	t.Run("Logs", func(t *testing.T) { testLogs(t, open) })
+	t.Run("Audit", func(t *testing.T) { testAudit(t, open) })
 	t.Run("Close", func(t *testing.T) { testClose(t, open) })
 }
 

@@ -7,7 +7,7 @@ from ._base import Model, RotaError
 
 API_VERSION = "1"
 # The SHA-256 of the document this module was generated from.
-OPENAPI_SHA256 = "02ef1b090bc332afab65297faf4f9d701024fb9cb69cc45fe77e9a3a682cd0ab"
+OPENAPI_SHA256 = "0c4d7a29c17afcc929559de7b81547843cc05faa26f1923092ee8fee6b2a5ca1"
 
 # What a job added after others does when one of them fails for good, is cancelled or is removed.
 DEP_POLICIES = ("cancel", "run")
@@ -636,6 +636,34 @@ class HeartbeatResult(Model):
     resubmit = False
 
 
+class HistoryEntry(Model):
+    """One line of a job's history: a fact of its row, or an audit record of a change someone made."""
+
+    _fields = {
+        "action": "json",
+        "actor": "json",
+        "at": "time",
+        "audited": "json",
+        "detail": "json",
+    }
+    _required = ("action", "at")
+    action = ""
+    actor = ""
+    at = None
+    audited = False
+    detail = ""
+
+
+class HistoryResponse(Model):
+    """A job's history, oldest first."""
+
+    _fields = {
+        "history": "[HistoryEntry]",
+    }
+    _required = ("history",)
+    history = ()
+
+
 class ItemResult(Model):
     """One item's answer in a batch finish."""
 
@@ -965,6 +993,7 @@ ROUTES = {
     "finishJob": ("POST", "/v1/jobs/{id}/finish", ()),
     "getJob": ("GET", "/v1/jobs/{id}", ("wait", "state")),
     "getJobDeps": ("GET", "/v1/jobs/{id}/deps", ("limit",)),
+    "getJobHistory": ("GET", "/v1/jobs/{id}/history", ()),
     "getJobLogs": ("GET", "/v1/jobs/{id}/logs", ("attempt", "after", "limit")),
     "healthz": ("GET", "/healthz", ()),
     "heartbeatBatch": ("POST", "/v1/heartbeat", ()),

@@ -167,6 +167,15 @@ def deps(id, limit=None):
     return Request(method, path, None, lambda s, b: m.DepsResponse.from_json(_loads(b)))
 
 
+def history(id):
+    """The job's history, oldest first: what its row tells (added, each
+    attempt's start and error, its end) and the audit trail, every change
+    made to it and to its type's and group's settings with the name of the
+    token that made it (HistoryEntry: at, action, actor, audited, detail)."""
+    method, path = _route("getJobHistory", id=_check_id(id))
+    return Request(method, path, None, lambda s, b: list(m.HistoryResponse.from_json(_loads(b)).history))
+
+
 def get_by_key(type, key, group=""):
     """The job of type with key in group (a key is unique within a type and
     a group; "" is the default group)."""
@@ -434,7 +443,7 @@ def make_finish_reader(n):
 # The operationId each call above sends, so that a test can check every
 # route of the document has a call.
 OPERATIONS = {
-    "add": "addJobs", "add_many": "addJobs", "get": "getJob", "deps": "getJobDeps", "get_by_key": "listJobs", "get_many": "listJobs",
+    "add": "addJobs", "add_many": "addJobs", "get": "getJob", "deps": "getJobDeps", "history": "getJobHistory", "get_by_key": "listJobs", "get_many": "listJobs",
     "list_jobs": "listJobs", "update": "updateJob", "cancel": "cancelJob", "resubmit": "resubmitJob",
     "remove": "removeJob", "stats": "stats", "types": "listTypes", "set_type": "setType", "groups": "listGroups",
     "set_group": "setGroup", "tokens": "listTokens", "create_token": "createToken", "revoke_token": "revokeToken",

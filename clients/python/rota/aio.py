@@ -243,6 +243,7 @@ class AsyncClient:
     add = _acall(_ops.add, "add")
     add_many = _acall(_ops.add_many, "add_many")
     get = _acall(_ops.get, "get")
+    history = _acall(_ops.history, "history")
     get_by_key = _acall(_ops.get_by_key, "get_by_key")
     deps = _acall(_ops.deps, "deps")
     get_many = _acall(_ops.get_many, "get_many")

@@ -102,6 +102,7 @@ class Client:
     add = _call(_ops.add, "add")
     add_many = _call(_ops.add_many, "add_many")
     get = _call(_ops.get, "get")
+    history = _call(_ops.history, "history")
     get_by_key = _call(_ops.get_by_key, "get_by_key")
     deps = _call(_ops.deps, "deps")
     get_many = _call(_ops.get_many, "get_many")

@@ -148,6 +148,31 @@ def test_update_cancel_resubmit_remove(client, typ):
         client.get(0)
 
 
+def test_history_names_the_token_of_each_change(own_server):
+    """A job's history shows each change with the name of the token that
+    made it; a token of another tenant finds no such job."""
+    admin = "admin-secret-token-0123456789"
+    s = own_server("--auth-token", admin)
+    root = rota.Client(s.url, token=admin)
+    alice = rota.Client(s.url, token=root.create_token("alice", groups=["acme"]).secret)
+    bob = rota.Client(s.url, token=root.create_token("bob", groups=["acme"]).secret)
+    eve = rota.Client(s.url, token=root.create_token("eve", groups=["globex"]).secret)
+    job = alice.add("invoice", {"n": 1}, group="acme")
+    alice.update(job.id, priority=5)
+    bob.cancel(job.id)
+    root.resubmit(job.id)
+    history = bob.history(job.id)
+    assert history[0].action == "added" and not history[0].audited
+    assert [(e.action, e.actor, e.detail) for e in history if e.audited] == [
+        ("update", "alice", "priority 0 \u2192 5"),
+        ("cancel", "bob", "pending \u2192 cancelled"),
+        ("retry", "admin", "cancelled \u2192 pending"),
+    ]
+    assert all(isinstance(e.at, dt.datetime) for e in history)
+    with pytest.raises(rota.NotFoundError):
+        eve.history(job.id)
+
+
 def test_cancel_of_a_completed_job_is_finished_error(client, typ):
     job = client.add(typ)
     [leased] = client.accept([typ])

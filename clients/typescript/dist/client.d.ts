@@ -1,4 +1,4 @@
-import type { AcceptRequest, AppendLogsRequest, AppendLogsResponse, GetJobLogsQuery, LogsResponse, AddRequest, CreateTokenRequest, CreateTokenResponse, DepsResponse, Event, FinishItem, GroupConfig, HeartbeatItem, HeartbeatResult, Job, ListJobsQuery, ListResponse, Outcome, ResubmitRequest, State, StatsResponse, Token, TypeConfig, UpdateRequest } from "./openapi.js";
+import type { AcceptRequest, AppendLogsRequest, AppendLogsResponse, GetJobLogsQuery, LogsResponse, AddRequest, CreateTokenRequest, CreateTokenResponse, DepsResponse, Event, FinishItem, GroupConfig, HeartbeatItem, HeartbeatResult, HistoryEntry, Job, ListJobsQuery, ListResponse, Outcome, ResubmitRequest, State, StatsResponse, Token, TypeConfig, UpdateRequest } from "./openapi.js";
 import { RotaError } from "./errors.js";
 import { Transport } from "./transport.js";
 /** ClientOptions says where the server is and how to reach it. */
@@ -92,6 +92,17 @@ export declare class Client {
         limit?: number;
         signal?: AbortSignal;
     }): Promise<DepsResponse>;
+    /**
+     * history answers a job's history, oldest first: what its row tells (added,
+     * each attempt's start and error, its end) and the audit trail, every change
+     * made to it and to its type's and group's settings, with the name of the
+     * token that made it (actor) and what changed (detail). A removed job's
+     * history is its audit records; a job out of the token's reach is a
+     * NotFoundError.
+     */
+    history(id: number, opts?: {
+        signal?: AbortSignal;
+    }): Promise<HistoryEntry[]>;
     /** list answers one page of jobs; pass next_cursor back as cursor for the next. */
     list(query?: ListInput, opts?: {
         signal?: AbortSignal;

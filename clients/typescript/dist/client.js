@@ -84,6 +84,17 @@ export class Client {
             q.append("limit", String(opts.limit));
         return this.op("getJobDeps", { id: jobID(id) }, { query: q, signal: opts.signal });
     }
+    /**
+     * history answers a job's history, oldest first: what its row tells (added,
+     * each attempt's start and error, its end) and the audit trail, every change
+     * made to it and to its type's and group's settings, with the name of the
+     * token that made it (actor) and what changed (detail). A removed job's
+     * history is its audit records; a job out of the token's reach is a
+     * NotFoundError.
+     */
+    async history(id, opts = {}) {
+        return (await this.op("getJobHistory", { id: jobID(id) }, { signal: opts.signal })).history;
+    }
     /** list answers one page of jobs; pass next_cursor back as cursor for the next. */
     async list(query = {}, opts = {}) {
         const q = new URLSearchParams();

@@ -730,6 +730,45 @@ export interface HeartbeatResult {
     error?: Error;
 }
 /**
+ * One line of a job's history: a fact of its row, or an audit record of a
+ * change someone made.
+ */
+export interface HistoryEntry {
+    /**
+     * When it happened (the store's clock).
+     */
+    at: Time;
+    /**
+     * What happened: added, started, attempt failed, ended (the job's own life);
+     * cancel, remove, update, retry, run now, resubmit, hand back (a change of the
+     * job); pause type, resume type, set type, pause group, resume group, set
+     * group (a change of its type's or group's settings).
+     */
+    action: string;
+    /**
+     * Who made the change: a token's name ("admin" for the admin token), the peer
+     * of a Bedrock connection, or what a program named; absent for the job's own
+     * life.
+     */
+    actor?: string;
+    /**
+     * The line is an audit record (a change someone made) rather than a fact of
+     * the job's row.
+     */
+    audited?: boolean;
+    /**
+     * What the change did, such as "priority 0 → 5" or "pending → cancelled"; an
+     * attempt's error.
+     */
+    detail?: string;
+}
+/**
+ * A job's history, oldest first.
+ */
+export interface HistoryResponse {
+    history: HistoryEntry[];
+}
+/**
  * One item's answer in a batch finish.
  */
 export interface ItemResult {
@@ -1333,6 +1372,10 @@ export declare const operations: {
     readonly getJobDeps: {
         readonly method: "GET";
         readonly path: "/v1/jobs/{id}/deps";
+    };
+    readonly getJobHistory: {
+        readonly method: "GET";
+        readonly path: "/v1/jobs/{id}/history";
     };
     readonly getJobLogs: {
         readonly method: "GET";

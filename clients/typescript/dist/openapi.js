@@ -28,6 +28,7 @@ export const operations = {
     finishJob: { method: "POST", path: "/v1/jobs/{id}/finish" },
     getJob: { method: "GET", path: "/v1/jobs/{id}" },
     getJobDeps: { method: "GET", path: "/v1/jobs/{id}/deps" },
+    getJobHistory: { method: "GET", path: "/v1/jobs/{id}/history" },
     getJobLogs: { method: "GET", path: "/v1/jobs/{id}/logs" },
     healthz: { method: "GET", path: "/healthz" },
     heartbeatBatch: { method: "POST", path: "/v1/heartbeat" },

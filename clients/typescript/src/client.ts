@@ -18,6 +18,8 @@ import type {
   HeartbeatItem,
   HeartbeatBatchResponse,
   HeartbeatResult,
+  HistoryEntry,
+  HistoryResponse,
   Job,
   JobResponse,
   ListJobsQuery,
@@ -178,6 +180,18 @@ export class Client {
     const q = new URLSearchParams();
     if (opts.limit !== undefined) q.append("limit", String(opts.limit));
     return this.op<DepsResponse>("getJobDeps", { id: jobID(id) }, { query: q, signal: opts.signal });
+  }
+
+  /**
+   * history answers a job's history, oldest first: what its row tells (added,
+   * each attempt's start and error, its end) and the audit trail, every change
+   * made to it and to its type's and group's settings, with the name of the
+   * token that made it (actor) and what changed (detail). A removed job's
+   * history is its audit records; a job out of the token's reach is a
+   * NotFoundError.
+   */
+  async history(id: number, opts: { signal?: AbortSignal } = {}): Promise<HistoryEntry[]> {
+    return (await this.op<HistoryResponse>("getJobHistory", { id: jobID(id) }, { signal: opts.signal })).history;
   }
 
   /** list answers one page of jobs; pass next_cursor back as cursor for the next. */

@@ -112,6 +112,33 @@ describe("tokens", () => {
     }
   });
 
+  test("a job's history names the token of each change; another tenant's token finds no such job", async () => {
+    const adminClient = server.client();
+    const group = uniq("acme");
+    const names = [uniq("alice"), uniq("bob"), uniq("eve")];
+    const [alice, bob, eve] = await Promise.all(
+      names.map(async (name, i) =>
+        server.client({ token: (await adminClient.createToken({ name, groups: [i < 2 ? group : uniq("globex")] })).secret }),
+      ),
+    );
+    const job = await alice.add({ type: uniq("invoice"), group });
+    await alice.update(job.id, { priority: 5 });
+    await bob.cancel(job.id);
+    await adminClient.resubmit(job.id);
+    const history = await bob.history(job.id);
+    assert.equal(history[0].action, "added");
+    assert.deepEqual(
+      history.filter((e) => e.audited).map((e) => [e.action, e.actor, e.detail]),
+      [
+        ["update", names[0], "priority 0 → 5"],
+        ["cancel", names[1], "pending → cancelled"],
+        ["retry", "admin", "cancelled → pending"],
+      ],
+    );
+    await assert.rejects(eve.history(job.id), NotFoundError);
+    for (const c of [alice, bob, eve, adminClient]) c.close();
+  });
+
   test("a read-only token made with createToken reads but changes nothing", async () => {
     const adminClient = server.client();
     const made = await adminClient.createToken({ name: uniq("reader"), read_only: true });

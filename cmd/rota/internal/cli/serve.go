@@ -291,8 +291,10 @@ func readSettings(path string) (*serverSettings, error) {
 	return &s, nil
 }
 
-// apply stores the settings.
+// apply stores the settings; what they change is recorded in the audit
+// trail as made by the file.
 func (s *serverSettings) apply(ctx context.Context, c *rota.Client) error {
+	ctx = rota.WithActor(ctx, "rota serve --config")
 	for _, t := range s.Types {
 		tc, _ := t.Params()
 		if err := c.SetTypeConfig(ctx, tc); err != nil {

@@ -28,6 +28,6 @@ BEGIN
         INTO tokens, refilled_at, now_us FROM types y WHERE y.name = t;
 END $$;
 
--- Nodes of version 18 keep working beside it (TestChaosUpgrade): they
+-- Nodes of version 19 keep working beside it (TestChaosUpgrade): they
 -- neither read nor write the columns, and do not know the rates.
 -- rota:compatible

@@ -3,8 +3,8 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"time"
 	"slices"
+	"time"
 
 	"github.com/rotajobs/rota/internal/engine"
 	"github.com/rotajobs/rota/internal/rules/check"

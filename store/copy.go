@@ -212,7 +212,7 @@ func hashJob(e enc, j *CopyJob) enc {
 	e = e.bytes(j.Result).bytes(metaJSON(j.Meta)).str(j.Schedule).i(int64(j.Missed)).t(j.Slot).i(int64(j.RetryAfter)).
 		i(j.Parent).b(j.HasChildren).i(j.BedrockID).t(j.CreatedAt).t(j.StartedAt).t(j.PrevStartedAt).t(j.FinishedAt).
 		t(j.UpdatedAt).i(int64(j.LeaseTimeout)).t(j.ResubmitAt).bytes(j.NextData).i(int64(j.Timeout)).t(j.ExpiresAt).b(j.Expired).i(int64(j.UniqueFor)).i(int64(j.Debounce)).
-		b(j.HasDeps).i(int64(j.DepPolicy))
+		b(j.HasDeps).i(int64(j.DepPolicy)).i(j.Batch)
 	return e
 }
 

@@ -202,6 +202,9 @@ type Job struct {
 	// ListParams.Parent).
 	Parent      int64 `json:"parent,omitempty"`
 	HasChildren bool  `json:"has_children,omitempty"`
+	// Batch is the batch the job is a member of (AddParams.Batch), 0 for
+	// none.
+	Batch int64 `json:"batch,omitempty"`
 	// BedrockID is the job's id in Bedrock's protocol (BedrockIDs), 0
 	// until the protocol first names the job.
 	BedrockID int64 `json:"bedrock_id,omitempty"`
@@ -458,6 +461,9 @@ type AddParams struct {
 	// cancelled or is removed: DepCancel (the zero value) cancels it, and
 	// so on down the graph; DepRun runs it once the rest have ended.
 	OnDepFailure DepPolicy
+	// Batch makes the job a member of that batch (Batches), which must
+	// not be done: the batch's callbacks wait for it to end.
+	Batch int64
 	// BedrockID gives the job a Bedrock id in the add's transaction
 	// (BedrockIDs; a job the add finds keeps the one it has), returned in
 	// the result's Job.BedrockID, so that Bedrock's CreateJob is one

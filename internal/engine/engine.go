@@ -116,6 +116,11 @@ func apply(tx Tx, r *lifecycle.Row, p *lifecycle.Plan, c Change) (*store.Job, bo
 		}
 		wide = !deferred
 	}
+	fired, err := batchMember(tx, r, c.From, c.To)
+	if err != nil {
+		return nil, false, err
+	}
+	wide = wide || fired
 	if r.Parent == 0 && !r.HasChildren {
 		return j, wide, nil
 	}
@@ -722,6 +727,9 @@ type Inserter interface {
 // the rest are inserted. Stores insert batches with none of these in
 // one statement instead.
 func Add(tx Inserter, jobs []store.AddParams, datas [][]byte, reach *store.Reach) ([]store.AddResult, error) {
+	if err := JoinBatches(tx, jobs); err != nil {
+		return nil, err
+	}
 	out := make([]store.AddResult, len(jobs))
 	for i := range jobs {
 		p := &jobs[i]
@@ -807,7 +815,7 @@ func Add(tx Inserter, jobs []store.AddParams, datas [][]byte, reach *store.Reach
 		}
 		out[i] = res
 	}
-	return out, nil
+	return out, Joined(tx, jobs, out)
 }
 
 // afterOf is the ids item i of jobs waits for: its After, then its

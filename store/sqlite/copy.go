@@ -34,6 +34,7 @@ var notCopied = map[string]string{
 	"rota_groups.pending":   "counted from the jobs loaded",
 	"rota_groups.running":   "counted from the jobs loaded",
 	"rota_migrations":       "the destination's schema is its own, migrated when it opens",
+	"rota_batches":          "batches are not carried yet: a copied member keeps its batch id, and its ending counts nowhere",
 	"sqlite_sequence":       "carried as CopyBatch.NextID",
 	"rota_job_logs":         "per-job logs are diagnostics of runs on the source; a copy starts without them",
 	"rota_job_log_attempts": "per-job logs are diagnostics of runs on the source; a copy starts without them",
@@ -303,7 +304,7 @@ func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
 			nullStr(j.Schedule), int(j.Missed), nullMicros(j.Slot), nullInt(j.RetryAfter.Microseconds()), nullInt(j.Parent),
 			j.HasChildren, nullInt(j.BedrockID), nullMicros(j.PrevStartedAt), nullInt(j.Timeout.Microseconds()),
 			nullMicros(j.ExpiresAt), j.Expired, nullInt(j.UniqueFor.Microseconds()), nullInt(j.Debounce.Microseconds()),
-			j.HasDeps, int(j.DepPolicy),
+			j.HasDeps, int(j.DepPolicy), nullInt(j.Batch),
 			nullInt(j.LeaseTimeout.Microseconds()), nullMicros(j.ResubmitAt), nullBytes(j.NextData)); err != nil {
 			return fmt.Errorf("sqlite: load job %d: %w", j.ID, err)
 		}

@@ -29,7 +29,7 @@ import (
 const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max,
 	resubmit, resubmit_at, run_at, coalesce(lease_timeout, 0), coalesce(repeat, ''), missed, slot, started_at,
 	coalesce(retry_after, 0), lease_until, coalesce(parent_id, 0), has_children, coalesce(run_limit, run_timeout, 0), expires_at,
-	has_deps, deps_waiting, dep_policy, has_dependants`
+	has_deps, deps_waiting, dep_policy, has_dependants, coalesce(batch_id, 0)`
 
 // Lock reads the rows of jobs ids: the writer's transaction holds the
 // whole database, so a row read is a row locked. It keeps each job's own
@@ -83,7 +83,7 @@ func (w *txn) readRow(id int64) (*lifecycle.Row, time.Duration, error) {
 	err := w.row("read_row", id).Scan(
 		&r.ID, &r.Type, &r.Group, &state, &r.Token, &r.Attempt, &r.MaxAttempts, &base, &maxB,
 		&r.Resubmit, &resubmitAt, &runAt, &lease, &r.Schedule, &r.Missed, &slot, &started, &retryAfter, &leaseUntil,
-		&r.Parent, &r.HasChildren, &timeout, &expiresAt, &r.HasDeps, &r.DepsWaiting, &r.DepPolicy, &r.HasDependants)
+		&r.Parent, &r.HasChildren, &timeout, &expiresAt, &r.HasDeps, &r.DepsWaiting, &r.DepPolicy, &r.HasDependants, &r.Batch)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, 0, nil
 	}
@@ -459,9 +459,12 @@ func (w *txn) KeyHolder(p *store.AddParams) (int64, bool, error) {
 func (w *txn) Insert(p *store.AddParams, data []byte, state store.State) (store.AddResult, error) {
 	now := micros(w.now)
 	runAt := micros(cmp.Or(p.RunAt, w.now))
-	var key, parent any
+	var key, parent, batch any
 	if p.Key != "" {
 		key = p.Key
+	}
+	if p.Batch != 0 {
+		batch = p.Batch
 	}
 	if p.Parent != 0 {
 		parent = p.Parent
@@ -473,7 +476,7 @@ func (w *txn) Insert(p *store.AddParams, data []byte, state store.State) (store.
 	res, err := w.run("insert", p.Type, key, p.Group, p.Priority, int(state), runAt, data, p.MaxAttempts,
 		p.BackoffBase.Microseconds(), p.BackoffMax.Microseconds(), now, now, backend.MetaJSON(p.Meta), repeat, int(p.Missed), slot,
 		nonZero(p.RetryAfter.Microseconds()), parent, nonZero(p.Timeout.Microseconds()), optTime(p.ExpiresAt),
-		nonZero(p.UniqueFor.Microseconds()), nonZero(p.Debounce.Microseconds()))
+		nonZero(p.UniqueFor.Microseconds()), nonZero(p.Debounce.Microseconds()), batch)
 	if !p.ExpiresAt.IsZero() {
 		w.s.deadlineAdds.Add(1)
 	}
@@ -490,7 +493,7 @@ func (w *txn) Insert(p *store.AddParams, data []byte, state store.State) (store.
 		BackoffBase: p.BackoffBase.Truncate(time.Microsecond), BackoffMax: p.BackoffMax.Truncate(time.Microsecond),
 		CreatedAt: fromMicros(now), UpdatedAt: fromMicros(now), Schedule: p.Schedule, Missed: p.Missed,
 		RetryAfter: p.RetryAfter, Timeout: p.Timeout, ExpiresAt: p.ExpiresAt,
-		UniqueFor: p.UniqueFor.Truncate(time.Microsecond), Debounce: p.Debounce.Truncate(time.Microsecond),
+		UniqueFor: p.UniqueFor.Truncate(time.Microsecond), Debounce: p.Debounce.Truncate(time.Microsecond), Batch: p.Batch,
 	}
 	if p.Schedule != "" {
 		j.Slot = j.RunAt
@@ -836,12 +839,19 @@ func (w *txn) completeMany(ps []store.FinishParams, results [][]byte) ([]bool, e
 	defer rows.Close()
 	done := make([]bool, len(ps))
 	ended := map[groupKey]int{}
-	c := newColumns("id", "type", "grp", "run_at")
+	var batches map[int64]int64 // members completed, by batch
+	c := newColumns("id", "type", "grp", "run_at", "batch_id")
 	for rows.Next() {
 		if err := c.scan(rows); err != nil {
 			return nil, fmt.Errorf("sqlite: finish: %w", err)
 		}
 		id, typ, grp, runAt := c.int64(0), c.str(1), c.str(2), c.int64(3)
+		if b := c.int64(4); b != 0 {
+			if batches == nil {
+				batches = map[int64]int64{}
+			}
+			batches[b]++
+		}
 		if c.err != nil {
 			return nil, fmt.Errorf("sqlite: finish: %w", c.err)
 		}
@@ -857,6 +867,11 @@ func (w *txn) completeMany(ps []store.FinishParams, results [][]byte) ([]bool, e
 	for k, n := range ended {
 		if err := w.count(k.typ, k.grp, 0, -n); err != nil {
 			return nil, err
+		}
+	}
+	if batches != nil {
+		if err := engine.BatchesCompleted(w, batches); err != nil {
+			return nil, fmt.Errorf("sqlite: finish: %w", err)
 		}
 	}
 	return done, nil

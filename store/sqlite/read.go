@@ -22,7 +22,7 @@ const jobColumns = `id, type, key, grp, priority, state, run_at, data, attempt, 
 	progress, last_error, errors, result, created_at, started_at, finished_at, updated_at, meta,
 	coalesce(repeat, ''), missed, slot, coalesce(retry_after, 0), coalesce(parent_id, 0), has_children, coalesce(bedrock_id, 0),
 	prev_started_at, coalesce(run_timeout, 0), expires_at, expired, coalesce(unique_for, 0), coalesce(debounce, 0),
-	has_deps, dep_policy`
+	has_deps, dep_policy, coalesce(batch_id, 0)`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -42,7 +42,7 @@ var jobColumnNames = []string{"id", "type", "key", "grp", "priority", "state", "
 	"backoff_base", "backoff_max", "token", "worker", "lease_until", "cancel_requested", "resubmit",
 	"progress", "last_error", "errors", "result", "created_at", "started_at", "finished_at", "updated_at", "meta",
 	"repeat", "missed", "slot", "retry_after", "parent_id", "has_children", "bedrock_id", "prev_started_at", "run_timeout", "expires_at", "expired", "unique_for", "debounce",
-	"has_deps", "dep_policy"}
+	"has_deps", "dep_policy", "batch_id"}
 
 // scanJob reads a row of jobColumns, through columns as the claim does.
 func scanJob(sc scanner) (store.Job, error) {
@@ -76,6 +76,7 @@ func jobFromColumns(c *columns) (store.Job, error) {
 	j.Timeout = time.Duration(c.int64(34)) * time.Microsecond
 	j.ExpiresAt, j.Expired = c.nullTime(35), c.bool(36)
 	j.UniqueFor, j.Debounce = time.Duration(c.int64(37))*time.Microsecond, time.Duration(c.int64(38))*time.Microsecond
+	j.Batch = c.int64(41)
 	j.Parent, j.HasChildren, j.BedrockID = c.int64(30), c.bool(31), c.int64(32)
 	j.PrevStartedAt = c.nullTime(33)
 	j.HasDeps, j.DepPolicy = c.bool(39), store.DepPolicy(c.uint8(40))

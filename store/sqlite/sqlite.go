@@ -447,11 +447,12 @@ var sqlFiles embed.FS
 // to fill in, so they are read once, when the package loads.
 var statements = func() sqlfile.Statements {
 	st, err := sqlfile.Load(sqlFiles, "sql", template.FuncMap{
-		"jobColumns":  func() string { return jobColumns },
-		"rowColumns":  func() string { return rowColumns },
-		"keptFor":     backend.KeptForSQL,
-		"copyColumns": func(table string) string { return strings.Join(copyColumns[table], ", ") },
-		"copyParams":  func(table string) string { return placeholders(len(copyColumns[table])) },
+		"jobColumns":   func() string { return jobColumns },
+		"rowColumns":   func() string { return rowColumns },
+		"batchColumns": func() string { return batchColumns },
+		"keptFor":      backend.KeptForSQL,
+		"copyColumns":  func(table string) string { return strings.Join(copyColumns[table], ", ") },
+		"copyParams":   func(table string) string { return placeholders(len(copyColumns[table])) },
 	})
 	if err != nil {
 		panic("sqlite: " + err.Error())

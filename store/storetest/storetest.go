@@ -77,6 +77,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("AcceptGroups", func(t *testing.T) { testAcceptGroups(t, open) })
 	t.Run("Import", func(t *testing.T) { testImport(t, open) })
 	t.Run("Batches", func(t *testing.T) { testBatches(t, open) })
+	t.Run("JobBatches", func(t *testing.T) { testJobBatches(t, open) })
 	t.Run("FastPath", func(t *testing.T) { testFastPath(t, open) })
 	t.Run("Logs", func(t *testing.T) { testLogs(t, open) })
 	t.Run("Audit", func(t *testing.T) { testAudit(t, open) })

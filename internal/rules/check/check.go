@@ -132,6 +132,9 @@ func Add(p *store.AddParams) ([]byte, error) {
 	if err := checkName("group", p.Group, false); err != nil {
 		return nil, err
 	}
+	if p.Batch < 0 {
+		return nil, Invalidf("batch %d is not valid", p.Batch)
+	}
 	if p.MaxAttempts < 0 {
 		return nil, Invalidf("max_attempts is %d, must not be negative", p.MaxAttempts)
 	}

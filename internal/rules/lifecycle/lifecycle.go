@@ -77,6 +77,9 @@ type Row struct {
 	DepsWaiting   int
 	DepPolicy     store.DepPolicy
 	HasDependants bool
+	// Batch is the batch the job is a member of (0: none): its endings
+	// count there (BatchMove).
+	Batch int64
 }
 
 // Kind is the transition a plan applies. Each store has one way of

@@ -28,11 +28,11 @@ SELECT {{jobColumns}} FROM rota_jobs WHERE id = ?;
 -- ? missed-slot policy, ? slot, ? retry-after (µs, NULL: none),
 -- ? parent id (NULL: none), ? run timeout (µs, NULL: none), ? deadline
 -- (NULL: none), ? unique window (µs, NULL: none), ? debounce (µs, NULL:
--- none).
+-- none), ? batch id (NULL: none).
 INSERT INTO rota_jobs (type, key, grp, priority, state, run_at, data, max_attempts,
 	backoff_base, backoff_max, created_at, updated_at, meta, repeat, missed, slot, retry_after, parent_id, run_timeout, expires_at,
-	unique_for, debounce)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+	unique_for, debounce, batch_id)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: key_holder
 -- The job that holds a key in a type and group.
@@ -78,14 +78,14 @@ INSERT OR IGNORE INTO rota_types (name, lease_timeout, updated_at) VALUES (?, 0,
 -- for each item); each item is a rowid lookup. The caller counts the jobs.
 -- ? finished_at, ? updated_at, ? the items, a JSON array of [id, "token"]
 -- or [id, "token", "hex of the result"].
--- Returns id, type, grp, run_at of each job completed.
+-- Returns id, type, grp, run_at, batch id (0: none) of each job completed.
 UPDATE rota_jobs SET state = 3, result = unhex(j.value->>2), lease_until = NULL,
 	finished_at = ?, updated_at = ?
 	FROM json_each(?) AS j
 	WHERE rota_jobs.id = j.value->>0 AND rota_jobs.token = j.value->>1 AND +rota_jobs.state = 1 AND rota_jobs.resubmit = 0
 		AND rota_jobs.repeat IS NULL AND rota_jobs.parent_id IS NULL AND rota_jobs.has_children = 0
 		AND rota_jobs.has_dependants = 0
-	RETURNING rota_jobs.id, rota_jobs.type, rota_jobs.grp, rota_jobs.run_at;
+	RETURNING rota_jobs.id, rota_jobs.type, rota_jobs.grp, rota_jobs.run_at, coalesce(rota_jobs.batch_id, 0);
 
 -- name: count
 -- Adds to the counts of a group whose row exists: jobs that leave a

@@ -56,6 +56,7 @@ var notCopied = map[string]string{
 	"types.refilled_at":         "a rate's bucket starts full in the destination",
 	"group_config.tokens":       "a rate's bucket starts full in the destination",
 	"group_config.refilled_at":  "a rate's bucket starts full in the destination",
+	"batches":                   "batches are not carried yet: a copied member keeps its batch id, and its ending counts nowhere",
 }
 
 // Export calls fn with everything the schema holds, from one snapshot (a
@@ -283,7 +284,7 @@ func (l *loader) Write(ctx context.Context, b *store.CopyBatch) error {
 			j.UpdatedAt, meta, optString(j.Schedule), int16(j.Missed), optTime(j.Slot), optInt(j.RetryAfter.Microseconds()),
 			optInt(j.Parent), j.HasChildren, optInt(j.BedrockID), optTime(j.PrevStartedAt), optInt(j.Timeout.Microseconds()),
 			optTime(j.ExpiresAt), j.Expired, optInt(j.UniqueFor.Microseconds()), optInt(j.Debounce.Microseconds()),
-			j.HasDeps, int16(j.DepPolicy),
+			j.HasDeps, int16(j.DepPolicy), optInt(j.Batch),
 			optInt(j.LeaseTimeout.Microseconds()), optTime(j.ResubmitAt), optBytes(j.NextData)}
 		if j.State.Terminal() {
 			l.end = append(l.end, row)

@@ -34,7 +34,7 @@ import (
 
 const rowColumns = `id, type, grp, state, coalesce(token, ''), attempt, max_attempts, backoff_base, backoff_max,
 	resubmit, resubmit_at, run_at, coalesce(repeat, ''), missed, slot, started_at, coalesce(retry_after, 0), lease_until,
-	coalesce(parent_id, 0), has_children, coalesce(run_limit, run_timeout, 0), expires_at, has_deps, deps_waiting, dep_policy, has_dependants, now()`
+	coalesce(parent_id, 0), has_children, coalesce(run_limit, run_timeout, 0), expires_at, has_deps, deps_waiting, dep_policy, has_dependants, coalesce(batch_id, 0), now()`
 
 // Lock locks and reads the jobs with these ids (engine.Tx). A job moving between the
 // hot and the ended table while this waits for its lock is looked for
@@ -95,7 +95,7 @@ func scanRows(r rows, err error, at *time.Time) ([]*lifecycle.Row, error) {
 		var now time.Time
 		if err := r.Scan(&x.ID, &x.Type, &x.Group, &state, &x.Token, &attempt, &maxAttempts,
 			&base, &maxB, &x.Resubmit, &resubmitAt, &x.RunAt, &x.Schedule, &missed, &slot, &started, &retryAfter, &leaseUntil,
-			&x.Parent, &x.HasChildren, &timeout, &expiresAt, &x.HasDeps, &depsWaiting, &depPolicy, &x.HasDependants, &now); err != nil {
+			&x.Parent, &x.HasChildren, &timeout, &expiresAt, &x.HasDeps, &depsWaiting, &depPolicy, &x.HasDependants, &x.Batch, &now); err != nil {
 			return nil, err
 		}
 		if at != nil && at.IsZero() {
@@ -149,7 +149,7 @@ func (s *Store) Add(ctx context.Context, jobs []store.AddParams) ([]store.AddRes
 		return withBedrockIDs(jobs, out, t.bedrockIDs)
 	}
 	if slices.ContainsFunc(jobs, func(p store.AddParams) bool {
-		return p.Key != "" || p.Unique || p.UniqueFor > 0 || p.Parent != 0 || p.BedrockID || len(p.After) > 0 || len(p.AfterKeys) > 0
+		return p.Key != "" || p.Unique || p.UniqueFor > 0 || p.Parent != 0 || p.BedrockID || len(p.After) > 0 || len(p.AfterKeys) > 0 || p.Batch != 0
 	}) {
 		if err := s.inTx(ctx, "add", run); err != nil {
 			return nil, err
@@ -242,6 +242,9 @@ func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]
 			}
 		}
 	}
+	if err := engine.JoinBatches(t, jobs); err != nil {
+		return nil, err
+	}
 	target := make([]int64, len(jobs))   // the job an item re-adds
 	insertedBy := make([]int, len(jobs)) // or the earlier item whose insert it re-adds, plus one
 	first := map[typeKey]int{}
@@ -287,6 +290,9 @@ func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]
 			return nil, err
 		}
 		delete(held, id) // an item after this one reads it as this one left it
+	}
+	if err := engine.Joined(t, jobs, out); err != nil {
+		return nil, err
 	}
 	if !t.user {
 		t.after = append(t.after, func() { t.s.addTypes(newTypes) })
@@ -435,12 +441,12 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 	}
 	parents, timeouts := make([]int64, n), make([]int64, n)
 	deadlines := make([]*time.Time, n)
-	uniqueFors, debounces := make([]int64, n), make([]int64, n)
+	uniqueFors, debounces, batches := make([]int64, n), make([]int64, n), make([]int64, n)
 	for k, i := range ins {
 		p := &jobs[i]
 		repeats[k], misseds[k], retryAfters[k], parents[k] = optString(p.Schedule), int16(p.Missed), us(p.RetryAfter), p.Parent
 		timeouts[k], deadlines[k] = us(p.Timeout), optTime(p.ExpiresAt)
-		uniqueFors[k], debounces[k] = us(p.UniqueFor), us(p.Debounce)
+		uniqueFors[k], debounces[k], batches[k] = us(p.UniqueFor), us(p.Debounce), p.Batch
 		if err := engine.FirstRun(t, p); err != nil {
 			return err
 		}
@@ -456,7 +462,7 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 		newTypes = []string{}
 	}
 	args := []any{newTypes, types, keys, grps, prios, runAts, ds, maxAtts, bases, maxBs, metas, repeats, misseds, retryAfters, states, parents, timeouts, deadlines,
-		uniqueFors, debounces}
+		uniqueFors, debounces, batches}
 	var r rows
 	var err error
 	if t.deferCounts {
@@ -490,7 +496,7 @@ func (t *txn) insert(jobs []store.AddParams, datas [][]byte, ins []int, newTypes
 			BackoffBase: p.BackoffBase.Truncate(time.Microsecond), BackoffMax: p.BackoffMax.Truncate(time.Microsecond),
 			CreatedAt: created.UTC(), UpdatedAt: created.UTC(), Schedule: p.Schedule, Missed: p.Missed,
 			RetryAfter: p.RetryAfter, Timeout: p.Timeout, ExpiresAt: p.ExpiresAt,
-			UniqueFor: p.UniqueFor.Truncate(time.Microsecond), Debounce: p.Debounce.Truncate(time.Microsecond),
+			UniqueFor: p.UniqueFor.Truncate(time.Microsecond), Debounce: p.Debounce.Truncate(time.Microsecond), Batch: p.Batch,
 		}
 		if p.Schedule != "" {
 			j.Slot = j.RunAt
@@ -955,7 +961,7 @@ const endedColumns = `id, type, key, grp, priority, state, run_at, attempt, max_
 	lease_timeout, lease_until, token, worker, cancel_requested, resubmit, resubmit_at, progress, created_at,
 	started_at, finished_at, updated_at, retry_after, parent_id, repeat, data, next_data, result, last_error, errors, meta,
 	missed, slot, has_children, bedrock_id, prev_started_at, run_timeout, expires_at, expired, unique_for, debounce,
-	has_deps, deps_waiting, dep_policy, has_dependants`
+	has_deps, deps_waiting, dep_policy, has_dependants, batch_id`
 
 // Now is the transaction's now(), which every statement of it writes
 // (engine.Tx): read with the rows it locked (scanRows), or asked for when

@@ -332,6 +332,7 @@ func loadStatements(schema, channel string) (sqlfile.Statements, error) {
 		"jobColumns":   func() string { return jobColumns },
 		"endedColumns": func() string { return endedColumns },
 		"rowColumns":   func() string { return rowColumns },
+		"batchColumns": func() string { return batchColumns },
 		"keptFor":      backend.KeptForSQL,
 		"copyColumns":  func(table string) string { return strings.Join(copyColumns[table], ", ") },
 		"exportJobColumns": func() string {

@@ -27,7 +27,7 @@ const jobColumns = `id, type, key, grp, priority, state, run_at, data, attempt, 
 	progress, last_error, errors::text, result, created_at, started_at, finished_at, updated_at, meta,
 	repeat, missed, slot, retry_after, parent_id, has_children, bedrock_id, prev_started_at, run_timeout, expires_at, expired,
 	unique_for, debounce,
-	has_deps, dep_policy`
+	has_deps, dep_policy, batch_id`
 
 func prefixed(prefix, cols string) string {
 	parts := strings.Split(cols, ",")
@@ -63,24 +63,24 @@ func nullTime(t sql.NullTime) time.Time {
 // claims. Nullable columns scan into pgx's own types, not database/sql's,
 // which go through its Scanner interface, a conversion per column.
 type jobScan struct {
-	id                                int64
-	typ, group                        string
-	key, token, worker, lastErr, errs pgtype.Text
-	meta, repeat                      pgtype.Text
-	leaseUntil, started, finished     pgtype.Timestamptz
-	slot, prev, expiresAt             pgtype.Timestamptz
-	retryAfter, parent, bedrockID     pgtype.Int8
-	timeout, uniqueFor, debounce      pgtype.Int8
-	runAt, created, updated           time.Time
-	base, maxB, prio, attempt, maxAtt int64
-	state, missed                     int16
-	cancelRequested, resubmit, kids   bool
-	expired                           bool
-	hasDeps                           bool
-	depPolicy                         int16
-	progress                          float64
-	data, result                      []byte
-	dest                              []any
+	id                                  int64
+	typ, group                          string
+	key, token, worker, lastErr, errs   pgtype.Text
+	meta, repeat                        pgtype.Text
+	leaseUntil, started, finished       pgtype.Timestamptz
+	slot, prev, expiresAt               pgtype.Timestamptz
+	retryAfter, parent, bedrockID       pgtype.Int8
+	timeout, uniqueFor, debounce, batch pgtype.Int8
+	runAt, created, updated             time.Time
+	base, maxB, prio, attempt, maxAtt   int64
+	state, missed                       int16
+	cancelRequested, resubmit, kids     bool
+	expired                             bool
+	hasDeps                             bool
+	depPolicy                           int16
+	progress                            float64
+	data, result                        []byte
+	dest                                []any
 }
 
 func newJobScan(extra ...any) *jobScan {
@@ -89,7 +89,7 @@ func newJobScan(extra ...any) *jobScan {
 		&s.base, &s.maxB, &s.token, &s.worker, &s.leaseUntil, &s.cancelRequested, &s.resubmit,
 		&s.progress, &s.lastErr, &s.errs, &s.result, &s.created, &s.started, &s.finished, &s.updated, &s.meta,
 		&s.repeat, &s.missed, &s.slot, &s.retryAfter, &s.parent, &s.kids, &s.bedrockID, &s.prev, &s.timeout, &s.expiresAt, &s.expired,
-		&s.uniqueFor, &s.debounce, &s.hasDeps, &s.depPolicy}, extra...)
+		&s.uniqueFor, &s.debounce, &s.hasDeps, &s.depPolicy, &s.batch}, extra...)
 	return s
 }
 
@@ -107,6 +107,7 @@ func (s *jobScan) scan(sc scanner, j *store.Job) error {
 	j.ExpiresAt, j.Expired = pgTime(s.expiresAt), s.expired
 	j.UniqueFor = time.Duration(s.uniqueFor.Int64) * time.Microsecond
 	j.Debounce = time.Duration(s.debounce.Int64) * time.Microsecond
+	j.Batch = s.batch.Int64
 	j.Parent, j.BedrockID = s.parent.Int64, s.bedrockID.Int64
 	j.PrevStartedAt = pgTime(s.prev)
 	j.HasDeps, j.DepPolicy = s.hasDeps, store.DepPolicy(s.depPolicy)

@@ -175,7 +175,7 @@ func testJobBatches(t *testing.T, open func(t *testing.T) store.Store) {
 		s := open(t)
 		bs := batchesOf(t, s)
 		b, res, err := bs.AddBatch(t.Context(), store.NewBatch{
-			Jobs: []store.AddParams{{Type: "ok"}, {Type: "bad", MaxAttempts: 1}, {Type: "gone"}, {Type: "stop"}, {Type: "late", MaxAttempts: 1}},
+			Jobs:       []store.AddParams{{Type: "ok"}, {Type: "bad", MaxAttempts: 1}, {Type: "gone"}, {Type: "stop"}, {Type: "late", MaxAttempts: 1}},
 			OnComplete: &store.AddParams{Type: "after"},
 			OnSuccess:  &store.AddParams{Type: "success"},
 		})

@@ -89,19 +89,19 @@ INSERT INTO {{schema}}.types (name, updated_at) VALUES ($1, now()) ON CONFLICT D
 -- $8 max attempts, $9 back-off base (µs), $10 back-off max (µs), $11 meta
 -- (NULL: none), $12 schedule (NULL: none), $13 missed-slot policy,
 -- $14 retry-after (µs, 0: none), $15 state, $16 parent id (0: none), $17 run timeout (µs, 0: none),
--- $18 deadline (NULL: none), $19 unique window (µs, 0: none), $20 debounce (µs, 0: none).
+-- $18 deadline (NULL: none), $19 unique window (µs, 0: none), $20 debounce (µs, 0: none), $21 batch id (0: none).
 -- Returns id, run_at, created_at in the batch's order.
 WITH ty AS (
 	INSERT INTO {{schema}}.types (name, updated_at) SELECT unnest($1::text[]), now() ON CONFLICT DO NOTHING RETURNING 1),
 ins AS (INSERT INTO {{schema}}.jobs (type, key, grp, priority, state, run_at, data, max_attempts, backoff_base, backoff_max, created_at, updated_at, meta,
-	repeat, missed, slot, retry_after, parent_id, run_timeout, expires_at, unique_for, debounce)
+	repeat, missed, slot, retry_after, parent_id, run_timeout, expires_at, unique_for, debounce, batch_id)
 SELECT u.type, u.key, u.grp, u.priority, u.state, coalesce(u.run_at, now()), u.data, u.max_attempts, u.base, u.maxb, now(), now(), u.meta,
 	u.repeat, u.missed, CASE WHEN u.repeat IS NOT NULL THEN coalesce(u.run_at, now()) END, nullif(u.retry_after, 0), nullif(u.parent, 0), nullif(u.run_timeout, 0), u.expires_at,
-	nullif(u.unique_for, 0), nullif(u.debounce, 0)
+	nullif(u.unique_for, 0), nullif(u.debounce, 0), nullif(u.batch, 0)
 FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], $7::bytea[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[],
 	$12::text[], $13::smallint[], $14::bigint[], $15::smallint[], $16::bigint[], $17::bigint[], $18::timestamptz[],
-	$19::bigint[], $20::bigint[])
-	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, repeat, missed, retry_after, state, parent, run_timeout, expires_at, unique_for, debounce, ord)
+	$19::bigint[], $20::bigint[], $21::bigint[])
+	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, repeat, missed, retry_after, state, parent, run_timeout, expires_at, unique_for, debounce, batch, ord)
 WHERE (SELECT count(*) FROM ty) >= 0
 ORDER BY u.ord
 RETURNING id, run_at, created_at, type, grp, state) SELECT id, run_at, created_at FROM ins ORDER BY id;
@@ -113,14 +113,14 @@ RETURNING id, run_at, created_at, type, grp, state) SELECT id, run_at, created_a
 WITH ty AS (
 	INSERT INTO {{schema}}.types (name, updated_at) SELECT unnest($1::text[]), now() ON CONFLICT DO NOTHING RETURNING 1),
 ins AS (INSERT INTO {{schema}}.jobs (type, key, grp, priority, state, run_at, data, max_attempts, backoff_base, backoff_max, created_at, updated_at, meta,
-	repeat, missed, slot, retry_after, parent_id, run_timeout, expires_at, unique_for, debounce)
+	repeat, missed, slot, retry_after, parent_id, run_timeout, expires_at, unique_for, debounce, batch_id)
 SELECT u.type, u.key, u.grp, u.priority, u.state, coalesce(u.run_at, now()), u.data, u.max_attempts, u.base, u.maxb, now(), now(), u.meta,
 	u.repeat, u.missed, CASE WHEN u.repeat IS NOT NULL THEN coalesce(u.run_at, now()) END, nullif(u.retry_after, 0), nullif(u.parent, 0), nullif(u.run_timeout, 0), u.expires_at,
-	nullif(u.unique_for, 0), nullif(u.debounce, 0)
+	nullif(u.unique_for, 0), nullif(u.debounce, 0), nullif(u.batch, 0)
 FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], $7::bytea[], $8::bigint[], $9::bigint[], $10::bigint[], $11::text[],
 	$12::text[], $13::smallint[], $14::bigint[], $15::smallint[], $16::bigint[], $17::bigint[], $18::timestamptz[],
-	$19::bigint[], $20::bigint[])
-	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, repeat, missed, retry_after, state, parent, run_timeout, expires_at, unique_for, debounce, ord)
+	$19::bigint[], $20::bigint[], $21::bigint[])
+	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, repeat, missed, retry_after, state, parent, run_timeout, expires_at, unique_for, debounce, batch, ord)
 WHERE (SELECT count(*) FROM ty) >= 0
 ORDER BY u.ord
 RETURNING id, run_at, created_at, type, grp, state), cnt AS (INSERT INTO {{schema}}.groups AS g (type, grp, pending, turn)
@@ -175,7 +175,9 @@ RETURNING j.id, j.lease_until, j.resubmit, j.type, j.grp;
 
 -- name: complete
 -- Completes, in one statement, the jobs for which lifecycle.Completes
--- holds (running under the item's token, not resubmitted), moving them to
+-- holds (running under the item's token, not resubmitted) and that are in
+-- no batch (a member's ending takes the general path, which counts it in
+-- its batch and may add the batch's callbacks), moving them to
 -- the ended table with their results: the plain completion
 -- lifecycle.Finish would plan for each (its state, result, finished_at).
 -- Items it does not return take the general path.
@@ -183,7 +185,7 @@ RETURNING j.id, j.lease_until, j.resubmit, j.type, j.grp;
 -- Returns id, type, grp, run_at.
 WITH d AS (DELETE FROM {{schema}}.jobs j
 	WHERE j.id = ANY($1::bigint[]) AND j.state + 0 = 1 AND NOT j.resubmit AND j.repeat IS NULL
-		AND j.parent_id IS NULL AND NOT j.has_children AND NOT j.has_dependants AND j.token = $2::jsonb ->> j.id::text
+		AND j.parent_id IS NULL AND NOT j.has_children AND NOT j.has_dependants AND j.batch_id IS NULL AND j.token = $2::jsonb ->> j.id::text
 	RETURNING j.*)
 INSERT INTO {{schema}}.jobs_ended ({{endedColumns}})
 SELECT d.id, d.type, d.key, d.grp, d.priority, 3, d.run_at, d.attempt, d.max_attempts, d.backoff_base, d.backoff_max,
@@ -191,7 +193,7 @@ SELECT d.id, d.type, d.key, d.grp, d.priority, 3, d.run_at, d.attempt, d.max_att
 	d.started_at, now(), now(), d.retry_after, d.parent_id, d.repeat, d.data, d.next_data,
 	convert_to($3::jsonb ->> d.id::text, 'UTF8'), d.last_error, d.errors, d.meta, d.missed, d.slot, d.has_children, d.bedrock_id, d.prev_started_at, d.run_timeout,
 	d.expires_at, d.expired, d.unique_for, d.debounce,
-	d.has_deps, d.deps_waiting, d.dep_policy, d.has_dependants
+	d.has_deps, d.deps_waiting, d.dep_policy, d.has_dependants, d.batch_id
 FROM d RETURNING id, type, grp, run_at;
 
 -- name: children

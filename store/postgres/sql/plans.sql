@@ -19,7 +19,7 @@ SELECT d.id, d.type, d.key, d.grp, d.priority, $2::smallint, d.run_at, d.attempt
 	CASE WHEN $5::boolean THEN coalesce(d.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', d.attempt, 'at', now(), 'error', $4::text))
 		ELSE d.errors END, d.meta, d.missed, d.slot, d.has_children, d.bedrock_id, d.prev_started_at, d.run_timeout,
 	d.expires_at, $8::boolean, d.unique_for, d.debounce,
-	d.has_deps, d.deps_waiting, d.dep_policy, d.has_dependants
+	d.has_deps, d.deps_waiting, d.dep_policy, d.has_dependants, d.batch_id
 FROM d;
 
 -- name: revive
@@ -40,7 +40,7 @@ SELECT d.id, coalesce($13::text, d.type), d.key, d.grp, coalesce($4, d.priority)
 	d.parent_id, CASE WHEN $9::boolean THEN $10::text ELSE d.repeat END, coalesce($3, d.data), d.next_data, NULL, NULL, NULL,
 	coalesce($8, d.meta), coalesce($11::smallint, d.missed), $12::timestamptz, d.has_children, d.bedrock_id, d.prev_started_at, d.run_timeout,
 	$14::timestamptz, false, d.unique_for, d.debounce,
-	d.has_deps, d.deps_waiting, d.dep_policy, false
+	d.has_deps, d.deps_waiting, d.dep_policy, false, d.batch_id
 FROM d RETURNING {{jobColumns}};
 
 -- name: retry

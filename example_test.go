@@ -736,3 +736,66 @@ func ExampleClient_History() {
 	// cancel by alice: pending → cancelled
 	// ended
 }
+
+// Add a batch of jobs with callbacks: "report.merge" runs once every page
+// has ended, whatever the outcome, and sees the batch's counts in its data;
+// "report.mail" only when every page completed.
+func ExampleClient_AddBatch() {
+	path, cleanup := dbPath()
+	defer cleanup()
+	client, err := rota.Open(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+
+	var pages []rota.AddParams
+	for page := 1; page <= 3; page++ {
+		pages = append(pages, rota.AddParams{Type: "report.page", Data: json.RawMessage(fmt.Sprintf(`{"page":%d}`, page))})
+	}
+	batch, _, err := client.AddBatch(ctx, rota.NewBatch{
+		Jobs:       pages,
+		OnComplete: &rota.AddParams{Type: "report.merge", Data: json.RawMessage(`{"report":"q3"}`)},
+		OnSuccess:  &rota.AddParams{Type: "report.mail"},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("members:", batch.Counts.Total, "done:", batch.Done)
+
+	// Run the pages: the last one to end adds the callbacks.
+	for range 3 {
+		jobs, err := client.Accept(ctx, rota.AcceptParams{Types: []string{"report.page"}})
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := client.Complete(ctx, jobs[0].Lease(), nil); err != nil {
+			log.Fatal(err)
+		}
+	}
+	batch, err = client.GetBatch(ctx, batch.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("completed:", batch.Counts.Completed, "done:", batch.Done)
+	merge, err := client.Get(ctx, batch.CompleteJob)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var data struct {
+		Report string `json:"report"`
+		Batch  struct {
+			Counts   rota.BatchCounts `json:"counts"`
+			Callback string           `json:"callback"`
+		} `json:"batch"`
+	}
+	if err := json.Unmarshal(merge.Data, &data); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(merge.Type, data.Report, data.Batch.Callback, data.Batch.Counts.Completed, "of", data.Batch.Counts.Total)
+	// Output:
+	// members: 3 done: false
+	// completed: 3 done: true
+	// report.merge q3 complete 3 of 3
+}

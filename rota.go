@@ -55,6 +55,7 @@ type (
 	//   - families: Parent, HasChildren, ParentData, Children;
 	//   - workflows: HasDeps (it was added after other jobs), DepPolicy,
 	//     Deps (their outcomes, given to it by accept);
+	//   - batches: Batch, the batch it is a member of (Client.AddBatch);
 	//   - times: CreatedAt, StartedAt, PrevStartedAt, FinishedAt, UpdatedAt.
 	Job = store.Job
 	// State is a job's lifecycle state.
@@ -69,9 +70,24 @@ type (
 	// once the adds stop; Parent to add a child of a running job; After
 	// (job ids) and AfterKeys (earlier jobs of the same call, by key) to
 	// make it wait for other jobs, with OnDepFailure saying what it does
-	// when one fails; BedrockID to give it a Bedrock id in the add's
+	// when one fails; Batch to join a batch that is not done; BedrockID to give it a Bedrock id in the add's
 	// transaction.
 	AddParams = store.AddParams
+	// NewBatch is a batch to add (Client.AddBatch): its first Jobs, its
+	// callbacks OnComplete (added once every member has ended) and
+	// OnSuccess (once every member completed), Open to keep it open for
+	// more jobs until CloseBatch, and a Description.
+	NewBatch = store.NewBatch
+	// Batch is a batch as stored: ID, Description, Counts of its members
+	// by outcome, Open, Done and DoneAt, the callbacks and the jobs they
+	// added (CompleteJob, SuccessJob), CreatedAt.
+	Batch = store.Batch
+	// BatchCounts counts a batch's members: Total, Remaining (not ended),
+	// Completed, Failed, Cancelled, Removed (removed before they ended).
+	BatchCounts = store.BatchCounts
+	// BatchListParams pages over batches, newest first: Before (an id)
+	// and Limit.
+	BatchListParams = store.BatchListParams
 	// AcceptParams asks for due jobs, optionally waiting for them: Types,
 	// Limit, DueBy, Worker, LeaseTimeout, Priority, Groups, SkipGroups
 	// (groups passed over, as Bedrock's mocked jobs') and Wait.

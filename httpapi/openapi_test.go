@@ -537,6 +537,11 @@ var wireTypes = map[string]struct {
 	"LogsResponse":           {reflect.TypeFor[wire.LogsResponse](), response},
 	"Token":                  {reflect.TypeFor[store.Token](), response},
 	"Event":                  {reflect.TypeFor[wire.Event](), response},
+	"BatchRequest":           {reflect.TypeFor[wire.BatchRequest](), request},
+	"Batch":                  {reflect.TypeFor[wire.Batch](), response},
+	"BatchResponse":          {reflect.TypeFor[wire.BatchResponse](), response},
+	"BatchesResponse":        {reflect.TypeFor[wire.BatchesResponse](), response},
+	"BatchCounts":            {reflect.TypeFor[store.BatchCounts](), response},
 	"ErrorResponse":          {reflect.TypeFor[wire.ErrorResponse](), response},
 	"Error":                  {reflect.TypeFor[wire.Error](), response},
 	// The store's types, as they appear inside the bodies.
@@ -646,13 +651,17 @@ func TestOpenAPIWireTypes(t *testing.T) {
 	spec := LoadSpec(t)
 	schemas := obj(spec.get("components", "schemas"))
 
-	// Every struct type declared in wire.go is described.
+	// Every struct type declared in wire.go and batch.go is described.
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, filepath.Join("wire", "wire.go"), nil, 0)
-	if err != nil {
-		t.Fatal(err)
+	var decls []ast.Decl
+	for _, name := range []string{"wire.go", "batch.go"} {
+		f, err := parser.ParseFile(fset, filepath.Join("wire", name), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decls = append(decls, f.Decls...)
 	}
-	for _, decl := range f.Decls {
+	for _, decl := range decls {
 		gd, ok := decl.(*ast.GenDecl)
 		if !ok || gd.Tok != token.TYPE {
 			continue
@@ -870,6 +879,11 @@ var routeBodies = map[string]struct {
 	"POST /v1/accept":              {"AcceptRequest", map[string]string{"200": "AcceptResponse"}},
 	"POST /v1/heartbeat":           {"HeartbeatBatchRequest", map[string]string{"200": "HeartbeatBatchResponse"}},
 	"POST /v1/finish":              {"FinishBatchRequest", map[string]string{"200": "FinishBatchResponse"}},
+	"POST /v1/batches":             {"BatchRequest", map[string]string{"201": "BatchResponse"}},
+	"GET /v1/batches":              {"", map[string]string{"200": "BatchesResponse"}},
+	"GET /v1/batches/{id}":         {"", map[string]string{"200": "BatchResponse"}},
+	"POST /v1/batches/{id}/jobs":   {"AddBatchRequest", map[string]string{"200": "BatchResponse"}},
+	"POST /v1/batches/{id}/close":  {"", map[string]string{"200": "BatchResponse"}},
 	"GET /v1/stats":                {"", map[string]string{"200": "StatsResponse"}},
 	"GET /v1/events":               {"", map[string]string{"200": "text/event-stream"}},
 	"GET /v1/types":                {"", map[string]string{"200": "TypesResponse"}},
@@ -1073,6 +1087,8 @@ func TestOpenAPIOperations(t *testing.T) {
 			wantQuery = slices.Clone(logsParams)
 		case "GET /v1/jobs/{id}/deps":
 			wantQuery = []string{"limit"}
+		case "GET /v1/batches":
+			wantQuery = []string{"before", "limit"}
 		}
 		sort.Strings(gotQuery)
 		sort.Strings(wantQuery)

@@ -63,6 +63,8 @@ type AddRequest struct {
 	After        []int64         `json:"after,omitempty"`
 	AfterKeys    []string        `json:"after_keys,omitempty"`
 	OnDepFailure store.DepPolicy `json:"on_dep_failure,omitempty"`
+	// Batch joins the job to a batch that is not done (store.AddParams).
+	Batch int64 `json:"batch,omitempty"`
 }
 
 // Params converts the request to store parameters.
@@ -72,7 +74,7 @@ func (a AddRequest) Params() store.AddParams {
 		Meta: a.Meta, Schedule: a.Schedule, Missed: a.Missed, RetryAfter: time.Duration(a.RetryAfter), Timeout: time.Duration(a.Timeout),
 		Unique: a.Unique, Overwrite: a.Overwrite, Parent: a.Parent,
 		UniqueFor: time.Duration(a.UniqueFor), UniqueStates: a.UniqueStates, Debounce: time.Duration(a.Debounce),
-		After: a.After, AfterKeys: a.AfterKeys, OnDepFailure: a.OnDepFailure}
+		After: a.After, AfterKeys: a.AfterKeys, OnDepFailure: a.OnDepFailure, Batch: a.Batch}
 	if a.RunAt != nil {
 		p.RunAt = *a.RunAt
 	}
@@ -88,7 +90,7 @@ func NewAddRequest(p store.AddParams) AddRequest {
 		MaxAttempts: p.MaxAttempts, BackoffBase: Duration(p.BackoffBase), BackoffMax: Duration(p.BackoffMax), Meta: p.Meta,
 		Schedule: p.Schedule, Missed: p.Missed, RetryAfter: Duration(p.RetryAfter), Timeout: Duration(p.Timeout), Unique: p.Unique, Overwrite: p.Overwrite, Parent: p.Parent,
 		UniqueFor: Duration(p.UniqueFor), UniqueStates: p.UniqueStates, Debounce: Duration(p.Debounce),
-		After: p.After, AfterKeys: p.AfterKeys, OnDepFailure: p.OnDepFailure}
+		After: p.After, AfterKeys: p.AfterKeys, OnDepFailure: p.OnDepFailure, Batch: p.Batch}
 	if !p.ExpiresAt.IsZero() {
 		t := p.ExpiresAt
 		a.ExpiresAt = &t

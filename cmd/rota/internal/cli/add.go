@@ -239,6 +239,7 @@ resubmitted or requeued. With --json it prints the API's answer,
 	f.DurationVar(&p.Timeout, "timeout", 0, "stop each run that lasts longer than this; it counts as a failed attempt (\"timed out after …\"), retried under the job's policy")
 	f.StringVar(&expires, "expires", "", "a deadline, a duration from now (10m) or an RFC 3339 time: a job not started by then is never started; it ends cancelled and expired (a recurring job skips to its next slot)")
 	f.Int64Var(&p.Parent, "parent", 0, "add the job as a child of this running (or waiting) job")
+	f.Int64Var(&p.Batch, "batch", 0, "add the job to this batch, which must not be done (rota batch)")
 	f.BoolVar(&p.Unique, "unique", false, "return the existing job of this type in this group that has not completed, if any, instead of adding one")
 	f.BoolVar(&p.Overwrite, "overwrite", false, "with --unique: merge this data into the existing job's (JSON merge patch) and set its priority and schedule")
 	f.DurationVar(&p.UniqueFor, "unique-for", 0, "a unique window: within this time of a job's add, an add of its type, group and key (or, without --key, its data) returns it instead of adding one")

@@ -37,7 +37,7 @@ func newRoot() *cobra.Command {
 	addGlobalFlags(root, g)
 	root.AddCommand(addCommand(g), getCommand(g), lsCommand(g), cancelCommand(g), retryCommand(g),
 		rmCommand(g), statsCommand(g), watchCommand(g), waitCommand(g), workCommand(g),
-		updateCommand(g), historyCommand(g), pauseCommand(g, true), pauseCommand(g, false), limitCommand(g), tokenCommand(g), logsCommand(g))
+		updateCommand(g), historyCommand(g), pauseCommand(g, true), pauseCommand(g, false), limitCommand(g), tokenCommand(g), logsCommand(g), batchCommand(g))
 	return root
 }
 

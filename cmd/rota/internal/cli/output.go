@@ -153,6 +153,9 @@ func writeJob(w io.Writer, j rota.Job, now time.Time) {
 	if j.HasChildren {
 		line("children", fmt.Sprintf("rota ls --parent %d", j.ID))
 	}
+	if j.Batch != 0 {
+		line("batch", fmt.Sprintf("%d (rota batch get %d)", j.Batch, j.Batch))
+	}
 	line("priority", strconv.Itoa(j.Priority))
 	line("attempts", fmt.Sprintf("%d of %d", j.Attempt, j.MaxAttempts))
 	if j.Schedule != "" {

@@ -149,6 +149,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /jobs/{id}", s.page(s.job))
 	s.mux.HandleFunc("POST /jobs/{id}/{action}", s.action(s.jobAction))
 	s.mux.HandleFunc("GET /recurring", s.page(s.recurring))
+	s.mux.HandleFunc("GET /batches", s.page(s.batches))
+	s.mux.HandleFunc("GET /batches/{id}", s.page(s.batch))
 	s.mux.HandleFunc("GET /types", s.page(s.types))
 	s.mux.HandleFunc("POST /types/{type}", s.action(s.setType))
 	s.mux.HandleFunc("GET /groups", s.page(s.groups))

@@ -14,7 +14,7 @@ import (
 
 // pages are the templates ExecuteTemplate draws; each defines itself and
 // shares "head" and "foot" (templates/layout.html).
-var pages = []string{"login", "error", "overview", "overview-live", "jobs", "job", "bulk", "types", "groups", "recurring"}
+var pages = []string{"login", "error", "overview", "overview-live", "jobs", "job", "bulk", "types", "groups", "recurring", "batches", "batch"}
 
 func parseTemplates() (map[string]*template.Template, error) {
 	t, err := template.New("").Funcs(template.FuncMap{

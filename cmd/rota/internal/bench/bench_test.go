@@ -56,6 +56,13 @@ func TestWorkloads(t *testing.T) {
 			if fo.Jobs != 1500 || fo.JobsPerSec <= 0 {
 				t.Errorf("fanout: %+v", fo)
 			}
+			bs, err := Batch(ctx, o, BatchConfig{Sizes: []int{300, 600}, Concurrency: 32})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(bs) != 4 || bs[1].Workload != "batch" || bs[3].Jobs != 600 || bs[3].Ratio <= 0 {
+				t.Errorf("batch: %+v", bs)
+			}
 			rc, err := Recurring(ctx, o, RecurringConfig{Jobs: 50, Interval: time.Second, Duration: 2 * time.Second, Nodes: 1, Concurrency: 16})
 			if err != nil {
 				t.Fatal(err)

@@ -44,6 +44,9 @@ func TestWorkloadsPostgres(t *testing.T) {
 		if _, err := Backlog(ctx, o, BacklogConfig{Sizes: []int{300}, Measure: 200, Batch: 20}); err != nil {
 			t.Fatal(err)
 		}
+		if bs, err := Batch(ctx, o, BatchConfig{Sizes: []int{500}, Concurrency: 32}); err != nil || len(bs) != 2 || bs[1].Ratio <= 0 {
+			t.Fatalf("batch: %+v, %v", bs, err)
+		}
 	}
 	o.Via = "inprocess"
 	rs, err := DrainWithBaselines(ctx, o, DrainConfig{Jobs: 2000, Concurrency: 64, Baseline: true, Nodes: 2})

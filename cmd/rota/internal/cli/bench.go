@@ -61,7 +61,7 @@ loopback port with the remote client, as a separate worker process would.`,
 	p.StringVar(&f.dir, "dir", "", "directory for the benchmark's SQLite files (default: a temporary one)")
 	p.BoolVar(&f.asJSON, "json", false, "one JSON object per workload run, for machines")
 	p.IntVar(&f.runs, "runs", 1, "run each workload this many times (the table shows medians)")
-	cmd.AddCommand(benchDrainCommand(f), benchSteadyCommand(f), benchBacklogCommand(f), benchMemoryCommand(f), benchFairnessCommand(f), benchFanoutCommand(f), benchFaninCommand(f), benchRecurringCommand(f), benchRateCommand(f))
+	cmd.AddCommand(benchDrainCommand(f), benchSteadyCommand(f), benchBacklogCommand(f), benchMemoryCommand(f), benchFairnessCommand(f), benchFanoutCommand(f), benchFaninCommand(f), benchRecurringCommand(f), benchRateCommand(f), benchBatchCommand(f))
 	return cmd
 }
 
@@ -638,4 +638,42 @@ func clearProgress(cmd *cobra.Command, f *benchFlags) {
 	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 		fmt.Fprint(cmd.ErrOrStderr(), "\r\033[K")
 	}
+}
+
+func benchBatchCommand(f *benchFlags) *cobra.Command {
+	cfg := bench.DefaultBatch
+	var sizes []string
+	cmd := &cobra.Command{
+		Use:   "batch",
+		Short: "A batch of jobs with a callback, against a plain drain of as many (jobs/s)",
+		Long: `batch measures, for each of --sizes, a plain drain of that many no-op jobs,
+then a batch of as many members with an on_complete callback (added open in
+adds of 10,000 and closed: not timed), run by a worker with --concurrency
+slots until the callback has completed. The batch's ratio is its jobs/s over
+the drain's: a flat cost per member shows as a flat ratio from 1,000 to
+100,000.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Sizes = cfg.Sizes[:0]
+			for _, s := range sizes {
+				n, err := parseCount(s)
+				if err != nil || n <= 0 {
+					return usageErrorf("--sizes: %q is not a positive count", s)
+				}
+				cfg.Sizes = append(cfg.Sizes, n)
+			}
+			o, err := f.options(cmd, "batch")
+			if err != nil {
+				return err
+			}
+			return runBench(cmd, f, func(ctx context.Context) ([]bench.Result, error) {
+				return bench.Batch(ctx, o, cfg)
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringSliceVar(&sizes, "sizes", []string{"1000", "10000", "100000"}, "batch sizes (members), each measured against a drain of as many")
+	fl.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the batches' runs to this file")
+	fl.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "the worker's slots")
+	return cmd
 }

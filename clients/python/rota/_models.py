@@ -7,7 +7,7 @@ from ._base import Model, RotaError
 
 API_VERSION = "1"
 # The SHA-256 of the document this module was generated from.
-OPENAPI_SHA256 = "0c4d7a29c17afcc929559de7b81547843cc05faa26f1923092ee8fee6b2a5ca1"
+OPENAPI_SHA256 = "f1b372a093c672bdc789ed91bf027b601f8a6d9fed64703a63dea44664326659"
 
 # What a job added after others does when one of them fails for good, is cancelled or is removed.
 DEP_POLICIES = ("cancel", "run")
@@ -197,6 +197,7 @@ class AddRequest(Model):
         "after_keys": "json",
         "backoff_base": "duration",
         "backoff_max": "duration",
+        "batch": "json",
         "data": "json",
         "debounce": "duration",
         "expires_at": "time",
@@ -223,6 +224,7 @@ class AddRequest(Model):
     after_keys = ()
     backoff_base = None
     backoff_max = None
+    batch = 0
     data = None
     debounce = None
     expires_at = None
@@ -295,6 +297,98 @@ class AttemptError(Model):
     at = None
     attempt = 0
     error = ""
+
+
+class Batch(Model):
+    """A batch of jobs with callbacks."""
+
+    _fields = {
+        "complete_job": "json",
+        "counts": "BatchCounts",
+        "created_at": "time",
+        "description": "json",
+        "done": "json",
+        "done_at": "time",
+        "id": "json",
+        "on_complete": "AddRequest",
+        "on_success": "AddRequest",
+        "open": "json",
+        "success_job": "json",
+    }
+    _required = ("counts", "created_at", "done", "id", "open")
+    complete_job = 0
+    counts = None
+    created_at = None
+    description = ""
+    done = False
+    done_at = None
+    id = 0
+    on_complete = None
+    on_success = None
+    open = False
+    success_job = 0
+
+
+class BatchCounts(Model):
+    """A batch's members by where they are: remaining have not ended; the others ended as named (removed: removed before they ended; a retry is not an ending)."""
+
+    _fields = {
+        "cancelled": "json",
+        "completed": "json",
+        "failed": "json",
+        "remaining": "json",
+        "removed": "json",
+        "total": "json",
+    }
+    _required = ("cancelled", "completed", "failed", "remaining", "removed", "total")
+    cancelled = 0
+    completed = 0
+    failed = 0
+    remaining = 0
+    removed = 0
+    total = 0
+
+
+class BatchRequest(Model):
+    """A batch to add: its first jobs, added in one transaction with it (if any is invalid, nothing is added), and its callbacks."""
+
+    _fields = {
+        "description": "json",
+        "jobs": "[AddRequest]",
+        "on_complete": "AddRequest",
+        "on_success": "AddRequest",
+        "open": "json",
+    }
+    _required = ()
+    description = ""
+    jobs = ()
+    on_complete = None
+    on_success = None
+    open = False
+
+
+class BatchResponse(Model):
+    """A batch, with the results of the jobs the request added (in request order; absent when it added none)."""
+
+    _fields = {
+        "batch": "Batch",
+        "results": "[AddResponse]",
+    }
+    _required = ("batch",)
+    batch = None
+    results = ()
+
+
+class BatchesResponse(Model):
+    """A page of batches, newest first."""
+
+    _fields = {
+        "batches": "[Batch]",
+        "next_cursor": "json",
+    }
+    _required = ("batches",)
+    batches = ()
+    next_cursor = ""
 
 
 class Child(Model):
@@ -681,6 +775,7 @@ class Job(Model):
         "attempt": "json",
         "backoff_base": "duration",
         "backoff_max": "duration",
+        "batch": "json",
         "bedrock_id": "json",
         "cancel_requested": "json",
         "children": "[Child]",
@@ -727,6 +822,7 @@ class Job(Model):
     attempt = 0
     backoff_base = None
     backoff_max = None
+    batch = 0
     bedrock_id = 0
     cancel_requested = False
     children = ()
@@ -983,14 +1079,18 @@ class UpdateRequest(Model):
 # The API's operations: operationId -> (method, path, query parameters).
 ROUTES = {
     "accept": ("POST", "/v1/accept", ()),
+    "addBatch": ("POST", "/v1/batches", ()),
+    "addBatchJobs": ("POST", "/v1/batches/{id}/jobs", ()),
     "addJobs": ("POST", "/v1/jobs", ()),
     "appendJobLogs": ("POST", "/v1/jobs/{id}/logs", ()),
     "cancelJob": ("POST", "/v1/jobs/{id}/cancel", ()),
+    "closeBatch": ("POST", "/v1/batches/{id}/close", ()),
     "createToken": ("POST", "/v1/tokens", ()),
     "events": ("GET", "/v1/events", ("job", "type", "running", "completed")),
     "failJob": ("POST", "/v1/jobs/{id}/fail", ()),
     "finishBatch": ("POST", "/v1/finish", ()),
     "finishJob": ("POST", "/v1/jobs/{id}/finish", ()),
+    "getBatch": ("GET", "/v1/batches/{id}", ()),
     "getJob": ("GET", "/v1/jobs/{id}", ("wait", "state")),
     "getJobDeps": ("GET", "/v1/jobs/{id}/deps", ("limit",)),
     "getJobHistory": ("GET", "/v1/jobs/{id}/history", ()),
@@ -998,6 +1098,7 @@ ROUTES = {
     "healthz": ("GET", "/healthz", ()),
     "heartbeatBatch": ("POST", "/v1/heartbeat", ()),
     "heartbeatJob": ("POST", "/v1/jobs/{id}/heartbeat", ()),
+    "listBatches": ("GET", "/v1/batches", ("before", "limit")),
     "listGroups": ("GET", "/v1/groups", ()),
     "listJobs": ("GET", "/v1/jobs", ("type", "state", "group", "parent", "recurring", "updated_since", "limit", "cursor", "order", "key", "id")),
     "listTokens": ("GET", "/v1/tokens", ()),

@@ -176,6 +176,74 @@ def history(id):
     return Request(method, path, None, lambda s, b: list(m.HistoryResponse.from_json(_loads(b)).history))
 
 
+# ---- batches ----
+
+
+def _check_batch_id(id):
+    if isinstance(id, bool) or not isinstance(id, int) or id <= 0:
+        raise ValueError("batch id %r is not a positive integer" % (id,))
+    return id
+
+
+def _callback(what, c):
+    """A callback given as a type name or as a dict like add_many's jobs."""
+    if c is None:
+        return None
+    if isinstance(c, str):
+        c = {"type": c}
+    return _one_job(c)
+
+
+def _batch(status, body):
+    """The batch of a BatchResponse, with the jobs the request added (each
+    with its outcome) as .jobs."""
+    r = m.BatchResponse.from_json(_loads(body))
+    b = r.batch
+    b.jobs = [_added(x) for x in (r.results or [])]
+    return b
+
+
+def add_batch(jobs=(), on_complete=None, on_success=None, open=None, description=None):
+    """A batch of jobs (dicts like add_many's) added in one transaction,
+    with callbacks: on_complete is added once every job has ended,
+    on_success once every job completed (each a type name or a dict with
+    "type" and "data"); its data gets the batch under "batch"."""
+    body = {"jobs": [_one_job(j) for j in jobs]}
+    if not body["jobs"]:
+        del body["jobs"]
+    for k, v in (("on_complete", _callback("on_complete", on_complete)), ("on_success", _callback("on_success", on_success)),
+                 ("open", open), ("description", description)):
+        if v is not None:
+            body[k] = v
+    method, path = _route("addBatch")
+    return Request(method, path, _dumps(body).encode(), _batch)
+
+
+def add_batch_jobs(id, jobs):
+    """Adds jobs to a batch that is not done; the batch, with .jobs."""
+    items = [_one_job(j) for j in jobs]
+    if not items:
+        raise ValueError("add_batch_jobs: no jobs given")
+    method, path = _route("addBatchJobs", id=_check_batch_id(id))
+    return Request(method, path, _dumps({"jobs": items}).encode(), _batch)
+
+
+def get_batch(id):
+    method, path = _route("getBatch", id=_check_batch_id(id))
+    return Request(method, path, None, _batch)
+
+
+def list_batches(before=None, limit=None):
+    query = [(k, str(v)) for k, v in (("before", before), ("limit", limit)) if v is not None]
+    method, path = _route("listBatches", query)
+    return Request(method, path, None, lambda s, b: m.BatchesResponse.from_json(_loads(b)).batches)
+
+
+def close_batch(id):
+    method, path = _route("closeBatch", id=_check_batch_id(id))
+    return Request(method, path, None, _batch)
+
+
 def get_by_key(type, key, group=""):
     """The job of type with key in group (a key is unique within a type and
     a group; "" is the default group)."""
@@ -451,4 +519,6 @@ OPERATIONS = {
     "heartbeat_many": "heartbeatBatch", "finish": "finishJob", "fail": "failJob", "snooze": "snoozeJob",
     "release": "releaseJob", "finish_many": "finishBatch", "subscribe": "events", "wait": "events",
     "logs": "getJobLogs", "append_logs": "appendJobLogs",
+    "add_batch": "addBatch", "add_batch_jobs": "addBatchJobs", "get_batch": "getBatch", "list_batches": "listBatches",
+    "close_batch": "closeBatch",
 }

@@ -124,6 +124,13 @@ class Client:
     metrics = _call(_ops.metrics, "metrics")
     logs = _call(_ops.logs, "logs")
 
+    # ---- batches ----
+    add_batch = _call(_ops.add_batch, "add_batch")
+    add_batch_jobs = _call(_ops.add_batch_jobs, "add_batch_jobs")
+    get_batch = _call(_ops.get_batch, "get_batch")
+    list_batches = _call(_ops.list_batches, "list_batches")
+    close_batch = _call(_ops.close_batch, "close_batch")
+
     # ---- worker side ----
     accept = _call(_ops.accept, "accept")
     heartbeat = _call(_ops.heartbeat, "heartbeat")

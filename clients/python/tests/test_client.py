@@ -450,3 +450,29 @@ def test_type_default_timeout(client, typ):
     assert job.timeout is None
     with pytest.raises(rota.InvalidInputError, match="timeout"):
         client.set_type(typ, timeout="-1s")
+
+
+def test_batch_with_callbacks(client, typ):
+    b = client.add_batch([{"type": typ, "data": {"n": 1}}, {"type": typ, "data": {"n": 2}}],
+                         on_complete={"type": typ + ".after", "data": {"report": "q3"}}, on_success=typ + ".ok",
+                         open=True, description="two pages")
+    assert b.id > 0 and b.open and not b.done and b.counts.total == 2 and len(b.jobs) == 2
+    assert all(j.batch == b.id and j.outcome == "inserted" for j in b.jobs)
+    b = client.add_batch_jobs(b.id, [{"type": typ}])
+    assert b.counts.total == 3 and len(b.jobs) == 1
+    b = client.close_batch(b.id)
+    assert not b.open and not b.done
+    for j in client.accept([typ], limit=10):
+        client.finish(j.id, j.token)
+    b = client.get_batch(b.id)
+    assert b.done and b.counts.completed == 3 and b.complete_job and b.success_job
+    after = client.get(b.complete_job)
+    assert after.data["report"] == "q3" and after.data["batch"]["id"] == b.id
+    assert after.data["batch"]["counts"]["completed"] == 3 and after.data["batch"]["callback"] == "complete"
+    assert [x.id for x in client.list_batches(limit=1)] == [b.id]
+    with pytest.raises(rota.FinishedError):
+        client.add_batch_jobs(b.id, [{"type": typ}])
+    with pytest.raises(rota.InvalidInputError):
+        client.add_batch([{"type": typ}], on_complete={"type": typ, "data": {"batch": 1}})
+    with pytest.raises(rota.NotFoundError):
+        client.get_batch(999999)

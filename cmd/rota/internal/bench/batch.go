@@ -97,12 +97,16 @@ func batchRun(ctx context.Context, o Options, n int, cfg BatchConfig) (Result, e
 		serverCPU = serverCPUSince(ctx, o.DSN)
 	}
 	begin, cpu0, psi := time.Now(), cpuTime(), pressureSince()
+	// The members' worker takes one type, as the drain's does; the
+	// callback has a worker of its own.
 	w := rota.NewWorker(e.client, rota.WorkerConfig{Concurrency: cfg.Concurrency, Logger: quietLogger(), PollWait: time.Second})
+	cw := rota.NewWorker(e.client, rota.WorkerConfig{Concurrency: 1, Logger: quietLogger(), PollWait: time.Second})
 	noop := rota.HandlerFunc(func(context.Context, *rota.Job) error { return nil })
 	w.Handle(typ, noop)
-	w.Handle(after, noop)
-	ran := make(chan error, 1)
+	cw.Handle(after, noop)
+	ran := make(chan error, 2)
 	go func() { ran <- w.Run(wctx) }()
+	go func() { ran <- cw.Run(wctx) }()
 	err = waitDone(ctx, members, count, n, 5*time.Minute, func(d, t int) { o.progress(n/4+d, total) })
 	if err == nil {
 		select {
@@ -116,8 +120,10 @@ func batchRun(ctx context.Context, o Options, n int, cfg BatchConfig) (Result, e
 	elapsed, cpu, pressure, scpu := time.Since(begin), cpuTime()-cpu0, psi(), serverCPU()
 	stopProfile()
 	stop()
-	if rerr := <-ran; err == nil {
-		err = rerr
+	for range 2 {
+		if rerr := <-ran; err == nil {
+			err = rerr
+		}
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("batch: %w", err)

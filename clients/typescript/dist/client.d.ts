@@ -1,4 +1,4 @@
-import type { AcceptRequest, AppendLogsRequest, AppendLogsResponse, GetJobLogsQuery, LogsResponse, AddRequest, CreateTokenRequest, CreateTokenResponse, DepsResponse, Event, FinishItem, GroupConfig, HeartbeatItem, HeartbeatResult, HistoryEntry, Job, ListJobsQuery, ListResponse, Outcome, ResubmitRequest, State, StatsResponse, Token, TypeConfig, UpdateRequest } from "./openapi.js";
+import type { AcceptRequest, AppendLogsRequest, AppendLogsResponse, GetJobLogsQuery, LogsResponse, AddRequest, Batch, BatchRequest, BatchesResponse, ListBatchesQuery, CreateTokenRequest, CreateTokenResponse, DepsResponse, Event, FinishItem, GroupConfig, HeartbeatItem, HeartbeatResult, HistoryEntry, Job, ListJobsQuery, ListResponse, Outcome, ResubmitRequest, State, StatsResponse, Token, TypeConfig, UpdateRequest } from "./openapi.js";
 import { RotaError } from "./errors.js";
 import { Transport } from "./transport.js";
 /** ClientOptions says where the server is and how to reach it. */
@@ -27,6 +27,16 @@ export type AddInput = Omit<AddRequest, "run_at" | "expires_at"> & {
 /** What list takes: ListJobsQuery, with updated_since also as a Date. */
 export type ListInput = Omit<ListJobsQuery, "updated_since"> & {
     updated_since?: TimeInput;
+};
+/** A batch to add: its first jobs, its callbacks and whether it stays open. */
+export type BatchInput = Omit<BatchRequest, "jobs" | "on_complete" | "on_success"> & {
+    jobs?: AddInput[];
+    on_complete?: AddInput;
+    on_success?: AddInput;
+};
+/** A batch with the jobs the call added (in order, each with its outcome). */
+export type BatchWithJobs = Batch & {
+    jobs: AddedJob[];
 };
 /** What subscribe takes. */
 export interface SubscribeOptions {
@@ -71,6 +81,31 @@ export declare class Client {
     addMany(jobs: AddInput[], opts?: {
         signal?: AbortSignal;
     }): Promise<AddedJob[]>;
+    /**
+     * addBatch adds a batch of jobs in one transaction (all or none) with
+     * callbacks: on_complete is added once every job has ended, on_success
+     * once every job completed; each callback's data gets the batch under
+     * "batch". Keep it open to add jobs with addBatchJobs, then closeBatch.
+     */
+    addBatch(batch: BatchInput, opts?: {
+        signal?: AbortSignal;
+    }): Promise<BatchWithJobs>;
+    /** addBatchJobs adds jobs to a batch that is not done (FinishedError when it is). */
+    addBatchJobs(id: number, jobs: AddInput[], opts?: {
+        signal?: AbortSignal;
+    }): Promise<BatchWithJobs>;
+    /** getBatch answers a batch: its counts by outcome, whether it is done, and its callbacks' jobs. */
+    getBatch(id: number, opts?: {
+        signal?: AbortSignal;
+    }): Promise<Batch>;
+    /** listBatches answers a page of batches, newest first; pass next_cursor back as before. */
+    listBatches(query?: ListBatchesQuery, opts?: {
+        signal?: AbortSignal;
+    }): Promise<BatchesResponse>;
+    /** closeBatch closes an open batch: it is done once its jobs have ended. */
+    closeBatch(id: number, opts?: {
+        signal?: AbortSignal;
+    }): Promise<Batch>;
     /** get answers a job; NotFoundError when there is none. */
     get(id: number, opts?: {
         signal?: AbortSignal;

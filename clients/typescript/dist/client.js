@@ -57,6 +57,47 @@ export class Client {
         const r = await this.op("addJobs", {}, { body: { jobs: jobs.map(addBody) }, signal: opts.signal });
         return r.results.map((x) => ({ ...x.job, outcome: x.outcome }));
     }
+    // ---- batches ----
+    /**
+     * addBatch adds a batch of jobs in one transaction (all or none) with
+     * callbacks: on_complete is added once every job has ended, on_success
+     * once every job completed; each callback's data gets the batch under
+     * "batch". Keep it open to add jobs with addBatchJobs, then closeBatch.
+     */
+    async addBatch(batch, opts = {}) {
+        if (!batch || typeof batch !== "object")
+            throw new TypeError("rota: addBatch needs a batch, such as {jobs: [...], on_complete: {...}}");
+        const body = {
+            ...batch,
+            jobs: batch.jobs?.map(addBody),
+            on_complete: batch.on_complete && addBody(batch.on_complete),
+            on_success: batch.on_success && addBody(batch.on_success),
+        };
+        return withJobs(await this.op("addBatch", {}, { body, signal: opts.signal }));
+    }
+    /** addBatchJobs adds jobs to a batch that is not done (FinishedError when it is). */
+    async addBatchJobs(id, jobs, opts = {}) {
+        if (!Array.isArray(jobs) || jobs.length === 0)
+            throw new TypeError("rota: addBatchJobs needs a non-empty array of jobs");
+        const body = { jobs: jobs.map(addBody) };
+        return withJobs(await this.op("addBatchJobs", { id: batchID(id) }, { body, signal: opts.signal }));
+    }
+    /** getBatch answers a batch: its counts by outcome, whether it is done, and its callbacks' jobs. */
+    async getBatch(id, opts = {}) {
+        return (await this.op("getBatch", { id: batchID(id) }, { signal: opts.signal })).batch;
+    }
+    /** listBatches answers a page of batches, newest first; pass next_cursor back as before. */
+    async listBatches(query = {}, opts = {}) {
+        const q = new URLSearchParams();
+        for (const [k, v] of Object.entries(query))
+            if (v !== undefined && v !== null)
+                q.append(k, String(v));
+        return this.op("listBatches", {}, { query: q, signal: opts.signal });
+    }
+    /** closeBatch closes an open batch: it is done once its jobs have ended. */
+    async closeBatch(id, opts = {}) {
+        return (await this.op("closeBatch", { id: batchID(id) }, { signal: opts.signal })).batch;
+    }
     /** get answers a job; NotFoundError when there is none. */
     async get(id, opts = {}) {
         return (await this.op("getJob", { id: jobID(id) }, { signal: opts.signal })).job;
@@ -393,6 +434,14 @@ function timeOf(t) {
         return t.toISOString();
     }
     return t;
+}
+function withJobs(r) {
+    return { ...r.batch, jobs: (r.results ?? []).map((x) => ({ ...x.job, outcome: x.outcome })) };
+}
+function batchID(id) {
+    if (!Number.isSafeInteger(id) || id <= 0)
+        throw new TypeError(`rota: batch id ${String(id)} is not a positive integer`);
+    return id;
 }
 function jobID(id) {
     if (!Number.isSafeInteger(id) || id <= 0)

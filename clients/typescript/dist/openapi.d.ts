@@ -236,6 +236,12 @@ export interface AddRequest {
      */
     after_keys?: string[];
     on_dep_failure?: DepPolicy;
+    /**
+     * Makes the job a member of this batch, which must not be done (POST
+     * /v1/batches): the batch's callbacks wait for it to end. A job that the add
+     * finds instead of inserting (its key's holder, a unique match) does not join.
+     */
+    batch?: number;
 }
 /**
  * The answer to one add or resubmit.
@@ -296,6 +302,139 @@ export interface AttemptError {
      * The error the attempt ended with.
      */
     error: string;
+}
+/**
+ * A batch of jobs with callbacks. It is done once it is closed (not open) and
+ * every member has ended; its callbacks were then added, and its counts no
+ * longer change.
+ */
+export interface Batch {
+    /**
+     * The batch's id.
+     */
+    id: number;
+    /**
+     * Its note; absent when none.
+     */
+    description?: string;
+    counts: BatchCounts;
+    /**
+     * Waits for a close before it can be done.
+     */
+    open: boolean;
+    /**
+     * Every member ended after the batch closed, and the callbacks were added.
+     */
+    done: boolean;
+    /**
+     * When it became done; absent until then.
+     */
+    done_at?: Time;
+    /**
+     * The callback added once every member has ended; absent when none.
+     */
+    on_complete?: AddRequest;
+    /**
+     * The callback added once every member completed; absent when none.
+     */
+    on_success?: AddRequest;
+    /**
+     * The job on_complete added, once done; absent otherwise.
+     */
+    complete_job?: number;
+    /**
+     * The job on_success added, once done; absent otherwise (or when a member did
+     * not complete).
+     */
+    success_job?: number;
+    created_at: Time;
+}
+/**
+ * A batch's members by where they are: remaining have not ended; the others
+ * ended as named (removed: removed before they ended; a retry is not an
+ * ending). total is every job that joined.
+ */
+export interface BatchCounts {
+    /**
+     * Every member that joined.
+     */
+    total: number;
+    /**
+     * Members that have not ended (pending, running, paused, or waiting for a
+     * retry).
+     */
+    remaining: number;
+    /**
+     * Members that completed.
+     */
+    completed: number;
+    /**
+     * Members that failed for good.
+     */
+    failed: number;
+    /**
+     * Members that were cancelled.
+     */
+    cancelled: number;
+    /**
+     * Members removed before they ended.
+     */
+    removed: number;
+}
+/**
+ * A batch to add: its first jobs, added in one transaction with it (if any is
+ * invalid, nothing is added), and its callbacks.
+ */
+export interface BatchRequest {
+    /**
+     * The first members (at most 10,000: add more with POST /v1/batches/{id}/jobs
+     * while the batch is open). A job may not name a batch: it joins this one. A
+     * batch without jobs and not open is done at once.
+     */
+    jobs?: AddRequest[];
+    /**
+     * A job added once every member has ended, however it ended, exactly once. Its
+     * data (a JSON object) gets the batch under "batch": {"id", "counts",
+     * "callback": "complete"}; it may not have a field "batch" of its own.
+     */
+    on_complete?: AddRequest;
+    /**
+     * A job added once every member completed (so not when one failed, was
+     * cancelled or removed), exactly once, with the batch in its data as
+     * on_complete's ("callback": "success").
+     */
+    on_success?: AddRequest;
+    /**
+     * Keeps the batch open for more jobs until POST /v1/batches/{id}/close: its
+     * callbacks wait for the close. Without it, jobs can still join while a member
+     * has not ended (a member's handler adds jobs to its own batch).
+     */
+    open?: boolean;
+    /**
+     * A note shown with the batch.
+     */
+    description?: string;
+}
+/**
+ * A batch, with the results of the jobs the request added (in request order;
+ * absent when it added none).
+ */
+export interface BatchResponse {
+    batch: Batch;
+    /**
+     * The jobs the request added, in request order.
+     */
+    results?: AddResponse[];
+}
+/**
+ * A page of batches, newest first.
+ */
+export interface BatchesResponse {
+    batches: Batch[];
+    /**
+     * Passed as ?before= for the next page; absent on the last.
+     */
+    next_cursor?: string;
 }
 /**
  * A child job as its parent's run sees it.
@@ -975,6 +1114,11 @@ export interface Job {
      * accept gives them to its worker.
      */
     deps?: Dep[];
+    /**
+     * The batch the job is a member of (AddRequest.batch, POST /v1/batches);
+     * absent for none.
+     */
+    batch?: number;
 }
 /**
  * One job (without its token).
@@ -1333,6 +1477,14 @@ export declare const operations: {
         readonly method: "POST";
         readonly path: "/v1/accept";
     };
+    readonly addBatch: {
+        readonly method: "POST";
+        readonly path: "/v1/batches";
+    };
+    readonly addBatchJobs: {
+        readonly method: "POST";
+        readonly path: "/v1/batches/{id}/jobs";
+    };
     readonly addJobs: {
         readonly method: "POST";
         readonly path: "/v1/jobs";
@@ -1344,6 +1496,10 @@ export declare const operations: {
     readonly cancelJob: {
         readonly method: "POST";
         readonly path: "/v1/jobs/{id}/cancel";
+    };
+    readonly closeBatch: {
+        readonly method: "POST";
+        readonly path: "/v1/batches/{id}/close";
     };
     readonly createToken: {
         readonly method: "POST";
@@ -1364,6 +1520,10 @@ export declare const operations: {
     readonly finishJob: {
         readonly method: "POST";
         readonly path: "/v1/jobs/{id}/finish";
+    };
+    readonly getBatch: {
+        readonly method: "GET";
+        readonly path: "/v1/batches/{id}";
     };
     readonly getJob: {
         readonly method: "GET";
@@ -1392,6 +1552,10 @@ export declare const operations: {
     readonly heartbeatJob: {
         readonly method: "POST";
         readonly path: "/v1/jobs/{id}/heartbeat";
+    };
+    readonly listBatches: {
+        readonly method: "GET";
+        readonly path: "/v1/batches";
     };
     readonly listGroups: {
         readonly method: "GET";
@@ -1513,6 +1677,17 @@ export interface GetJobLogsQuery {
     after?: number;
     /**
      * At most this many records (1..1000, the default).
+     */
+    limit?: number;
+}
+/** The query parameters of GET /v1/batches (listBatches). */
+export interface ListBatchesQuery {
+    /**
+     * Batches with a lower id than this (the next_cursor of the page before).
+     */
+    before?: number;
+    /**
+     * At most this many (1 to 1000; 100 by default).
      */
     limit?: number;
 }

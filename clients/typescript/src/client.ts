@@ -7,6 +7,11 @@ import type {
   AddRequest,
   AddResponse,
   AddBatchResponse,
+  Batch,
+  BatchRequest,
+  BatchResponse,
+  BatchesResponse,
+  ListBatchesQuery,
   CreateTokenRequest,
   CreateTokenResponse,
   DepsResponse,
@@ -65,6 +70,16 @@ export type AddInput = Omit<AddRequest, "run_at" | "expires_at"> & { run_at?: Ti
 
 /** What list takes: ListJobsQuery, with updated_since also as a Date. */
 export type ListInput = Omit<ListJobsQuery, "updated_since"> & { updated_since?: TimeInput };
+
+/** A batch to add: its first jobs, its callbacks and whether it stays open. */
+export type BatchInput = Omit<BatchRequest, "jobs" | "on_complete" | "on_success"> & {
+  jobs?: AddInput[];
+  on_complete?: AddInput;
+  on_success?: AddInput;
+};
+
+/** A batch with the jobs the call added (in order, each with its outcome). */
+export type BatchWithJobs = Batch & { jobs: AddedJob[] };
 
 /** What subscribe takes. */
 export interface SubscribeOptions {
@@ -153,6 +168,49 @@ export class Client {
     if (!Array.isArray(jobs) || jobs.length === 0) throw new TypeError("rota: addMany needs a non-empty array of jobs");
     const r = await this.op<AddBatchResponse>("addJobs", {}, { body: { jobs: jobs.map(addBody) }, signal: opts.signal });
     return r.results.map((x) => ({ ...x.job, outcome: x.outcome }));
+  }
+
+  // ---- batches ----
+
+  /**
+   * addBatch adds a batch of jobs in one transaction (all or none) with
+   * callbacks: on_complete is added once every job has ended, on_success
+   * once every job completed; each callback's data gets the batch under
+   * "batch". Keep it open to add jobs with addBatchJobs, then closeBatch.
+   */
+  async addBatch(batch: BatchInput, opts: { signal?: AbortSignal } = {}): Promise<BatchWithJobs> {
+    if (!batch || typeof batch !== "object") throw new TypeError("rota: addBatch needs a batch, such as {jobs: [...], on_complete: {...}}");
+    const body: BatchRequest = {
+      ...batch,
+      jobs: batch.jobs?.map(addBody),
+      on_complete: batch.on_complete && addBody(batch.on_complete),
+      on_success: batch.on_success && addBody(batch.on_success),
+    };
+    return withJobs(await this.op<BatchResponse>("addBatch", {}, { body, signal: opts.signal }));
+  }
+
+  /** addBatchJobs adds jobs to a batch that is not done (FinishedError when it is). */
+  async addBatchJobs(id: number, jobs: AddInput[], opts: { signal?: AbortSignal } = {}): Promise<BatchWithJobs> {
+    if (!Array.isArray(jobs) || jobs.length === 0) throw new TypeError("rota: addBatchJobs needs a non-empty array of jobs");
+    const body = { jobs: jobs.map(addBody) };
+    return withJobs(await this.op<BatchResponse>("addBatchJobs", { id: batchID(id) }, { body, signal: opts.signal }));
+  }
+
+  /** getBatch answers a batch: its counts by outcome, whether it is done, and its callbacks' jobs. */
+  async getBatch(id: number, opts: { signal?: AbortSignal } = {}): Promise<Batch> {
+    return (await this.op<BatchResponse>("getBatch", { id: batchID(id) }, { signal: opts.signal })).batch;
+  }
+
+  /** listBatches answers a page of batches, newest first; pass next_cursor back as before. */
+  async listBatches(query: ListBatchesQuery = {}, opts: { signal?: AbortSignal } = {}): Promise<BatchesResponse> {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null) q.append(k, String(v));
+    return this.op<BatchesResponse>("listBatches", {}, { query: q, signal: opts.signal });
+  }
+
+  /** closeBatch closes an open batch: it is done once its jobs have ended. */
+  async closeBatch(id: number, opts: { signal?: AbortSignal } = {}): Promise<Batch> {
+    return (await this.op<BatchResponse>("closeBatch", { id: batchID(id) }, { signal: opts.signal })).batch;
   }
 
   /** get answers a job; NotFoundError when there is none. */
@@ -493,6 +551,15 @@ function timeOf(t: TimeInput | undefined): string | undefined {
     return t.toISOString();
   }
   return t;
+}
+
+function withJobs(r: BatchResponse): BatchWithJobs {
+  return { ...r.batch, jobs: (r.results ?? []).map((x) => ({ ...x.job, outcome: x.outcome })) };
+}
+
+function batchID(id: number): number {
+  if (!Number.isSafeInteger(id) || id <= 0) throw new TypeError(`rota: batch id ${String(id)} is not a positive integer`);
+  return id;
 }
 
 function jobID(id: number): number {

@@ -1,7 +1,7 @@
 export * from "./openapi.js";
 export * from "./errors.js";
 export { Client } from "./client.js";
-export type { ClientOptions, AddedJob, AddInput, ListInput, TimeInput, SubscribeOptions, Subscription } from "./client.js";
+export type { ClientOptions, AddedJob, AddInput, ListInput, TimeInput, SubscribeOptions, Subscription, BatchInput, BatchWithJobs } from "./client.js";
 export {
   Worker,
   LeaseLostError,

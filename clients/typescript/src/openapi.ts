@@ -241,6 +241,12 @@ export interface AddRequest {
    */
   after_keys?: string[];
   on_dep_failure?: DepPolicy;
+  /**
+   * Makes the job a member of this batch, which must not be done (POST
+   * /v1/batches): the batch's callbacks wait for it to end. A job that the add
+   * finds instead of inserting (its key's holder, a unique match) does not join.
+   */
+  batch?: number;
 }
 
 /**
@@ -305,6 +311,144 @@ export interface AttemptError {
    * The error the attempt ended with.
    */
   error: string;
+}
+
+/**
+ * A batch of jobs with callbacks. It is done once it is closed (not open) and
+ * every member has ended; its callbacks were then added, and its counts no
+ * longer change.
+ */
+export interface Batch {
+  /**
+   * The batch's id.
+   */
+  id: number;
+  /**
+   * Its note; absent when none.
+   */
+  description?: string;
+  counts: BatchCounts;
+  /**
+   * Waits for a close before it can be done.
+   */
+  open: boolean;
+  /**
+   * Every member ended after the batch closed, and the callbacks were added.
+   */
+  done: boolean;
+  /**
+   * When it became done; absent until then.
+   */
+  done_at?: Time;
+  /**
+   * The callback added once every member has ended; absent when none.
+   */
+  on_complete?: AddRequest;
+  /**
+   * The callback added once every member completed; absent when none.
+   */
+  on_success?: AddRequest;
+  /**
+   * The job on_complete added, once done; absent otherwise.
+   */
+  complete_job?: number;
+  /**
+   * The job on_success added, once done; absent otherwise (or when a member did
+   * not complete).
+   */
+  success_job?: number;
+  created_at: Time;
+}
+
+/**
+ * A batch's members by where they are: remaining have not ended; the others
+ * ended as named (removed: removed before they ended; a retry is not an
+ * ending). total is every job that joined.
+ */
+export interface BatchCounts {
+  /**
+   * Every member that joined.
+   */
+  total: number;
+  /**
+   * Members that have not ended (pending, running, paused, or waiting for a
+   * retry).
+   */
+  remaining: number;
+  /**
+   * Members that completed.
+   */
+  completed: number;
+  /**
+   * Members that failed for good.
+   */
+  failed: number;
+  /**
+   * Members that were cancelled.
+   */
+  cancelled: number;
+  /**
+   * Members removed before they ended.
+   */
+  removed: number;
+}
+
+/**
+ * A batch to add: its first jobs, added in one transaction with it (if any is
+ * invalid, nothing is added), and its callbacks.
+ */
+export interface BatchRequest {
+  /**
+   * The first members (at most 10,000: add more with POST /v1/batches/{id}/jobs
+   * while the batch is open). A job may not name a batch: it joins this one. A
+   * batch without jobs and not open is done at once.
+   */
+  jobs?: AddRequest[];
+  /**
+   * A job added once every member has ended, however it ended, exactly once. Its
+   * data (a JSON object) gets the batch under "batch": {"id", "counts",
+   * "callback": "complete"}; it may not have a field "batch" of its own.
+   */
+  on_complete?: AddRequest;
+  /**
+   * A job added once every member completed (so not when one failed, was
+   * cancelled or removed), exactly once, with the batch in its data as
+   * on_complete's ("callback": "success").
+   */
+  on_success?: AddRequest;
+  /**
+   * Keeps the batch open for more jobs until POST /v1/batches/{id}/close: its
+   * callbacks wait for the close. Without it, jobs can still join while a member
+   * has not ended (a member's handler adds jobs to its own batch).
+   */
+  open?: boolean;
+  /**
+   * A note shown with the batch.
+   */
+  description?: string;
+}
+
+/**
+ * A batch, with the results of the jobs the request added (in request order;
+ * absent when it added none).
+ */
+export interface BatchResponse {
+  batch: Batch;
+  /**
+   * The jobs the request added, in request order.
+   */
+  results?: AddResponse[];
+}
+
+/**
+ * A page of batches, newest first.
+ */
+export interface BatchesResponse {
+  batches: Batch[];
+  /**
+   * Passed as ?before= for the next page; absent on the last.
+   */
+  next_cursor?: string;
 }
 
 /**
@@ -1006,6 +1150,11 @@ export interface Job {
    * accept gives them to its worker.
    */
   deps?: Dep[];
+  /**
+   * The batch the job is a member of (AddRequest.batch, POST /v1/batches);
+   * absent for none.
+   */
+  batch?: number;
 }
 
 /**
@@ -1377,14 +1526,18 @@ export interface UpdateRequest {
 /** The API's routes by operationId. */
 export const operations = {
   accept: { method: "POST", path: "/v1/accept" },
+  addBatch: { method: "POST", path: "/v1/batches" },
+  addBatchJobs: { method: "POST", path: "/v1/batches/{id}/jobs" },
   addJobs: { method: "POST", path: "/v1/jobs" },
   appendJobLogs: { method: "POST", path: "/v1/jobs/{id}/logs" },
   cancelJob: { method: "POST", path: "/v1/jobs/{id}/cancel" },
+  closeBatch: { method: "POST", path: "/v1/batches/{id}/close" },
   createToken: { method: "POST", path: "/v1/tokens" },
   events: { method: "GET", path: "/v1/events" },
   failJob: { method: "POST", path: "/v1/jobs/{id}/fail" },
   finishBatch: { method: "POST", path: "/v1/finish" },
   finishJob: { method: "POST", path: "/v1/jobs/{id}/finish" },
+  getBatch: { method: "GET", path: "/v1/batches/{id}" },
   getJob: { method: "GET", path: "/v1/jobs/{id}" },
   getJobDeps: { method: "GET", path: "/v1/jobs/{id}/deps" },
   getJobHistory: { method: "GET", path: "/v1/jobs/{id}/history" },
@@ -1392,6 +1545,7 @@ export const operations = {
   healthz: { method: "GET", path: "/healthz" },
   heartbeatBatch: { method: "POST", path: "/v1/heartbeat" },
   heartbeatJob: { method: "POST", path: "/v1/jobs/{id}/heartbeat" },
+  listBatches: { method: "GET", path: "/v1/batches" },
   listGroups: { method: "GET", path: "/v1/groups" },
   listJobs: { method: "GET", path: "/v1/jobs" },
   listTokens: { method: "GET", path: "/v1/tokens" },
@@ -1472,6 +1626,18 @@ export interface GetJobLogsQuery {
   after?: number;
   /**
    * At most this many records (1..1000, the default).
+   */
+  limit?: number;
+}
+
+/** The query parameters of GET /v1/batches (listBatches). */
+export interface ListBatchesQuery {
+  /**
+   * Batches with a lower id than this (the next_cursor of the page before).
+   */
+  before?: number;
+  /**
+   * At most this many (1 to 1000; 100 by default).
    */
   limit?: number;
 }

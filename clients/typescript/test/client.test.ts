@@ -45,6 +45,35 @@ for (const store of stores()) {
       assert.ok(Date.parse(later.run_at) > Date.now() + 3500_000);
     });
 
+    test("a batch's callbacks are added once its jobs have ended, and see the batch", async () => {
+      const type = uniq("page");
+      let b = await c.addBatch({
+        jobs: [{ type, data: { n: 1 } }, { type, data: { n: 2 } }],
+        on_complete: { type: `${type}.after`, data: { report: "q3" } },
+        on_success: { type: `${type}.ok` },
+        open: true,
+        description: "two pages",
+      });
+      assert.ok(b.id > 0 && b.open && !b.done);
+      assert.equal(b.counts.total, 2);
+      assert.deepEqual(b.jobs.map((j) => [j.batch, j.outcome]), [[b.id, "inserted"], [b.id, "inserted"]]);
+      b = await c.addBatchJobs(b.id, [{ type }]);
+      assert.equal(b.counts.total, 3);
+      const closed = await c.closeBatch(b.id);
+      assert.ok(!closed.open && !closed.done);
+      for (const j of await c.accept({ types: [type], limit: 10 })) await c.finish([{ id: j.id, token: j.token!, as: "complete" }]);
+      const done = await c.getBatch(b.id);
+      assert.ok(done.done && done.complete_job && done.success_job);
+      assert.equal(done.counts.completed, 3);
+      const after = await c.get(done.complete_job!);
+      const data = after.data as { report: string; batch: { id: number; counts: { completed: number }; callback: string } };
+      assert.deepEqual([data.report, data.batch.id, data.batch.counts.completed, data.batch.callback], ["q3", b.id, 3, "complete"]);
+      assert.ok((await c.listBatches({ limit: 10 })).batches.some((x) => x.id === b.id));
+      await assert.rejects(c.addBatchJobs(b.id, [{ type }]), FinishedError);
+      await assert.rejects(c.addBatch({ jobs: [{ type }], on_complete: { type, data: { batch: 1 } } }), InvalidInputError);
+      await assert.rejects(c.getBatch(999999), NotFoundError);
+    });
+
     test("an add within a unique window answers with the job it found, outcome unchanged", async () => {
       const type = uniq("unique");
       const first = await c.add({ type, data: { to: "a" }, unique_for: "1h" });

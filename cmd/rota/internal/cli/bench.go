@@ -592,18 +592,25 @@ func benchTable(w io.Writer, rs []bench.Result, runs int) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	said := map[string]bool{} // a workload with several sizes says each line once
+	say := func(format string, args ...any) {
+		if line := fmt.Sprintf(format, args...); !said[line] {
+			said[line] = true
+			fmt.Fprint(w, line)
+		}
+	}
 	for _, r := range rs {
 		if r.Run != 1 {
 			break
 		}
 		if r.Baseline != "" {
-			fmt.Fprintf(w, "ratio of %s %s: against %s\n", r.Workload, r.Via, r.Baseline)
+			say("ratio of %s %s: against %s\n", r.Workload, r.Via, r.Baseline)
 		}
 		if r.Note != "" {
-			fmt.Fprintf(w, "%s %s: %s\n", r.Workload, r.Via, r.Note)
+			say("%s %s: %s\n", r.Workload, r.Via, r.Note)
 		}
 		if r.Method != "" {
-			fmt.Fprintf(w, "%s: %s\n", r.Workload, r.Method)
+			say("%s: %s\n", r.Workload, r.Method)
 		}
 	}
 	return nil

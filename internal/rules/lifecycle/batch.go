@@ -141,9 +141,9 @@ func withBatch(data []byte, b *store.Batch, name string) ([]byte, error) {
 		}
 		obj = []byte("{}")
 	}
-	out := append([]byte{}, obj[:len(obj)-1]...)
-	if len(trimSpace(obj[1:len(obj)-1])) > 0 {
-		out = append(out, ',')
+	out := []byte{'{'}
+	if inner := trimSpace(obj[1 : len(obj)-1]); len(inner) > 0 {
+		out = append(append(out, inner...), ',')
 	}
 	out = append(out, field...)
 	return append(out, '}'), nil

@@ -1,0 +1,105 @@
+package lifecycle
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/rotajobs/rota/store"
+)
+
+// TestBatchMove: every move between states counts in a batch as an
+// ending (by its outcome), a run again after one, or nothing.
+func TestBatchMove(t *testing.T) {
+	at := func(s store.State) *Place { return &Place{Type: "t", State: s} }
+	for _, c := range []struct {
+		name     string
+		from, to *Place
+		want     store.BatchCounts
+		ok       bool
+	}{
+		{"complete", at(store.Running), at(store.Completed), store.BatchCounts{Remaining: -1, Completed: 1}, true},
+		{"fail for good", at(store.Running), at(store.Failed), store.BatchCounts{Remaining: -1, Failed: 1}, true},
+		{"cancel a pending job", at(store.Pending), at(store.Cancelled), store.BatchCounts{Remaining: -1, Cancelled: 1}, true},
+		{"cancel a paused job", at(store.Paused), at(store.Cancelled), store.BatchCounts{Remaining: -1, Cancelled: 1}, true},
+		{"remove before it ended", at(store.Running), nil, store.BatchCounts{Remaining: -1, Removed: 1}, true},
+		{"remove after it ended", at(store.Completed), nil, store.BatchCounts{}, false},
+		{"retry", at(store.Running), at(store.Pending), store.BatchCounts{}, false},
+		{"claim", at(store.Pending), at(store.Running), store.BatchCounts{}, false},
+		{"wait for children", at(store.Running), at(store.Paused), store.BatchCounts{}, false},
+		{"run again after completing", at(store.Completed), at(store.Pending), store.BatchCounts{Remaining: 1, Completed: -1}, true},
+		{"run again after failing", at(store.Failed), at(store.Pending), store.BatchCounts{Remaining: 1, Failed: -1}, true},
+		{"run again after a cancel", at(store.Cancelled), at(store.Pending), store.BatchCounts{Remaining: 1, Cancelled: -1}, true},
+		{"no move", nil, nil, store.BatchCounts{}, false},
+	} {
+		got, ok := BatchMove(c.from, c.to)
+		if got != c.want || ok != c.ok {
+			t.Errorf("%s: %+v %v, want %+v %v", c.name, got, ok, c.want, c.ok)
+		}
+	}
+	if got := BatchCompleted(3); got != (store.BatchCounts{Remaining: -3, Completed: 3}) {
+		t.Errorf("BatchCompleted(3) = %+v", got)
+	}
+}
+
+func TestBatchDoneAndJoin(t *testing.T) {
+	for _, c := range []struct {
+		b    store.Batch
+		done bool
+	}{
+		{store.Batch{}, true}, // no members, closed
+		{store.Batch{Counts: store.BatchCounts{Total: 2, Completed: 2}}, true},
+		{store.Batch{Counts: store.BatchCounts{Total: 2, Remaining: 1, Completed: 1}}, false},
+		{store.Batch{Open: true, Counts: store.BatchCounts{Total: 2, Completed: 2}}, false},
+		{store.Batch{Done: true}, false}, // done before: not again
+	} {
+		if got := BatchDone(&c.b); got != c.done {
+			t.Errorf("BatchDone(%+v) = %v, want %v", c.b, got, c.done)
+		}
+	}
+	if err := JoinBatch(4, nil); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("joining a batch that does not exist: %v", err)
+	}
+	if err := JoinBatch(4, &store.Batch{Done: true}); !errors.Is(err, store.ErrFinished) {
+		t.Errorf("joining a done batch: %v", err)
+	}
+	if err := JoinBatch(4, &store.Batch{Open: true}); err != nil {
+		t.Errorf("joining an open batch: %v", err)
+	}
+}
+
+// TestBatchCallbacks: on_complete always, on_success only when every
+// member completed; each gets the batch in its data, after its own
+// fields, and is no member of a batch.
+func TestBatchCallbacks(t *testing.T) {
+	b := &store.Batch{ID: 9, Counts: store.BatchCounts{Total: 2, Completed: 1, Failed: 1},
+		OnComplete: &store.AddParams{Type: "merge", Data: json.RawMessage(`{"report":"q3"}`), Batch: 3},
+		OnSuccess:  &store.AddParams{Type: "mail"}}
+	adds, which, err := BatchCallbacks(b)
+	if err != nil || len(adds) != 1 || which[0] != CallbackComplete || adds[0].Batch != 0 {
+		t.Fatalf("a batch with a failure: %+v %v %v, want on_complete only", adds, which, err)
+	}
+	want := `{"report":"q3","batch":{"id":9,"counts":{"total":2,"remaining":0,"completed":1,"failed":1,"cancelled":0,"removed":0},"callback":"complete"}}`
+	if string(adds[0].Data) != want {
+		t.Errorf("on_complete's data %s, want %s", adds[0].Data, want)
+	}
+	b.Counts = store.BatchCounts{Total: 2, Completed: 2}
+	adds, which, err = BatchCallbacks(b)
+	if err != nil || len(adds) != 2 || which[1] != CallbackSuccess || string(adds[1].Data) !=
+		`{"batch":{"id":9,"counts":{"total":2,"remaining":0,"completed":2,"failed":0,"cancelled":0,"removed":0},"callback":"success"}}` {
+		t.Errorf("every member completed: %+v %v %v", adds, which, err)
+	}
+	for data, want := range map[string]string{
+		` { } `:      `{"batch":`,
+		`null`:       `{"batch":`,
+		`{"a":[1]} `: `{"a":[1],"batch":`,
+	} {
+		got, err := withBatch([]byte(data), b, CallbackComplete)
+		if err != nil || string(got[:len(want)]) != want || !json.Valid(got) {
+			t.Errorf("withBatch(%s) = %s, %v", data, got, err)
+		}
+	}
+	if _, err := withBatch([]byte(`[1]`), b, CallbackComplete); err == nil {
+		t.Error("withBatch of an array: no error")
+	}
+}

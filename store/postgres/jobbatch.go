@@ -51,10 +51,11 @@ func (x *batchScan) batch() (*store.Batch, error) {
 	return &b, nil
 }
 
-// readBatch runs a statement of one batch row; nil when it returns none.
-func (t *txn) readBatch(name string, args ...any) (*store.Batch, error) {
+// readBatch reads the one batch row of a statement's answer; nil when it
+// has none.
+func readBatch(r rows, err error) (*store.Batch, error) {
 	var x batchScan
-	found, err := t.row(name, args, x.dest()...)
+	found, err := readOne(r, err, x.dest()...)
 	if err != nil || !found {
 		return nil, err
 	}
@@ -88,7 +89,7 @@ func (t *txn) CreateBatch(b *store.NewBatch) (int64, error) {
 
 // LockBatch reads and locks a batch (engine.BatchTx).
 func (t *txn) LockBatch(id int64) (*store.Batch, error) {
-	b, err := t.readBatch("batch_lock", id)
+	b, err := readBatch(t.rows("batch_lock", id))
 	if err != nil {
 		return nil, fmt.Errorf("batch %d: %w", id, err)
 	}
@@ -97,7 +98,7 @@ func (t *txn) LockBatch(id int64) (*store.Batch, error) {
 
 // MoveBatch adds to a batch's counts under its lock (engine.BatchTx).
 func (t *txn) MoveBatch(id int64, d store.BatchCounts, close bool) (*store.Batch, error) {
-	b, err := t.readBatch("batch_move", d.Total, d.Remaining, d.Completed, d.Failed, d.Cancelled, d.Removed, id, close)
+	b, err := readBatch(t.rows("batch_move", d.Total, d.Remaining, d.Completed, d.Failed, d.Cancelled, d.Removed, id, close))
 	if err != nil {
 		return nil, fmt.Errorf("batch %d: %w", id, err)
 	}
@@ -146,7 +147,7 @@ func (s *Store) AddBatch(ctx context.Context, nb store.NewBatch) (store.Batch, [
 		if err := engine.SettleBatch(t, id, false); err != nil {
 			return err
 		}
-		b, err = t.readBatch("batch", id)
+		b, err = readBatch(t.rows("batch", id))
 		return err
 	})
 	if err != nil {
@@ -160,7 +161,7 @@ func (s *Store) GetBatch(ctx context.Context, id int64) (store.Batch, error) {
 	var b *store.Batch
 	err := s.read(ctx, "get batch", func(t *txn) error {
 		var err error
-		b, err = t.readBatch("batch", id)
+		b, err = readBatch(t.rows("batch", id))
 		return err
 	})
 	if err != nil {
@@ -223,7 +224,7 @@ func (s *Store) CloseBatch(ctx context.Context, id int64) (store.Batch, error) {
 		if err := engine.SettleBatch(t, id, true); err != nil {
 			return err
 		}
-		b, err = t.readBatch("batch", id)
+		b, err = readBatch(t.rows("batch", id))
 		return err
 	})
 	if err != nil {

@@ -2,7 +2,6 @@ package remote
 
 import (
 	"context"
-	"fmt"
 	"net/url"
 	"strconv"
 
@@ -14,46 +13,18 @@ import (
 
 var _ store.Batches = (*Store)(nil)
 
-// AddBatch adds a batch and its first jobs: POST /v1/batches. A batch of
-// more than store.MaxAddBatch jobs is added open, its jobs in requests of
-// that many, then closed (unless b.Open), so that its callbacks wait for
-// the last of them.
+// AddBatch adds a batch and its first jobs: POST /v1/batches.
 func (s *Store) AddBatch(ctx context.Context, b store.NewBatch) (store.Batch, []store.AddResult, error) {
 	for _, p := range b.Jobs {
 		if p.BedrockID {
 			return store.Batch{}, nil, notCarried("an add's Bedrock id (AddParams.BedrockID)")
 		}
 	}
-	first, rest := b.Jobs, []store.AddParams(nil)
-	if len(first) > store.MaxAddBatch {
-		first, rest = b.Jobs[:store.MaxAddBatch], b.Jobs[store.MaxAddBatch:]
-	}
-	open := b.Open
-	b.Jobs, b.Open = first, b.Open || len(rest) > 0
 	var resp wire.BatchResponse
 	if err := s.do(ctx, "POST", "/v1/batches", nil, wire.NewBatchRequest(b), &resp); err != nil {
 		return store.Batch{}, nil, err
 	}
-	out := results(resp.Results)
-	id := resp.Batch.ID
-	for len(rest) > 0 {
-		n := min(len(rest), store.MaxAddBatch)
-		req := wire.AddBatchRequest{Jobs: make([]wire.AddRequest, n)}
-		for i, p := range rest[:n] {
-			req.Jobs[i] = wire.NewAddRequest(p)
-		}
-		if err := s.do(ctx, "POST", batchPath(id, "jobs"), nil, req, &resp); err != nil {
-			return store.Batch{}, out, fmt.Errorf("batch %d: the jobs after the first %d: %w", id, len(out), err)
-		}
-		out = append(out, results(resp.Results)...)
-		rest = rest[n:]
-	}
-	if b.Open && !open {
-		if err := s.do(ctx, "POST", batchPath(id, "close"), nil, nil, &resp); err != nil {
-			return store.Batch{}, out, fmt.Errorf("batch %d: close: %w", id, err)
-		}
-	}
-	return resp.Batch.Store(), out, nil
+	return resp.Batch.Store(), results(resp.Results), nil
 }
 
 func results(rs []wire.AddResponse) []store.AddResult {

@@ -144,6 +144,8 @@ func TestTokenRoutes(t *testing.T) {
 		// (by key, unique or parent), and returns the add's other fields.
 		other func() (store.Job, map[string]any)
 		name  string // the subtest's name, for routes that are in the table more than once
+		// batch sends the add as a batch's jobs ({"jobs": [...]}).
+		batch bool
 	}
 	jobRoute := func(method, suffix, need string, ok int, body func(j store.Job) any, run bool) route {
 		return route{method: method, path: "/v1/jobs/{id}" + suffix, need: need, ok: ok, job: func() (store.Job, string, any) {
@@ -193,6 +195,14 @@ func TestTokenRoutes(t *testing.T) {
 				return parent, map[string]any{"parent": parent.ID}
 			}},
 		{method: "GET", path: "/v1/jobs", need: "read", ok: 200},
+		// Batches: their jobs are adds like any other; a batch itself has
+		// no type or group, so any token that reads reads it, and any that
+		// writes closes it (docs/security.md).
+		{method: "POST", path: "/v1/batches", need: "write", ok: 201, addType: "mail.send", addGroup: "acme-2", batch: true},
+		{method: "GET", path: "/v1/batches", need: "read", ok: 200},
+		{method: "GET", path: "/v1/batches/{id}", need: "read", ok: 200},
+		{method: "POST", path: "/v1/batches/{id}/jobs", need: "write", ok: 200, addType: "mail.send", addGroup: "acme-2", batch: true},
+		{method: "POST", path: "/v1/batches/{id}/close", need: "write", ok: 200},
 		{method: "GET", path: "/v1/stats", need: "read", ok: 200},
 		{method: "GET", path: "/v1/types", need: "read", ok: 200},
 		{method: "PUT", path: "/v1/types/{type}", need: "admin", ok: 200},
@@ -258,6 +268,9 @@ func TestTokenRoutes(t *testing.T) {
 						addType = m["type"].(string)
 					}
 					body = m
+					if r.batch {
+						body = map[string]any{"jobs": []any{m}}
+					}
 				case r.path == "/v1/types/{type}":
 					path, body = "/v1/types/mail.send", map[string]any{"lease_timeout": "1m"}
 				case r.path == "/v1/groups" && r.method == "PUT":
@@ -270,6 +283,13 @@ func TestTokenRoutes(t *testing.T) {
 					name := "doomed-" + kind
 					want[wire.CreateTokenResponse](t, e.testServer, http.StatusCreated, "POST", "/v1/tokens", map[string]any{"name": name})
 					path = "/v1/tokens/" + name
+				}
+				if strings.HasPrefix(path, "/v1/batches/{id}") {
+					b, _, err := e.c.AddBatch(ctx, rota.NewBatch{Open: true})
+					if err != nil {
+						t.Fatal(err)
+					}
+					path = strings.Replace(path, "{id}", strconv.FormatInt(b.ID, 10), 1)
 				}
 				var before, otherBefore store.Job
 				if job.ID != 0 {

@@ -68,6 +68,22 @@ def test_async_calls(server, typ):
     run(main())
 
 
+def test_async_batch(server, typ):
+    async def main():
+        async with rota.AsyncClient(server.url) as c:
+            b = await c.add_batch([{"type": typ}], on_complete=typ + ".after", open=True)
+            assert b.open and b.counts.total == 1 and b.jobs[0].batch == b.id
+            assert (await c.add_batch_jobs(b.id, [{"type": typ}])).counts.total == 2
+            assert not (await c.close_batch(b.id)).open
+            for j in await c.accept([typ], limit=5):
+                await c.finish(j.id, j.token)
+            done = await c.get_batch(b.id)
+            assert done.done and done.counts.completed == 2 and done.complete_job
+            assert (await c.list_batches(limit=1))[0].id == b.id
+
+    run(main())
+
+
 def test_async_wait_and_subscribe(server, typ):
     async def main():
         async with rota.AsyncClient(server.url) as c:

@@ -5,17 +5,6 @@ import (
 	"time"
 )
 
-// A batch is a set of jobs added together (Batches.AddBatch), with
-// callbacks: jobs added when every member has ended (OnComplete), and
-// when every member completed (OnSuccess). A member ends when it
-// completes, fails for good, is cancelled, or is removed before it ended;
-// a retry is not an ending. The batch is done once it is closed (not
-// Open) and no member remains; its callbacks are then added, exactly
-// once, in the transaction that ended its last member. Jobs join an open
-// or running batch by an add with AddParams.Batch (a member's handler can
-// add more members: the batch cannot be done while that member runs);
-// a done batch takes no more.
-
 // BatchCounts counts a batch's members by where they are: Remaining have
 // not ended; the others ended as named (Removed: removed before they
 // ended). Total is every job that joined.
@@ -44,7 +33,16 @@ func (c BatchCounts) Times(n int64) BatchCounts {
 	}
 }
 
-// Batch is a batch as stored.
+// Batch is a batch as stored: a set of jobs added together (Batches.AddBatch), with
+// callbacks: jobs added when every member has ended (OnComplete), and
+// when every member completed (OnSuccess). A member ends when it
+// completes, fails for good, is cancelled, or is removed before it ended;
+// a retry is not an ending. The batch is done once it is closed (not
+// Open) and no member remains; its callbacks are then added, exactly
+// once, in the transaction that ended its last member. Jobs join an open
+// or running batch by an add with AddParams.Batch (a member's handler can
+// add more members: the batch cannot be done while that member runs);
+// a done batch takes no more.
 type Batch struct {
 	ID          int64       `json:"id"`
 	Description string      `json:"description,omitempty"`

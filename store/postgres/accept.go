@@ -1432,6 +1432,10 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 		return store.AcceptResult{}, err
 	}
 	var res store.AcceptResult
+	// The known types are counted before the patterns are resolved: a
+	// type learnt between the two (another node's change) then still
+	// counts as unknown below, and the patterns are resolved again.
+	known := s.knownTypes()
 	names := s.resolve(pats)
 	var read *nextRun
 	if res.Jobs, read, err = s.claim(ctx, p, names); err != nil {
@@ -1457,7 +1461,7 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 		return res, err
 	}
 	patterned := slices.ContainsFunc(pats, func(p glob.Pattern) bool { return !p.Literal() })
-	if patterned && types > s.knownTypes() {
+	if patterned && types > known {
 		// Another node registered a type this node has not heard of:
 		// a pattern may match it.
 		if err := s.reloadTypes(ctx); err != nil {

@@ -79,8 +79,9 @@ type (
 	// more jobs until CloseBatch, and a Description.
 	NewBatch = store.NewBatch
 	// Batch is a batch as stored: ID, Description, Counts of its members
-	// by outcome, Open, Done and DoneAt, the callbacks and the jobs they
-	// added (CompleteJob, SuccessJob), CreatedAt.
+	// by outcome, Open, Done and DoneAt, the callbacks OnComplete and
+	// OnSuccess and the jobs they added (CompleteJob, SuccessJob),
+	// CreatedAt.
 	Batch = store.Batch
 	// BatchCounts counts a batch's members: Total, Remaining (not ended),
 	// Completed, Failed, Cancelled, Removed (removed before they ended).

@@ -212,7 +212,8 @@ INSERT INTO {{schema}}.jobs_ended ({{endedColumns}})
 SELECT d.id, d.type, d.key, d.grp, d.priority, 3, d.run_at, d.attempt, d.max_attempts, d.backoff_base, d.backoff_max,
 	d.lease_timeout, NULL, d.token, d.worker, d.cancel_requested, d.resubmit, d.resubmit_at, d.progress, d.created_at,
 	d.started_at, now(), now(), d.retry_after, d.parent_id, d.repeat, d.data, d.next_data,
-	convert_to($3::jsonb ->> d.id::text, 'UTF8'), d.last_error, d.errors, d.meta, d.missed, d.slot, d.has_children, d.bedrock_id, d.prev_started_at, d.run_timeout, d.batch_id
+	convert_to($3::jsonb ->> d.id::text, 'UTF8'), d.last_error, d.errors, d.meta, d.missed, d.slot, d.has_children, d.bedrock_id, d.prev_started_at, d.run_timeout,
+	d.expires_at, d.expired, d.unique_for, d.debounce, d.batch_id
 FROM d RETURNING id, type, grp, run_at, batch_id;
 
 -- name: children

@@ -62,7 +62,21 @@ type Batch struct {
 	CompleteJob int64     `json:"complete_job,omitempty"`
 	SuccessJob  int64     `json:"success_job,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
+	// Groups and Types are the distinct groups and types of the jobs
+	// added to the batch and of its callbacks, in the order they came;
+	// Wide says there were more than MaxBatchReach of either, and then
+	// they are not kept. A reach holds the batch only when it holds all
+	// of them (Reach.HasBatch), so that a token never sees a batch that
+	// holds another tenant's jobs.
+	Groups []string `json:"-"`
+	Types  []string `json:"-"`
+	Wide   bool     `json:"-"`
 }
+
+// MaxBatchReach bounds how many distinct groups, and types, a batch keeps
+// (Batch.Groups, Batch.Types): a batch over it is Wide, in the reach of
+// unscoped tokens only.
+const MaxBatchReach = 64
 
 // NewBatch is a batch to add (Batches.AddBatch).
 type NewBatch struct {

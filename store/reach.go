@@ -80,6 +80,22 @@ func (r *Reach) HasGroup(group string) bool {
 	return r == nil || r.groups == nil || r.inGroup(group)
 }
 
+// HasBatch reports whether batch b is in reach: every group and type of
+// its members and callbacks is (Batch.Groups, Types), so that the batch
+// shows nothing of jobs out of reach. Reach is a product of groups and
+// types, so this holds exactly when each member and callback is in reach.
+// A Wide batch is in the reach of unscoped callers only.
+func (r *Reach) HasBatch(b *Batch) bool {
+	if !r.Scoped() {
+		return true
+	}
+	if b.Wide {
+		return false
+	}
+	return !slices.ContainsFunc(b.Groups, func(g string) bool { return !r.HasGroup(g) }) &&
+		!slices.ContainsFunc(b.Types, func(t string) bool { return !r.HasType(t) })
+}
+
 type reachKey struct{}
 
 // WithReach returns ctx carrying reach r, which stores honour (Reach); a

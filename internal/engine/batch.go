@@ -27,6 +27,9 @@ type BatchTx interface {
 	// AddJobs adds jobs (normalized, with their data) as the store's Add
 	// does, in this transaction: a done batch's callbacks.
 	AddJobs(jobs []store.AddParams, datas [][]byte) ([]store.AddResult, error)
+	// WidenBatch writes the groups and types of batch id's members and
+	// callbacks (store.Batch's Groups, Types, Wide), its row locked.
+	WidenBatch(id int64, groups, types []string, wide bool) error
 }
 
 // batchMember counts the move of r, a member of a batch (from, to:
@@ -36,6 +39,11 @@ type BatchTx interface {
 func batchMember(tx Tx, r *lifecycle.Row, from, to *lifecycle.Place) (bool, error) {
 	if r.Batch == 0 {
 		return false, nil
+	}
+	if from != nil && to != nil && (from.Type != to.Type || from.Group != to.Group) {
+		if err := widenBatch(tx, r.Batch, to); err != nil {
+			return false, err
+		}
 	}
 	d, ok := lifecycle.BatchMove(from, to)
 	if !ok {
@@ -82,11 +90,28 @@ func moveBatch(tx Tx, id int64, d store.BatchCounts, close bool) (bool, error) {
 	return true, bt.EndBatch(id, complete, success)
 }
 
+// widenBatch adds the type and group a member moves to (an update) to its
+// batch's (lifecycle.BatchWiden), so that the batch leaves the reach of
+// tokens that do not reach the member any more.
+func widenBatch(tx Tx, id int64, to *lifecycle.Place) error {
+	bt, ok := tx.(BatchTx)
+	if !ok {
+		return fmt.Errorf("batch %d: this store keeps no batches", id)
+	}
+	b, err := bt.LockBatch(id)
+	if err != nil || b == nil || !lifecycle.BatchWiden(b, to.Type, to.Group) {
+		return err
+	}
+	return bt.WidenBatch(id, b.Groups, b.Types, b.Wide)
+}
+
 // JoinBatches locks the batches jobs join (AddParams.Batch), in id order,
-// and refuses the add when one of them is done or does not exist
-// (lifecycle.JoinBatch). Every add that may name a batch calls it before
-// it inserts, and Joined after.
-func JoinBatches(tx Tx, jobs []store.AddParams) error {
+// and refuses the add when one of them is done, does not exist or is out
+// of reach (lifecycle.JoinBatch; reach nil: everything). It adds the
+// joining jobs' groups and types to their batch's (lifecycle.BatchWiden),
+// a write only when they bring one it did not have. Every add that may
+// name a batch calls it before it inserts, and Joined after.
+func JoinBatches(tx Tx, jobs []store.AddParams, reach *store.Reach) error {
 	ids := batchesOf(jobs)
 	if len(ids) == 0 {
 		return nil
@@ -100,8 +125,19 @@ func JoinBatches(tx Tx, jobs []store.AddParams) error {
 		if err != nil {
 			return err
 		}
-		if err := lifecycle.JoinBatch(id, b); err != nil {
+		if err := lifecycle.JoinBatch(id, b, reach); err != nil {
 			return err
+		}
+		widened := false
+		for i := range jobs {
+			if jobs[i].Batch == id && lifecycle.BatchWiden(b, jobs[i].Type, jobs[i].Group) {
+				widened = true
+			}
+		}
+		if widened {
+			if err := bt.WidenBatch(id, b.Groups, b.Types, b.Wide); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

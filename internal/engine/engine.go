@@ -727,7 +727,7 @@ type Inserter interface {
 // the rest are inserted. Stores insert batches with none of these in
 // one statement instead.
 func Add(tx Inserter, jobs []store.AddParams, datas [][]byte, reach *store.Reach) ([]store.AddResult, error) {
-	if err := JoinBatches(tx, jobs); err != nil {
+	if err := JoinBatches(tx, jobs, reach); err != nil {
 		return nil, err
 	}
 	out := make([]store.AddResult, len(jobs))

@@ -10,6 +10,7 @@ import (
 	"github.com/rotajobs/rota/internal/backend"
 	"github.com/rotajobs/rota/internal/engine"
 	"github.com/rotajobs/rota/internal/rules/check"
+	"github.com/rotajobs/rota/internal/rules/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -21,20 +22,21 @@ import (
 var _ store.Batches = (*Store)(nil)
 
 const batchColumns = `id, description, total, remaining, completed, failed, cancelled, removed, open,
-	on_complete, on_success, coalesce(complete_job, 0), coalesce(success_job, 0), created_at, done_at`
+	on_complete, on_success, coalesce(complete_job, 0), coalesce(success_job, 0), created_at, done_at, groups, types, wide`
 
 type batchScan struct {
 	b                     store.Batch
 	onComplete, onSuccess pgtype.Text
 	created               time.Time
 	done                  pgtype.Timestamptz
+	groups, types         string
 }
 
 func (x *batchScan) dest() []any {
 	b := &x.b
 	return []any{&b.ID, &b.Description, &b.Counts.Total, &b.Counts.Remaining, &b.Counts.Completed, &b.Counts.Failed,
 		&b.Counts.Cancelled, &b.Counts.Removed, &b.Open, &x.onComplete, &x.onSuccess, &b.CompleteJob, &b.SuccessJob,
-		&x.created, &x.done}
+		&x.created, &x.done, &x.groups, &x.types, &b.Wide}
 }
 
 func (x *batchScan) batch() (*store.Batch, error) {
@@ -42,6 +44,12 @@ func (x *batchScan) batch() (*store.Batch, error) {
 	b.CreatedAt = x.created.UTC()
 	b.Done, b.DoneAt = x.done.Valid, pgTime(x.done)
 	var err error
+	if b.Groups, err = backend.ParseBatchNames(x.groups); err != nil {
+		return nil, err
+	}
+	if b.Types, err = backend.ParseBatchNames(x.types); err != nil {
+		return nil, err
+	}
 	if b.OnComplete, err = backend.Callback([]byte(x.onComplete.String)); err != nil {
 		return nil, err
 	}
@@ -81,7 +89,9 @@ func (t *txn) CreateBatch(b *store.NewBatch) (int64, error) {
 		return 0, err
 	}
 	var id int64
-	if _, err := t.row("batch_insert", []any{b.Description, b.Open, optText(onComplete), optText(onSuccess)}, &id); err != nil {
+	r := lifecycle.NewBatchReach(b)
+	if _, err := t.row("batch_insert", []any{b.Description, b.Open, optText(onComplete), optText(onSuccess),
+		backend.BatchNames(r.Groups), backend.BatchNames(r.Types), r.Wide}, &id); err != nil {
 		return 0, fmt.Errorf("add batch: %w", err)
 	}
 	return id, nil
@@ -108,6 +118,14 @@ func (t *txn) MoveBatch(id int64, d store.BatchCounts, close bool) (*store.Batch
 // EndBatch marks a batch done (engine.BatchTx).
 func (t *txn) EndBatch(id int64, completeJob, successJob int64) error {
 	if _, err := t.run("batch_end", optInt(completeJob), optInt(successJob), id); err != nil {
+		return fmt.Errorf("batch %d: %w", id, err)
+	}
+	return nil
+}
+
+// WidenBatch writes a batch's groups and types (engine.BatchTx).
+func (t *txn) WidenBatch(id int64, groups, types []string, wide bool) error {
+	if _, err := t.run("batch_widen", backend.BatchNames(groups), backend.BatchNames(types), wide, id); err != nil {
 		return fmt.Errorf("batch %d: %w", id, err)
 	}
 	return nil
@@ -167,7 +185,7 @@ func (s *Store) GetBatch(ctx context.Context, id int64) (store.Batch, error) {
 	if err != nil {
 		return store.Batch{}, err
 	}
-	if b == nil {
+	if b == nil || !store.ReachOf(ctx).HasBatch(b) {
 		return store.Batch{}, fmt.Errorf("batch %d does not exist: %w", id, store.ErrNotFound)
 	}
 	return *b, nil
@@ -186,26 +204,30 @@ func (s *Store) ListBatches(ctx context.Context, p store.BatchListParams) ([]sto
 	if before <= 0 {
 		before = 1<<63 - 1
 	}
-	out := []store.Batch{}
+	var out []store.Batch
 	err := s.read(ctx, "list batches", func(t *txn) error {
-		r, err := t.rows("batches", before, limit)
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		out = out[:0]
-		for r.Next() {
-			var x batchScan
-			if err := r.Scan(x.dest()...); err != nil {
-				return err
-			}
-			b, err := x.batch()
+		var err error
+		out, err = backend.BatchesInReach(store.ReachOf(ctx), before, limit, func(before int64, n int) ([]store.Batch, error) {
+			r, err := t.rows("batches", before, n)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			out = append(out, *b)
-		}
-		return r.Err()
+			defer r.Close()
+			page := []store.Batch{}
+			for r.Next() {
+				var x batchScan
+				if err := r.Scan(x.dest()...); err != nil {
+					return nil, err
+				}
+				b, err := x.batch()
+				if err != nil {
+					return nil, err
+				}
+				page = append(page, *b)
+			}
+			return page, r.Err()
+		})
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -220,6 +242,10 @@ func (s *Store) CloseBatch(ctx context.Context, id int64) (store.Batch, error) {
 		var err error
 		if b, err = t.LockBatch(id); err != nil || b == nil {
 			return err
+		}
+		if !store.ReachOf(ctx).HasBatch(b) {
+			b = nil // out of reach: as missing
+			return nil
 		}
 		if err := engine.SettleBatch(t, id, true); err != nil {
 			return err

@@ -242,7 +242,7 @@ func (t *txn) add(jobs []store.AddParams, datas [][]byte, newTypes []string) ([]
 			}
 		}
 	}
-	if err := engine.JoinBatches(t, jobs); err != nil {
+	if err := engine.JoinBatches(t, jobs, store.ReachOf(t.ctx)); err != nil {
 		return nil, err
 	}
 	target := make([]int64, len(jobs))   // the job an item re-adds

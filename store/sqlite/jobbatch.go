@@ -9,6 +9,7 @@ import (
 	"github.com/rotajobs/rota/internal/backend"
 	"github.com/rotajobs/rota/internal/engine"
 	"github.com/rotajobs/rota/internal/rules/check"
+	"github.com/rotajobs/rota/internal/rules/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -18,15 +19,17 @@ import (
 var _ store.Batches = (*Store)(nil)
 
 const batchColumns = `id, description, total, remaining, completed, failed, cancelled, removed, open,
-	on_complete, on_success, coalesce(complete_job, 0), coalesce(success_job, 0), created_at, done_at`
+	on_complete, on_success, coalesce(complete_job, 0), coalesce(success_job, 0), created_at, done_at, groups, types, wide`
 
 func scanBatch(sc scanner) (*store.Batch, error) {
 	var b store.Batch
 	var onComplete, onSuccess []byte
 	var created int64
 	var done sql.NullInt64
+	var groups, types string
 	err := sc.Scan(&b.ID, &b.Description, &b.Counts.Total, &b.Counts.Remaining, &b.Counts.Completed, &b.Counts.Failed,
-		&b.Counts.Cancelled, &b.Counts.Removed, &b.Open, &onComplete, &onSuccess, &b.CompleteJob, &b.SuccessJob, &created, &done)
+		&b.Counts.Cancelled, &b.Counts.Removed, &b.Open, &onComplete, &onSuccess, &b.CompleteJob, &b.SuccessJob, &created, &done,
+		&groups, &types, &b.Wide)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -34,6 +37,12 @@ func scanBatch(sc scanner) (*store.Batch, error) {
 		return nil, err
 	}
 	b.CreatedAt, b.DoneAt, b.Done = fromMicros(created), fromNullMicros(done), done.Valid
+	if b.Groups, err = backend.ParseBatchNames(groups); err != nil {
+		return nil, err
+	}
+	if b.Types, err = backend.ParseBatchNames(types); err != nil {
+		return nil, err
+	}
 	if b.OnComplete, err = backend.Callback(onComplete); err != nil {
 		return nil, err
 	}
@@ -53,7 +62,9 @@ func (w *txn) CreateBatch(b *store.NewBatch) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	res, err := w.run("batch_insert", b.Description, b.Open, nullText(onComplete), nullText(onSuccess), micros(w.now))
+	r := lifecycle.NewBatchReach(b)
+	res, err := w.run("batch_insert", b.Description, b.Open, nullText(onComplete), nullText(onSuccess), micros(w.now),
+		backend.BatchNames(r.Groups), backend.BatchNames(r.Types), r.Wide)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: add batch: %w", err)
 	}
@@ -88,6 +99,14 @@ func (w *txn) MoveBatch(id int64, d store.BatchCounts, close bool) (*store.Batch
 // EndBatch marks a batch done (engine.BatchTx).
 func (w *txn) EndBatch(id int64, completeJob, successJob int64) error {
 	if _, err := w.run("batch_end", micros(w.now), nonZero(completeJob), nonZero(successJob), id); err != nil {
+		return fmt.Errorf("sqlite: batch %d: %w", id, err)
+	}
+	return nil
+}
+
+// WidenBatch writes a batch's groups and types (engine.BatchTx).
+func (w *txn) WidenBatch(id int64, groups, types []string, wide bool) error {
+	if _, err := w.run("batch_widen", backend.BatchNames(groups), backend.BatchNames(types), wide, id); err != nil {
 		return fmt.Errorf("sqlite: batch %d: %w", id, err)
 	}
 	return nil
@@ -140,7 +159,7 @@ func (s *Store) GetBatch(ctx context.Context, id int64) (store.Batch, error) {
 	if err != nil {
 		return store.Batch{}, s.readErr(err)
 	}
-	if b == nil {
+	if b == nil || !store.ReachOf(ctx).HasBatch(b) {
 		return store.Batch{}, fmt.Errorf("batch %d does not exist: %w", id, store.ErrNotFound)
 	}
 	return *b, nil
@@ -159,23 +178,25 @@ func (s *Store) ListBatches(ctx context.Context, p store.BatchListParams) ([]sto
 	if before <= 0 {
 		before = 1<<63 - 1
 	}
-	rows, err := s.reader.QueryContext(ctx, stmt("batches"), before, limit)
-	if err != nil {
-		return nil, s.readErr(err)
-	}
-	defer rows.Close()
-	out := []store.Batch{}
-	for rows.Next() {
-		b, err := scanBatch(rows)
+	return backend.BatchesInReach(store.ReachOf(ctx), before, limit, func(before int64, n int) ([]store.Batch, error) {
+		rows, err := s.reader.QueryContext(ctx, stmt("batches"), before, n)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: batches: %w", err)
+			return nil, s.readErr(err)
 		}
-		out = append(out, *b)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.readErr(err)
-	}
-	return out, nil
+		defer rows.Close()
+		out := []store.Batch{}
+		for rows.Next() {
+			b, err := scanBatch(rows)
+			if err != nil {
+				return nil, fmt.Errorf("sqlite: batches: %w", err)
+			}
+			out = append(out, *b)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, s.readErr(err)
+		}
+		return out, nil
+	})
 }
 
 // CloseBatch closes a batch (store.Batches).
@@ -185,6 +206,10 @@ func (s *Store) CloseBatch(ctx context.Context, id int64) (store.Batch, error) {
 		var err error
 		if b, err = w.LockBatch(id); err != nil || b == nil {
 			return err
+		}
+		if !store.ReachOf(ctx).HasBatch(b) {
+			b = nil // out of reach: as missing
+			return nil
 		}
 		if err := engine.SettleBatch(w, id, true); err != nil {
 			return err

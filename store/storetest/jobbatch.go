@@ -1,8 +1,11 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -343,6 +346,134 @@ func testJobBatches(t *testing.T, open func(t *testing.T) store.Store) {
 		wantErr(t, "a limit over the maximum", err, store.ErrInvalid)
 		if err != nil && errors.Is(err, store.ErrNotFound) {
 			t.Error("wrong error kind")
+		}
+	})
+
+	// A batch is in a caller's reach only when every member and callback
+	// is: out of reach, it is missing to get, list, extend and close.
+	t.Run("Reach", func(t *testing.T) {
+		s := open(t)
+		bs := batchesOf(t, s)
+		acme := store.WithReach(t.Context(), reachOf(t, []string{"acme-*"}, nil))
+		globex := store.WithReach(t.Context(), reachOf(t, []string{"globex-*"}, nil))
+		mails := store.WithReach(t.Context(), reachOf(t, nil, []string{"mail.*"}))
+		// acme's batch: its members and callback in acme's groups.
+		mine, _, err := bs.AddBatch(acme, store.NewBatch{Open: true,
+			Jobs:       []store.AddParams{{Type: "mail.send", Group: "acme-1"}, {Type: "mail.send", Group: "acme-2"}},
+			OnComplete: &store.AddParams{Type: "mail.report", Group: "acme-1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A batch whose callback is acme's but a member globex's.
+		mixed, _, err := bs.AddBatch(t.Context(), store.NewBatch{Open: true,
+			Jobs:       []store.AddParams{{Type: "mail.send", Group: "globex-1"}},
+			OnComplete: &store.AddParams{Type: "mail.report", Group: "acme-1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// globex's batch whose callback is of another type than mail's.
+		theirs, _, err := bs.AddBatch(globex, store.NewBatch{Open: true,
+			Jobs:      []store.AddParams{{Type: "mail.send", Group: "globex-1"}},
+			OnSuccess: &store.AddParams{Type: "bill", Group: "globex-1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		missing := func(what string, err error) {
+			t.Helper()
+			if !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("%s: %v; want the batch missing (ErrNotFound)", what, err)
+			}
+		}
+		for _, c := range []struct {
+			name string
+			ctx  context.Context
+			in   []int64 // the batches in reach, newest first
+		}{
+			{"acme", acme, []int64{mine.ID}},
+			{"globex", globex, []int64{theirs.ID}},
+			{"mail types", mails, []int64{mixed.ID, mine.ID}},
+			{"unscoped", t.Context(), []int64{theirs.ID, mixed.ID, mine.ID}},
+		} {
+			for _, id := range []int64{mine.ID, mixed.ID, theirs.ID} {
+				_, err := bs.GetBatch(c.ctx, id)
+				if slices.Contains(c.in, id) {
+					if err != nil {
+						t.Errorf("%s: GetBatch(%d) in reach: %v", c.name, id, err)
+					}
+					continue
+				}
+				missing(fmt.Sprintf("%s: GetBatch(%d)", c.name, id), err)
+				_, err = s.Add(c.ctx, []store.AddParams{{Type: "mail.send", Group: "acme-1", Batch: id}})
+				missing(fmt.Sprintf("%s: an add to batch %d", c.name, id), err)
+				_, err = bs.CloseBatch(c.ctx, id)
+				missing(fmt.Sprintf("%s: CloseBatch(%d)", c.name, id), err)
+			}
+			// Pages of one: the cursor goes on over the batches out of reach.
+			var got []int64
+			before := int64(0)
+			for {
+				list, err := bs.ListBatches(c.ctx, store.BatchListParams{Before: before, Limit: 1})
+				if err != nil {
+					t.Fatalf("%s: ListBatches: %v", c.name, err)
+				}
+				if len(list) == 0 {
+					break
+				}
+				got = append(got, list[0].ID)
+				before = list[0].ID
+			}
+			if !slices.Equal(got, c.in) {
+				t.Errorf("%s: ListBatches pages: %v; want %v", c.name, got, c.in)
+			}
+		}
+		// Out of reach, nothing changed: the batches are as they were.
+		for _, b := range []store.Batch{mine, mixed, theirs} {
+			if got := getBatch(t, bs, b.ID); got.Counts.Total != b.Counts.Total || !got.Open {
+				t.Errorf("batch %d after the refused calls: %+v; want %d members, open", b.ID, got.Counts, b.Counts.Total)
+			}
+		}
+		// In reach: acme extends and closes its batch.
+		if _, err := s.Add(acme, []store.AddParams{{Type: "mail.send", Group: "acme-3", Batch: mine.ID}}); err != nil {
+			t.Fatalf("acme's add to its batch: %v", err)
+		}
+		b, err := bs.CloseBatch(acme, mine.ID)
+		if err != nil || b.Open || b.Counts.Total != 3 {
+			t.Fatalf("acme closes its batch: %+v, %v; want closed with 3 members", b, err)
+		}
+		// A member of another tenant joining (by an unscoped caller) takes
+		// the batch out of acme's reach.
+		if _, err := s.Add(t.Context(), []store.AddParams{{Type: "mail.send", Group: "globex-1", Batch: theirs.ID}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Add(t.Context(), []store.AddParams{{Type: "mail.send", Group: "initech", Batch: mixed.ID}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bs.GetBatch(mails, mixed.ID); err != nil {
+			t.Errorf("mail types: GetBatch(%d) after a mail job joined: %v", mixed.ID, err)
+		}
+		_, err = bs.GetBatch(globex, mixed.ID)
+		missing("globex: a batch with an initech member", err)
+	})
+
+	// A batch with more distinct groups than it keeps is in the reach of
+	// unscoped callers only.
+	t.Run("ReachWide", func(t *testing.T) {
+		s := open(t)
+		bs := batchesOf(t, s)
+		jobs := make([]store.AddParams, store.MaxBatchReach+1)
+		for i := range jobs {
+			jobs[i] = store.AddParams{Type: "m", Group: fmt.Sprintf("acme-%d", i)}
+		}
+		b, _, err := bs.AddBatch(t.Context(), store.NewBatch{Jobs: jobs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = bs.GetBatch(store.WithReach(t.Context(), reachOf(t, []string{"acme-*"}, nil)), b.ID)
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("a scoped GetBatch of a batch over %d groups: %v; want ErrNotFound", store.MaxBatchReach, err)
+		}
+		if got := getBatch(t, bs, b.ID); got.Counts.Total != int64(len(jobs)) {
+			t.Errorf("unscoped: %+v", got.Counts)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/rotajobs/rota/store"
 )
@@ -75,15 +76,49 @@ func BatchDone(b *store.Batch) bool {
 }
 
 // JoinBatch refuses a job joining batch id, b as locked (nil: no such
-// batch), when the batch is done.
-func JoinBatch(id int64, b *store.Batch) error {
-	if b == nil {
+// batch), when the batch is done, and as missing when it is out of the
+// caller's reach (Reach.HasBatch).
+func JoinBatch(id int64, b *store.Batch, reach *store.Reach) error {
+	if b == nil || !reach.HasBatch(b) {
 		return fmt.Errorf("batch %d does not exist: %w", id, store.ErrNotFound)
 	}
 	if b.Done {
 		return fmt.Errorf("batch %d is done (its callbacks ran), it takes no more jobs: %w", id, store.ErrFinished)
 	}
 	return nil
+}
+
+// BatchWiden adds the group and type of a job joining batch b, or of a
+// callback, to the batch's (Batch.Groups, Types), and reports whether
+// they changed. Past store.MaxBatchReach of either the batch is Wide and
+// keeps neither.
+func BatchWiden(b *store.Batch, typ, group string) bool {
+	if b.Wide {
+		return false
+	}
+	changed := false
+	if !slices.Contains(b.Groups, group) {
+		b.Groups, changed = append(b.Groups, group), true
+	}
+	if !slices.Contains(b.Types, typ) {
+		b.Types, changed = append(b.Types, typ), true
+	}
+	if len(b.Groups) > store.MaxBatchReach || len(b.Types) > store.MaxBatchReach {
+		b.Groups, b.Types, b.Wide = nil, nil, true
+	}
+	return changed
+}
+
+// NewBatchReach is the groups and types a new batch starts with: its
+// callbacks' (its members' join as they are added).
+func NewBatchReach(nb *store.NewBatch) store.Batch {
+	var b store.Batch
+	for _, cb := range []*store.AddParams{nb.OnComplete, nb.OnSuccess} {
+		if cb != nil {
+			BatchWiden(&b, cb.Type, cb.Group)
+		}
+	}
+	return b
 }
 
 // Callback names which callback a job is, in its data.

@@ -3,6 +3,8 @@ package lifecycle
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/rotajobs/rota/store"
@@ -57,14 +59,51 @@ func TestBatchDoneAndJoin(t *testing.T) {
 			t.Errorf("BatchDone(%+v) = %v, want %v", c.b, got, c.done)
 		}
 	}
-	if err := JoinBatch(4, nil); !errors.Is(err, store.ErrNotFound) {
+	if err := JoinBatch(4, nil, nil); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("joining a batch that does not exist: %v", err)
 	}
-	if err := JoinBatch(4, &store.Batch{Done: true}); !errors.Is(err, store.ErrFinished) {
+	if err := JoinBatch(4, &store.Batch{Done: true}, nil); !errors.Is(err, store.ErrFinished) {
 		t.Errorf("joining a done batch: %v", err)
 	}
-	if err := JoinBatch(4, &store.Batch{Open: true}); err != nil {
+	if err := JoinBatch(4, &store.Batch{Open: true}, nil); err != nil {
 		t.Errorf("joining an open batch: %v", err)
+	}
+}
+
+// TestBatchReach: a batch keeps the distinct groups and types of its
+// members and callbacks, up to store.MaxBatchReach, past which it is wide
+// and in no scoped reach; a join out of reach finds no batch.
+func TestBatchReach(t *testing.T) {
+	acme, err := store.NewReach([]string{"acme-*"}, []string{"mail.*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewBatchReach(&store.NewBatch{OnComplete: &store.AddParams{Type: "mail.report", Group: "acme-1"}})
+	if !slices.Equal(b.Groups, []string{"acme-1"}) || !slices.Equal(b.Types, []string{"mail.report"}) || b.Wide {
+		t.Fatalf("a new batch's reach: %v %v %v; want its callback's", b.Groups, b.Types, b.Wide)
+	}
+	if !BatchWiden(&b, "mail.send", "acme-1") || BatchWiden(&b, "mail.send", "acme-1") {
+		t.Error("BatchWiden reports a change only for what the batch did not have")
+	}
+	if !acme.HasBatch(&b) || JoinBatch(1, &b, acme) != nil {
+		t.Errorf("a batch of acme's mails is out of acme's reach: %v %v", b.Groups, b.Types)
+	}
+	BatchWiden(&b, "mail.send", "globex-1")
+	if acme.HasBatch(&b) {
+		t.Error("a batch with a globex member is in acme's reach")
+	}
+	if err := JoinBatch(1, &b, acme); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("acme joining a batch with a globex member: %v; want ErrNotFound", err)
+	}
+	if !(*store.Reach)(nil).HasBatch(&b) {
+		t.Error("an unscoped reach does not hold every batch")
+	}
+	w := store.Batch{}
+	for i := range store.MaxBatchReach + 1 {
+		BatchWiden(&w, "mail.send", fmt.Sprintf("acme-%d", i))
+	}
+	if !w.Wide || w.Groups != nil || acme.HasBatch(&w) || !(*store.Reach)(nil).HasBatch(&w) {
+		t.Errorf("a batch over %d groups: wide %v, groups %d; want wide, in no scoped reach", store.MaxBatchReach, w.Wide, len(w.Groups))
 	}
 }
 

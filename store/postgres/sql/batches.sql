@@ -2,10 +2,15 @@
 -- counts every member's change keeps in the same transaction.
 
 -- name: batch_insert
--- $1 description, $2 open, $3 on_complete, $4 on_success (JSON, NULL: none).
--- Returns the id.
-INSERT INTO {{schema}}.batches (description, open, on_complete, on_success, created_at)
-	VALUES ($1, $2, $3, $4, now()) RETURNING id;
+-- $1 description, $2 open, $3 on_complete, $4 on_success (JSON, NULL: none),
+-- $5 groups, $6 types (JSON arrays), $7 wide. Returns the id.
+INSERT INTO {{schema}}.batches (description, open, on_complete, on_success, created_at, groups, types, wide)
+	VALUES ($1, $2, $3, $4, now(), $5, $6, $7) RETURNING id;
+
+-- name: batch_widen
+-- Writes a batch's groups and types, its row locked.
+-- $1 groups, $2 types (JSON arrays), $3 wide, $4 id.
+UPDATE {{schema}}.batches SET groups = $1, types = $2, wide = $3 WHERE id = $4;
 
 -- name: batch
 -- A batch's row (batchColumns), without a lock.

@@ -2,6 +2,10 @@
 -- outcome, kept in the transaction of every member's change (O(1) per
 -- member), and its callbacks (store.AddParams as JSON). A member names
 -- its batch in rota_jobs.batch_id (NULL: none).
+-- groups and types are the distinct groups and types of its members and
+-- callbacks (JSON arrays), which a token must reach to reach the batch;
+-- wide: more than store.MaxBatchReach of either, kept by neither (only
+-- unscoped tokens reach it).
 CREATE TABLE rota_batches (
 	id INTEGER PRIMARY KEY AUTOINCREMENT,
 	description TEXT NOT NULL DEFAULT '',
@@ -17,6 +21,9 @@ CREATE TABLE rota_batches (
 	complete_job INTEGER,
 	success_job INTEGER,
 	created_at INTEGER NOT NULL,
-	done_at INTEGER
+	done_at INTEGER,
+	groups TEXT NOT NULL DEFAULT '[]',
+	types TEXT NOT NULL DEFAULT '[]',
+	wide INTEGER NOT NULL DEFAULT 0
 );
 ALTER TABLE rota_jobs ADD COLUMN batch_id INTEGER;

@@ -2,8 +2,14 @@
 -- counts every member's change keeps in the same transaction.
 
 -- name: batch_insert
--- ? description, ? open, ? on_complete, ? on_success (JSON, NULL: none), ? created_at.
-INSERT INTO rota_batches (description, open, on_complete, on_success, created_at) VALUES (?, ?, ?, ?, ?);
+-- ? description, ? open, ? on_complete, ? on_success (JSON, NULL: none), ? created_at,
+-- ? groups, ? types (JSON arrays), ? wide.
+INSERT INTO rota_batches (description, open, on_complete, on_success, created_at, groups, types, wide)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: batch_widen
+-- Writes a batch's groups and types. ? groups, ? types (JSON arrays), ? wide, ? id.
+UPDATE rota_batches SET groups = ?, types = ?, wide = ? WHERE id = ?;
 
 -- name: batch
 -- A batch's row (batchColumns).

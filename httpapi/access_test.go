@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -195,9 +196,9 @@ func TestTokenRoutes(t *testing.T) {
 				return parent, map[string]any{"parent": parent.ID}
 			}},
 		{method: "GET", path: "/v1/jobs", need: "read", ok: 200},
-		// Batches: their jobs are adds like any other; a batch itself has
-		// no type or group, so any token that reads reads it, and any that
-		// writes closes it (docs/security.md).
+		// Batches: their jobs are adds like any other; a batch is in a
+		// token's reach when its members and callbacks are, and out of it
+		// is a missing batch (the {id} routes' batch holds a job of beta's).
 		{method: "POST", path: "/v1/batches", need: "write", ok: 201, addType: "mail.send", addGroup: "acme-2", batch: true},
 		{method: "GET", path: "/v1/batches", need: "read", ok: 200},
 		{method: "GET", path: "/v1/batches/{id}", need: "read", ok: 200},
@@ -249,6 +250,10 @@ func TestTokenRoutes(t *testing.T) {
 		}
 	}
 	beta := addJob("mail.send", "beta")
+	betaBatch, _, err := e.c.AddBatch(ctx, rota.NewBatch{Jobs: []rota.AddParams{{Type: "mail.send", Group: "beta"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, r := range routes {
 		for _, kind := range tokenKinds {
 			t.Run(strings.ReplaceAll(r.method+" "+r.path+" "+r.name, "/", "_")+"/"+kind, func(t *testing.T) {
@@ -285,7 +290,7 @@ func TestTokenRoutes(t *testing.T) {
 					path = "/v1/tokens/" + name
 				}
 				if strings.HasPrefix(path, "/v1/batches/{id}") {
-					b, _, err := e.c.AddBatch(ctx, rota.NewBatch{Open: true})
+					b, _, err := e.c.AddBatch(ctx, rota.NewBatch{Open: true, Jobs: []rota.AddParams{{Type: "mail.send", Group: "beta"}}})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -325,6 +330,14 @@ func TestTokenRoutes(t *testing.T) {
 					wantStatus = http.StatusNotFound
 				case addType != "" && !reaches(kind, addType, r.addGroup):
 					wantStatus = http.StatusForbidden
+				case strings.HasPrefix(r.path, "/v1/batches/{id}") && !reaches(kind, "mail.send", "beta"):
+					// Another tenant's batch is a missing batch, to the letter.
+					wantStatus = http.StatusNotFound
+					missing := e.as(t, kind, r.method, batchIDPath.ReplaceAllString(path, "/v1/batches/987654321"), body)
+					if missing.Status != got.Status || batchIDText.ReplaceAllString(string(got.Body), "batch N") !=
+						strings.ReplaceAll(string(missing.Body), "987654321", "N") {
+						t.Errorf("%s: a batch out of reach is answered %s, a missing one %s", kind, got, missing)
+					}
 				case r.name == "parent" && !reaches(kind, other.Type, other.Group):
 					// A parent out of reach is a missing parent, to the letter.
 					wantStatus = http.StatusNotFound
@@ -369,6 +382,7 @@ func TestTokenRoutes(t *testing.T) {
 				if got.Status == 200 && r.method == "GET" {
 					// Reads show only what the token reaches.
 					checkReads(t, kind, r.path, got.Body, beta)
+					checkBatchReads(t, e, kind, r.path, got.Body, betaBatch.ID)
 				}
 				if r.path == "/v1/accept" && got.Status == 200 {
 					var res wire.AcceptResponse
@@ -381,6 +395,48 @@ func TestTokenRoutes(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+var (
+	batchIDPath = regexp.MustCompile(`^/v1/batches/[0-9]+`)
+	batchIDText = regexp.MustCompile(`batch [0-9]+`)
+)
+
+// checkBatchReads fails when a read of batches shows one with a member or
+// callback the token does not reach, or leaves out beta's batch from a
+// token that reaches it.
+func checkBatchReads(t *testing.T, e *tokenEnv, kind, path string, body []byte, betaBatch int64) {
+	t.Helper()
+	var ids []int64
+	switch path {
+	case "/v1/batches":
+		var res wire.BatchesResponse
+		json.Unmarshal(body, &res)
+		for _, b := range res.Batches {
+			ids = append(ids, b.ID)
+		}
+		if reaches(kind, "mail.send", "beta") != slices.Contains(ids, betaBatch) {
+			t.Errorf("%s lists batches %v: beta's batch %d listed %v, reached %v", kind, ids, betaBatch,
+				slices.Contains(ids, betaBatch), reaches(kind, "mail.send", "beta"))
+		}
+	case "/v1/batches/{id}":
+		var res wire.BatchResponse
+		json.Unmarshal(body, &res)
+		ids = append(ids, res.Batch.ID)
+	}
+	for _, id := range ids {
+		b, err := e.c.GetBatch(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range b.Groups {
+			for _, typ := range b.Types {
+				if !reaches(kind, typ, g) {
+					t.Errorf("%s reads batch %d, which holds jobs of type %q in group %q", kind, id, typ, g)
+				}
+			}
 		}
 	}
 }
@@ -591,6 +647,58 @@ func TestTokenOutOfReachLikeMissing(t *testing.T) {
 		}
 		if len(page.Jobs) != want || page.NextCursor != "" || want == 1 && page.Jobs[0].ID != mine.Job.ID {
 			t.Errorf("GET %s as acme: %s; want %d of acme's jobs and no cursor", target, r, want)
+		}
+	}
+
+	// Batches: beta's batch (a member and a callback of beta's) is a
+	// missing batch to every route, and stays as it was.
+	theirBatch, _, err := e.c.AddBatch(ctx, rota.NewBatch{Open: true, Description: "beta's",
+		Jobs:       []rota.AddParams{{Type: "report", Group: "beta", Data: json.RawMessage(`{"secret":"beta-only"}`)}},
+		OnComplete: &rota.AddParams{Type: "report.done", Group: "beta", Data: json.RawMessage(`{"secret":"beta-only"}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range []struct {
+		method, suffix string
+		body           any
+	}{
+		{"GET", "", nil},
+		{"POST", "/jobs", map[string]any{"jobs": []any{map[string]any{"type": "mail.send", "group": "acme-1"}}}},
+		{"POST", "/jobs", map[string]any{"jobs": []any{}}}, // a bad body: the same 400 for both
+		{"POST", "/close", nil},
+	} {
+		for _, kind := range []string{"acme", "mail-only"} {
+			out := e.as(t, kind, rt.method, fmt.Sprintf("/v1/batches/%d%s", theirBatch.ID, rt.suffix), rt.body)
+			miss := e.as(t, kind, rt.method, fmt.Sprintf("/v1/batches/%d%s", missing, rt.suffix), rt.body)
+			a := strings.ReplaceAll(string(out.Body), strconv.FormatInt(theirBatch.ID, 10), "N")
+			b := strings.ReplaceAll(string(miss.Body), strconv.Itoa(missing), "N")
+			if out.Status != miss.Status || a != b || strings.Contains(a, "beta-only") {
+				t.Errorf("%s /v1/batches/{id}%s as %s: beta's batch is answered %s, a missing one %s", rt.method, rt.suffix, kind, out, miss)
+			}
+			if after, _ := e.c.GetBatch(ctx, theirBatch.ID); !reflect.DeepEqual(theirBatch, after) {
+				t.Errorf("%s /v1/batches/{id}%s as %s changed beta's batch:\nbefore %+v\nafter  %+v", rt.method, rt.suffix, kind, theirBatch, after)
+			}
+		}
+	}
+	// A page of batches has a cursor only when a batch the token reaches
+	// follows it.
+	myBatch, _, err := e.c.AddBatch(ctx, rota.NewBatch{Jobs: []rota.AddParams{{Type: "mail.send", Group: "acme-1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, _, err := e.c.AddBatch(ctx, rota.NewBatch{Jobs: []rota.AddParams{{Type: "report", Group: "beta"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, kind := range []string{"acme", "mail-only"} {
+		var page wire.BatchesResponse
+		r := e.as(t, kind, "GET", "/v1/batches?limit=1", nil)
+		if err := json.Unmarshal(r.Body, &page); err != nil || r.Status != 200 {
+			t.Fatalf("GET /v1/batches as %s: %s", kind, r)
+		}
+		if len(page.Batches) != 1 || page.Batches[0].ID != myBatch.ID || page.NextCursor != "" {
+			t.Errorf("GET /v1/batches?limit=1 as %s: %s; want batch %d alone and no cursor", kind, r, myBatch.ID)
 		}
 	}
 }

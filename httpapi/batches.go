@@ -94,7 +94,16 @@ func (s *Server) batchList(r *http.Request, _ int64, _ *none) (answer, error) {
 		limit = 100
 	}
 	if len(bs) == limit {
-		out.NextCursor = strconv.FormatInt(bs[len(bs)-1].ID, 10)
+		// A cursor only when a batch in the caller's reach follows, so
+		// that a scoped token's last page says it is the last.
+		last := bs[len(bs)-1].ID
+		next, err := s.c.ListBatches(r.Context(), store.BatchListParams{Before: last, Limit: 1})
+		if err != nil {
+			return answer{}, err
+		}
+		if len(next) > 0 {
+			out.NextCursor = strconv.FormatInt(last, 10)
+		}
 	}
 	return ok(out), nil
 }

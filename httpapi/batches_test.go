@@ -49,7 +49,7 @@ func TestBatches(t *testing.T) {
 	merge := s.get(t, got.CompleteJob)
 	jsonEq(t, "on_complete's data", merge.Data, fmt.Sprintf(`{"report":"q3","batch":{"id":%d,"counts":{"total":4,"remaining":0,"completed":4,"failed":0,"cancelled":0,"removed":0},"callback":"complete"}}`, id))
 	list := want[wire.BatchesResponse](t, s, 200, "GET", "/v1/batches?limit=1", nil)
-	if len(list.Batches) != 1 || list.Batches[0].ID != id || list.NextCursor == "" {
+	if len(list.Batches) != 1 || list.Batches[0].ID != id || list.NextCursor != "" { // the only batch: the last page
 		t.Errorf("GET /v1/batches: %+v", list)
 	}
 

@@ -250,6 +250,37 @@ func TestScopedToken(t *testing.T) {
 	}
 }
 
+// TestScopedTokenBatches: a scoped session lists and opens its tenant's
+// batches, and another tenant's batch is a missing one.
+func TestScopedTokenBatches(t *testing.T) {
+	s := newSite(t, "adm")
+	ctx := context.Background()
+	mine, _, err := s.c.AddBatch(ctx, rota.NewBatch{Description: "acme pages", Jobs: []rota.AddParams{{Type: "t", Group: "acme"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, _, err := s.c.AddBatch(ctx, rota.NewBatch{Description: "beta pages", Jobs: []rota.AddParams{{Type: "t", Group: "beta"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := createToken(t, s, wire.CreateTokenRequest{Name: "acme", Groups: []string{"acme"}})
+	cl, _ := signIn(t, s, tok)
+	_, list := get(t, cl, s.url+"/batches")
+	if !strings.Contains(list, fmt.Sprintf(`data-batch="%d"`, mine.ID)) || strings.Contains(list, fmt.Sprintf(`data-batch="%d"`, theirs.ID)) ||
+		strings.Contains(list, "beta pages") {
+		t.Errorf("acme's Batches page shows another tenant's batch, or not its own:\n%s", list)
+	}
+	if strings.Contains(list, `rel="next"`) {
+		t.Errorf("acme's only page of batches links a next page")
+	}
+	if resp, page := get(t, cl, fmt.Sprintf("%s/batches/%d", s.url, mine.ID)); resp.StatusCode != http.StatusOK || !strings.Contains(page, "acme pages") {
+		t.Errorf("acme's batch page: %d", resp.StatusCode)
+	}
+	if resp, page := get(t, cl, fmt.Sprintf("%s/batches/%d", s.url, theirs.ID)); resp.StatusCode != http.StatusNotFound || strings.Contains(page, "beta pages") {
+		t.Errorf("another tenant's batch page: %d", resp.StatusCode)
+	}
+}
+
 func createToken(t *testing.T, s *site, req wire.CreateTokenRequest) string {
 	t.Helper()
 	body := fmt.Sprintf(`{"name":%q,"read_only":%v`, req.Name, req.ReadOnly)

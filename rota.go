@@ -81,7 +81,9 @@ type (
 	// Batch is a batch as stored: ID, Description, Counts of its members
 	// by outcome, Open, Done and DoneAt, the callbacks OnComplete and
 	// OnSuccess and the jobs they added (CompleteJob, SuccessJob),
-	// CreatedAt.
+	// CreatedAt, and the distinct Groups and Types of its members and
+	// callbacks (Wide: too many to keep), which decide whose reach holds
+	// it (Reach.HasBatch).
 	Batch = store.Batch
 	// BatchCounts counts a batch's members: Total, Remaining (not ended),
 	// Completed, Failed, Cancelled, Removed (removed before they ended).

@@ -206,14 +206,15 @@ FROM d RETURNING id, type, grp, run_at;
 -- Returns id, type, grp, run_at, batch_id.
 WITH d AS (DELETE FROM {{schema}}.jobs j
 	WHERE j.id = ANY($1::bigint[]) AND j.state + 0 = 1 AND NOT j.resubmit AND j.repeat IS NULL
-		AND j.parent_id IS NULL AND NOT j.has_children AND j.batch_id IS NOT NULL AND j.token = $2::jsonb ->> j.id::text
+		AND j.parent_id IS NULL AND NOT j.has_children AND NOT j.has_dependants AND j.batch_id IS NOT NULL AND j.token = $2::jsonb ->> j.id::text
 	RETURNING j.*)
 INSERT INTO {{schema}}.jobs_ended ({{endedColumns}})
 SELECT d.id, d.type, d.key, d.grp, d.priority, 3, d.run_at, d.attempt, d.max_attempts, d.backoff_base, d.backoff_max,
 	d.lease_timeout, NULL, d.token, d.worker, d.cancel_requested, d.resubmit, d.resubmit_at, d.progress, d.created_at,
 	d.started_at, now(), now(), d.retry_after, d.parent_id, d.repeat, d.data, d.next_data,
 	convert_to($3::jsonb ->> d.id::text, 'UTF8'), d.last_error, d.errors, d.meta, d.missed, d.slot, d.has_children, d.bedrock_id, d.prev_started_at, d.run_timeout,
-	d.expires_at, d.expired, d.unique_for, d.debounce, d.batch_id
+	d.expires_at, d.expired, d.unique_for, d.debounce,
+	d.has_deps, d.deps_waiting, d.dep_policy, d.has_dependants, d.batch_id
 FROM d RETURNING id, type, grp, run_at, batch_id;
 
 -- name: children

@@ -32,6 +32,16 @@ type BatchTx interface {
 	WidenBatch(id int64, groups, types []string, wide bool) error
 }
 
+// batchTx is the store's BatchTx under tx, which may be a wrapper of
+// the engine's own (deferDeps, during a batch of finishes).
+func batchTx(tx Tx) (BatchTx, bool) {
+	if d, ok := tx.(*deferDeps); ok {
+		tx = d.Tx
+	}
+	bt, ok := tx.(BatchTx)
+	return bt, ok
+}
+
 // batchMember counts the move of r, a member of a batch (from, to:
 // lifecycle.Moves), in its batch, and adds the batch's callbacks when the
 // move makes it done. It reports whether it added them. A job outside a
@@ -57,7 +67,7 @@ func batchMember(tx Tx, r *lifecycle.Row, from, to *lifecycle.Place) (bool, erro
 // marks it done, in the same transaction: the batch's row lock makes the
 // member that ends it, on any node, the one that adds them.
 func moveBatch(tx Tx, id int64, d store.BatchCounts, close bool) (bool, error) {
-	bt, ok := tx.(BatchTx)
+	bt, ok := batchTx(tx)
 	if !ok {
 		return false, fmt.Errorf("batch %d: this store keeps no batches", id)
 	}
@@ -94,7 +104,7 @@ func moveBatch(tx Tx, id int64, d store.BatchCounts, close bool) (bool, error) {
 // batch's (lifecycle.BatchWiden), so that the batch leaves the reach of
 // tokens that do not reach the member any more.
 func widenBatch(tx Tx, id int64, to *lifecycle.Place) error {
-	bt, ok := tx.(BatchTx)
+	bt, ok := batchTx(tx)
 	if !ok {
 		return fmt.Errorf("batch %d: this store keeps no batches", id)
 	}
@@ -116,7 +126,7 @@ func JoinBatches(tx Tx, jobs []store.AddParams, reach *store.Reach) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	bt, ok := tx.(BatchTx)
+	bt, ok := batchTx(tx)
 	if !ok {
 		return fmt.Errorf("batch %d: this store keeps no batches", ids[0])
 	}

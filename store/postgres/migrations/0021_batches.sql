@@ -30,7 +30,7 @@ CREATE TABLE batches (
 );
 ALTER TABLE jobs ADD COLUMN batch_id bigint;
 ALTER TABLE jobs_ended ADD COLUMN batch_id bigint;
--- Nodes of version 19 keep working beside it (TestChaosUpgrade): they
+-- Nodes of version 20 keep working beside it (TestChaosUpgrade): they
 -- neither read nor write the column, so a member they end is not counted
 -- in its batch (docs/postgres.md, "Rolling upgrades": add batches once
 -- every node runs this version).

@@ -2,36 +2,20 @@ package remote_test
 
 import (
 	"errors"
-	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/rotajobs/rota"
-	"github.com/rotajobs/rota/httpapi"
 	"github.com/rotajobs/rota/remote"
 	"github.com/rotajobs/rota/store"
-	"github.com/rotajobs/rota/store/sqlite"
 )
 
 // TestBatch: a batch larger than one request crosses the wire whole (open,
 // its jobs in several requests, then closed), and its counts, callbacks
 // and refusals come back as the store gives them.
 func TestBatch(t *testing.T) {
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "jobs.db"), sqlite.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	local, err := rota.NewClient(st, rota.Config{CloseStore: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer local.Close()
-	api := httpapi.New(local, httpapi.Config{})
-	defer api.Close()
-	srv := httptest.NewServer(api)
-	defer srv.Close()
-	c, err := remote.NewClient(srv.URL, remote.Config{})
+	local, url := serve(t)
+	c, err := remote.NewClient(url, remote.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,34 +2,18 @@ package remote_test
 
 import (
 	"errors"
-	"net/http/httptest"
-	"path/filepath"
 	"testing"
 
 	"github.com/rotajobs/rota"
-	"github.com/rotajobs/rota/httpapi"
 	"github.com/rotajobs/rota/remote"
-	"github.com/rotajobs/rota/store/sqlite"
 )
 
 // TestAddAfter: a workflow added through a remote client (after by id
 // and by key, a policy) waits, runs in order with its dependencies'
 // outcomes, and Client.Deps reads its graph over the wire.
 func TestAddAfter(t *testing.T) {
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "jobs.db"), sqlite.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	local, err := rota.NewClient(st, rota.Config{CloseStore: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer local.Close()
-	api := httpapi.New(local, httpapi.Config{})
-	defer api.Close()
-	srv := httptest.NewServer(api)
-	defer srv.Close()
-	c, err := remote.NewClient(srv.URL, remote.Config{})
+	_, url := serve(t)
+	c, err := remote.NewClient(url, remote.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

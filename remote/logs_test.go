@@ -5,36 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/rotajobs/rota"
-	"github.com/rotajobs/rota/httpapi"
 	"github.com/rotajobs/rota/remote"
 	"github.com/rotajobs/rota/store"
-	"github.com/rotajobs/rota/store/sqlite"
 )
 
 // TestRemoteWorkerLogs: a worker over a server keeps its handler's
 // records with the job's attempt through the server, and a client of the
 // server reads them; a stale lease appends nothing.
 func TestRemoteWorkerLogs(t *testing.T) {
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "jobs.db"), sqlite.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	local, err := rota.NewClient(st, rota.Config{CloseStore: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer local.Close()
-	api := httpapi.New(local, httpapi.Config{})
-	defer api.Close()
-	srv := httptest.NewServer(api)
-	defer srv.Close()
-	c, err := remote.NewClient(srv.URL, remote.Config{})
+	local, url := serve(t)
+	c, err := remote.NewClient(url, remote.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,35 +2,18 @@ package remote_test
 
 import (
 	"encoding/json"
-	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/rotajobs/rota"
-	"github.com/rotajobs/rota/httpapi"
 	"github.com/rotajobs/rota/remote"
 	"github.com/rotajobs/rota/store"
-	"github.com/rotajobs/rota/store/sqlite"
 )
 
 // TestAddUniqueFor: a unique window, its states and debounce cross the
 // wire, and the answer says the add was deduplicated.
 func TestAddUniqueFor(t *testing.T) {
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "jobs.db"), sqlite.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	local, err := rota.NewClient(st, rota.Config{CloseStore: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer local.Close()
-	api := httpapi.New(local, httpapi.Config{})
-	defer api.Close()
-	srv := httptest.NewServer(api)
-	defer srv.Close()
-	rs, err := remote.New(srv.URL, remote.Config{})
+	_, url := serve(t)
+	rs, err := remote.New(url, remote.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -472,7 +472,8 @@ func benchTable(w io.Writer, rs []bench.Result, runs int) error {
 	}
 	var cols []col
 	switch rs[0].Workload {
-	case "drain":
+	case "drain", "batch", "fanin-plain", "fanin":
+		// Drains of a batch or a workflow, beside a plain one.
 		cols = []col{
 			{"nodes", func(r bench.Result) float64 { return float64(r.Nodes) }, "%.0f"},
 			{"jobs", func(r bench.Result) float64 { return float64(r.Jobs) }, "%.0f"},

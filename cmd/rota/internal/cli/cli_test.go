@@ -145,6 +145,7 @@ func TestBenchTableColumns(t *testing.T) {
 		{Workload: "memory", RSSMB: 3},
 		{Workload: "fanout", JobsPerSec: 4000, Jobs: 10000},
 		{Workload: "batch", JobsPerSec: 4000, Jobs: 10000, Ratio: 0.9},
+		{Workload: "fanin-plain", JobsPerSec: 4000, Jobs: 10002},
 		{Workload: "recurring", JobsPerSec: 1000, Jobs: 10000, P50Ms: 5},
 	} {
 		var out strings.Builder

@@ -184,15 +184,8 @@ func (a *acceptor) plan(q *queue, need int64, start map[*fair.Group]fair.Mark) (
 		if g.Out {
 			continue
 		}
-		if b := g.TypeBound; b != nil && !b.Exact {
-			if err := a.lockType(g.Type, b); err != nil {
-				return nil, err
-			}
-		}
-		if b := g.TypeRate; b != nil && !b.Exact {
-			if err := a.lockTypeTokens(g.Type, b); err != nil {
-				return nil, err
-			}
+		if err := a.lockType(g); err != nil {
+			return nil, err
 		}
 		if g.Bounded() && !g.Exact {
 			ok, err := a.lock(g, g == a.waitFor)
@@ -478,7 +471,7 @@ type acceptor struct {
 	p     store.AcceptParams
 	lease []any // $7..$9 of the claims: lease override, default, worker
 	t     *txn  // where statements run: the pool, or the accept's transaction
-	tx    pgx.Tx
+	tx    *acceptTx
 	locks map[string]bool // group names whose lock the transaction holds
 	// typeLocked: the transaction holds a type's lock (lockType), and so
 	// never waits for a group's
@@ -514,14 +507,13 @@ type nextRun struct {
 }
 
 // begin moves the accept into a transaction of its own, for bounds and for
-// accepts of several types.
+// accepts of several types. The transaction begins in the round trip of
+// its first statement (acceptTx).
 func (a *acceptor) begin() error {
 	if a.tx != nil {
 		return nil
 	}
-	// The same settings as the batches of head and completions, in the
-	// round trip of BEGIN.
-	tx, err := a.s.pool.BeginTx(a.ctx, pgx.TxOptions{BeginQuery: "BEGIN; " + hotPlanSQL})
+	tx, err := beginAccept(a.ctx, a.s.pool)
 	if err != nil {
 		return err
 	}
@@ -588,23 +580,6 @@ func (a *acceptor) bucket(k bucketKey, r fair.Rate) *fair.Bucket {
 	return b
 }
 
-// lockTypeTokens takes the lock of a type with a rate (lock_type's) and
-// reads its bucket, by the database's clock.
-func (a *acceptor) lockTypeTokens(typ string, b *fair.Bucket) error {
-	if err := a.begin(); err != nil {
-		return err
-	}
-	var tokens float64
-	var at, now int64
-	if _, err := a.t.queryRow(`SELECT tokens, refilled_at, now_us FROM rota.lock_type_tokens($1, $2)`,
-		[]any{typ, hash64("type", a.s.cfg.Schema, typ)}, &tokens, &at, &now); err != nil {
-		return fmt.Errorf("lock type %q: %w", typ, err)
-	}
-	b.Open(tokens, refilledAt(at), time.UnixMicro(now).UTC())
-	a.typeLocked = true
-	return nil
-}
-
 // groupTokens reads the buckets of g's rates, under the group's lock
 // (taken just before, so the statement's snapshot follows it).
 func (a *acceptor) groupTokens(g *fair.Group) error {
@@ -661,10 +636,10 @@ func refilledAt(us int64) time.Time {
 	return time.UnixMicro(us).UTC()
 }
 
-// saveBuckets writes back what the accept spent of its rates' tokens, in
-// its transaction, and returns when the next token comes to a bucket it
-// emptied.
-func (a *acceptor) saveBuckets() (time.Time, error) {
+// saveBuckets queues on b the writes of what the accept spent of its
+// rates' tokens, to run in its transaction, and returns when the next
+// token comes to a bucket it emptied.
+func (a *acceptor) saveBuckets(b *pgx.Batch) time.Time {
 	keys := make([]bucketKey, 0, len(a.buckets))
 	var opened []*fair.Bucket
 	for k, b := range a.buckets {
@@ -678,37 +653,73 @@ func (a *acceptor) saveBuckets() (time.Time, error) {
 		return cmp.Or(strings.Compare(x.grp, y.grp), strings.Compare(x.typ, y.typ), boolCmp(x.group, y.group))
 	})
 	for _, k := range keys {
-		b := a.buckets[k]
-		if b.Running == 0 {
+		bk := a.buckets[k]
+		if bk.Running == 0 {
 			continue // nothing spent: the refill is read again next time
 		}
-		var err error
 		if !k.group {
-			_, err = a.t.exec(`UPDATE rota.types SET tokens = $2, refilled_at = $3 WHERE name = $1`, k.typ, b.Left(), b.At.UnixMicro())
+			b.Queue(a.s.q(`UPDATE rota.types SET tokens = $2, refilled_at = $3 WHERE name = $1`), k.typ, bk.Left(), bk.At.UnixMicro())
 		} else {
-			_, err = a.t.exec(`UPDATE rota.group_config SET tokens = $3, refilled_at = $4 WHERE grp = $1 AND type = $2`,
-				k.grp, k.typ, b.Left(), b.At.UnixMicro())
-		}
-		if err != nil {
-			return time.Time{}, fmt.Errorf("save the tokens of %q %q: %w", k.grp, k.typ, err)
+			b.Queue(a.s.q(`UPDATE rota.group_config SET tokens = $3, refilled_at = $4 WHERE grp = $1 AND type = $2`),
+				k.grp, k.typ, bk.Left(), bk.At.UnixMicro())
 		}
 	}
-	return fair.NextToken(opened), nil
+	return fair.NextToken(opened)
 }
 
-// lockType takes the lock of a type with a bound on its running jobs and
-// counts them (with this transaction's claims). It waits: the lock is held
-// only for the accepts of the type, and taken before its groups' locks, so
-// every accept takes them in the same order.
-func (a *acceptor) lockType(typ string, b *fair.Bound) error {
+// lockType takes the lock of g's type when the type has a bound on its
+// running jobs or a rate, and counts its running jobs (with this
+// transaction's claims) or reads its bucket, by the database's clock, or
+// both, in one round trip (with the transaction's BEGIN when it is the
+// first). It waits: the lock is held only for the accepts of the type, and
+// taken before its groups' locks, so every accept takes them in the same
+// order.
+func (a *acceptor) lockType(g *fair.Group) error {
+	bound, rate := g.TypeBound, g.TypeRate
+	if bound != nil && bound.Exact {
+		bound = nil
+	}
+	if rate != nil && rate.Exact {
+		rate = nil
+	}
+	if bound == nil && rate == nil {
+		return nil
+	}
 	if err := a.begin(); err != nil {
 		return err
 	}
-	if _, err := a.t.queryRow(`SELECT rota.lock_type($1, $2)`,
-		[]any{typ, hash64("type", a.s.cfg.Schema, typ)}, &b.Running); err != nil {
-		return fmt.Errorf("lock type %q: %w", typ, err)
+	key := hash64("type", a.s.cfg.Schema, g.Type)
+	b := &pgx.Batch{}
+	if bound != nil {
+		b.Queue(a.s.q(`SELECT rota.lock_type($1, $2)`), g.Type, key)
 	}
-	b.Exact = true
+	if rate != nil {
+		b.Queue(a.s.q(`SELECT tokens, refilled_at, now_us FROM rota.lock_type_tokens($1, $2)`), g.Type, key)
+	}
+	br, err := a.tx.batch(a.ctx, b)
+	if err == nil {
+		err = func() error {
+			defer br.Close()
+			if bound != nil {
+				if err := br.QueryRow().Scan(&bound.Running); err != nil {
+					return err
+				}
+				bound.Exact = true
+			}
+			if rate != nil {
+				var tokens float64
+				var at, now int64
+				if err := br.QueryRow().Scan(&tokens, &at, &now); err != nil {
+					return err
+				}
+				rate.Open(tokens, refilledAt(at), time.UnixMicro(now).UTC())
+			}
+			return br.Close()
+		}()
+	}
+	if err != nil {
+		return fmt.Errorf("lock type %q: %w", g.Type, err)
+	}
 	a.typeLocked = true
 	return nil
 }
@@ -1104,7 +1115,14 @@ func sortJobs(jobs []store.Job) {
 // finish counts what the transaction claimed, moves the virtual clocks,
 // and commits.
 func (a *acceptor) finish() error {
+	if a.tx != nil && !a.tx.begun {
+		a.tx.Rollback(a.ctx) // no statement ran in it: only the connection to give back
+		a.tx, a.t.db = nil, pgxDB{a.s.pool}
+	}
 	if a.tx != nil {
+		// The group counts, the buckets' write-backs and the commit in one
+		// round trip.
+		b := &pgx.Batch{}
 		var types, grps []string
 		var ns []int64
 		var ws []float64
@@ -1114,39 +1132,43 @@ func (a *acceptor) finish() error {
 			}
 		}
 		if len(types) > 0 {
-			r, err := a.t.query(servedFlushSQL, types, grps, ns, ws)
-			if err != nil {
-				return fmt.Errorf("group counts: %w", err)
-			}
-			byKey := map[groupKey]*fair.Group{}
-			for _, g := range a.groups {
-				byKey[groupKey{g.Type, g.Name}] = g
-			}
+			b.Queue(a.s.q(servedFlushSQL), types, grps, ns, ws)
+		}
+		a.tokenAt = a.saveBuckets(b)
+		tx := a.tx
+		br, err := tx.commitWith(a.ctx, b)
+		if err == nil {
 			err = func() error {
-				defer r.Close()
-				for r.Next() {
-					var typ, grp string
-					var pending int64
-					var turn float64
-					if err := r.Scan(&typ, &grp, &pending, &turn); err != nil {
-						return err
-					}
-					if g := byKey[groupKey{typ, grp}]; g != nil && pending == 0 {
-						g.Turn = turn
-						a.clock(g, g.LastTurn())
+				defer br.Close()
+				if len(types) > 0 {
+					if err := a.served(br); err != nil {
+						return fmt.Errorf("group counts: %w", err)
 					}
 				}
-				return r.Err()
+				for range b.Len() - 1 - min(len(types), 1) {
+					if _, err := br.Exec(); err != nil {
+						return fmt.Errorf("save the tokens: %w", err)
+					}
+				}
+				tag, err := br.Exec()
+				if err == nil && tag.String() != "COMMIT" {
+					err = pgx.ErrTxCommitRollback
+				}
+				if err != nil {
+					return fmt.Errorf("commit (outcome unknown): %w", err)
+				}
+				return br.Close()
 			}()
-			if err != nil {
-				return fmt.Errorf("group counts: %w", err)
-			}
+		}
+		a.tx, a.t.db = nil, pgxDB{a.s.pool}
+		tx.Rollback(context.WithoutCancel(a.ctx)) // gives the connection back; nothing to roll back once committed
+		if err != nil {
+			return err
 		}
 	}
-	var err error
-	if a.tokenAt, err = a.saveBuckets(); err != nil {
-		return err
-	}
+	// The virtual clocks move after the commit, as after a claim that
+	// commits by itself: a group that ran out only takes its next turn
+	// from them when jobs are next added to it.
 	types := make([]string, 0, len(a.clocks))
 	for typ := range a.clocks {
 		types = append(types, typ)
@@ -1157,14 +1179,34 @@ func (a *acceptor) finish() error {
 			return fmt.Errorf("virtual clock: %w", err)
 		}
 	}
-	if a.tx != nil {
-		if err := a.tx.Commit(a.ctx); err != nil {
-			a.tx = nil
-			return fmt.Errorf("commit (outcome unknown): %w", err)
-		}
-		a.tx = nil
-	}
 	return nil
+}
+
+// served reads the rows of servedFlushSQL, noting the groups that ran out
+// for their types' virtual clocks.
+func (a *acceptor) served(br pgx.BatchResults) error {
+	r, err := br.Query()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	byKey := map[groupKey]*fair.Group{}
+	for _, g := range a.groups {
+		byKey[groupKey{g.Type, g.Name}] = g
+	}
+	for r.Next() {
+		var typ, grp string
+		var pending int64
+		var turn float64
+		if err := r.Scan(&typ, &grp, &pending, &turn); err != nil {
+			return err
+		}
+		if g := byKey[groupKey{typ, grp}]; g != nil && pending == 0 {
+			g.Turn = turn
+			a.clock(g, g.LastTurn())
+		}
+	}
+	return r.Err()
 }
 
 // claim leases up to p.Limit due jobs of the types (known names). When it

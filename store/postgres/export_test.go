@@ -34,3 +34,9 @@ func MigrateTo(s *Store, ctx context.Context, v int) error { return s.migrateTo(
 
 // Migrations are the schema's migrations.
 func Migrations() []migrate.Migration { return migrations }
+
+// WithTracer is cfg with a tracer on the pool's connections.
+func WithTracer(cfg Config, tr pgx.QueryTracer) Config {
+	cfg.tracer = tr
+	return cfg
+}

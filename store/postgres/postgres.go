@@ -117,6 +117,9 @@ type Config struct {
 	// Logger receives connection-loss and reconnection messages; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// tracer, when set, sees the statements and batches of the pool's
+	// connections (tests count an accept's round trips with it).
+	tracer pgx.QueryTracer
 }
 
 // defaultConnectTimeout bounds each connection attempt, per host, when
@@ -214,6 +217,9 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	}
 	if pc.PingTimeout == 0 {
 		pc.PingTimeout = pingTimeout
+	}
+	if cfg.tracer != nil {
+		pc.ConnConfig.Tracer = cfg.tracer
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {

@@ -1,0 +1,80 @@
+package postgres_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/rotajobs/rota/store"
+	"github.com/rotajobs/rota/store/postgres"
+)
+
+// roundTrips counts the round trips of a pool's connections: a statement
+// sent on its own, or a batch (whose statements go in one pipeline).
+type roundTrips struct {
+	n       atomic.Int64
+	inBatch atomic.Int64
+}
+
+func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	if r.inBatch.Load() == 0 {
+		r.n.Add(1)
+	}
+	return ctx
+}
+func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.n.Add(1)
+	r.inBatch.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {
+	r.inBatch.Add(-1)
+}
+
+// TestAcceptRoundTrips counts the round trips of an accept that one group
+// serves whole, with the notification of its claims: two for a type with
+// no rate and no bound, and five for a type with both (docs/benchmarks.md, "What a rate costs when it does not
+// bind": they are what the drain pays for rates and bounds that do not
+// bind).
+func TestAcceptRoundTrips(t *testing.T) {
+	rt := &roundTrips{}
+	st := openIn(t, newSchema(t), postgres.WithTracer(postgres.Config{MaxConns: 1}, rt))
+	ctx := t.Context()
+	if err := st.SetTypeConfig(ctx, store.TypeConfig{Type: "limited", Rate: store.Rate{N: 1_000_000, Per: time.Second}, Burst: 1_000_000, MaxRunning: 100_000}); err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []string{"plain", "limited"} {
+		ps := make([]store.AddParams, 100)
+		for i := range ps {
+			ps[i] = store.AddParams{Type: typ}
+		}
+		if _, err := st.Add(ctx, ps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		typ  string
+		want int64
+	}{{"plain", 2}, {"limited", 5}} {
+		for i := range 3 { // the first accept of a connection prepares its statements
+			before := rt.n.Load()
+			res, err := st.Accept(ctx, store.AcceptParams{Types: []string{c.typ}, Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Jobs) != 10 {
+				t.Fatalf("%s: accepted %d jobs, want 10", c.typ, len(res.Jobs))
+			}
+			got := rt.n.Load() - before
+			t.Logf("%s: accept %d: %d round trips", c.typ, i, got)
+			if i > 0 && got > c.want {
+				t.Errorf("%s: an accept took %d round trips, want at most %d", c.typ, got, c.want)
+			}
+		}
+	}
+}

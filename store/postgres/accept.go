@@ -117,6 +117,18 @@ func (a *acceptor) load(q *queue, r rows) ([]*fair.Group, error) {
 			if r, ok := rateOf(typeCfg[5:8]); ok && q.rate == nil {
 				q.rate = a.bucket(bucketKey{typ: q.Type}, r)
 			}
+			var l limits
+			if q.bound != nil {
+				l |= hasBound
+			}
+			if q.rate != nil {
+				l |= hasRate
+			}
+			if l != 0 {
+				a.s.limited.Store(q.Type, l)
+			} else {
+				a.s.limited.Delete(q.Type)
+			}
 			first = false
 		}
 		g.TypeBound = q.bound
@@ -1106,6 +1118,76 @@ func (a *acceptor) head(q *queue) error {
 	return nil
 }
 
+// limits are what binds a type's accepts: a bound on its running jobs, a
+// rate, or both.
+type limits uint8
+
+const (
+	hasBound limits = 1 << iota
+	hasRate
+)
+
+// headLocked is an accept's first step for a type its last accept found
+// with a bound or a rate (l), which headSQL leaves to the rounds: it
+// begins the accept's transaction, takes the type's lock, counts its
+// running jobs or reads its bucket (lockType), and reads the first page
+// of its groups, in one round trip.
+func (a *acceptor) headLocked(q *queue, l limits) error {
+	if err := a.begin(); err != nil {
+		return err
+	}
+	key := hash64("type", a.s.cfg.Schema, q.Type)
+	b := &pgx.Batch{}
+	if l&hasBound != 0 {
+		b.Queue(a.s.q(`SELECT rota.lock_type($1, $2)`), q.Type, key)
+	} else {
+		b.Queue(a.s.q(`SELECT 0::bigint FROM pg_advisory_xact_lock($1)`), key)
+	}
+	if l&hasRate != 0 {
+		b.Queue(a.s.q(`SELECT tokens, refilled_at, now_us FROM rota.lock_type_tokens($1, $2)`), q.Type, key)
+	}
+	b.Queue(a.s.q(pageSQL), q.pageArgs()...)
+	br, err := a.tx.batch(a.ctx, b)
+	if err != nil {
+		return fmt.Errorf("lock type %q: %w", q.Type, err)
+	}
+	defer br.Close()
+	var running int64
+	if err := br.QueryRow().Scan(&running); err != nil {
+		return fmt.Errorf("lock type %q: %w", q.Type, err)
+	}
+	a.typeLocked = true
+	var tokens float64
+	var at, now int64
+	if l&hasRate != 0 {
+		if err := br.QueryRow().Scan(&tokens, &at, &now); err != nil {
+			return fmt.Errorf("lock type %q: %w", q.Type, err)
+		}
+	}
+	pr, err := br.Query()
+	if err != nil {
+		return err
+	}
+	gs, err := a.load(q, pr)
+	if err != nil {
+		return err
+	}
+	if err := br.Close(); err != nil {
+		return err
+	}
+	q.Feed(gs)
+	// What the type has now (the page read it under the lock): what was
+	// read for it, or, for a limit set since the last accept, a read by
+	// the rounds (lockType).
+	if q.bound != nil && l&hasBound != 0 {
+		q.bound.Running, q.bound.Exact = running, true
+	}
+	if q.rate != nil && l&hasRate != 0 {
+		q.rate.Open(tokens, refilledAt(at), time.UnixMicro(now).UTC())
+	}
+	return nil
+}
+
 // sortJobs puts one group's claimed jobs in accept order (fair.Better).
 func sortJobs(jobs []store.Job) {
 	// By index: a Job is large, and this runs on every claim.
@@ -1417,6 +1499,10 @@ func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []str
 		// start.
 		if len(queues) > 1 || p.Priority != nil || len(p.Groups) > 0 || len(p.SkipGroups) > 0 {
 			if err := a.begin(); err != nil {
+				return err
+			}
+		} else if l, ok := s.limited.Load(names[0]); ok {
+			if err := a.headLocked(queues[0], l.(limits)); err != nil {
 				return err
 			}
 		} else if err := a.head(queues[0]); err != nil {

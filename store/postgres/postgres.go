@@ -143,6 +143,10 @@ type Store struct {
 	session *pgx.ConnConfig // for the LISTEN and leader connections
 	schema  string          // quoted identifier
 	channel string          // NOTIFY channel
+	// limited: the types whose last accept found a bound on their running
+	// jobs or a rate (a limits value), whose next accept takes the type's
+	// lock in its first round trip (acceptor.headLocked)
+	limited sync.Map
 	node    string          // this Store's id in notifications
 	pool    *pgxpool.Pool
 	log     *slog.Logger

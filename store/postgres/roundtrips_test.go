@@ -38,7 +38,7 @@ func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEnd
 
 // TestAcceptRoundTrips counts the round trips of an accept that one group
 // serves whole, with the notification of its claims: two for a type with
-// no rate and no bound, and five for a type with both (docs/benchmarks.md, "What a rate costs when it does not
+// no rate and no bound, and four for a type with both (docs/benchmarks.md, "What a rate costs when it does not
 // bind": they are what the drain pays for rates and bounds that do not
 // bind).
 func TestAcceptRoundTrips(t *testing.T) {
@@ -60,7 +60,7 @@ func TestAcceptRoundTrips(t *testing.T) {
 	for _, c := range []struct {
 		typ  string
 		want int64
-	}{{"plain", 2}, {"limited", 5}} {
+	}{{"plain", 2}, {"limited", 4}} {
 		for i := range 3 { // the first accept of a connection prepares its statements
 			before := rt.n.Load()
 			res, err := st.Accept(ctx, store.AcceptParams{Types: []string{c.typ}, Limit: 10})

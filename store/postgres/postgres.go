@@ -147,7 +147,7 @@ type Store struct {
 	// jobs or a rate (a limits value), whose next accept takes the type's
 	// lock in its first round trip (acceptor.headLocked)
 	limited sync.Map
-	node    string          // this Store's id in notifications
+	node    string // this Store's id in notifications
 	pool    *pgxpool.Pool
 	log     *slog.Logger
 

@@ -222,7 +222,7 @@ func settingChange(old, c any, wasPaused, paused bool, of string) (action, detai
 		if reflect.DeepEqual(a, b) {
 			continue
 		}
-		d = append(d, fmt.Sprintf("%s %v → %v", snake(f.Name), a, b))
+		d = append(d, fmt.Sprintf("%s %s → %s", snake(f.Name), setting(a), setting(b)))
 	}
 	switch {
 	case paused && !wasPaused:
@@ -233,6 +233,15 @@ func settingChange(old, c any, wasPaused, paused bool, of string) (action, detai
 		action = "set " + of
 	}
 	return action, strings.Join(d, ", ")
+}
+
+// setting is a setting's value as a record shows it: "none" for one
+// that prints as nothing (an unset rate).
+func setting(v any) string {
+	if s := fmt.Sprint(v); s != "" {
+		return s
+	}
+	return "none"
 }
 
 func snake(name string) string {

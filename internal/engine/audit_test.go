@@ -1,6 +1,11 @@
 package engine
 
-import "testing"
+import (
+	"testing"
+	"time"
+
+	"github.com/rotajobs/rota/store"
+)
 
 // TestSettingChange: a change of settings names every field that changed,
 // by reflection, so that a setting added later (a rate, a burst) is
@@ -11,6 +16,7 @@ func TestSettingChange(t *testing.T) {
 		Type          string
 		RatePerSecond float64
 		Burst         int
+		Rate          store.Rate
 		Paused        bool
 	}
 	for _, c := range []struct {
@@ -21,6 +27,7 @@ func TestSettingChange(t *testing.T) {
 		{settings{Type: "a", Paused: true}, settings{Type: "a"}, "resume type", ""},
 		{settings{Type: "a", Burst: 3}, settings{Type: "a", Burst: 5}, "set type", "burst 3 → 5"},
 		{settings{Type: "a", Burst: 3}, settings{Type: "a", Burst: 3}, "", ""},
+		{settings{Type: "a"}, settings{Type: "a", Rate: store.Rate{N: 10, Per: time.Second}}, "set type", "rate none → 10/s"},
 	} {
 		action, detail := settingChange(c.old, c.new, c.old.Paused, c.new.Paused, "type")
 		if action != c.action || detail != c.detail {

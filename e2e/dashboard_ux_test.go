@@ -166,11 +166,14 @@ func TestDashboardSaysWhatIsTrue(t *testing.T) {
 		t.Errorf("the Types page writes durations as:\n%s", types)
 	}
 	// The form reads back what it shows.
-	var notice string
-	run(t, ctx, "save a type as shown", chromedp.Click(`form[action="/types/email.send"] button`), chromedp.WaitVisible(`main h1`),
-		textOf(`.notice`, &notice))
+	// The wait is on the answer's notice or error: the page being left
+	// has a heading too, and a navigation started before the answer
+	// arrives would abort the save.
+	var notice, failure string
+	run(t, ctx, "save a type as shown", chromedp.Click(`form[action="/types/email.send"] button`), chromedp.WaitVisible(`.notice, .error`),
+		textOf(`.notice`, &notice), textOf(`.error`, &failure))
 	if notice == "" {
-		t.Errorf("saving email.send's settings as shown failed")
+		t.Errorf("saving email.send's settings as shown failed: %q", failure)
 	}
 
 	// The jobs list: progress, recurring, counts by state.

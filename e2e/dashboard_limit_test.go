@@ -41,7 +41,7 @@ func TestDashboardTypeBound(t *testing.T) {
 		chromedp.WaitVisible(form),
 		chromedp.SetValue(form, "7"),
 		chromedp.Submit(form),
-		chromedp.WaitVisible(`.done, .notice, main`),
+		chromedp.WaitVisible(`.notice, .error`),
 		chromedp.Text(`main`, &text),
 	)
 	if got := typeBound(); got != 7 {
@@ -55,7 +55,7 @@ func TestDashboardTypeBound(t *testing.T) {
 	run(t, ctx, "a bad bound",
 		chromedp.SetValue(form, "-2"),
 		chromedp.Submit(form),
-		chromedp.WaitVisible(`main`),
+		chromedp.WaitVisible(`.notice, .error`),
 		chromedp.Text(`main`, &text),
 	)
 	if !strings.Contains(text, "max_running") && !strings.Contains(text, "max running") {

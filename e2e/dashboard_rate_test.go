@@ -47,7 +47,7 @@ func TestDashboardRates(t *testing.T) {
 		chromedp.SetValue(rate, "2/m"),
 		chromedp.SetValue(burst, "1"),
 		chromedp.Submit(rate),
-		chromedp.WaitVisible(`main`),
+		chromedp.WaitVisible(`.notice, .error`),
 		chromedp.Text(`main`, &text),
 	)
 	if r, b := typeRate(); r != "2/m" || b != 1 {
@@ -74,7 +74,7 @@ func TestDashboardRates(t *testing.T) {
 	run(t, ctx, "a bad rate",
 		chromedp.SetValue(rate, "5/d"),
 		chromedp.Submit(rate),
-		chromedp.WaitVisible(`main`),
+		chromedp.WaitVisible(`.notice, .error`),
 		chromedp.Text(`main`, &text),
 	)
 	if !strings.Contains(text, "rate: want N/s, N/m or N/h") {

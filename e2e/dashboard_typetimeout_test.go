@@ -42,7 +42,7 @@ func TestDashboardTypeTimeout(t *testing.T) {
 		chromedp.WaitVisible(form),
 		chromedp.SetValue(form, "45s"),
 		chromedp.Submit(form),
-		chromedp.WaitVisible(`main`),
+		chromedp.WaitVisible(`.notice, .error`),
 		chromedp.Text(`main`, &text),
 	)
 	if got := typeTimeout(); got != "45s" {
@@ -63,7 +63,7 @@ func TestDashboardTypeTimeout(t *testing.T) {
 	run(t, ctx, "a bad timeout",
 		chromedp.SetValue(form, "soon"),
 		chromedp.Submit(form),
-		chromedp.WaitVisible(`main`),
+		chromedp.WaitVisible(`.notice, .error`),
 		chromedp.Text(`main`, &text),
 	)
 	if !strings.Contains(text, "timeout") {

@@ -193,24 +193,17 @@ it prints the API's answer, {"batch": {...}}.`,
   rota batch get 7 --json | jq .batch.counts`,
 		Args: exactArgs(1, "one batch ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			b, err := c.GetBatch(cmd.Context(), id)
-			if err != nil {
-				return g.explain(err)
-			}
-			if g.json {
-				return printJSON(cmd.OutOrStdout(), wire.BatchResponse{Batch: wire.NewBatch(b)})
-			}
-			writeBatch(cmd.OutOrStdout(), b, time.Now())
-			return nil
+			return byID(g, args[0], func(c *rota.Client, id int64) error {
+				b, err := c.GetBatch(cmd.Context(), id)
+				if err != nil {
+					return g.explain(err)
+				}
+				if g.json {
+					return printJSON(cmd.OutOrStdout(), wire.BatchResponse{Batch: wire.NewBatch(b)})
+				}
+				writeBatch(cmd.OutOrStdout(), b, time.Now())
+				return nil
+			})
 		},
 	}
 }
@@ -317,24 +310,17 @@ closed batch changes nothing.`,
 		Example: `  rota batch close 7`,
 		Args:    exactArgs(1, "one batch ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			b, err := c.CloseBatch(cmd.Context(), id)
-			if err != nil {
-				return g.explain(err)
-			}
-			if g.json {
-				return printJSON(cmd.OutOrStdout(), wire.BatchResponse{Batch: wire.NewBatch(b)})
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "batch %d: %d jobs%s\n", b.ID, b.Counts.Total, batchStatus(b))
-			return nil
+			return byID(g, args[0], func(c *rota.Client, id int64) error {
+				b, err := c.CloseBatch(cmd.Context(), id)
+				if err != nil {
+					return g.explain(err)
+				}
+				if g.json {
+					return printJSON(cmd.OutOrStdout(), wire.BatchResponse{Batch: wire.NewBatch(b)})
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "batch %d: %d jobs%s\n", b.ID, b.Counts.Total, batchStatus(b))
+				return nil
+			})
 		},
 	}
 }

@@ -400,3 +400,18 @@ func (s *eventStream) Next() (streamEvent, error) {
 
 // Close ends the stream.
 func (s *eventStream) Close() error { return s.body.Close() }
+
+// byID runs the body of a command on one job's or batch's ID: it parses
+// the argument and opens the client, closed when run returns.
+func byID(g *globals, arg string, run func(c *rota.Client, id int64) error) error {
+	id, err := parseID(arg)
+	if err != nil {
+		return err
+	}
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return run(c, id)
+}

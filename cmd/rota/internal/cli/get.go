@@ -65,29 +65,22 @@ prints the API's answer, {"job": {...}}.`,
   rota get 42 --json | jq -r .job.state`,
 		Args: exactArgs(1, "one job ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			j, err := c.Get(cmd.Context(), id)
-			if err != nil {
-				return g.explain(err)
-			}
-			if g.json {
-				return printJSON(cmd.OutOrStdout(), wire.JobResponse{Job: j})
-			}
-			writeJob(cmd.OutOrStdout(), j, time.Now())
-			deps, after, err := c.Deps(cmd.Context(), id, depsShown+1)
-			if err != nil && !errors.Is(err, rota.ErrNotFound) {
-				return g.explain(err)
-			}
-			writeDeps(cmd.OutOrStdout(), deps, after)
-			return nil
+			return byID(g, args[0], func(c *rota.Client, id int64) error {
+				j, err := c.Get(cmd.Context(), id)
+				if err != nil {
+					return g.explain(err)
+				}
+				if g.json {
+					return printJSON(cmd.OutOrStdout(), wire.JobResponse{Job: j})
+				}
+				writeJob(cmd.OutOrStdout(), j, time.Now())
+				deps, after, err := c.Deps(cmd.Context(), id, depsShown+1)
+				if err != nil && !errors.Is(err, rota.ErrNotFound) {
+					return g.explain(err)
+				}
+				writeDeps(cmd.OutOrStdout(), deps, after)
+				return nil
+			})
 		},
 	}
 }

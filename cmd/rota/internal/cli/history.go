@@ -28,24 +28,17 @@ audit records, kept 90 days. With --json it prints the API's answer,
   rota history 42 --json | jq -r '.history[] | select(.audited) | .actor'`,
 		Args: exactArgs(1, "one job ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			h, err := c.History(cmd.Context(), id)
-			if err != nil {
-				return g.explain(err)
-			}
-			if g.json {
-				return printJSON(cmd.OutOrStdout(), wire.HistoryResponse{History: h})
-			}
-			writeHistory(cmd.OutOrStdout(), h, time.Now())
-			return nil
+			return byID(g, args[0], func(c *rota.Client, id int64) error {
+				h, err := c.History(cmd.Context(), id)
+				if err != nil {
+					return g.explain(err)
+				}
+				if g.json {
+					return printJSON(cmd.OutOrStdout(), wire.HistoryResponse{History: h})
+				}
+				writeHistory(cmd.OutOrStdout(), h, time.Now())
+				return nil
+			})
 		},
 	}
 }

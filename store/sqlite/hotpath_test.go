@@ -96,7 +96,7 @@ func BenchmarkHotStatements(b *testing.B) {
 					items, n = goTokens(b, items, ids)
 					arg = string(items)
 				}
-				if rows, err = conn.QueryContext(ctx, claim, "w", now, 300e6, 300e6, now, now, arg); err != nil {
+				if rows, err = conn.QueryContext(ctx, claim, hotClaimArgs(now, arg)...); err != nil {
 					b.Fatal(err)
 				}
 				cols, _ := rows.Columns()
@@ -150,14 +150,22 @@ func BenchmarkHotStatements(b *testing.B) {
 // claimEveryColumnSQL is the claim as it was before readClaimed, for
 // comparison: given a JSON array of ids, it made the tokens and returned
 // every column of the job that a claim does not set itself.
-const claimEveryColumnSQL = `UPDATE rota_jobs SET state = 1, token = lower(hex(randomblob(16))), worker = ?,
-	lease_until = ? + coalesce(retry_after, ?), lease_timeout = coalesce(retry_after, ?), attempt = attempt + 1,
-	prev_started_at = started_at, started_at = ?, cancel_requested = 0, updated_at = ?,
+const claimEveryColumnSQL = `UPDATE rota_jobs SET state = 1, token = lower(hex(randomblob(16))), worker = ?1,
+	lease_until = ?2 + coalesce(retry_after, ?3), lease_timeout = coalesce(retry_after, ?5), attempt = attempt + 1,
+	prev_started_at = started_at, started_at = ?7, cancel_requested = 0, updated_at = ?8,
 	bulk = NOT bulk
-	WHERE id IN (SELECT value FROM json_each(?)) AND state = 0 RETURNING id, key, priority, run_at, data, attempt,
+	WHERE id IN (SELECT value FROM json_each(?9)) AND state = 0 RETURNING id, key, priority, run_at, data, attempt,
 	max_attempts, backoff_base, backoff_max, token, resubmit, progress, last_error, errors, result, created_at,
 	finished_at, meta, coalesce(repeat, ''), missed, slot, coalesce(retry_after, 0), coalesce(parent_id, 0),
 	has_children, coalesce(bedrock_id, 0), prev_started_at`
+
+// hotClaimArgs are claimSQL's arguments as the writer passes them (accept's
+// claim): the worker, the time, the lease, the type's run timeout (none),
+// the lease and the run timeout again, the start and update times, and the
+// items. A claim of another shape takes the same nine, by number.
+func hotClaimArgs(now int64, items string) []any {
+	return []any{"w", now, int64(300e6), nil, int64(300e6), nil, now, now, items}
+}
 
 // goTokens appends to items a token (newTokens) for each id of the JSON
 // array ids, as [id, "token"] pairs, and returns how many.

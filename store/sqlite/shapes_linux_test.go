@@ -20,6 +20,14 @@ import (
 //
 //   - rota: rota's schema and statements (claimSQL, complete_many), as
 //     BenchmarkHotStatements runs them.
+//   - memory-leases: rota's schema with leases held by the writer in
+//     memory, written only when the job ends: the claim reads what
+//     claimSQL returns and writes nothing, the completion moves the job
+//     from pending to completed with its attempt and lease in one update.
+//     It gives up a lease that survives a restart, a running job's row and
+//     its count (Get, listings, the lease monitor, FinishTx in a caller's
+//     transaction would all read the writer's memory) and the attempt
+//     counted before the handler runs.
 //   - split3: the shape that keeps every guarantee with the fewest row and
 //     index writes measured so far (benchmarks.md, "Round 3, third
 //     session"): a narrow table of live jobs (the due, retry, next-run and
@@ -38,7 +46,7 @@ import (
 //
 //	go test ./store/sqlite -run X -bench HotShapes -benchtime 200000x
 func BenchmarkHotShapes(b *testing.B) {
-	for _, sh := range []hotShape{rotaShape(), split3Shape(false), split3Shape(true), rawShape()} {
+	for _, sh := range []hotShape{rotaShape(), memoryLeasesShape(), split3Shape(false), split3Shape(true), rawShape()} {
 		b.Run(sh.name, func(b *testing.B) {
 			conn := sh.setup(b, b.N)
 			ctx := context.Background()
@@ -151,6 +159,22 @@ func rotaShape() hotShape {
 		claim:    claimSQL,
 		complete: []string{stmt("complete_many")},
 	}
+}
+
+func memoryLeasesShape() hotShape {
+	sh := rotaShape()
+	sh.name = "memory-leases"
+	sh.claim = `SELECT rota_jobs.id, attempt + 1, coalesce(retry_after, 0), CASE WHEN missed = 1 THEN repeat END, slot,
+		coalesce(parent_id, 0), has_children, coalesce(run_timeout, ?4, ?6, 0), ?1, ?2 + ?3, ?5, ?7, ?8
+		FROM json_each(?9) AS j JOIN rota_jobs ON rota_jobs.id = j.value->>0 WHERE +rota_jobs.state = 0`
+	sh.complete = []string{`UPDATE rota_jobs SET state = 3, result = unhex(j.value->>2), token = j.value->>1, worker = 'w',
+		attempt = attempt + 1, prev_started_at = started_at, started_at = ?1, finished_at = ?1, updated_at = ?2
+		FROM json_each(?3) AS j
+		WHERE rota_jobs.id = j.value->>0 AND +rota_jobs.state = 0 AND rota_jobs.resubmit = 0
+			AND rota_jobs.repeat IS NULL AND rota_jobs.parent_id IS NULL AND rota_jobs.has_children = 0
+			AND rota_jobs.has_dependants = 0
+		RETURNING rota_jobs.id, rota_jobs.type, rota_jobs.grp, rota_jobs.run_at, coalesce(rota_jobs.batch_id, 0)`}
+	return sh
 }
 
 // split3Shape adds the live and ended tables to rota's schema and fills

@@ -189,7 +189,9 @@ func split3Shape(lean bool) hotShape {
 		run_at INTEGER NOT NULL, state INTEGER NOT NULL, attempt INTEGER NOT NULL DEFAULT 0, token TEXT, worker TEXT,
 		lease_until INTEGER, lease_timeout INTEGER, retry_after INTEGER, run_timeout INTEGER, run_limit INTEGER,
 		started_at INTEGER, prev_started_at INTEGER, cancel_requested INTEGER NOT NULL DEFAULT 0, updated_at INTEGER NOT NULL,
+		expires_at INTEGER,
 		flags INTEGER NOT NULL DEFAULT 0); -- resubmit, repeat, family, dependants: any makes the general path finish it
+	CREATE INDEX rota_live_deadline ON rota_live (expires_at) WHERE state = 0 AND expires_at IS NOT NULL;
 	CREATE INDEX rota_live_due ON rota_live (type, grp, priority DESC, run_at, id) WHERE state = 0 AND attempt = 0;
 	CREATE INDEX rota_live_retry ON rota_live (type, grp, priority DESC, run_at, id) WHERE state = 0 AND attempt > 0;
 	CREATE INDEX rota_live_lease ON rota_live (lease_until) WHERE state = 1;

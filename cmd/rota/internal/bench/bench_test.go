@@ -123,3 +123,34 @@ func BenchmarkSteady(b *testing.B) {
 	b.ReportMetric(r.P99Ms, "p99-ms")
 	b.ReportMetric(0, "ns/op")
 }
+
+// TestFlowControlBaselines: a drain with a rate or a bound that does not
+// bind runs the same drain without them first, in the same run, and its
+// ratio is against that; the rate workload's ratio is the achieved rate
+// over the set one.
+func TestFlowControlBaselines(t *testing.T) {
+	ctx := context.Background()
+	o := Options{Dir: t.TempDir()}
+	for _, cfg := range []DrainConfig{
+		{Jobs: 1000, Concurrency: 64, Baseline: true, Rate: 1_000_000},
+		{Jobs: 1000, Concurrency: 64, Baseline: true, MaxRunning: 100_000},
+	} {
+		rs, err := DrainWithBaselines(ctx, o, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) != 2 || rs[0].FlowControl != "" || rs[1].FlowControl == "" {
+			t.Fatalf("drain %+v: want the plain drain, then the flow-controlled one: %+v", cfg, rs)
+		}
+		if want := rs[1].JobsPerSec / rs[0].JobsPerSec; rs[1].Ratio != want || rs[1].BaselineValue != rs[0].JobsPerSec {
+			t.Errorf("drain %+v: ratio %v against %v, want %v against the plain drain's %v", cfg, rs[1].Ratio, rs[1].BaselineValue, want, rs[0].JobsPerSec)
+		}
+	}
+	r, err := Rate(ctx, o, RateConfig{Rate: 20, Duration: 2 * time.Second, Nodes: 1, Concurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Ratio <= 0 || r.Ratio != r.JobsPerSec/20 {
+		t.Errorf("rate: ratio %v, want achieved %v over the set 20/s", r.Ratio, r.JobsPerSec)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"time"
 
@@ -123,6 +124,12 @@ func Drain(ctx context.Context, o Options, cfg DrainConfig) (Result, error) {
 		Seconds: elapsed.Seconds(), JobsPerSec: float64(cfg.Jobs) / elapsed.Seconds(), StoreInfo: e.info,
 		CPUUsPerJob: float64(cpu.Microseconds()) / float64(cfg.Jobs), CPUPressure: pressure,
 		ServerCPUUsPerJob: float64(scpu.Microseconds()) / float64(cfg.Jobs)}
+	if cfg.Rate > 0 {
+		r.FlowControl = fmt.Sprintf("rate %d/s", cfg.Rate)
+	}
+	if cfg.MaxRunning > 0 {
+		r.FlowControl = strings.TrimPrefix(r.FlowControl+fmt.Sprintf(", max_running %d", cfg.MaxRunning), ", ")
+	}
 	return r, nil
 }
 

@@ -123,6 +123,7 @@ func Rate(ctx context.Context, o Options, cfg RateConfig) (Result, error) {
 		Seconds: span, JobsPerSec: float64(n) / span, TargetRate: float64(cfg.Rate), StoreInfo: e.info,
 		CPUUsPerJob: float64(cpu.Microseconds()) / float64(max(len(starts), 1)), CPUPressure: pressure,
 		P50Ms: p[0], P99Ms: p[1], P999Ms: p[2], MaxMs: p[3], Nodes: len(clients), MostInASecond: most,
+		Baseline: "the set rate (jobs/s)", BaselineValue: float64(cfg.Rate), Ratio: float64(n) / span / float64(cfg.Rate),
 		Note: fmt.Sprintf("%d/s with a burst of %d on %d node(s) for %v: %d started (per node %v), at most %d in any second (burst + rate: %d)",
 			cfg.Rate, burst, len(clients), cfg.Duration, len(starts), perNode, most, burst+cfg.Rate)}, nil
 }

@@ -25,6 +25,9 @@ type Result struct {
 	JobsPerSec float64 `json:"jobs_per_sec"`
 
 	Concurrency int `json:"concurrency,omitempty"` // the worker's slots
+	// FlowControl is the drained type's rate and bound on running jobs,
+	// when the drain set them ("rate 1000000/s, max_running 100000").
+	FlowControl string `json:"flow_control,omitempty"`
 	// Nodes is how many nodes (stores of their own on one PostgreSQL
 	// database, each with its client and worker) ran the workload.
 	Nodes int `json:"nodes,omitempty"`

@@ -14,6 +14,9 @@ func DrainWithBaselines(ctx context.Context, o Options, cfg DrainConfig) ([]Resu
 	if cfg.Nodes > 1 {
 		return drainNodes(ctx, o, cfg)
 	}
+	if cfg.Rate > 0 || cfg.MaxRunning > 0 {
+		return drainFlowControl(ctx, o, cfg)
+	}
 	var out []Result
 	var raw float64
 	if cfg.Baseline {
@@ -59,6 +62,33 @@ func DrainWithBaselines(ctx context.Context, o Options, cfg DrainConfig) ([]Resu
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// drainFlowControl runs the drain of a type with a rate or a bound on its
+// running jobs after, as its baseline, the same drain without them in the
+// same run: set too high to bind, the ratio is what keeping them costs.
+func drainFlowControl(ctx context.Context, o Options, cfg DrainConfig) ([]Result, error) {
+	var out []Result
+	var plain float64
+	if cfg.Baseline {
+		c := cfg
+		c.Rate, c.MaxRunning, c.CPUProfile = 0, 0, ""
+		r, err := Drain(ctx, o, c)
+		if err != nil {
+			return nil, err
+		}
+		r.Note = "the baseline: the same drain without a rate or a bound"
+		plain = r.JobsPerSec
+		out = append(out, r)
+	}
+	r, err := Drain(ctx, o, cfg)
+	if err != nil {
+		return out, err
+	}
+	if plain > 0 {
+		r.Baseline, r.BaselineValue, r.Ratio = "the same drain without a rate or a bound (jobs/s)", plain, r.JobsPerSec/plain
+	}
+	return append(out, r), nil
 }
 
 // drainNodes runs the drain on cfg.Nodes nodes, after the same drain on

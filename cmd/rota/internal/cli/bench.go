@@ -76,7 +76,8 @@ func benchDrainCommand(f *benchFlags) *cobra.Command {
 (synchronous=FULL) means it is on disk. Baselines in the same run: on SQLite,
 raw batched SQL claim+complete on the same kind of database file (the ceiling);
 with --via http, the same drain in process; with --nodes N (PostgreSQL), the
-same drain on one node.`,
+same drain on one node; with --rate or --max-running, the same drain without
+them (the ratio is what keeping them costs when they do not bind).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o, err := f.options(cmd, "drain")
@@ -538,6 +539,7 @@ func benchTable(w io.Writer, rs []bench.Result, runs int) error {
 			{"set/s", func(r bench.Result) float64 { return r.TargetRate }, "%.0f"},
 			{"achieved/s", func(r bench.Result) float64 { return r.JobsPerSec }, "%.1f"},
 			{"most in 1s", func(r bench.Result) float64 { return float64(r.MostInASecond) }, "%.0f"},
+			{"achieved ÷ set", func(r bench.Result) float64 { return r.Ratio }, "%.3f"},
 			{"late p50 ms", func(r bench.Result) float64 { return r.P50Ms }, "%.2f"},
 			{"p99", func(r bench.Result) float64 { return r.P99Ms }, "%.2f"},
 			{"max", func(r bench.Result) float64 { return r.MaxMs }, "%.2f"},
@@ -559,7 +561,11 @@ func benchTable(w io.Writer, rs []bench.Result, runs int) error {
 	}
 	fmt.Fprintln(tw)
 	row := func(r bench.Result, run string, get func(c col) float64) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t", r.Workload, r.Store, r.Via, run)
+		name := r.Workload
+		if r.FlowControl != "" {
+			name += " (" + r.FlowControl + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t", name, r.Store, r.Via, run)
 		for _, c := range cols {
 			// Counts of faults read 0, not "does not apply".
 			if v := get(c); v != 0 || c.name == "missed" || c.name == "twice" {

@@ -42,48 +42,84 @@ type compareConfig struct {
 	jobs         int
 	rounds       int
 	steadyRounds int
+	scaleRounds  int
 	rate         float64
 	duration     time.Duration
 	warmup       time.Duration
-	pgDSN        string
-	rotaBin      string
-	redisServer  string
-	logw         io.Writer // progress, one line per run
+	// hog runs a busy loop on one core beside each steady run, as well as
+	// the run without it, interleaved.
+	hog               bool
+	rateLimit         int           // rate: the set rate of rota bench rate
+	rateDuration      time.Duration // rate: how long rota bench rate measures
+	faninJobs         int
+	batchSizes        string // comma-separated
+	clientConcurrency int
+	python, node      string
+	backlogSizes      string // comma-separated, k and M suffixes
+	backlogMeasure    int
+	memoryJobs        int
+	fairness          [4]int // big, small groups, jobs of each small group, workers
+	pgDSN             string
+	rotaBin           string
+	redisServer       string
+	logw              io.Writer // progress, one line per run
 }
 
-// The labels compare knows, in the order they run within a round.
-var (
-	drainLabels  = []string{"rota-sqlite", "rota-sqlite-http", "river-sqlite", "asynq", "rota-pg", "river-pg-100", "river-pg-1000"}
-	steadyLabels = []string{"rota-sqlite", "river-sqlite", "asynq-1ms", "rota-pg", "river-pg-pool20"}
-)
+// defaultConfig is compare's defaults, the flags' defaults.
+func defaultConfig() compareConfig {
+	return compareConfig{
+		workloads: workloads, jobs: 20_000, rounds: 5, steadyRounds: 5, scaleRounds: 1,
+		rate: 500, duration: 15 * time.Second, warmup: time.Second, hog: true,
+		rateLimit: 50, rateDuration: 10 * time.Second, faninJobs: 10_000, batchSizes: "10000,100000",
+		clientConcurrency: 64, python: "python3", node: "node",
+		backlogSizes: "10k,100k,1M", backlogMeasure: 20_000, memoryJobs: 1_000_000,
+		fairness: [4]int{20_000, 99, 20, 8}, redisServer: "redis-server", logw: os.Stderr,
+	}
+}
 
 func compareMain(args []string) error {
-	c := compareConfig{logw: os.Stderr}
+	c := defaultConfig()
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.StringVar(&c.out, "out", "", "directory for the results (default: a new one named peers-YYYYMMDD-HHMMSS in the current directory)")
-	workloads := fs.String("workloads", "drain,steady", "drain, steady or both")
-	systems := fs.String("systems", "", "only these labels, comma-separated (default: all; see README.md)")
-	fs.IntVar(&c.jobs, "n", 20_000, "drain: no-op jobs each system drains")
-	fs.IntVar(&c.rounds, "rounds", 3, "drain: rounds")
-	fs.IntVar(&c.steadyRounds, "steady-rounds", 3, "steady: rounds")
-	fs.Float64Var(&c.rate, "rate", 500, "steady: jobs added per second, one at a time")
-	fs.DurationVar(&c.duration, "duration", 15*time.Second, "steady: how long the measured arrivals last")
-	fs.DurationVar(&c.warmup, "warmup", time.Second, "steady: arrivals before the measured ones, not counted")
+	wl := fs.String("workloads", "all", "comma-separated, of "+strings.Join(workloads, ", ")+"; or all")
+	sys := fs.String("systems", "", "only these labels, comma-separated (default: all; see README.md)")
+	fs.IntVar(&c.jobs, "n", c.jobs, "drain, rate, clients, scale's HTTP drain: no-op jobs each system drains")
+	fs.IntVar(&c.rounds, "rounds", c.rounds, "drain, rate, fanin, batch, clients: rounds")
+	fs.IntVar(&c.steadyRounds, "steady-rounds", c.steadyRounds, "steady: rounds")
+	fs.IntVar(&c.scaleRounds, "scale-rounds", c.scaleRounds, "scale: rounds")
+	fs.Float64Var(&c.rate, "rate", c.rate, "steady: jobs added per second, one at a time")
+	fs.DurationVar(&c.duration, "duration", c.duration, "steady: how long the measured arrivals last")
+	fs.DurationVar(&c.warmup, "warmup", c.warmup, "steady: arrivals before the measured ones, not counted")
+	fs.BoolVar(&c.hog, "hog", c.hog, "steady: run each system also beside a busy loop pinned to one core, interleaved with the run without it (-hog=false: without only)")
+	fs.IntVar(&c.rateLimit, "rate-limit", c.rateLimit, "rate: the set rate (jobs/s) of the rate that binds (rota bench rate)")
+	fs.DurationVar(&c.rateDuration, "rate-duration", c.rateDuration, "rate: how long the rate that binds is measured (at least 2s)")
+	fs.IntVar(&c.faninJobs, "fanin-jobs", c.faninJobs, "fanin: jobs after the root and before the sink")
+	fs.StringVar(&c.batchSizes, "batch-sizes", c.batchSizes, "batch: batch sizes, comma-separated, each against a drain of as many")
+	fs.IntVar(&c.clientConcurrency, "client-concurrency", c.clientConcurrency, "clients: each worker's slots")
+	fs.StringVar(&c.python, "python", c.python, "clients: the Python interpreter of the Python worker")
+	fs.StringVar(&c.node, "node", c.node, "clients: the Node.js of the TypeScript worker")
+	fs.StringVar(&c.backlogSizes, "backlog-sizes", c.backlogSizes, "scale: backlog sizes, comma-separated (k, M suffixes; add 10M for the full check: several GB and many minutes)")
+	fs.IntVar(&c.backlogMeasure, "backlog-measure", c.backlogMeasure, "scale: jobs accepted and finished at each backlog size")
+	fs.IntVar(&c.memoryJobs, "memory-jobs", c.memoryJobs, "scale: jobs queued while rota serve's memory is read")
+	fs.IntVar(&c.fairness[0], "fairness-big", c.fairness[0], "scale: the flooding group's jobs in the fairness run")
 	fs.StringVar(&c.pgDSN, "pg", os.Getenv("ROTA_BENCH_POSTGRES"), "PostgreSQL database for the benchmark alone (default $ROTA_BENCH_POSTGRES): its schema rota is dropped before each rota run and River's tables emptied before each River run; empty: the PostgreSQL systems are left out")
 	fs.StringVar(&c.rotaBin, "rota", "", "a built rota command (default: built from the repository around this directory)")
-	fs.StringVar(&c.redisServer, "redis-server", "redis-server", "the redis-server program Asynq's Redis is started from (Debian: apt-get install redis-server)")
+	fs.StringVar(&c.redisServer, "redis-server", c.redisServer, "the redis-server program Asynq's Redis is started from (Debian: apt-get install redis-server)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	for _, w := range strings.Split(*workloads, ",") {
-		if w = strings.TrimSpace(w); w != "" {
+	c.workloads = nil
+	for _, w := range strings.Split(*wl, ",") {
+		if w = strings.TrimSpace(w); w == "all" {
+			c.workloads = append(c.workloads, workloads...)
+		} else if w != "" {
 			c.workloads = append(c.workloads, w)
 		}
 	}
-	for _, s := range strings.Split(*systems, ",") {
+	for _, s := range strings.Split(*sys, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			c.systems = append(c.systems, s)
 		}
@@ -107,41 +143,64 @@ func compareMain(args []string) error {
 // check says what is wrong with c, naming the flag.
 func (c compareConfig) check() error {
 	if len(c.workloads) == 0 {
-		return errors.New("-workloads: give drain, steady or both")
+		return errors.New("-workloads: give one or more of " + strings.Join(workloads, ", ") + ", or all")
 	}
 	for _, w := range c.workloads {
-		if w != "drain" && w != "steady" {
-			return fmt.Errorf("-workloads: unknown workload %q (drain or steady)", w)
+		if !slices.Contains(workloads, w) {
+			return fmt.Errorf("-workloads: unknown workload %q (%s, or all)", w, strings.Join(workloads, ", "))
 		}
 	}
 	for _, s := range c.systems {
-		if !slices.Contains(drainLabels, s) && !slices.Contains(steadyLabels, s) {
-			return fmt.Errorf("-systems: unknown label %q (drain: %s; steady: %s)", s,
-				strings.Join(drainLabels, ", "), strings.Join(steadyLabels, ", "))
+		if _, ok := lookup(s); !ok {
+			return fmt.Errorf("-systems: unknown label %q (%s)", s, strings.Join(allLabels(), ", "))
 		}
 	}
-	if c.jobs <= 0 || c.rounds <= 0 || c.steadyRounds <= 0 {
-		return errors.New("-n, -rounds and -steady-rounds must be positive")
+	if c.jobs <= 0 || c.rounds <= 0 || c.steadyRounds <= 0 || c.scaleRounds <= 0 {
+		return errors.New("-n, -rounds, -steady-rounds and -scale-rounds must be positive")
 	}
 	if c.rate <= 0 || c.duration <= 0 || c.warmup < 0 {
 		return errors.New("-rate and -duration must be positive, -warmup not negative")
 	}
+	if c.rateLimit <= 0 || c.rateDuration < 2*time.Second {
+		return errors.New("-rate-limit must be positive and -rate-duration at least 2s")
+	}
+	if c.faninJobs <= 0 || c.clientConcurrency <= 0 || c.backlogMeasure <= 0 || c.memoryJobs <= 0 {
+		return errors.New("-fanin-jobs, -client-concurrency, -backlog-measure and -memory-jobs must be positive")
+	}
+	for _, f := range c.fairness {
+		if f <= 0 {
+			return errors.New("-fairness-big must be positive")
+		}
+	}
+	for _, l := range []struct{ flag, list string }{{"-batch-sizes", c.batchSizes}, {"-backlog-sizes", c.backlogSizes}} {
+		for _, v := range strings.Split(l.list, ",") {
+			v = strings.TrimSpace(v)
+			if n, err := strconv.Atoi(strings.TrimRight(v, "kKmM")); err != nil || n <= 0 {
+				return fmt.Errorf("%s: %q is not a positive count", l.flag, v)
+			}
+		}
+	}
 	return nil
 }
 
-// wants says whether label runs in this compare.
-func (c compareConfig) wants(label string) bool {
-	if strings.HasSuffix(label, "-pg") || strings.Contains(label, "-pg-") {
-		if c.pgDSN == "" {
-			return false
-		}
+// wants says whether label runs in this compare: named by -systems (or
+// no -systems), its database given, its tools found.
+func (h *harness) wants(label string) bool {
+	c := h.c
+	if len(c.systems) > 0 && !slices.Contains(c.systems, label) {
+		return false
 	}
-	return len(c.systems) == 0 || slices.Contains(c.systems, label)
+	s, _ := lookup(label)
+	if s.store == "postgres" && c.pgDSN == "" {
+		return false
+	}
+	return h.skipped[label] == ""
 }
 
-// compare runs c's rounds, writing drain.jsonl, steady.jsonl, load.log and
-// machine.json into c.out. It returns an error when a run failed (its
-// error is in the JSON lines too).
+// compare runs c's rounds, writing a JSON-lines file per workload
+// (drain.jsonl, steady.jsonl, …), load.log and machine.json into c.out.
+// It returns an error when a run failed (its error is in the JSON lines
+// too).
 func compare(ctx context.Context, c compareConfig) error {
 	if err := c.check(); err != nil {
 		return err
@@ -158,24 +217,29 @@ func compare(ctx context.Context, c compareConfig) error {
 	if err != nil {
 		return err
 	}
-	h := &harness{c: c, work: work, self: self}
+	h := &harness{c: c, work: work, self: self, skipped: map[string]string{}}
 	machine := describeMachine()
 	machine["started"] = time.Now().UTC().Format(time.RFC3339)
-	machine["jobs"], machine["rounds"], machine["steady_rounds"] = c.jobs, c.rounds, c.steadyRounds
-	machine["rate"], machine["duration"], machine["warmup"] = c.rate, c.duration.String(), c.warmup.String()
+	machine["workloads"] = c.workloads
+	machine["jobs"], machine["rounds"], machine["steady_rounds"], machine["scale_rounds"] = c.jobs, c.rounds, c.steadyRounds, c.scaleRounds
+	machine["rate"], machine["duration"], machine["warmup"], machine["hog"] = c.rate, c.duration.String(), c.warmup.String(), c.hog
+	machine["rate_limit"], machine["rate_duration"] = c.rateLimit, c.rateDuration.String()
+	machine["fanin_jobs"], machine["batch_sizes"], machine["client_concurrency"] = c.faninJobs, c.batchSizes, c.clientConcurrency
+	machine["backlog_sizes"], machine["backlog_measure"], machine["memory_jobs"] = c.backlogSizes, c.backlogMeasure, c.memoryJobs
+	machine["fairness"] = map[string]int{"big": c.fairness[0], "small_groups": c.fairness[1], "small_jobs": c.fairness[2], "workers": c.fairness[3]}
+	wanted := func(w string) bool { return slices.Contains(c.workloads, w) }
 
-	// Build or check rota.
+	// Build or check rota (and, for the clients, the Go remote worker).
+	root, rootErr := repoRoot()
+	h.repo = root
 	if c.rotaBin == "" {
-		root, err := repoRoot()
-		if err != nil {
-			return fmt.Errorf("building rota: %w (or give -rota)", err)
+		if rootErr != nil {
+			return fmt.Errorf("building rota: %w (or give -rota)", rootErr)
 		}
 		h.rota = filepath.Join(work, "rota")
 		fmt.Fprintf(c.logw, "building rota from %s\n", root)
-		b := exec.CommandContext(ctx, "go", "build", "-o", h.rota, "./cmd/rota")
-		b.Dir, b.Env = root, append(os.Environ(), "CGO_ENABLED=1")
-		if out, err := b.CombinedOutput(); err != nil {
-			return fmt.Errorf("building rota: %w\n%s", err, out)
+		if err := goBuild(ctx, root, h.rota, "./cmd/rota"); err != nil {
+			return fmt.Errorf("building rota: %w", err)
 		}
 		if rev, err := exec.Command("git", "-C", root, "describe", "--always", "--dirty").Output(); err == nil {
 			machine["rota_commit"] = strings.TrimSpace(string(rev))
@@ -188,9 +252,25 @@ func compare(ctx context.Context, c compareConfig) error {
 	if v, err := exec.Command(h.rota, "version").Output(); err == nil {
 		machine["rota_version"] = strings.TrimSpace(string(v))
 	}
+	if wanted("clients") {
+		versions := h.checkClients(ctx, rootErr)
+		machine["client_versions"] = versions
+		if len(h.skipped) > 0 {
+			machine["skipped"] = h.skipped
+		}
+	}
 
-	// Redis for Asynq, on a loopback port of its own.
-	if c.wants("asynq") || c.wants("asynq-1ms") {
+	if (wanted("drain") || wanted("steady")) && h.wants("bullmq") {
+		if v := h.checkBullMQ(ctx, rootErr); v != "" {
+			machine["bullmq_node"] = v
+		}
+		if h.skipped["bullmq"] != "" {
+			machine["skipped"] = h.skipped
+		}
+	}
+
+	// Redis for Asynq and BullMQ, on a loopback port of its own.
+	if (wanted("drain") && (h.wants("asynq") || h.wants("bullmq"))) || (wanted("steady") && (h.wants("asynq-1ms") || h.wants("bullmq"))) {
 		addr, stopRedis, err := startRedis(ctx, c.redisServer, filepath.Join(work, "redis"))
 		if err != nil {
 			return err
@@ -211,24 +291,38 @@ func compare(ctx context.Context, c compareConfig) error {
 		return err
 	}
 
-	for _, w := range c.workloads {
-		rounds, labels := c.rounds, drainLabels
-		if w == "steady" {
-			rounds, labels = c.steadyRounds, steadyLabels
+	for _, w := range workloads { // in this order, whatever -workloads's
+		if !wanted(w) {
+			continue
+		}
+		rounds := c.rounds
+		switch w {
+		case "steady":
+			rounds = c.steadyRounds
+		case "scale":
+			rounds = c.scaleRounds
 		}
 		for r := 1; r <= rounds; r++ {
 			if err := h.logLoad(w, r); err != nil {
 				return err
 			}
-			for _, label := range labels {
-				if !c.wants(label) {
+			for _, s := range systems[w] {
+				if !h.wants(s.label) {
 					continue
 				}
-				if err := ctx.Err(); err != nil {
-					return err
+				// Beside a hog and without, the order turning each round,
+				// so that neither always runs first.
+				hogs := []bool{false}
+				if w == "steady" && c.hog {
+					hogs = []bool{r%2 == 0, r%2 == 1}
 				}
-				if err := h.run(ctx, w, r, label); err != nil {
-					return err
+				for _, hog := range hogs {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+					if err := h.run(ctx, w, r, s.label, hog); err != nil {
+						return err
+					}
 				}
 			}
 		}
@@ -243,60 +337,37 @@ func compare(ctx context.Context, c compareConfig) error {
 	return nil
 }
 
+// goBuild builds pkg of the module at root into out.
+func goBuild(ctx context.Context, root, out, pkg string) error {
+	b := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+	b.Dir, b.Env = root, append(os.Environ(), "CGO_ENABLED=1")
+	if msg, err := b.CombinedOutput(); err != nil {
+		return fmt.Errorf("%w\n%s", err, msg)
+	}
+	return nil
+}
+
 // harness holds what the runs of one compare share.
 type harness struct {
-	c      compareConfig
-	work   string // temporary directory: SQLite files, Redis's files, rota
-	self   string // this program, for the peers' commands
-	rota   string
-	redis  string
-	failed int
+	c       compareConfig
+	work    string // temporary directory: SQLite files, Redis's files, rota
+	self    string // this program, for the peers' commands
+	repo    string // rota's repository, for the clients' workers
+	rota    string
+	godrain string
+	bullmq  string // bullmq/bullmq.mjs, its packages installed
+	redis   string
+	// skipped holds the labels left out for a missing tool, and why.
+	skipped map[string]string
+	failed  int
 }
 
-// command is the program and arguments of label's run of workload.
-func (h *harness) command(workload, label string) (string, []string) {
-	c := h.c
-	n := strconv.Itoa(c.jobs)
-	steady := []string{"--rate", fmt.Sprint(c.rate), "--duration", c.duration.String(), "--warmup", c.warmup.String()}
-	peerSteady := []string{"-mode", "steady", "-rate", fmt.Sprint(c.rate), "-duration", c.duration.String(), "-warmup", c.warmup.String()}
-	if workload == "drain" {
-		switch label {
-		case "rota-sqlite":
-			return h.rota, []string{"bench", "drain", "--store", "sqlite", "--jobs", n, "--dir", h.work, "--json"}
-		case "rota-sqlite-http":
-			return h.rota, []string{"bench", "drain", "--store", "sqlite", "--via", "http", "--no-baseline", "--jobs", n, "--dir", h.work, "--json"}
-		case "rota-pg":
-			return h.rota, []string{"bench", "drain", "--store", "postgres", "--dsn", c.pgDSN, "--jobs", n, "--json"}
-		case "river-pg-100":
-			return h.self, []string{"river-pg", "-dsn", c.pgDSN, "-n", n, "-workers", "100"}
-		case "river-pg-1000":
-			return h.self, []string{"river-pg", "-dsn", c.pgDSN, "-n", n, "-workers", "1000"}
-		case "river-sqlite":
-			return h.self, []string{"river-sqlite", "-dir", h.work, "-n", n, "-workers", "100"}
-		case "asynq":
-			return h.self, []string{"asynq", "-redis", h.redis, "-n", n, "-concurrency", "100"}
-		}
-	}
-	switch label {
-	case "rota-sqlite":
-		return h.rota, append([]string{"bench", "steady", "--store", "sqlite", "--dir", h.work, "--json"}, steady...)
-	case "rota-pg":
-		return h.rota, append([]string{"bench", "steady", "--store", "postgres", "--dsn", c.pgDSN, "--json"}, steady...)
-	case "river-pg-pool20":
-		return h.self, append([]string{"river-pg", "-dsn", c.pgDSN, "-workers", "100", "-pool", "20"}, peerSteady...)
-	case "river-sqlite":
-		return h.self, append([]string{"river-sqlite", "-dir", h.work, "-workers", "100"}, peerSteady...)
-	case "asynq-1ms":
-		return h.self, append([]string{"asynq", "-redis", h.redis, "-concurrency", "100", "-check-interval", "1ms"}, peerSteady...)
-	}
-	panic("peers: no command for " + workload + " " + label)
-}
-
-// run runs one label once and appends its JSON lines, tagged with the
-// round and label, to the workload's file; a failed run is appended as a
-// line with its error.
-func (h *harness) run(ctx context.Context, workload string, rnd int, label string) error {
-	if label == "rota-pg" {
+// run runs one label once (beside a CPU hog when hog is set) and appends
+// its JSON lines, tagged with the round, the label, the load average at
+// its start and the hog, to the workload's file; a failed run is appended
+// as a line with its error.
+func (h *harness) run(ctx context.Context, workload string, rnd int, label string, hog bool) error {
+	if s, _ := lookup(label); s.store == "postgres" && isRota(label) {
 		// A fresh schema each run, as a fresh database would be: a table
 		// bloated by the rounds before would slow rota, not the peers.
 		if err := dropSchema(ctx, h.c.pgDSN, "rota"); err != nil {
@@ -308,9 +379,24 @@ func (h *harness) run(ctx context.Context, workload string, rnd int, label strin
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	load1 := loadAverage()
+	var stopHog func() (float64, error)
+	if hog {
+		var err error
+		if stopHog, err = startHog(h.self); err != nil {
+			return fmt.Errorf("starting the CPU hog: %w", err)
+		}
+	}
 	t0 := time.Now()
 	err := cmd.Run()
 	wall := time.Since(t0).Seconds()
+	hogShare := 0.0
+	if stopHog != nil {
+		var herr error
+		if hogShare, herr = stopHog(); herr != nil && err == nil {
+			err = fmt.Errorf("the CPU hog: %w", herr)
+		}
+	}
 	var lines []map[string]any
 	sc := bufio.NewScanner(&stdout)
 	sc.Buffer(nil, 1<<20)
@@ -329,6 +415,10 @@ func (h *harness) run(ctx context.Context, workload string, rnd int, label strin
 	}
 	defer f.Close()
 	enc := json.NewEncoder(f)
+	name := label
+	if hog {
+		name += " +hog"
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -338,30 +428,38 @@ func (h *harness) run(ctx context.Context, workload string, rnd int, label strin
 		if len(msg) > 600 {
 			msg = "…" + msg[len(msg)-600:]
 		}
-		fmt.Fprintf(h.c.logw, "  %s %s: FAILED: %v: %s\n", workload, label, err, msg)
-		return enc.Encode(map[string]any{"round": rnd, "label": label, "error": fmt.Sprintf("%v: %s", err, msg)})
+		fmt.Fprintf(h.c.logw, "  %s %s: FAILED: %v: %s\n", workload, name, err, msg)
+		return enc.Encode(map[string]any{"round": rnd, "label": label, "hog": hog, "error": fmt.Sprintf("%v: %s", err, msg)})
 	}
 	for _, o := range lines {
-		o["round"], o["label"], o["wall_s"] = rnd, label, round(wall, 1)
+		o["round"], o["label"], o["wall_s"], o["load1"] = rnd, label, round(wall, 1), load1
+		if workload == "steady" {
+			o["hog"] = hog
+			if hog {
+				o["hog_cpu_share"] = round(hogShare, 2)
+			}
+		}
 		if err := enc.Encode(o); err != nil {
 			return err
 		}
-		via, _ := o["via"].(string)
-		if via == "" {
-			via, _ = o["system"].(string)
-		}
 		r := record(o)
-		if workload == "drain" {
-			v, _ := r.num("jobs_per_sec")
-			cpu, _ := r.num("cpu_us_per_job")
-			fmt.Fprintf(h.c.logw, "  %s [%s]: %.0f jobs/s, %.1f CPU µs/job\n", label, via, v, cpu)
-		} else {
-			p50, _ := r.num("p50_ms")
-			p99, _ := r.num("p99_ms")
-			fmt.Fprintf(h.c.logw, "  %s [%s]: enqueue→start p50 %.2f ms, p99 %.2f ms\n", label, via, p50, p99)
-		}
+		fmt.Fprintf(h.c.logw, "  %s [%s]: %s\n", name, r.key(workload), r.brief())
 	}
 	return nil
+}
+
+// loadAverage is the machine's load average over the last minute.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }
 
 // logLoad appends the load average and CPU pressure before a round to

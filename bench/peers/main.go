@@ -23,6 +23,8 @@ const usage = `usage: peers COMMAND [flags]
   river-pg     one River run on PostgreSQL (one JSON line)
   river-sqlite one River run on SQLite (one JSON line)
   asynq        one Asynq run on Redis (one JSON line)
+  client-drain one drain of a client's worker through rota serve (one JSON line)
+  hog          a busy loop on one core, until killed (compare -hog)
 
 "peers COMMAND -h" lists a command's flags. See README.md.
 `
@@ -43,6 +45,8 @@ func run(args []string) int {
 		"river-pg":     riverPGMain,
 		"river-sqlite": riverSQLiteMain,
 		"asynq":        asynqMain,
+		"hog":          hogMain,
+		"client-drain": clientDrainMain,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,10 +23,11 @@ func TestMain(m *testing.M) {
 
 // TestCompareSmoke runs the whole harness at a tiny size: rota built from
 // this repository, River on PostgreSQL and SQLite, Asynq on a Redis the
-// harness starts, both workloads, one round; then checks that every
-// system's figures are in the output files and in the summary. It proves
-// the harness works end to end; the figures themselves mean nothing at this
-// size.
+// harness starts (and BullMQ on it, when Node.js is here), the clients'
+// workers, every workload (steady beside the
+// CPU hog too), one round; then checks that every system's figures are in
+// the output files and in the summary. It proves the harness works end to
+// end; the figures themselves mean nothing at this size.
 func TestCompareSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the harness's smoke test builds rota and starts Redis")
@@ -39,64 +42,113 @@ func TestCompareSmoke(t *testing.T) {
 		}
 		t.Skip("redis-server is not installed (Debian: apt-get install redis-server; scripts/setup.sh installs it): Asynq cannot run")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	out := t.TempDir()
 	var progress strings.Builder
-	c := compareConfig{
-		out: out, workloads: []string{"drain", "steady"},
-		jobs: 300, rounds: 1, steadyRounds: 1,
-		rate: 200, duration: time.Second, warmup: 200 * time.Millisecond,
-		pgDSN: dsn, redisServer: "redis-server", logw: &progress,
-	}
+	c := defaultConfig()
+	c.out, c.logw = out, &progress
+	c.jobs, c.rounds, c.steadyRounds = 300, 1, 1
+	c.rate, c.duration, c.warmup = 200, time.Second, 200*time.Millisecond
+	c.rateLimit, c.rateDuration = 20, 2*time.Second
+	c.faninJobs, c.batchSizes = 200, "200"
+	c.backlogSizes, c.backlogMeasure, c.memoryJobs = "300,600", 200, 1000
+	c.fairness = [4]int{200, 5, 4, 4}
+	c.pgDSN = dsn
 	if err := compare(ctx, c); err != nil {
 		t.Fatalf("compare: %v\nprogress:\n%s", err, progress.String())
 	}
 	t.Logf("progress:\n%s", progress.String())
+	machine, err := os.ReadFile(filepath.Join(out, "machine.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
 
-	wantDrain := []string{"rota-sqlite", "rota-sqlite raw-sql", "rota-sqlite-http http", "river-sqlite", "asynq"}
-	wantSteady := []string{"rota-sqlite", "river-sqlite", "asynq-1ms"}
+	want := map[string][]string{
+		"drain":   {"rota-sqlite", "rota-sqlite raw-sql", "rota-sqlite-http http", "river-sqlite", "asynq"},
+		"steady":  {"rota-sqlite", "rota-sqlite +hog", "river-sqlite", "river-sqlite +hog", "asynq-1ms", "asynq-1ms +hog"},
+		"rate":    {"rota-sqlite", "rota-sqlite (rate 1000000/s)", "rota-sqlite-max-running", "rota-sqlite-max-running (max_running 100000)", "rota-sqlite-rate-limited"},
+		"fanin":   {"rota-sqlite fanin-plain", "rota-sqlite"},
+		"batch":   {"rota-sqlite drain 200", "rota-sqlite 200"},
+		"clients": {"go-remote-sqlite"},
+		"scale": {"rota-sqlite-backlog 300 queued", "rota-sqlite-backlog 600 queued", "rota-sqlite-memory",
+			"rota-sqlite-http raw-sql", "rota-sqlite-http", "rota-sqlite-http http", "rota-sqlite-fairness rota", "rota-sqlite-fairness fifo"},
+	}
+	// The clients' workers whose tools are here; the others must be
+	// skipped with a reason.
+	for _, w := range []string{"python-threads-sqlite", "python-asyncio-sqlite", "typescript-sqlite", "bullmq"} {
+		if strings.Contains(string(machine), `"`+w+`": "`) {
+			t.Logf("%s was skipped: see machine.json", w)
+			continue
+		}
+		if w == "bullmq" {
+			want["drain"] = append(want["drain"], w)
+			want["steady"] = append(want["steady"], w, w+" +hog")
+		} else {
+			want["clients"] = append(want["clients"], w)
+		}
+	}
 	if dsn != "" {
-		wantDrain = append(wantDrain, "rota-pg", "rota-pg raw-sql", "river-pg-100", "river-pg-1000")
-		wantSteady = append(wantSteady, "rota-pg", "river-pg-pool20")
+		want["drain"] = append(want["drain"], "rota-pg", "rota-pg raw-sql", "river-pg-100", "river-pg-1000")
+		want["steady"] = append(want["steady"], "rota-pg", "rota-pg +hog", "river-pg-pool20", "river-pg-pool20 +hog")
+		want["rate"] = append(want["rate"], "rota-pg (rate 1000000/s)", "rota-pg-max-running (max_running 100000)", "rota-pg-rate-limited")
+		want["fanin"] = append(want["fanin"], "rota-pg")
+		want["batch"] = append(want["batch"], "rota-pg 200")
+		want["clients"] = append(want["clients"], "go-remote-pg")
+		want["scale"] = append(want["scale"], "rota-pg-backlog 600 queued", "rota-pg-memory", "rota-pg-http http", "rota-pg-fairness rota")
 	} else {
 		t.Log("ROTA_BENCH_POSTGRES is empty: the PostgreSQL systems were left out")
 	}
-	check := func(file string, want []string, field string) {
-		t.Helper()
-		rs, err := readRecords(filepath.Join(out, file))
+	figure := map[string]string{"drain": "jobs_per_sec", "steady": "p50_ms", "rate": "jobs_per_sec", "fanin": "jobs_per_sec",
+		"batch": "jobs_per_sec", "clients": "jobs_per_sec"}
+	for _, w := range workloads {
+		rs, err := readRecords(filepath.Join(out, w+".jsonl"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := map[string]record{}
 		for _, r := range rs {
 			if e := r.str("error"); e != "" {
-				t.Errorf("%s: %s failed: %s", file, r.key(), e)
+				t.Errorf("%s: %s failed: %s", w, r.key(w), e)
 			}
-			got[r.key()] = r
+			got[r.key(w)] = r
+			if _, ok := r.num("load1"); !ok {
+				t.Errorf("%s: %s has no load average", w, r.key(w))
+			}
 		}
-		for _, k := range want {
+		for _, k := range want[w] {
 			r, ok := got[k]
 			if !ok {
-				t.Errorf("%s: no result for %s (have %d lines)", file, k, len(rs))
+				t.Errorf("%s: no result for %q (have %v)", w, k, slices.Collect(maps.Keys(got)))
 				continue
 			}
-			if v, ok := r.num(field); !ok || v <= 0 {
-				t.Errorf("%s: %s has %s = %v, want a positive figure", file, k, field, r[field])
+			if f := figure[w]; f != "" {
+				if v, ok := r.num(f); !ok || v <= 0 {
+					t.Errorf("%s: %s has %s = %v, want a positive figure", w, k, f, r[f])
+				}
 			}
-			if n, _ := r.num("jobs"); file == "drain.jsonl" && n != 300 {
-				t.Errorf("%s: %s drained %v jobs, want 300", file, k, r["jobs"])
+			if n, _ := r.num("jobs"); w == "drain" && n != 300 {
+				t.Errorf("%s: %s drained %v jobs, want 300", w, k, r["jobs"])
+			}
+			if h, _ := r["hog"].(bool); h {
+				// On a loaded machine the hog gets its core's fair share,
+				// not all of it: that it ran is what can be checked.
+				if v, _ := r.num("hog_cpu_share"); v <= 0 {
+					t.Errorf("%s: %s: the hog took %v of its core, want it running", w, k, r["hog_cpu_share"])
+				}
 			}
 		}
 	}
-	check("drain.jsonl", wantDrain, "jobs_per_sec")
-	check("steady.jsonl", wantSteady, "p50_ms")
 
 	s, err := summarize(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range append([]string{"Machine: ", "Load before each round", "## Drain: 300 no-op jobs", "## Steady: 200 jobs/s", "load average"}, wantDrain...) {
+	for _, want := range []string{"Machine: ", "Load average", "## Drain: 300 no-op jobs", "## Steady: 200 jobs/s", "load average",
+		"+hog ÷ without, p50 by round", "rota ÷ it, p99 by round", "rota ÷ it, total CPU µs/job by round",
+		"## Flow control", "## Fan-in", "## Batches", "## Clients' workers", "÷ Go remote worker, by round",
+		"## Scale: backlog", "## Scale: memory", "## Scale: the drain over HTTP", "## Scale: fairness",
+		"Checks (issue 30 keeps them)", "RSS ", "HTTP ÷ in process", "river-sqlite +hog"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q:\n%s", want, s)
 		}
@@ -115,7 +167,10 @@ func TestCompareBadInput(t *testing.T) {
 	}{
 		{[]string{"-workloads", "burst"}, `-workloads: unknown workload "burst"`},
 		{[]string{"-systems", "sidekiq"}, `-systems: unknown label "sidekiq"`},
-		{[]string{"-n", "0"}, "-n, -rounds and -steady-rounds must be positive"},
+		{[]string{"-n", "0"}, "-n, -rounds, -steady-rounds and -scale-rounds must be positive"},
+		{[]string{"-rate-duration", "1s"}, "-rate-duration at least 2s"},
+		{[]string{"-batch-sizes", "10,x"}, `-batch-sizes: "x" is not a positive count`},
+		{[]string{"-backlog-sizes", "0"}, `-backlog-sizes: "0" is not a positive count`},
 		{[]string{"-rate", "-1"}, "-rate and -duration must be positive"},
 	} {
 		out := filepath.Join(t.TempDir(), "out")

@@ -42,7 +42,7 @@ func TestCompareSmoke(t *testing.T) {
 		}
 		t.Skip("redis-server is not installed (Debian: apt-get install redis-server; scripts/setup.sh installs it): Asynq cannot run")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	out := t.TempDir()
 	var progress strings.Builder

@@ -10,10 +10,12 @@
 // "completed" event (the job moved to completed in Redis) has come for
 // every job. steady: jobs added one at a time at -rate a second for
 // -duration after -warmup, an open loop (each add sent when the clock says,
-// whether or not earlier ones were answered), by a Queue in the same
-// process as the Worker; the latency from the add call to the handler's
-// start and to the "completed" event, and of the add call itself.
+// whether or not earlier ones were answered), by a Queue on a thread of its
+// own (a producer sharing the Worker's event loop would delay both); the
+// latency from the add call to the handler's start and to the "completed"
+// event, and of the add call itself.
 import { readFileSync } from "node:fs";
+import { Worker as Thread, isMainThread, parentPort, workerData } from "node:worker_threads";
 import { Queue, Worker } from "bullmq";
 import IORedis from "ioredis";
 
@@ -44,7 +46,8 @@ const name = "peer";
 const defaultJobOptions = { removeOnComplete: true, removeOnFail: false };
 const version = JSON.parse(readFileSync(new URL("./node_modules/bullmq/package.json", import.meta.url))).version;
 
-const now = () => performance.timeOrigin + performance.now(); // ms, sub-ms precise
+// now is a monotonic clock in ms, sub-ms precise, the same on every thread.
+const now = () => Number(process.hrtime.bigint()) / 1e6;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // timeout resolves to null after ms, without keeping the process alive.
 const timeout = (ms) => new Promise((r) => setTimeout(() => r(null), ms).unref());
@@ -82,6 +85,38 @@ const selfCPU = () => {
   const u = process.cpuUsage();
   return u.user + u.system;
 };
+
+// The steady workload's producer thread: adds at the open loop's times,
+// then posts the measured adds' latencies and the measured span's start.
+if (!isMainThread) {
+  const { interval, warm, total } = workerData;
+  const queue = new Queue(name, { connection, defaultJobOptions });
+  await queue.waitUntilReady();
+  const adds = [];
+  const addLat = [];
+  const begin = now();
+  let measuredBegin = begin;
+  for (let i = 0; i < total; i++) {
+    const d = begin + i * interval - now();
+    if (d > 1) await sleep(d);
+    const measured = i >= warm;
+    if (i === warm) {
+      measuredBegin = now();
+      parentPort.postMessage({ measuring: true });
+    }
+    const t = now();
+    adds.push(
+      queue.add("peer_steady", { t, m: measured }).then(() => {
+        if (measured) addLat.push(now() - t);
+      }),
+    );
+  }
+  const sent = (now() - measuredBegin) / 1000;
+  await Promise.all(adds);
+  await queue.close();
+  parentPort.postMessage({ addLat, sent, measuredBegin });
+  process.exit(0);
+}
 
 const rdb = new IORedis(connection);
 await rdb.flushdb();
@@ -165,7 +200,6 @@ async function steady() {
   const total = warm + n;
   const startLat = [];
   const finishLat = [];
-  const addLat = [];
   let handled = 0;
   let finished;
   const all = new Promise((res) => (finished = res));
@@ -183,27 +217,17 @@ async function steady() {
   worker.on("failed", (job, err) => console.error(`job ${job?.id} failed: ${err}`));
   await worker.waitUntilReady();
   await sleep(500);
-  const adds = [];
-  const begin = now();
-  let measuredBegin = begin;
   let psi0 = null;
-  for (let i = 0; i < total; i++) {
-    const d = begin + i * interval - now();
-    if (d > 1) await sleep(d);
-    const measured = i >= warm;
-    if (i === warm) {
-      measuredBegin = now();
-      psi0 = pressure();
-    }
-    const t = now();
-    adds.push(
-      queue.add("peer_steady", { t, m: measured }).then(() => {
-        if (measured) addLat.push(now() - t);
-      }),
-    );
-  }
-  const sent = (now() - measuredBegin) / 1000;
-  await Promise.all(adds);
+  const produced = new Promise((res, rej) => {
+    const th = new Thread(new URL(import.meta.url), { argv: args, workerData: { interval, warm, total } });
+    th.on("message", (m) => {
+      if (m.measuring) psi0 = pressure();
+      else res(m);
+    });
+    th.on("error", rej);
+    th.on("exit", (code) => code && rej(new Error(`the producer thread exited with ${code}`)));
+  });
+  const { addLat, sent, measuredBegin } = await produced;
   const ok = await Promise.race([all.then(() => true), timeout(120000)]);
   if (!ok) throw new Error(`steady: ${handled} of ${total} jobs completed two minutes after the last add`);
   const elapsed = (now() - measuredBegin) / 1000;

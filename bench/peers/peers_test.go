@@ -200,3 +200,49 @@ func TestCommas(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryRatios: the summary's "by round" columns set each run against
+// the right one of the same round: rota's drain on the same store, rota's
+// steady run with the hog or without as the row, the same system without
+// the hog, the Go remote worker on the same store.
+func TestSummaryRatios(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, lines ...string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("machine.json", `{"cpu": "test", "cores": 2, "jobs": 100, "rate": 500, "duration": "15s"}`)
+	write("drain.jsonl",
+		`{"round":1,"label":"rota-sqlite","workload":"drain","store":"sqlite","via":"inprocess","jobs_per_sec":1000,"cpu_us_per_job":10}`,
+		`{"round":1,"label":"rota-pg","workload":"drain","store":"postgres","via":"inprocess","jobs_per_sec":9999,"cpu_us_per_job":1}`,
+		`{"round":1,"label":"river-sqlite","system":"river","workload":"drain","store":"sqlite","jobs_per_sec":100,"cpu_us_per_job":50}`,
+		`{"round":2,"label":"rota-sqlite","workload":"drain","store":"sqlite","via":"inprocess","jobs_per_sec":2000,"cpu_us_per_job":10}`,
+		`{"round":2,"label":"river-sqlite","system":"river","workload":"drain","store":"sqlite","jobs_per_sec":400,"cpu_us_per_job":25}`)
+	write("steady.jsonl",
+		`{"round":1,"label":"rota-sqlite","workload":"steady","store":"sqlite","via":"inprocess","hog":false,"p50_ms":2,"p99_ms":10}`,
+		`{"round":1,"label":"rota-sqlite","workload":"steady","store":"sqlite","via":"inprocess","hog":true,"p50_ms":6,"p99_ms":40}`,
+		`{"round":1,"label":"river-sqlite","system":"river","workload":"steady","store":"sqlite","hog":true,"p50_ms":3,"p99_ms":80}`,
+		`{"round":1,"label":"river-sqlite","system":"river","workload":"steady","store":"sqlite","hog":false,"p50_ms":4,"p99_ms":20}`)
+	write("clients.jsonl",
+		`{"round":1,"label":"go-remote-sqlite","workload":"clients","system":"rota","worker":"go-remote","store":"sqlite","via":"http","jobs_per_sec":1000,"cpu_us_per_job":10}`,
+		`{"round":1,"label":"go-remote-pg","workload":"clients","system":"rota","worker":"go-remote","store":"postgres","via":"http","jobs_per_sec":7,"cpu_us_per_job":7}`,
+		`{"round":1,"label":"python-threads-sqlite","workload":"clients","system":"rota","worker":"python-threads","store":"sqlite","via":"http","jobs_per_sec":250,"cpu_us_per_job":40}`)
+	s, err := summarize(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []string{
+		// rota ÷ River: 10 and 5 by round; total CPU 0.2 and 0.4.
+		"| river-sqlite | river | sqlite | 250 (100–400, n=2) | 7.50 (5.00–10.00, n=2) | 37.5 (25.0–50.0, n=2) | 0.30 (0.20–0.40, n=2) |",
+		"| rota-sqlite +hog | rota | sqlite | 6.00 | 40.00 | – | – | 3.00 | 4.00 |",
+		"| river-sqlite | river | sqlite | 4.00 | 20.00 | 0.50 | 0.50 | – | – |",
+		"| river-sqlite +hog | river | sqlite | 3.00 | 80.00 | 2.00 | 0.50 | 0.75 | 4.00 |",
+		"| python-threads-sqlite | Python client, Worker (threads) | sqlite | 250 | 0.25 | 40.0 | 4.00 |",
+	} {
+		if !strings.Contains(s, row) {
+			t.Errorf("summary lacks the row\n%s\nin:\n%s", row, s)
+		}
+	}
+}

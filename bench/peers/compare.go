@@ -97,14 +97,14 @@ func compareMain(args []string) error {
 	fs.StringVar(&c.batchSizes, "batch-sizes", c.batchSizes, "batch: batch sizes, comma-separated, each against a drain of as many")
 	fs.IntVar(&c.clientConcurrency, "client-concurrency", c.clientConcurrency, "clients: each worker's slots")
 	fs.StringVar(&c.python, "python", c.python, "clients: the Python interpreter of the Python worker")
-	fs.StringVar(&c.node, "node", c.node, "clients: the Node.js of the TypeScript worker")
+	fs.StringVar(&c.node, "node", c.node, "clients and bullmq: the Node.js of the TypeScript worker and of BullMQ")
 	fs.StringVar(&c.backlogSizes, "backlog-sizes", c.backlogSizes, "scale: backlog sizes, comma-separated (k, M suffixes; add 10M for the full check: several GB and many minutes)")
 	fs.IntVar(&c.backlogMeasure, "backlog-measure", c.backlogMeasure, "scale: jobs accepted and finished at each backlog size")
 	fs.IntVar(&c.memoryJobs, "memory-jobs", c.memoryJobs, "scale: jobs queued while rota serve's memory is read")
 	fs.IntVar(&c.fairness[0], "fairness-big", c.fairness[0], "scale: the flooding group's jobs in the fairness run")
 	fs.StringVar(&c.pgDSN, "pg", os.Getenv("ROTA_BENCH_POSTGRES"), "PostgreSQL database for the benchmark alone (default $ROTA_BENCH_POSTGRES): its schema rota is dropped before each rota run and River's tables emptied before each River run; empty: the PostgreSQL systems are left out")
 	fs.StringVar(&c.rotaBin, "rota", "", "a built rota command (default: built from the repository around this directory)")
-	fs.StringVar(&c.redisServer, "redis-server", c.redisServer, "the redis-server program Asynq's Redis is started from (Debian: apt-get install redis-server)")
+	fs.StringVar(&c.redisServer, "redis-server", c.redisServer, "the redis-server program the Redis of Asynq and BullMQ is started from (Debian: apt-get install redis-server)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

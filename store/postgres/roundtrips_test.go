@@ -85,3 +85,49 @@ func TestAcceptRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitingAcceptReturnsTheHead: an accept whose caller waits for jobs
+// (AcceptParams.Wait) hands out what its first claim took, in one round
+// trip, rather than claim again for other groups (and read the next run
+// apart); the next run it reports, at or before now, tells its caller to
+// accept again at once. An accept that does not wait (a drain) still
+// fills its batch from every group.
+func TestWaitingAcceptReturnsTheHead(t *testing.T) {
+	rt := &roundTrips{}
+	st := openIn(t, newSchema(t), postgres.WithTracer(postgres.Config{MaxConns: 1}, rt))
+	ctx := t.Context()
+	add := func() {
+		t.Helper()
+		if _, err := st.Add(ctx, []store.AddParams{{Type: "w", Group: "a"}, {Type: "w", Group: "b"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 { // the first accept of a connection prepares its statements
+		add()
+		before := rt.n.Load()
+		res, err := st.Accept(context.WithValue(ctx, counted{}, true), store.AcceptParams{Types: []string{"w"}, Limit: 10, Wait: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := rt.n.Load() - before
+		t.Logf("accept %d: %d jobs, %d round trips", i, len(res.Jobs), got)
+		if len(res.Jobs) != 1 {
+			t.Fatalf("a waiting accept took %d jobs, want the first group's 1", len(res.Jobs))
+		}
+		if res.NextRunAt.IsZero() || res.NextRunAt.After(time.Now()) {
+			t.Fatalf("next run %v, want at or before now: the other group's job is due", res.NextRunAt)
+		}
+		if i > 0 && got != 1 {
+			t.Errorf("a waiting accept that found jobs took %d round trips, want 1", got)
+		}
+		res, err = st.Accept(ctx, store.AcceptParams{Types: []string{"w"}, Limit: 10, Wait: time.Second})
+		if err != nil || len(res.Jobs) != 1 {
+			t.Fatalf("the next accept took %d jobs (%v), want the other group's 1", len(res.Jobs), err)
+		}
+	}
+	add()
+	res, err := st.Accept(ctx, store.AcceptParams{Types: []string{"w"}, Limit: 10})
+	if err != nil || len(res.Jobs) != 2 {
+		t.Fatalf("an accept that does not wait took %d jobs (%v), want both groups' 2", len(res.Jobs), err)
+	}
+}

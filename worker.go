@@ -394,12 +394,22 @@ func (w *Worker) startHeartbeats(base context.Context) (stop func()) {
 // ends or the server refuses the worker.
 func (w *Worker) fetchLoop(ctx, base context.Context, types []string, d *dispatcher) {
 	backlog := false // the last accept filled every slot it asked for
+	// One waiter for all the loop's accepts, so that a job added while the
+	// worker starts the last accept's jobs stays signalled, and the next
+	// accept waits for one rather than go to the store at once.
+	var aw *acceptWaiter
+	if _, ok := w.c.st.(WaitAccepter); !ok {
+		if pats, err := compilePatterns(types); err == nil {
+			aw = &acceptWaiter{w: w.c.watch().Wait(pats)}
+			defer aw.w.Stop()
+		}
+	}
 	for ctx.Err() == nil {
 		n := d.reserve(ctx, w.ahead())
 		if n == 0 {
 			continue // it waited for a slot, or for the end
 		}
-		jobs, took, err := w.fetch(ctx, types, n, backlog)
+		jobs, took, err := w.fetch(ctx, types, n, backlog, aw)
 		backlog = err == nil && len(jobs) == n
 		d.unreserve(n - len(jobs)) // an error comes with no jobs
 		if err != nil {
@@ -420,13 +430,13 @@ func (w *Worker) fetchLoop(ctx, base context.Context, types []string, d *dispatc
 // its time is the store's round trip, which ahead needs; an accept that
 // waits could take any time. One that finds nothing is followed by one
 // that waits.
-func (w *Worker) fetch(ctx context.Context, types []string, n int, backlog bool) ([]Job, time.Time, error) {
+func (w *Worker) fetch(ctx context.Context, types []string, n int, backlog bool, aw *acceptWaiter) ([]Job, time.Time, error) {
 	wait := w.cfg.PollWait
 	if backlog {
 		wait = 0
 	}
 	sent := time.Now()
-	jobs, err := w.c.Accept(ctx, AcceptParams{Types: types, Limit: n, Wait: wait, Worker: w.cfg.Name, LeaseTimeout: w.cfg.LeaseTimeout})
+	jobs, err := w.c.acceptKept(ctx, AcceptParams{Types: types, Limit: n, Wait: wait, Worker: w.cfg.Name, LeaseTimeout: w.cfg.LeaseTimeout}, aw)
 	// The leases started at the store at most now (an accept may wait
 	// long before it takes jobs, so not when it was sent).
 	took := time.Now()

@@ -1045,3 +1045,64 @@ func TestAcceptWaitsForTheNextToken(t *testing.T) {
 		t.Errorf("%d accepts of the store for 4 jobs: the acceptor polled", n)
 	}
 }
+
+// emptyCounter counts the accepts sent to its store, and those that came
+// back empty.
+type emptyCounter struct {
+	store.Store
+	accepts, empty atomic.Int64
+}
+
+func (s *emptyCounter) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptResult, error) {
+	res, err := s.Store.Accept(ctx, p)
+	s.accepts.Add(1)
+	if err == nil && len(res.Jobs) == 0 {
+		s.empty.Add(1)
+	}
+	return res, err
+}
+
+// TestWorkerAcceptsWhenSignalled: a worker that took every job there was
+// waits for a change before it accepts again, rather than send an accept
+// at once that comes back empty: jobs added one at a time cost one accept
+// each (two before: the job's, and an empty one after it).
+func TestWorkerAcceptsWhenSignalled(t *testing.T) {
+	sq, err := sqlite.Open(filepath.Join(t.TempDir(), "rota.db"), sqlite.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &emptyCounter{Store: sq}
+	// No polls in the test's time: every accept is the worker's own choice.
+	c, err := rota.NewClient(st, rota.Config{PollInterval: time.Hour, NoMaintenance: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		sq.Close()
+	})
+	started := make(chan struct{}, 1)
+	w := rota.NewWorker(c, rota.WorkerConfig{Concurrency: 4})
+	w.Handle("tick", rota.HandlerFunc(func(ctx context.Context, j *rota.Job) error {
+		started <- struct{}{}
+		return nil
+	}))
+	runWorker(t, w)
+	const jobs = 20
+	time.Sleep(50 * time.Millisecond) // the worker's first accept, which finds nothing
+	before, emptyBefore := st.accepts.Load(), st.empty.Load()
+	for i := range jobs {
+		add(t, c, rota.AddParams{Type: "tick"})
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("job %d did not start", i)
+		}
+		time.Sleep(20 * time.Millisecond) // the worker is back waiting
+	}
+	accepts, empty := st.accepts.Load()-before, st.empty.Load()-emptyBefore
+	t.Logf("%d jobs added one at a time: %d accepts, %d empty", jobs, accepts, empty)
+	if accepts > jobs+2 || empty > 2 {
+		t.Errorf("%d accepts (%d empty) for %d jobs added one at a time, want about one each", accepts, empty, jobs)
+	}
+}

@@ -100,7 +100,10 @@ func (h *Hub) publishLocked(changes []store.Event) {
 			}
 			pending := c.ID == 0 || (!c.Removed && c.State == store.Pending)
 			for w := range h.waiters {
-				if (pending || w.ends.Load()) && w.matches(c.Type) {
+				if pending && w.matches(c.Type) {
+					w.pending.Add(1)
+					w.signal()
+				} else if !pending && w.ends.Load() && w.matches(c.Type) {
 					w.signal()
 				}
 			}
@@ -126,6 +129,7 @@ func (h *Hub) Poke() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for w := range h.waiters {
+		w.pending.Add(1)
 		w.signal()
 	}
 }
@@ -151,6 +155,25 @@ type Waiter struct {
 	pats []glob.Pattern
 	C    chan struct{} // receives a value (buffered, 1) when woken
 	ends atomic.Bool
+	// pending counts the signals of jobs becoming pending (and pokes), as
+	// apart from ends (WakeOnEnds): see Pending.
+	pending atomic.Uint64
+}
+
+// Pending counts the signals of jobs of the waiter's types becoming
+// pending so far. An acceptor that woke ends only to find jobs held back
+// by a bound compares it across an accept: if it did not move, a signal
+// left in C came from ends alone, which matter no more once nothing is
+// held back (DropEnds).
+func (w *Waiter) Pending() uint64 { return w.pending.Load() }
+
+// DropEnds clears a signal in C that ends alone left there since Pending
+// read since: a signal of a job becoming pending meanwhile stays.
+func (w *Waiter) DropEnds(since uint64) {
+	w.Drain()
+	if w.pending.Load() != since {
+		w.signal() // one came while it drained: keep it
+	}
 }
 
 // WakeOnEnds says whether the waiter is also woken by jobs of its types

@@ -137,10 +137,11 @@ func TestSilentPrimaryFailover(t *testing.T) {
 	t.Logf("LISTEN and leader on the new primary %v after the promotion; a change there reached the watchers %v after", moved.Round(time.Millisecond), time.Since(promoted).Round(time.Millisecond))
 }
 
-// TestListenerSurvivesSilence: after more than the 10 s of silence that
-// make the LISTEN connection check its server, a live primary keeps its
-// LISTEN session (the check passed, nothing reconnected), and a change
-// another node makes still reaches the watchers at once.
+// TestListenerSurvivesSilence: after more than 10 s without another
+// node's change (the LISTEN connection checks its server every 5 s), a
+// live primary keeps its LISTEN session (the checks passed, nothing
+// reconnected), and a change another node makes still reaches the
+// watchers at once.
 func TestListenerSurvivesSilence(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits 12 s")

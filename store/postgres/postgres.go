@@ -127,7 +127,7 @@ type Config struct {
 const defaultConnectTimeout = 10 * time.Second
 
 // pingTimeout bounds the check of an idle pooled connection before use,
-// and of the LISTEN connection after a silence.
+// and the LISTEN connection's checks of its server (every peerBeat).
 const pingTimeout = 5 * time.Second
 
 // ErrUnavailable marks errors caused by a lost or refused database
@@ -168,6 +168,7 @@ type Store struct {
 	feed backend.Watchers // serialises deliveries, so each watcher sees one sequence
 
 	out    *outbox // changes waiting to be sent to other nodes
+	peers  peers   // the other nodes known to listen
 	leader leader
 	adder  adder // group commit of concurrent adds
 
@@ -250,6 +251,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Store, error) {
 	}
 	s.inline = strings.NewReplacer("rota.", s.schema+".")
 	s.out = newOutbox(s)
+	s.peers.always = cfg.NoListen
 	s.leader.s = s
 	fail := func(err error) (*Store, error) {
 		cancel()
@@ -686,6 +688,9 @@ func (s *Store) DB() *sql.DB {
 func (s *Store) Close() error {
 	s.closeMu.Do(func() {
 		s.closed.Store(true)
+		if !s.cfg.NoListen {
+			s.sayBye()
+		}
 		s.out.close()
 		s.cancel()
 		s.wg.Wait()

@@ -1,0 +1,135 @@
+package postgres_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/rotajobs/rota/store"
+	"github.com/rotajobs/rota/store/postgres"
+)
+
+// channelListener counts the payloads of changes sent on a schema's
+// channel (not presence lines), as a session that only listens: it says
+// nothing, so no node counts it as a peer.
+type channelListener struct {
+	mu      sync.Mutex
+	changes int
+}
+
+func listenTo(t *testing.T, schema string) *channelListener {
+	t.Helper()
+	ctx := t.Context()
+	conn, err := pgx.Connect(ctx, testDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{"rota:" + schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	l := &channelListener{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			n, err := conn.WaitForNotification(ctx)
+			if err != nil {
+				return
+			}
+			if strings.Contains(n.Payload, "\nc\t") || strings.Contains(n.Payload, "\nh\t") {
+				l.mu.Lock()
+				l.changes++
+				l.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		<-done // ctx ends with the test
+		conn.Close(context.Background())
+	})
+	return l
+}
+
+func (l *channelListener) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.changes
+}
+
+// work adds, accepts and completes a job on st and returns its id.
+func work(t *testing.T, st store.Store, typ string) int64 {
+	t.Helper()
+	ctx := t.Context()
+	res, err := st.Add(ctx, []store.AddParams{{Type: typ}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc, err := st.Accept(ctx, store.AcceptParams{Types: []string{typ}, Limit: 1})
+	if err != nil || len(acc.Jobs) != 1 {
+		t.Fatalf("accept: %d jobs, %v", len(acc.Jobs), err)
+	}
+	if _, err := st.Finish(ctx, []store.FinishParams{{Lease: acc.Jobs[0].Lease(), As: store.Complete}}); err != nil {
+		t.Fatal(err)
+	}
+	return res[0].Job.ID
+}
+
+// TestNotifyOnlyForOtherNodes: a node alone sends no NOTIFY for its
+// changes (it delivers them at commit; its own listener would only drop
+// them); once another node listens, that node's watchers get every change
+// at once, from the first commit after its Open; once it closes, the first
+// node stops notifying again.
+func TestNotifyOnlyForOtherNodes(t *testing.T) {
+	schema := newSchema(t)
+	a := openIn(t, schema, postgres.Config{})
+	heard := listenTo(t, schema)
+	for range 20 {
+		work(t, a, "alone")
+	}
+	time.Sleep(200 * time.Millisecond) // what was sent has arrived
+	if n := heard.count(); n != 0 {
+		t.Fatalf("a node alone sent %d notifications of changes, want none", n)
+	}
+
+	b := openIn(t, schema, postgres.Config{})
+	seen := make(chan store.Event, 100)
+	defer b.Watch(func(evs []store.Event) {
+		for _, ev := range evs {
+			if ev.Type == "together" {
+				seen <- ev
+			}
+		}
+	})()
+	id := work(t, a, "together") // at once after B's Open
+	deadline := time.After(5 * time.Second)
+	for states := map[store.State]bool{}; !states[store.Pending] || !states[store.Running] || !states[store.Completed]; {
+		select {
+		case ev := <-seen:
+			if ev.ID == id {
+				states[ev.State] = true
+			}
+		case <-deadline:
+			t.Fatalf("the other node's watchers saw states %v of job %d, want pending, running and completed", states, id)
+		}
+	}
+	if heard.count() == 0 {
+		t.Fatal("with another node listening, no change was sent")
+	}
+
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // B's bye has arrived
+	before := heard.count()
+	for range 20 {
+		work(t, a, "alone")
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := heard.count() - before; n != 0 {
+		t.Fatalf("after the other node closed, %d notifications of changes were sent, want none", n)
+	}
+}

@@ -30,6 +30,8 @@
 // (one NOTIFY transaction in flight per node) and split into payloads under
 // 8000 bytes. Each node LISTENs on a dedicated connection that reconnects by
 // itself; lost notifications only delay a wake-up, since acceptors re-poll.
+// Nodes announce themselves on the channel (hello, here, bye), and a node
+// sends its changes only while another listens (peers in notify.go).
 // When a flush has more changes than Config.NotifyMaxPayloads can carry, the
 // rest go out as per-type hints, which Watch delivers as a Change with ID 0
 // and State Pending: "jobs of this type changed on another node".

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/rotajobs/rota"
 	"github.com/rotajobs/rota/store"
 	"github.com/rotajobs/rota/store/postgres"
 )
@@ -131,5 +132,44 @@ func TestNotifyOnlyForOtherNodes(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if n := heard.count() - before; n != 0 {
 		t.Fatalf("after the other node closed, %d notifications of changes were sent, want none", n)
+	}
+}
+
+// TestSubscriberOnAnotherNode: a subscription to types on a node that
+// just opened (what the HTTP event stream and the dashboard's live updates
+// use) gets the changes of a job another node, alone until then, adds,
+// runs and completes.
+func TestSubscriberOnAnotherNode(t *testing.T) {
+	schema := newSchema(t)
+	a := openIn(t, schema, postgres.Config{})
+	for range 5 {
+		work(t, a, "before") // a alone: sent to no one
+	}
+	b := openIn(t, schema, postgres.Config{})
+	cb, err := rota.NewClient(b, rota.Config{NoMaintenance: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cb.Close()
+	ctx := t.Context()
+	sub, err := cb.SubscribeTypes(ctx, "stream.*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	id := work(t, a, "stream.job")
+	deadline := time.After(5 * time.Second)
+	for states := map[store.State]bool{}; !states[store.Pending] || !states[store.Running] || !states[store.Completed]; {
+		select {
+		case ev, ok := <-sub.C:
+			if !ok {
+				t.Fatal("the subscription ended")
+			}
+			if ev.ID == id {
+				states[ev.State] = true
+			}
+		case <-deadline:
+			t.Fatalf("the subscriber on the other node saw states %v of job %d, want pending, running and completed", states, id)
+		}
 	}
 }

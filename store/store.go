@@ -791,7 +791,11 @@ type AcceptParams struct {
 	// Wait is how long to wait for a job when none is due; zero returns at
 	// once. The rota.Client waits (on the store's change feed, or server
 	// side through a WaitAccepter such as the remote client); a Store's
-	// Accept returns at once and ignores it.
+	// Accept returns at once. A store may read it as the caller waiting
+	// for the first jobs rather than draining a backlog: PostgreSQL's then
+	// returns what its first claim took, possibly fewer than Limit while
+	// other groups have jobs due, which NextRunAt (at or before now)
+	// shows.
 	Wait time.Duration
 }
 

@@ -225,8 +225,9 @@ func (c *Client) Get(ctx context.Context, id int64) (Job, error) {
 // Deps returns job id's dependencies (AddParams.After) with their
 // outcomes, in the order the job named them, and the ids of up to limit
 // jobs added after it (its dependants), in id order. A job out of the
-// caller's reach is ErrNotFound; a store that keeps no dependencies
-// answers ErrInvalid.
+// caller's reach is ErrNotFound; a dependency out of it is its id and
+// state alone (Reach.Dep), and a dependant out of it is left out; a store
+// that keeps no dependencies answers ErrInvalid.
 func (c *Client) Deps(ctx context.Context, id int64, limit int) ([]Dep, []int64, error) {
 	ds, ok := c.st.(store.DepsReader)
 	if !ok {
@@ -246,7 +247,37 @@ func (c *Client) Deps(ctx context.Context, id int64, limit int) ([]Dep, []int64,
 		d, a, err := ds.Deps(ctx, id, limit)
 		return both{d, a}, err
 	})
-	return v.deps, v.after, err
+	if err != nil {
+		return nil, nil, err
+	}
+	if reach := store.ReachOf(ctx); reach.Scoped() {
+		inReach(reach, []Job{{Deps: v.deps}})
+		// A dependant out of reach reads as missing (GetMany honours the
+		// reach), and is left out as a removed one would be.
+		js, err := c.GetMany(ctx, v.after)
+		if err != nil {
+			return nil, nil, err
+		}
+		v.after = v.after[:0]
+		for _, j := range js {
+			if j.ID != 0 {
+				v.after = append(v.after, j.ID)
+			}
+		}
+	}
+	return v.deps, v.after, nil
+}
+
+// inReach leaves out of jobs' outcomes of dependencies (Job.Deps) what
+// the caller's reach does not hold (Reach.Dep): dependencies across
+// tenants are the admin's to make, and a tenant's worker learns of the
+// other tenant's job only that it ended, and how.
+func inReach(reach *store.Reach, jobs []Job) {
+	for i := range jobs {
+		for k, d := range jobs[i].Deps {
+			jobs[i].Deps[k] = reach.Dep(d)
+		}
+	}
 }
 
 // GetMany returns jobs by id, in order; a missing id gives a Job with ID 0.
@@ -491,6 +522,9 @@ func (c *Client) acceptKept(ctx context.Context, p AcceptParams, aw *acceptWaite
 	if err != nil && len(jobs) > 0 {
 		c.handBack(ctx, jobs)
 		return nil, err
+	}
+	if reach := store.ReachOf(ctx); reach.Scoped() {
+		inReach(reach, jobs)
 	}
 	return jobs, err
 }

@@ -578,3 +578,51 @@ func TestTypesFailedRetention(t *testing.T) {
 		t.Errorf("a failed retention of 10ms: %d, now %v:\n%s", resp.StatusCode, failedRetention(), page)
 	}
 }
+
+// TestScopedTokenWorkflowsAndBatches: a scoped session's job page draws
+// no job of another tenant's that depends on its job (a dependency across
+// tenants is the admin's to make), and another tenant's batch with nothing
+// in it yet is a missing one, on its page and in the list. Before, the
+// workflow drew beta's dependant, and acme's empty batch was beta's to
+// see.
+func TestScopedTokenWorkflowsAndBatches(t *testing.T) {
+	s := newSite(t, "adm")
+	ctx := context.Background()
+	a, err := s.c.Add(ctx, rota.AddParams{Type: "t", Group: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.c.Add(ctx, rota.AddParams{Type: "t", Group: "beta", After: []int64{a.Job.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acmeTok := createToken(t, s, wire.CreateTokenRequest{Name: "acme", Groups: []string{"acme"}})
+	betaTok := createToken(t, s, wire.CreateTokenRequest{Name: "beta", Groups: []string{"beta"}})
+	acme, _ := signIn(t, s, acmeTok)
+	beta, _ := signIn(t, s, betaTok)
+	if _, page := get(t, acme, fmt.Sprintf("%s/jobs/%d", s.url, a.Job.ID)); strings.Contains(page, fmt.Sprintf(`data-job="%d"`, b.Job.ID)) {
+		t.Errorf("acme's job page draws beta's dependant %d", b.Job.ID)
+	}
+	admin, _ := signIn(t, s, "adm")
+	if _, page := get(t, admin, fmt.Sprintf("%s/jobs/%d", s.url, a.Job.ID)); !strings.Contains(page, fmt.Sprintf(`data-job="%d"`, b.Job.ID)) {
+		t.Errorf("the admin's job page does not draw the dependant %d", b.Job.ID)
+	}
+
+	reach, err := rota.NewReach([]string{"acme"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty, _, err := s.c.AddBatch(rota.WithReach(ctx, reach), rota.NewBatch{Open: true, Description: "acme empty batch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, page := get(t, beta, fmt.Sprintf("%s/batches/%d", s.url, empty.ID)); resp.StatusCode != http.StatusNotFound || strings.Contains(page, "acme empty batch") {
+		t.Errorf("beta opens acme's empty batch: %d", resp.StatusCode)
+	}
+	if _, list := get(t, beta, s.url+"/batches"); strings.Contains(list, fmt.Sprintf(`data-batch="%d"`, empty.ID)) {
+		t.Errorf("beta's Batches page lists acme empty batch")
+	}
+	if resp, page := get(t, acme, fmt.Sprintf("%s/batches/%d", s.url, empty.ID)); resp.StatusCode != http.StatusOK || !strings.Contains(page, "acme empty batch") {
+		t.Errorf("acme opens its empty batch: %d", resp.StatusCode)
+	}
+}

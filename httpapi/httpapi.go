@@ -441,7 +441,8 @@ func (s *Server) waitParams(r *http.Request) (time.Duration, []store.State, erro
 
 // deps answers a job's dependencies with their outcomes and its
 // dependants (Client.Deps): the dependencies the token does not reach
-// show as their ids alone, as removed ones do.
+// show as their ids and states alone, and the dependants it does not
+// reach are left out.
 func (s *Server) deps(r *http.Request, id int64, _ *none) (answer, error) {
 	q := r.URL.Query()
 	for name := range q {
@@ -457,15 +458,11 @@ func (s *Server) deps(r *http.Request, id int64, _ *none) (answer, error) {
 		}
 		limit = n
 	}
+	// The request's reach leaves out what the token does not reach
+	// (Client.Deps).
 	deps, after, err := s.c.Deps(r.Context(), id, limit)
 	if err != nil {
 		return answer{}, err
-	}
-	a := accessOf(r)
-	for i, d := range deps {
-		if !d.Removed && !a.reaches(d.Type, d.Group) {
-			deps[i] = store.Dep{ID: d.ID, State: d.State}
-		}
 	}
 	if deps == nil {
 		deps = []store.Dep{}

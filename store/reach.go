@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/rotajobs/rota/internal/rules/glob"
 )
@@ -92,8 +93,67 @@ func (r *Reach) HasBatch(b *Batch) bool {
 	if b.Wide {
 		return false
 	}
-	return !slices.ContainsFunc(b.Groups, func(g string) bool { return !r.HasGroup(g) }) &&
-		!slices.ContainsFunc(b.Types, func(t string) bool { return !r.HasType(t) })
+	return !slices.ContainsFunc(b.Groups, func(g string) bool { return !r.hasBatchName(g, r.groups, r.HasGroup) }) &&
+		!slices.ContainsFunc(b.Types, func(t string) bool { return !r.hasBatchName(t, r.types, r.HasType) })
+}
+
+// batchOwnerMark starts a batch's group or type that is a pattern of the
+// scoped caller that added it (BatchOwner) rather than a name. Names have
+// no control characters, so that no group or type starts with it, and a
+// node that does not know the mark reads it as a group no scoped token
+// reaches.
+const batchOwnerMark = "\x00"
+
+// hasBatchName reports whether a batch's group or type (name), of the
+// reach's patterns pats, is in reach: a name as has says, a pattern of
+// the batch's owner when the reach has the same pattern, or all of that
+// kind.
+func (r *Reach) hasBatchName(name string, pats []string, has func(string) bool) bool {
+	if p, ok := strings.CutPrefix(name, batchOwnerMark); ok {
+		return pats == nil || slices.Contains(pats, p)
+	}
+	return has(name)
+}
+
+// BatchOwner is what a batch added by a caller with reach r keeps, as its
+// groups and types (Batch.Groups, Types), while it holds neither a job
+// nor a callback: r's patterns, marked as such ("*" for every group or
+// type), so that it is in the reach of the callers whose reach has the
+// same patterns (or every group, or type) and of no other tenant, which
+// could otherwise read it, close it, or join it and so take it from its
+// tenant. The first job to join replaces them with its group and type
+// (IsBatchOwner). An unscoped caller's batch keeps none: it is in every
+// reach until its first job joins.
+func BatchOwner(r *Reach) (groups, types []string) {
+	if !r.Scoped() {
+		return nil, nil
+	}
+	mark := func(pats []string) []string {
+		if pats == nil {
+			return []string{batchOwnerMark + "*"}
+		}
+		out := make([]string, len(pats))
+		for i, p := range pats {
+			out[i] = batchOwnerMark + p
+		}
+		return out
+	}
+	return mark(r.groups), mark(r.types)
+}
+
+// IsBatchOwner reports whether a batch's group or type is one of its
+// owner's patterns (BatchOwner), not a job's.
+func IsBatchOwner(name string) bool { return strings.HasPrefix(name, batchOwnerMark) }
+
+// Dep is dependency d as a caller with reach r sees it: whole when it
+// reaches it (or it was removed, and nothing is left of it), else its id
+// and state alone, as those of a job that is not the caller's (the
+// admin's dependencies may cross tenants; a scoped caller's may not).
+func (r *Reach) Dep(d Dep) Dep {
+	if d.Removed || r.Has(d.Type, d.Group) {
+		return d
+	}
+	return Dep{ID: d.ID, State: d.State}
 }
 
 type reachKey struct{}

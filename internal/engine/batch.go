@@ -12,8 +12,9 @@ import (
 // BatchTx is the part of Tx that keeps batches (store.Batch).
 type BatchTx interface {
 	// CreateBatch inserts batch b (normalized: check.Batch) with no
-	// member, and returns its id.
-	CreateBatch(b *store.NewBatch) (int64, error)
+	// member, its groups and types those of r (lifecycle.NewBatchReach),
+	// and returns its id. Stores call it through engine.CreateBatch.
+	CreateBatch(b *store.NewBatch, r store.Batch) (int64, error)
 	// LockBatch reads batch id and locks its row until the transaction
 	// ends; nil when it does not exist.
 	LockBatch(id int64) (*store.Batch, error)

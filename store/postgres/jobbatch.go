@@ -10,7 +10,6 @@ import (
 	"github.com/rotajobs/rota/internal/backend"
 	"github.com/rotajobs/rota/internal/engine"
 	"github.com/rotajobs/rota/internal/rules/check"
-	"github.com/rotajobs/rota/internal/rules/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -79,7 +78,7 @@ func optText(b []byte) *string {
 }
 
 // CreateBatch inserts a batch (engine.BatchTx).
-func (t *txn) CreateBatch(b *store.NewBatch) (int64, error) {
+func (t *txn) CreateBatch(b *store.NewBatch, r store.Batch) (int64, error) {
 	onComplete, err := backend.CallbackJSON(b.OnComplete)
 	if err != nil {
 		return 0, err
@@ -89,7 +88,6 @@ func (t *txn) CreateBatch(b *store.NewBatch) (int64, error) {
 		return 0, err
 	}
 	var id int64
-	r := lifecycle.NewBatchReach(b)
 	if _, err := t.row("batch_insert", []any{b.Description, b.Open, optText(onComplete), optText(onSuccess),
 		backend.BatchNames(r.Groups), backend.BatchNames(r.Types), r.Wide}, &id); err != nil {
 		return 0, fmt.Errorf("add batch: %w", err)
@@ -147,7 +145,7 @@ func (s *Store) AddBatch(ctx context.Context, nb store.NewBatch) (store.Batch, [
 	var b *store.Batch
 	var out []store.AddResult
 	err = s.inTx(ctx, "add batch", func(t *txn) error {
-		id, err := t.CreateBatch(&nb)
+		id, err := engine.CreateBatch(t, &nb, store.ReachOf(ctx))
 		if err != nil {
 			return err
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/rotajobs/rota/internal/backend"
 	"github.com/rotajobs/rota/internal/engine"
 	"github.com/rotajobs/rota/internal/rules/check"
-	"github.com/rotajobs/rota/internal/rules/lifecycle"
 	"github.com/rotajobs/rota/store"
 )
 
@@ -53,7 +52,7 @@ func scanBatch(sc scanner) (*store.Batch, error) {
 }
 
 // CreateBatch inserts a batch (engine.BatchTx).
-func (w *txn) CreateBatch(b *store.NewBatch) (int64, error) {
+func (w *txn) CreateBatch(b *store.NewBatch, r store.Batch) (int64, error) {
 	onComplete, err := backend.CallbackJSON(b.OnComplete)
 	if err != nil {
 		return 0, err
@@ -62,7 +61,6 @@ func (w *txn) CreateBatch(b *store.NewBatch) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	r := lifecycle.NewBatchReach(b)
 	res, err := w.run("batch_insert", b.Description, b.Open, nullText(onComplete), nullText(onSuccess), micros(w.now),
 		backend.BatchNames(r.Groups), backend.BatchNames(r.Types), r.Wide)
 	if err != nil {
@@ -127,7 +125,7 @@ func (s *Store) AddBatch(ctx context.Context, nb store.NewBatch) (store.Batch, [
 	var b *store.Batch
 	var out []store.AddResult
 	err = s.write(ctx, true, func(w *txn) error {
-		id, err := w.CreateBatch(&nb)
+		id, err := engine.CreateBatch(w, &nb, store.ReachOf(ctx))
 		if err != nil {
 			return err
 		}

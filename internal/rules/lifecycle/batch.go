@@ -97,6 +97,12 @@ func BatchWiden(b *store.Batch, typ, group string) bool {
 		return false
 	}
 	changed := false
+	if slices.ContainsFunc(b.Groups, store.IsBatchOwner) || slices.ContainsFunc(b.Types, store.IsBatchOwner) {
+		// The first job replaces the owner's patterns (store.BatchOwner).
+		b.Groups = slices.DeleteFunc(slices.Clone(b.Groups), store.IsBatchOwner)
+		b.Types = slices.DeleteFunc(slices.Clone(b.Types), store.IsBatchOwner)
+		changed = true
+	}
 	if !slices.Contains(b.Groups, group) {
 		b.Groups, changed = append(b.Groups, group), true
 	}
@@ -109,14 +115,18 @@ func BatchWiden(b *store.Batch, typ, group string) bool {
 	return changed
 }
 
-// NewBatchReach is the groups and types a new batch starts with: its
-// callbacks' (its members' join as they are added).
-func NewBatchReach(nb *store.NewBatch) store.Batch {
+// NewBatchReach is the groups and types a new batch added by a caller
+// with reach starts with: its callbacks' (its members' join as they are
+// added), or, with no callback, the caller's patterns (store.BatchOwner).
+func NewBatchReach(nb *store.NewBatch, reach *store.Reach) store.Batch {
 	var b store.Batch
 	for _, cb := range []*store.AddParams{nb.OnComplete, nb.OnSuccess} {
 		if cb != nil {
 			BatchWiden(&b, cb.Type, cb.Group)
 		}
+	}
+	if len(b.Groups) == 0 {
+		b.Groups, b.Types = store.BatchOwner(reach)
 	}
 	return b
 }

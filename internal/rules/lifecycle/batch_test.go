@@ -78,7 +78,7 @@ func TestBatchReach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := NewBatchReach(&store.NewBatch{OnComplete: &store.AddParams{Type: "mail.report", Group: "acme-1"}})
+	b := NewBatchReach(&store.NewBatch{OnComplete: &store.AddParams{Type: "mail.report", Group: "acme-1"}}, acme)
 	if !slices.Equal(b.Groups, []string{"acme-1"}) || !slices.Equal(b.Types, []string{"mail.report"}) || b.Wide {
 		t.Fatalf("a new batch's reach: %v %v %v; want its callback's", b.Groups, b.Types, b.Wide)
 	}
@@ -140,5 +140,46 @@ func TestBatchCallbacks(t *testing.T) {
 	}
 	if _, err := withBatch([]byte(`[1]`), b, CallbackComplete); err == nil {
 		t.Error("withBatch of an array: no error")
+	}
+}
+
+// TestBatchOwner: a scoped caller's batch with nothing in it is in the
+// reach of callers with its patterns (or all of that kind) only, until
+// its first job joins, whose group and type then replace them.
+func TestBatchOwner(t *testing.T) {
+	reach := func(groups, types []string) *store.Reach {
+		r, err := store.NewReach(groups, types)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	acme := reach([]string{"acme-*"}, nil)
+	b := NewBatchReach(&store.NewBatch{Open: true}, acme)
+	for _, c := range []struct {
+		name  string
+		r     *store.Reach
+		wants bool
+	}{
+		{"acme", acme, true},
+		{"acme, and more", reach([]string{"acme-*", "beta"}, nil), true},
+		{"unscoped", nil, true},
+		{"every group, some types", reach(nil, []string{"mail.*"}), false},
+		{"beta", reach([]string{"beta"}, nil), false},
+		{"one of acme's groups", reach([]string{"acme-1"}, nil), false},
+		{"acme's groups, some types", reach([]string{"acme-*"}, []string{"mail.*"}), false},
+	} {
+		if got := c.r.HasBatch(&b); got != c.wants {
+			t.Errorf("%s reaches acme's empty batch: %v, want %v", c.name, got, c.wants)
+		}
+	}
+	if !BatchWiden(&b, "report", "acme-1") || !slices.Equal(b.Groups, []string{"acme-1"}) || !slices.Equal(b.Types, []string{"report"}) {
+		t.Errorf("after the first job: %q %q, want its group and type alone", b.Groups, b.Types)
+	}
+	if !reach([]string{"acme-1"}, nil).HasBatch(&b) {
+		t.Error("a batch of acme-1's job is out of acme-1's reach")
+	}
+	if nb := NewBatchReach(&store.NewBatch{}, nil); nb.Groups != nil || nb.Types != nil {
+		t.Errorf("an unscoped caller's empty batch keeps %q %q, want nothing", nb.Groups, nb.Types)
 	}
 }

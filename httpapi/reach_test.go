@@ -323,3 +323,98 @@ func mustReach(t *testing.T, groups, types []string) *store.Reach {
 	}
 	return r
 }
+
+// TestTokenAddFieldsFindOnlyOwnJobs: the add fields that find an existing
+// job (a unique window by key or by data, a debounce by key) or name a
+// batch find only what the token reaches: beta holds a job of the same
+// type with the same key or data, and acme's add, one by one, in a batch
+// of jobs or in a new batch, inserts a job of its own and learns nothing
+// of beta's; beta's batch is a missing batch to an add that names it.
+func TestTokenAddFieldsFindOnlyOwnJobs(t *testing.T) {
+	e := newTokenEnv(t)
+	ctx := t.Context()
+	betaBatch, _, err := e.c.AddBatch(ctx, rota.NewBatch{Open: true, Jobs: []rota.AddParams{{Type: "mail.send", Group: "beta"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range []struct {
+		name   string
+		theirs rota.AddParams
+		mine   map[string]any
+	}{
+		{"unique_for by key", rota.AddParams{Key: "inv-1", UniqueFor: 3600e9}, map[string]any{"key": "inv-1", "unique_for": "1h"}},
+		{"unique_for by data", rota.AddParams{UniqueFor: 3600e9, Data: json.RawMessage(`{"n":7}`)}, map[string]any{"unique_for": "1h", "data": map[string]any{"n": 7}}},
+		{"debounce by key", rota.AddParams{Key: "inv-2", Debounce: 60e9}, map[string]any{"key": "inv-2", "debounce": "1m"}},
+		{"a re-add by key", rota.AddParams{Key: "inv-3"}, map[string]any{"key": "inv-3", "priority": 9, "data": map[string]any{"acme": 1}}},
+	} {
+		for _, how := range []string{"one", "jobs", "batch"} {
+			n++
+			typ := fmt.Sprintf("mail.find%d", n)
+			p := c.theirs
+			p.Type, p.Group = typ, "beta"
+			if p.Data == nil {
+				p.Data = json.RawMessage(`{"secret":"beta-only"}`)
+			}
+			theirs, err := e.c.Add(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before, _ := e.c.Get(ctx, theirs.Job.ID)
+			m := map[string]any{"type": typ, "group": "acme-1"}
+			for k, v := range c.mine {
+				m[k] = v
+			}
+			var r reply
+			var got store.Job
+			switch how {
+			case "one":
+				r = e.as(t, "acme", "POST", "/v1/jobs", m)
+				var res wire.AddResponse
+				json.Unmarshal(r.Body, &res)
+				got = res.Job
+			case "jobs":
+				r = e.as(t, "acme", "POST", "/v1/jobs", map[string]any{"jobs": []any{m}})
+				var res wire.AddBatchResponse
+				json.Unmarshal(r.Body, &res)
+				if len(res.Results) == 1 {
+					got = res.Results[0].Job
+				}
+			case "batch":
+				r = e.as(t, "acme", "POST", "/v1/batches", map[string]any{"jobs": []any{m}})
+				var res wire.BatchResponse
+				json.Unmarshal(r.Body, &res)
+				if len(res.Results) == 1 {
+					got = res.Results[0].Job
+				}
+			}
+			if r.Status >= 300 || got.ID == 0 || got.ID == theirs.Job.ID || got.Group != "acme-1" {
+				t.Errorf("%s (%s): acme's add answered %s; want a new job of its own", c.name, how, r)
+			}
+			if strings.Contains(string(r.Body), "beta") {
+				t.Errorf("%s (%s): acme's add answered with beta's job: %s", c.name, how, r)
+			}
+			if after, _ := e.c.Get(ctx, theirs.Job.ID); !reflect.DeepEqual(before, after) {
+				t.Errorf("%s (%s): acme's add changed beta's job:\nbefore %+v\nafter  %+v", c.name, how, before, after)
+			}
+		}
+	}
+	// An add that names beta's batch: a missing batch, one by one or in
+	// a batch of jobs.
+	for _, body := range []func(batch int64) any{
+		func(b int64) any { return map[string]any{"type": "mail.send", "group": "acme-1", "batch": b} },
+		func(b int64) any {
+			return map[string]any{"jobs": []any{map[string]any{"type": "mail.send", "group": "acme-1", "batch": b}}}
+		},
+	} {
+		got := e.as(t, "acme", "POST", "/v1/jobs", body(betaBatch.ID))
+		missing := e.as(t, "acme", "POST", "/v1/jobs", body(987654321))
+		a := strings.ReplaceAll(string(got.Body), strconv.FormatInt(betaBatch.ID, 10), "N")
+		if m := strings.ReplaceAll(string(missing.Body), "987654321", "N"); got.Status != http.StatusNotFound || got.Status != missing.Status || a != m {
+			t.Errorf("acme's add naming beta's batch: %s; a missing batch: %s", got, missing)
+		}
+	}
+	if b, _ := e.c.GetBatch(ctx, betaBatch.ID); b.Counts.Total != 1 {
+		t.Errorf("beta's batch has %d jobs, want its own 1", b.Counts.Total)
+	}
+}

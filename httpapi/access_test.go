@@ -586,6 +586,10 @@ func TestTokenOutOfReachLikeMissing(t *testing.T) {
 		{"POST", "/release", func(int64) any { return tok }},
 		{"GET", "/logs", nil},
 		{"GET", "/logs?attempt=1", nil},
+		{"GET", "/deps", nil},
+		{"GET", "/deps?limit=5", nil},
+		{"GET", "/history", nil},
+		{"GET", "?wait=10ms", nil},
 		{"POST", "/logs", func(int64) any {
 			return map[string]any{"token": theirs.Token, "records": []any{map[string]any{"level": "INFO", "message": "planted"}}}
 		}},

@@ -455,6 +455,75 @@ func testJobBatches(t *testing.T, open func(t *testing.T) store.Store) {
 		missing("globex: a batch with an initech member", err)
 	})
 
+	// A scoped caller's batch with nothing in it is its tenant's until its
+	// first job joins; a callback names only jobs in the adder's reach,
+	// checked when the batch is added (it is added later, by whoever ends
+	// the last member).
+	t.Run("ReachOwner", func(t *testing.T) {
+		s := open(t)
+		bs := batchesOf(t, s)
+		acme := store.WithReach(t.Context(), reachOf(t, []string{"acme-*"}, nil))
+		globex := store.WithReach(t.Context(), reachOf(t, []string{"globex-*"}, nil))
+		mails := store.WithReach(t.Context(), reachOf(t, nil, []string{"mail.*"}))
+		empty, _, err := bs.AddBatch(acme, store.NewBatch{Open: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, ctx := range map[string]context.Context{"globex": globex, "mail types": mails} {
+			if _, err := bs.GetBatch(ctx, empty.ID); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("%s: GetBatch of acme's empty batch: %v; want ErrNotFound", name, err)
+			}
+			if _, err := s.Add(ctx, []store.AddParams{{Type: "mail.send", Group: "globex-1", Batch: empty.ID}}); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("%s: a join of acme's empty batch: %v; want ErrNotFound", name, err)
+			}
+			if _, err := bs.CloseBatch(ctx, empty.ID); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("%s: CloseBatch of acme's empty batch: %v; want ErrNotFound", name, err)
+			}
+		}
+		if list, err := bs.ListBatches(globex, store.BatchListParams{}); err != nil || len(list) != 0 {
+			t.Errorf("globex lists %v, %v; want none", list, err)
+		}
+		if _, err := bs.GetBatch(t.Context(), empty.ID); err != nil {
+			t.Errorf("unscoped: GetBatch of acme's empty batch: %v", err)
+		}
+		if _, err := s.Add(acme, []store.AddParams{{Type: "report", Group: "acme-1", Batch: empty.ID}}); err != nil {
+			t.Fatalf("acme joins its empty batch: %v", err)
+		}
+		if _, err := bs.GetBatch(store.WithReach(t.Context(), reachOf(t, []string{"acme-1"}, nil)), empty.ID); err != nil {
+			t.Errorf("acme-1's reach, once acme-1's job joined: %v", err)
+		}
+		// Callbacks: globex's job is a missing one to acme, as dependency
+		// or parent; acme's own is taken.
+		res, err := s.Add(t.Context(), []store.AddParams{{Type: "w", Group: "globex-1"}, {Type: "w", Group: "acme-1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs, mine := res[0].Job.ID, res[1].Job.ID
+		for _, cb := range []store.AddParams{
+			{Type: "cb", Group: "acme-1", After: []int64{theirs}, OnDepFailure: store.DepRun},
+			{Type: "cb", Group: "acme-1", After: []int64{mine, theirs}},
+			{Type: "cb", Group: "acme-1", Parent: theirs},
+		} {
+			for _, open := range []bool{false, true} {
+				if _, _, err := bs.AddBatch(acme, store.NewBatch{Open: open, OnComplete: &cb}); !errors.Is(err, store.ErrNotFound) {
+					t.Errorf("acme's batch with a callback naming globex's job (%+v, open %v): %v; want ErrNotFound", cb, open, err)
+				}
+				if _, _, err := bs.AddBatch(acme, store.NewBatch{Open: open, OnSuccess: &cb}); !errors.Is(err, store.ErrNotFound) {
+					t.Errorf("acme's batch with an on_success naming globex's job (%+v, open %v): %v; want ErrNotFound", cb, open, err)
+				}
+			}
+		}
+		if _, _, err := bs.AddBatch(acme, store.NewBatch{Open: true, OnComplete: &store.AddParams{Type: "cb", Group: "acme-1", After: []int64{mine}}}); err != nil {
+			t.Errorf("acme's batch with a callback after its own job: %v", err)
+		}
+		if _, _, err := bs.AddBatch(t.Context(), store.NewBatch{Open: true, OnComplete: &store.AddParams{Type: "cb", Group: "acme-1", After: []int64{theirs}}}); err != nil {
+			t.Errorf("an unscoped batch with a callback after globex's job: %v", err)
+		}
+		if js, err := s.Get(t.Context(), []int64{theirs}); err != nil || js[0].HasChildren {
+			t.Errorf("globex's job has children of acme's callbacks")
+		}
+	})
+
 	// A batch with more distinct groups than it keeps is in the reach of
 	// unscoped callers only.
 	t.Run("ReachWide", func(t *testing.T) {

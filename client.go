@@ -251,7 +251,9 @@ func (c *Client) Deps(ctx context.Context, id int64, limit int) ([]Dep, []int64,
 		return nil, nil, err
 	}
 	if reach := store.ReachOf(ctx); reach.Scoped() {
-		inReach(reach, []Job{{Deps: v.deps}})
+		for i, d := range v.deps {
+			v.deps[i] = reach.Dep(d)
+		}
 		// A dependant out of reach reads as missing (GetMany honours the
 		// reach), and is left out as a removed one would be.
 		js, err := c.GetMany(ctx, v.after)
@@ -268,16 +270,49 @@ func (c *Client) Deps(ctx context.Context, id int64, limit int) ([]Dep, []int64,
 	return v.deps, v.after, nil
 }
 
-// inReach leaves out of jobs' outcomes of dependencies (Job.Deps) what
-// the caller's reach does not hold (Reach.Dep): dependencies across
-// tenants are the admin's to make, and a tenant's worker learns of the
-// other tenant's job only that it ended, and how.
-func inReach(reach *store.Reach, jobs []Job) {
+// inReach leaves out of accepted jobs what they carry of other jobs
+// that the caller's reach does not hold: a dependency's outcome
+// (Job.Deps) is its id and state alone (Reach.Dep), and a child
+// (Job.Children) and a parent's data (Job.ParentData) are left out, as
+// the children a listing shows are. Dependencies and
+// families across tenants are the admin's to make; a tenant's worker
+// learns of the other tenant's job only that it ended, and how. Children
+// and parents are read with the reach, once for all the jobs, only when
+// some job has them.
+func (c *Client) inReach(ctx context.Context, reach *store.Reach, jobs []Job) error {
+	var ids []int64
 	for i := range jobs {
 		for k, d := range jobs[i].Deps {
 			jobs[i].Deps[k] = reach.Dep(d)
 		}
+		if jobs[i].ParentData != nil {
+			ids = append(ids, jobs[i].Parent)
+		}
+		for _, ch := range jobs[i].Children {
+			ids = append(ids, ch.ID)
+		}
 	}
+	if len(ids) == 0 {
+		return nil
+	}
+	// A job out of reach reads as a missing one.
+	found, err := c.GetMany(ctx, ids)
+	if err != nil {
+		return err
+	}
+	in := make(map[int64]bool, len(found))
+	for _, j := range found {
+		if j.ID != 0 {
+			in[j.ID] = true
+		}
+	}
+	for i := range jobs {
+		if jobs[i].ParentData != nil && !in[jobs[i].Parent] {
+			jobs[i].ParentData = nil
+		}
+		jobs[i].Children = slices.DeleteFunc(jobs[i].Children, func(ch store.Child) bool { return !in[ch.ID] })
+	}
+	return nil
 }
 
 // GetMany returns jobs by id, in order; a missing id gives a Job with ID 0.
@@ -523,8 +558,11 @@ func (c *Client) acceptKept(ctx context.Context, p AcceptParams, aw *acceptWaite
 		c.handBack(ctx, jobs)
 		return nil, err
 	}
-	if reach := store.ReachOf(ctx); reach.Scoped() {
-		inReach(reach, jobs)
+	if reach := store.ReachOf(ctx); reach.Scoped() && len(jobs) > 0 {
+		if rerr := c.inReach(ctx, reach, jobs); rerr != nil {
+			c.handBack(ctx, jobs)
+			return nil, rerr
+		}
 	}
 	return jobs, err
 }

@@ -418,3 +418,75 @@ func TestTokenAddFieldsFindOnlyOwnJobs(t *testing.T) {
 		t.Errorf("beta's batch has %d jobs, want its own 1", b.Counts.Total)
 	}
 }
+
+// TestTokenFamilyAcrossTenants: a family that the admin token builds
+// across tenants (a child in beta's group under acme's parent) runs as
+// any, but each tenant's worker is given nothing of the other's job: the
+// child's worker no parent data, the parent's worker only the children it
+// reaches (as a listing of its children shows), over HTTP and through the
+// Go API with a reach. Before, the
+// child's worker was given acme's data and acme's parent beta's result.
+func TestTokenFamilyAcrossTenants(t *testing.T) {
+	e := newTokenEnv(t)
+	ctx := t.Context()
+	if _, err := e.c.Add(ctx, rota.AddParams{Type: "mail.parent", Group: "acme-1", Data: json.RawMessage(`{"secret":"acme-only"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := e.c.Accept(ctx, rota.AcceptParams{Types: []string{"mail.parent"}, Limit: 1})
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("accept the parent: %v %v", ps, err)
+	}
+	parent := ps[0]
+	theirs, err := e.c.Add(ctx, rota.AddParams{Type: "mail.child", Group: "beta", Parent: parent.ID, Data: json.RawMessage(`{"n":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := e.c.Add(ctx, rota.AddParams{Type: "mail.child", Group: "acme-2", Parent: parent.ID, Data: json.RawMessage(`{"n":2}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Finish(ctx, rota.FinishParams{Lease: parent.Lease(), As: rota.Complete}); err != nil {
+		t.Fatal(err)
+	}
+	acceptAs := func(kind, typ string) store.Job {
+		t.Helper()
+		r := e.as(t, kind, "POST", "/v1/accept", map[string]any{"types": []string{typ}, "limit": 1})
+		var res wire.AcceptResponse
+		json.Unmarshal(r.Body, &res)
+		if len(res.Jobs) != 1 {
+			t.Fatalf("%s accepts %s: %s", kind, typ, r)
+		}
+		return res.Jobs[0]
+	}
+	// beta's worker runs its child: no parent data of acme's.
+	child := acceptAs("beta", "mail.child")
+	if child.ID != theirs.Job.ID || child.ParentData != nil {
+		t.Errorf("beta's child %d accepted with parent data %s; want none", child.ID, child.ParentData)
+	}
+	e.c.Finish(ctx, rota.FinishParams{Lease: child.Lease(), As: rota.Complete, Result: json.RawMessage(`{"secret":"beta-result"}`)})
+	// acme's worker runs its own child: its parent's data.
+	own := acceptAs("acme", "mail.child")
+	if own.ID != mine.Job.ID || string(own.ParentData) != `{"secret":"acme-only"}` {
+		t.Errorf("acme's child %d accepted with parent data %s; want its parent's", own.ID, own.ParentData)
+	}
+	e.c.Finish(ctx, rota.FinishParams{Lease: own.Lease(), As: rota.Complete, Result: json.RawMessage(`{"ok":2}`)})
+	// acme's parent runs again: beta's child by its id and state alone.
+	wantChildren := func(what string, j store.Job) {
+		t.Helper()
+		byID := map[int64]store.Child{}
+		for _, c := range j.Children {
+			byID[c.ID] = c
+		}
+		if len(j.Children) != 1 || string(byID[mine.Job.ID].Result) != `{"ok":2}` {
+			t.Errorf("%s: children %+v; want acme's alone, whole", what, j.Children)
+		}
+	}
+	again := acceptAs("acme", "mail.parent")
+	wantChildren("acme's parent over HTTP", again)
+	e.c.Finish(ctx, rota.FinishParams{Lease: again.Lease(), As: rota.Release})
+	jobs, err := e.c.Accept(rota.WithReach(ctx, mustReach(t, []string{"acme-*"}, nil)), rota.AcceptParams{Types: []string{"mail.parent"}, Limit: 1})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("accept with acme's reach: %v %v", jobs, err)
+	}
+	wantChildren("acme's parent through the Go API with its reach", jobs[0])
+}

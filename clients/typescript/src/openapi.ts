@@ -570,7 +570,8 @@ export interface DepsResponse {
    */
   deps: Dep[];
   /**
-   * The ids of the jobs added after this one, in id order, at most limit.
+   * The ids of the jobs added after this one that are in the token's reach, in
+   * id order, at most limit.
    */
   dependants: number[];
 }
@@ -1122,12 +1123,13 @@ export interface Job {
    */
   has_children?: boolean;
   /**
-   * A child's parent's data, as accept gives it to the child's worker.
+   * A child's parent's data, as accept gives it to the child's worker (when the
+   * parent is in the token's reach).
    */
   parent_data?: { [key: string]: unknown };
   /**
    * A parent's children that ended since its last completed run, as accept gives
-   * them to its worker.
+   * them to its worker (those in the token's reach).
    */
   children?: Child[];
   /**
@@ -1147,7 +1149,8 @@ export interface Job {
   on_dep_failure?: DepPolicy;
   /**
    * The outcomes of the jobs this one was added after, in the order named, as
-   * accept gives them to its worker.
+   * accept gives them to its worker; one out of the token's reach shows its id
+   * and state alone.
    */
   deps?: Dep[];
   /**

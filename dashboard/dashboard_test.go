@@ -603,6 +603,17 @@ func TestScopedTokenWorkflowsAndBatches(t *testing.T) {
 	if _, page := get(t, acme, fmt.Sprintf("%s/jobs/%d", s.url, a.Job.ID)); strings.Contains(page, fmt.Sprintf(`data-job="%d"`, b.Job.ID)) {
 		t.Errorf("acme's job page draws beta's dependant %d", b.Job.ID)
 	}
+	// A job of acme's after beta's: beta's is drawn by its id and state
+	// alone (not as removed, and without its type).
+	c, err := s.c.Add(ctx, rota.AddParams{Type: "t", Group: "acme", After: []int64{b.Job.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, page := get(t, acme, fmt.Sprintf("%s/jobs/%d", s.url, c.Job.ID))
+	node := regexp.MustCompile(fmt.Sprintf(`<a href="/jobs/%d"[^>]*data-state="([a-z]+)"`, b.Job.ID)).FindStringSubmatch(page)
+	if node == nil || node[1] != "waiting" {
+		t.Errorf("acme's page of job %d draws beta's dependency %d as %v, want by its state, waiting", c.Job.ID, b.Job.ID, node)
+	}
 	admin, _ := signIn(t, s, "adm")
 	if _, page := get(t, admin, fmt.Sprintf("%s/jobs/%d", s.url, a.Job.ID)); !strings.Contains(page, fmt.Sprintf(`data-job="%d"`, b.Job.ID)) {
 		t.Errorf("the admin's job page does not draw the dependant %d", b.Job.ID)

@@ -53,6 +53,10 @@ func workflowOf(ctx context.Context, c *rota.Client, id int64) *workflow {
 	seen := map[int64]bool{id: true}
 	queue := []int64{id}
 	var edges []edge
+	// The states of dependencies out of the caller's reach, which Deps
+	// gives by id and state alone and GetMany not at all: drawn so, not
+	// as removed.
+	outOfReach := map[int64]string{}
 	more := false
 	for len(queue) > 0 {
 		n := queue[0]
@@ -74,6 +78,9 @@ func workflowOf(ctx context.Context, c *rota.Client, id int64) *workflow {
 			return true
 		}
 		for _, d := range deps {
+			if d.Type == "" && !d.Removed {
+				outOfReach[d.ID] = d.State.String()
+			}
 			if visit(d.ID) {
 				edges = append(edges, edge{d.ID, n})
 			}
@@ -134,6 +141,8 @@ func workflowOf(ctx context.Context, c *rota.Client, id int64) *workflow {
 		n := wfNode{ID: k, X: x, Y: y, Current: k == id, State: "removed"}
 		if j := jobs[i]; j.ID != 0 {
 			n.Type, n.State = j.Type, j.State.String()
+		} else if st, ok := outOfReach[k]; ok {
+			n.State = st
 		}
 		w.Nodes = append(w.Nodes, n)
 	}

@@ -7,7 +7,7 @@ from ._base import Model, RotaError
 
 API_VERSION = "1"
 # The SHA-256 of the document this module was generated from.
-OPENAPI_SHA256 = "f1b372a093c672bdc789ed91bf027b601f8a6d9fed64703a63dea44664326659"
+OPENAPI_SHA256 = "40cee47ec9c20131267fb7e36e8a425e52d573158639b0cd35cf4bf815b77a3e"
 
 # What a job added after others does when one of them fails for good, is cancelled or is removed.
 DEP_POLICIES = ("cancel", "run")

@@ -138,7 +138,7 @@ func (s *logSink) Write(p []byte) (int, error) {
 // not log pays nothing for it.
 func (r *runningJob) jobLog() *jobLog {
 	r.logOnce.Do(func() {
-		w := r.jc.w
+		w := r.rc.jc.w
 		l := &jobLog{w: w, r: r}
 		l.json = slog.NewJSONHandler(&l.sink, &slog.HandlerOptions{
 			Level: slog.Level(-1 << 20), // the record's level is decided by Enabled

@@ -165,6 +165,10 @@ type Worker struct {
 	running map[int64]*runningJob
 	started bool
 	kick    chan struct{} // wakes the heartbeat loop when a job starts
+	// beatBy is when the heartbeat loop looks at the running jobs next at
+	// the latest (Unix nanoseconds), zero while it is looking: a job that
+	// starts kicks it only when it needs a look sooner.
+	beatBy atomic.Int64
 
 	finisher *batch.Batcher[FinishParams, error] // shares store calls among handlers ending together
 	// logs is the store's per-job logs (nil: it keeps none), and
@@ -190,8 +194,7 @@ type runningJob struct {
 	lease  store.Lease
 	typ    string
 	view   Job
-	tag    string     // store.LeaseTag of the job's token
-	jc     jobContext // what the handler's context carries
+	rc     runContext // the handler's context, r.ctx
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
@@ -209,6 +212,7 @@ type runningJob struct {
 	result     json.RawMessage // set by SetResult
 
 	settleOnce sync.Once
+	fin        runFinish // its finish, when sent without waiting
 
 	// log is the run's log (Logger), made when the handler first asks
 	// for it.
@@ -347,18 +351,25 @@ func (w *Worker) cancelChanged(changes []Event) {
 		w.mu.Lock()
 		r := w.running[ch.ID]
 		w.mu.Unlock()
-		if r == nil || ch.Lease != r.tag {
+		if r == nil {
 			continue
 		}
+		gone := ch.Removed || ch.State == Cancelled
 		r.mu.Lock()
 		ended := r.ended
 		r.mu.Unlock()
+		// A run whose handler returned has nothing to stop but for the job
+		// going (a drain's own completions end here), and the lease's tag
+		// is made only when there may be.
+		if !gone && ended || ch.Lease != store.LeaseTag(r.lease.Token) {
+			continue
+		}
 		switch {
-		case ch.Removed || ch.State == Cancelled:
+		case gone:
 			r.cancel(ErrCanceled)
-		case !ended && r.timedOut(time.Now()):
+		case r.timedOut(time.Now()):
 			r.cancel(ErrTimedOut)
-		case !ended:
+		default:
 			r.cancel(ErrLeaseLost)
 		}
 	}
@@ -521,9 +532,11 @@ func (w *Worker) settleAll() {
 // end faster than a finish's round trip through the store (its queue, its
 // batch, the fsync), and with only as many finishes as slots, a drain of
 // short jobs finds the bound full, its handlers' slots held by finishes
-// waiting for room. A runner waits for its job's handler slot and then for
-// its finish, so there are at most one runner per lease slot and one per
-// finish.
+// waiting for room. A runner waits for its job's handler slot, and hands
+// its finish to the finisher and goes on to its next job (finishThen),
+// unless the client has finish hooks, which run after the finish: then it
+// waits for the finish. So there are at most one runner per lease slot
+// and one per finish.
 type dispatcher struct {
 	w          *Worker
 	stopping   context.Context // Run's: once it ends, jobs not started are held back
@@ -603,15 +616,11 @@ func (d *dispatcher) dispatch(r *runningJob) {
 // runner runs r, then each job dispatch hands it, until close.
 func (d *dispatcher) runner(r *runningJob) {
 	defer d.wg.Done()
+	finished := func() { <-d.finishing }
 	for ok := true; ok; r, ok = <-d.runq {
 		// A job cancelled while it waited (shutdown, or the job's own
 		// cancellation) needs no handler slot: it will not run.
-		handling := true
-		select {
-		case d.handlers <- struct{}{}:
-		case <-r.ctx.Done():
-			handling = false
-		}
+		handling := d.takeHandlerSlot(r)
 		if d.stopping.Err() != nil {
 			d.w.holdBack(r) // the shutdown began while r waited
 		}
@@ -625,8 +634,26 @@ func (d *dispatcher) runner(r *runningJob) {
 			case d.freed <- struct{}{}:
 			default:
 			}
-		})
-		<-d.finishing
+		}, finished)
+	}
+}
+
+// takeHandlerSlot waits for a handler slot for r, or for r's end,
+// whichever comes first, and reports whether it took a slot. A free slot
+// is taken without a select on r's context: asking a context for its
+// Done channel makes one, and a drain starts tens of thousands of jobs a
+// second, most of which find a slot free.
+func (d *dispatcher) takeHandlerSlot(r *runningJob) bool {
+	select {
+	case d.handlers <- struct{}{}:
+		return true
+	default:
+	}
+	select {
+	case d.handlers <- struct{}{}:
+		return true
+	case <-r.ctx.Done():
+		return false
 	}
 }
 
@@ -731,9 +758,9 @@ func (w *Worker) start(base context.Context, job Job, took time.Time) *runningJo
 		skew = took.Sub(job.StartedAt) // the lease starts as the job does
 	}
 	leaseUntil := job.LeaseUntil.Add(skew)
-	r := &runningJob{lease: job.Lease(), typ: job.Type, view: job, tag: store.LeaseTag(job.Token), cancel: cancel, skew: skew, leaseUntil: leaseUntil, leaseLen: leaseUntil.Sub(took)}
-	r.jc = jobContext{w: w, r: r}
-	r.ctx = context.WithValue(ctx, runningKey{}, &r.jc)
+	r := &runningJob{lease: job.Lease(), typ: job.Type, view: job, cancel: cancel, skew: skew, leaseUntil: leaseUntil, leaseLen: leaseUntil.Sub(took)}
+	r.rc = runContext{Context: ctx, jc: jobContext{w: w, r: r}}
+	r.ctx = &r.rc
 	w.unsettled.Add(1)
 	w.mu.Lock()
 	if old := w.running[job.ID]; old != nil {
@@ -743,11 +770,30 @@ func (w *Worker) start(base context.Context, job Job, took time.Time) *runningJo
 	}
 	w.running[job.ID] = r
 	w.mu.Unlock()
+	w.kickHeartbeats(r)
+	return r
+}
+
+// kickHeartbeats wakes the heartbeat loop for r, which just started,
+// unless the loop looks at the running jobs by the time r needs it to
+// (as the loop itself plans it: a quarter of the lease, at least 5ms, at
+// most what is left of it). Leases are seconds long and the loop looks
+// every second at least, so a drain's jobs do not wake it, each to go
+// through every running job again. r is in w.running already: a loop
+// that looked before it did not see it, and then has not planned its
+// next look yet (beatBy 0) or plans it after this reads beatBy.
+func (w *Worker) kickHeartbeats(r *runningJob) {
+	now := time.Now()
+	r.mu.Lock()
+	need := min(max(r.leaseLen/4, 5*time.Millisecond), r.leaseUntil.Sub(now))
+	r.mu.Unlock()
+	if by := w.beatBy.Load(); by != 0 && by <= now.Add(need).UnixNano() {
+		return
+	}
 	select {
 	case w.kick <- struct{}{}:
 	default:
 	}
-	return r
 }
 
 func (w *Worker) forget(r *runningJob) {
@@ -765,10 +811,16 @@ func (w *Worker) settle(r *runningJob) {
 }
 
 // execute runs the handler, calls handlerDone, and finishes the job by its
-// outcome.
-func (w *Worker) execute(r *runningJob, handlerDone func()) {
-	defer w.settle(r)
-	defer w.forget(r)
+// outcome; finished is called once the job is settled (finished, handed
+// back, or given up), when execute returns or, for a finish that goes on
+// without the caller (see finishThen), later.
+func (w *Worker) execute(r *runningJob, handlerDone, finished func()) {
+	async := false
+	defer func() {
+		if !async {
+			w.done(r, finished)
+		}
+	}()
 	r.mu.Lock()
 	run := r.ctx.Err() == nil
 	r.started = true
@@ -813,15 +865,32 @@ func (w *Worker) execute(r *runningJob, handlerDone func()) {
 	default:
 		endWith(err, &p)
 	}
-	ctx := context.Background()
 	w.closeLog(r)
+	if len(w.c.hooks.finish) == 0 {
+		// Nothing to run after the finish here: the runner goes on to its
+		// next job, and the finisher settles this one.
+		async = true
+		r.fin = runFinish{w: w, r: r, p: p, finished: finished}
+		w.finisher.Go(p, &r.fin)
+		return
+	}
 	ferr := w.finish(r, p)
 	if !run {
 		return // handed back without running: no run to report
 	}
+	ctx := context.Background()
 	for _, h := range w.c.hooks.finish {
 		h.AfterFinish(ctx, &r.view, p, took, ferr)
 	}
+}
+
+// done ends r's run in the worker once its finish is done or given up:
+// the heartbeats stop, Run's shutdown no longer waits for it, and
+// finished frees its place among the finishes in flight.
+func (w *Worker) done(r *runningJob, finished func()) {
+	w.forget(r)
+	w.settle(r)
+	finished()
 }
 
 // endWith sets how a handler's error ends its job. It is apart from
@@ -871,46 +940,92 @@ func retryable(err error) bool {
 // job to run again once its lease expires. The finisher bounds each store
 // call (finishTimeout).
 func (w *Worker) finish(r *runningJob, p FinishParams) error {
-	ctx := context.Background()
-	// The logger is made only when there is something to say: With
-	// formats its attributes at once, and finishes are the hot path.
-	log := func() *slog.Logger { return w.log.With("id", r.lease.ID, "type", r.typ, "ending", p.As) }
-	wait := retryFirst
+	return w.finishFrom(r, p, retryFirst)
+}
+
+// finishFrom is finish, with wait the back-off after the next failure.
+func (w *Worker) finishFrom(r *runningJob, p FinishParams, wait time.Duration) error {
 	for {
-		errs, err := w.finisher.Do(ctx, p)
+		errs, err := w.finisher.Do(context.Background(), p)
 		if err == nil {
 			err = errs[0]
 		}
 		if err == nil {
 			return nil
 		}
-		r.mu.Lock()
-		left := time.Until(r.leaseUntil)
-		r.mu.Unlock()
-		switch {
-		case errors.Is(err, ErrCanceled):
-			log().Info("finish refused: the job was cancelled or removed", "err", err)
-			return err
-		case errors.Is(err, ErrWorkerConflict):
-			log().Warn("finish refused: the lease was lost, so the job runs again (or already has)", "err", err)
-			return err
-		case errors.Is(err, ErrUnauthorized):
-			log().Error("finish refused; the job runs again when its lease expires", "err", err)
-			w.refuse(err)
-			return err
-		case !retryable(err):
-			log().Error("finish failed", "err", err)
-			return err
-		case left <= 0:
-			log().Error("finish failed, and the lease has run out: giving up; the job runs again", "err", err)
+		d, again := w.finishFailed(r, p, err, wait)
+		if !again {
 			return err
 		}
-		// At most a quarter of the lease, so that several tries fit in it.
-		d := min(wait, max(r.leaseLen/4, 5*time.Millisecond), left)
-		log().Warn("finish failed; trying again while the lease holds", "err", err, "retry_in", d, "lease_left", left.Round(time.Millisecond))
 		time.Sleep(d)
 		wait = min(2*wait, retryMax)
 	}
+}
+
+// runFinish is a finish sent without waiting for it (finisher.Go): the
+// runner goes on to its next job, sparing a goroutine blocked for every
+// finish in flight and the wake-up of each when its batch commits. It
+// lives in its runningJob, so that sending it allocates nothing more.
+type runFinish struct {
+	w        *Worker
+	r        *runningJob
+	p        FinishParams
+	finished func()
+}
+
+// Answer takes the finisher's answer, on its goroutine: the job is done
+// (Worker.done), unless the finish failed in a way that may pass while
+// the lease holds; then it is tried again, as finish does, on a goroutine
+// of its own.
+func (f *runFinish) Answer(res, err error) {
+	if err == nil {
+		err = res
+	}
+	if err != nil {
+		if d, again := f.w.finishFailed(f.r, f.p, err, retryFirst); again {
+			go func() {
+				time.Sleep(d)
+				f.w.finishFrom(f.r, f.p, min(2*retryFirst, retryMax))
+				f.w.done(f.r, f.finished)
+			}()
+			return
+		}
+	}
+	f.w.done(f.r, f.finished)
+}
+
+// finishFailed logs a finish of r's job (p) that failed with err, and
+// says whether to try it again and after how long (at most wait): while
+// the error may pass and the lease holds.
+func (w *Worker) finishFailed(r *runningJob, p FinishParams, err error, wait time.Duration) (time.Duration, bool) {
+	r.mu.Lock()
+	left := time.Until(r.leaseUntil)
+	r.mu.Unlock()
+	// The logger is made only when there is something to say: With
+	// formats its attributes at once.
+	log := w.log.With("id", r.lease.ID, "type", r.typ, "ending", p.As)
+	switch {
+	case errors.Is(err, ErrCanceled):
+		log.Info("finish refused: the job was cancelled or removed", "err", err)
+		return 0, false
+	case errors.Is(err, ErrWorkerConflict):
+		log.Warn("finish refused: the lease was lost, so the job runs again (or already has)", "err", err)
+		return 0, false
+	case errors.Is(err, ErrUnauthorized):
+		log.Error("finish refused; the job runs again when its lease expires", "err", err)
+		w.refuse(err)
+		return 0, false
+	case !retryable(err):
+		log.Error("finish failed", "err", err)
+		return 0, false
+	case left <= 0:
+		log.Error("finish failed, and the lease has run out: giving up; the job runs again", "err", err)
+		return 0, false
+	}
+	// At most a quarter of the lease, so that several tries fit in it.
+	d := min(wait, max(r.leaseLen/4, 5*time.Millisecond), left)
+	log.Warn("finish failed; trying again while the lease holds", "err", err, "retry_in", d, "lease_left", left.Round(time.Millisecond))
+	return d, true
 }
 
 // call runs the handler, turning a panic into an error with its stack.
@@ -1012,6 +1127,7 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 		case <-tick.C:
 		case <-w.kick:
 		}
+		w.beatBy.Store(0) // looking: a job that starts from now on kicks
 		now := time.Now()
 		next := time.Second
 		var due, lost []*runningJob
@@ -1064,6 +1180,7 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 			}
 		}
 		tick.Reset(next)
+		w.beatBy.Store(time.Now().Add(next).UnixNano())
 	}
 }
 
@@ -1157,6 +1274,23 @@ type jobContext struct {
 	w *Worker
 	r *runningJob
 }
+
+// runContext is a run's context: the run's cancellation and deadline,
+// with its jobContext as the value of runningKey. It lives in the
+// runningJob, where context.WithValue would cost an allocation per run.
+type runContext struct {
+	context.Context
+	jc jobContext
+}
+
+func (c *runContext) Value(key any) any {
+	if _, ok := key.(runningKey); ok {
+		return &c.jc
+	}
+	return c.Context.Value(key)
+}
+
+func (c *runContext) String() string { return "rota job context" }
 
 // SetResult records the result a job completes with, from inside its
 // handler: v is encoded as JSON and stored when the handler returns nil.

@@ -36,6 +36,16 @@ type call[P, R any] struct {
 	res   []R
 	err   error
 	done  chan struct{}
+	// then, set by Go instead of done, takes the answer of one item,
+	// which one holds.
+	then Waiter[R]
+	one  [1]P
+}
+
+// Waiter takes the answer of an item sent with Go: its result, or the
+// error of the whole call.
+type Waiter[R any] interface {
+	Answer(R, error)
 }
 
 // New returns a Batcher whose calls carry at most max items and are each
@@ -53,23 +63,47 @@ func (b *Batcher[P, R]) Do(ctx context.Context, items ...P) ([]R, error) {
 		return nil, nil
 	}
 	c := &call[P, R]{items: items, done: make(chan struct{})}
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return nil, ErrClosed
+	if err := b.enqueue(c); err != nil {
+		return nil, err
 	}
-	b.queue = append(b.queue, c)
-	if !b.running {
-		b.running = true
-		go b.loop()
-	}
-	b.mu.Unlock()
 	select {
 	case <-c.done:
 		return c.res, c.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// Go sends item like Do, without waiting for the answer: then gets it,
+// when the shared call that carries item returns, on the Batcher's own
+// goroutine, so it must not block (it may call Go or Do). It spares the
+// caller a goroutine blocked on the call, and a channel: a worker finishes
+// tens of thousands of jobs a second through one Batcher. After Close,
+// then gets ErrClosed at once, on the caller's goroutine.
+func (b *Batcher[P, R]) Go(item P, then Waiter[R]) {
+	c := &call[P, R]{then: then}
+	c.one[0] = item
+	c.items = c.one[:]
+	if err := b.enqueue(c); err != nil {
+		var zero R
+		then.Answer(zero, err)
+	}
+}
+
+// enqueue queues c for the next shared call, and starts the loop that
+// makes them unless it runs.
+func (b *Batcher[P, R]) enqueue(c *call[P, R]) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return ErrClosed
+	}
+	b.queue = append(b.queue, c)
+	if !b.running {
+		b.running = true
+		go b.loop()
+	}
+	return nil
 }
 
 // Close makes later calls to Do fail with ErrClosed; queued items are
@@ -90,7 +124,8 @@ func (b *Batcher[P, R]) loop() {
 			b.mu.Unlock()
 			return
 		}
-		calls, n := calls[:0], 0
+		calls = calls[:0]
+		n := 0
 		for len(b.queue) > 0 && (n == 0 || n+len(b.queue[0].items) <= b.max) {
 			calls = append(calls, b.queue[0])
 			n += len(b.queue[0].items)
@@ -109,13 +144,22 @@ func (b *Batcher[P, R]) loop() {
 		if err == nil && len(res) != len(items) {
 			err = fmt.Errorf("batch: %d answers for %d items", len(res), len(items))
 		}
-		for _, c := range calls {
+		for i, c := range calls {
+			calls[i] = nil // the loop keeps calls' backing array; not its calls
 			if err != nil {
 				c.err = err
 			} else {
 				c.res, res = res[:len(c.items):len(c.items)], res[len(c.items):]
 			}
-			close(c.done)
+			if c.then == nil {
+				close(c.done)
+				continue
+			}
+			var r R
+			if c.err == nil {
+				r = c.res[0]
+			}
+			c.then.Answer(r, c.err)
 		}
 	}
 }

@@ -319,13 +319,18 @@ const claimColumns = `rota_jobs.id, attempt, coalesce(retry_after, 0), CASE WHEN
 // claimedColumns names claimColumns, for columns' errors.
 var claimedColumns = []string{"id", "attempt", "retry_after", "repeat", "slot", "parent_id", "has_children", "run_limit"}
 
-// readClaimedSQL reads the rest of claimed jobs, by a JSON array of ids,
-// with their state and token, which readClaimed checks.
-const readClaimedSQL = `SELECT id, state, token, key, data, max_attempts, backoff_base, backoff_max, resubmit, progress,
-	last_error, errors, result, created_at, finished_at, meta, coalesce(repeat, ''), missed, coalesce(bedrock_id, 0),
-	prev_started_at, has_deps, dep_policy FROM rota_jobs WHERE id IN (SELECT value FROM json_each(?))`
+// readClaimedSQL reads the rest of claimed jobs, by a JSON array of
+// [id, "token"] pairs as the claim's, while each is running under its
+// claim's token. The read is driven by the array (a rowid lookup for each
+// item), so the rows come in its order as a rule; readClaimed does not
+// count on it.
+const readClaimedSQL = `SELECT r.id, r.key, r.data, r.max_attempts, r.backoff_base, r.backoff_max, r.resubmit, r.progress,
+	r.last_error, r.errors, r.result, r.created_at, r.finished_at, r.meta, coalesce(r.repeat, ''), r.missed,
+	coalesce(r.bedrock_id, 0), r.prev_started_at, r.has_deps, r.dep_policy
+	FROM json_each(?) AS j JOIN rota_jobs AS r ON r.id = j.value->>0
+	WHERE +r.state = 1 AND +r.token = j.value->>1`
 
-var readClaimedColumns = []string{"id", "state", "token", "key", "data", "max_attempts", "backoff_base", "backoff_max", "resubmit", "progress",
+var readClaimedColumns = []string{"id", "key", "data", "max_attempts", "backoff_base", "backoff_max", "resubmit", "progress",
 	"last_error", "errors", "result", "created_at", "finished_at", "meta", "repeat", "missed", "bedrock_id", "prev_started_at",
 	"has_deps", "dep_policy"}
 
@@ -336,20 +341,26 @@ var readClaimedColumns = []string{"id", "state", "token", "key", "data", "max_at
 // only while its lease is the one the accept made (running, under the
 // claim's token): one that is not (its claim was rolled back) is left out
 // of the answer.
+//
+// It runs for every job a drain runs: the token is compared in SQL rather
+// than read, and the jobs' data share one allocation (data is read as
+// sql.RawBytes and copied there).
 func (s *Store) readClaimed(ctx context.Context, jobs []store.Job, snapshot func()) ([]store.Job, error) {
 	defer snapshot()
 	if len(jobs) == 0 {
 		return jobs, nil
 	}
-	at := make(map[int64]int, len(jobs))
-	buf := make([]byte, 0, 12*len(jobs)+2)
+	buf := make([]byte, 0, 48*len(jobs)+2)
 	buf = append(buf, '[')
 	for i := range jobs {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
+		buf = append(buf, '[')
 		buf = strconv.AppendInt(buf, jobs[i].ID, 10)
-		at[jobs[i].ID] = i
+		buf = append(buf, ',', '"')
+		buf = append(buf, jobs[i].Token...) // hex: nothing to escape
+		buf = append(buf, '"', ']')
 	}
 	buf = append(buf, ']')
 	rows, err := s.readClaimedStmt.QueryContext(ctx, string(buf))
@@ -359,6 +370,11 @@ func (s *Store) readClaimed(ctx context.Context, jobs []store.Job, snapshot func
 	defer rows.Close()
 	read := make([]bool, len(jobs))
 	c := newColumns(readClaimedColumns...)
+	var data sql.RawBytes
+	c.ptrs[2] = &data
+	var arena []byte // the data of the jobs read so far, and room for more
+	var at map[int64]int
+	next := 0 // where the next row's job is when rows come in order
 	// The statement's read transaction, and so its snapshot, begins at its
 	// first step.
 	more := rows.Next()
@@ -370,29 +386,50 @@ func (s *Store) readClaimed(ctx context.Context, jobs []store.Job, snapshot func
 		if err := c.scan(rows); err != nil {
 			return nil, fmt.Errorf("sqlite: accept: read claimed jobs: %w", err)
 		}
-		i, ok := at[c.int64(0)]
-		if !ok || store.State(c.int(1)) != store.Running || c.nullStr(2) != jobs[i].Token {
-			continue
+		id := c.int64(0)
+		i := next
+		if i >= len(jobs) || jobs[i].ID != id {
+			if at == nil {
+				at = make(map[int64]int, len(jobs))
+				for k := range jobs {
+					at[jobs[k].ID] = k
+				}
+			}
+			var ok bool
+			if i, ok = at[id]; !ok {
+				return nil, fmt.Errorf("sqlite: accept: read claimed jobs: job %d was not claimed", id)
+			}
 		}
+		next = i + 1
 		j := &jobs[i]
-		j.Key = c.nullStr(3)
-		j.Data = c.bytes(4)
-		j.MaxAttempts = c.int(5)
-		j.BackoffBase, j.BackoffMax = time.Duration(c.int64(6))*time.Microsecond, time.Duration(c.int64(7))*time.Microsecond
-		j.Resubmit = c.bool(8)
-		j.Progress = c.float(9)
-		j.LastError = c.nullStr(10)
-		errs := c.bytes(11)
-		if result := c.bytes(12); len(result) > 0 {
+		j.Key = c.nullStr(1)
+		switch {
+		case data == nil:
+		case len(data) == 0:
+			j.Data = []byte{}
+		default:
+			if cap(arena)-len(arena) < len(data) {
+				arena = make([]byte, 0, max(len(data), 64*len(jobs)))
+			}
+			arena = append(arena, data...)
+			j.Data = arena[len(arena)-len(data) : len(arena) : len(arena)]
+		}
+		j.MaxAttempts = c.int(3)
+		j.BackoffBase, j.BackoffMax = time.Duration(c.int64(4))*time.Microsecond, time.Duration(c.int64(5))*time.Microsecond
+		j.Resubmit = c.bool(6)
+		j.Progress = c.float(7)
+		j.LastError = c.nullStr(8)
+		errs := c.bytes(9)
+		if result := c.bytes(10); len(result) > 0 {
 			j.Result = result
 		}
-		j.CreatedAt, j.FinishedAt = c.time(13), c.nullTime(14)
-		meta := c.bytes(15)
-		j.Schedule = c.str(16)
-		j.Missed = store.Missed(c.uint8(17))
-		j.BedrockID = c.int64(18)
-		j.PrevStartedAt = c.nullTime(19)
-		j.HasDeps, j.DepPolicy = c.bool(20), store.DepPolicy(c.uint8(21))
+		j.CreatedAt, j.FinishedAt = c.time(11), c.nullTime(12)
+		meta := c.bytes(13)
+		j.Schedule = c.str(14)
+		j.Missed = store.Missed(c.uint8(15))
+		j.BedrockID = c.int64(16)
+		j.PrevStartedAt = c.nullTime(17)
+		j.HasDeps, j.DepPolicy = c.bool(18), store.DepPolicy(c.uint8(19))
 		if c.err != nil {
 			return nil, fmt.Errorf("sqlite: accept: read claimed jobs: %w", c.err)
 		}

@@ -319,18 +319,16 @@ const claimColumns = `rota_jobs.id, attempt, coalesce(retry_after, 0), CASE WHEN
 // claimedColumns names claimColumns, for columns' errors.
 var claimedColumns = []string{"id", "attempt", "retry_after", "repeat", "slot", "parent_id", "has_children", "run_limit"}
 
-// readClaimedSQL reads the rest of claimed jobs, by a JSON array of
-// [id, "token"] pairs as the claim's, while each is running under its
-// claim's token. The read is driven by the array (a rowid lookup for each
-// item), so the rows come in its order as a rule; readClaimed does not
-// count on it.
-const readClaimedSQL = `SELECT r.id, r.key, r.data, r.max_attempts, r.backoff_base, r.backoff_max, r.resubmit, r.progress,
-	r.last_error, r.errors, r.result, r.created_at, r.finished_at, r.meta, coalesce(r.repeat, ''), r.missed,
-	coalesce(r.bedrock_id, 0), r.prev_started_at, r.has_deps, r.dep_policy
-	FROM json_each(?) AS j JOIN rota_jobs AS r ON r.id = j.value->>0
-	WHERE +r.state = 1 AND +r.token = j.value->>1`
+// readClaimedSQL reads the rest of claimed jobs, by a JSON array of ids,
+// with their state and token, which readClaimed checks. The read is
+// driven by the array (a rowid lookup for each id), so the rows come in
+// its order as a rule; readClaimed does not count on it.
+const readClaimedSQL = `SELECT r.id, r.state, r.token, r.key, r.data, r.max_attempts, r.backoff_base, r.backoff_max,
+	r.resubmit, r.progress, r.last_error, r.errors, r.result, r.created_at, r.finished_at, r.meta, coalesce(r.repeat, ''),
+	r.missed, coalesce(r.bedrock_id, 0), r.prev_started_at, r.has_deps, r.dep_policy
+	FROM json_each(?) AS j JOIN rota_jobs AS r ON r.id = j.value`
 
-var readClaimedColumns = []string{"id", "key", "data", "max_attempts", "backoff_base", "backoff_max", "resubmit", "progress",
+var readClaimedColumns = []string{"id", "state", "token", "key", "data", "max_attempts", "backoff_base", "backoff_max", "resubmit", "progress",
 	"last_error", "errors", "result", "created_at", "finished_at", "meta", "repeat", "missed", "bedrock_id", "prev_started_at",
 	"has_deps", "dep_policy"}
 
@@ -342,25 +340,21 @@ var readClaimedColumns = []string{"id", "key", "data", "max_attempts", "backoff_
 // claim's token): one that is not (its claim was rolled back) is left out
 // of the answer.
 //
-// It runs for every job a drain runs: the token is compared in SQL rather
-// than read, and the jobs' data share one allocation (data is read as
-// sql.RawBytes and copied there).
+// It runs for every job a drain runs: the jobs' data share one allocation
+// (data is read as sql.RawBytes and copied there), and the rows are
+// matched to the jobs in order, with a map only when they come in another.
 func (s *Store) readClaimed(ctx context.Context, jobs []store.Job, snapshot func()) ([]store.Job, error) {
 	defer snapshot()
 	if len(jobs) == 0 {
 		return jobs, nil
 	}
-	buf := make([]byte, 0, 48*len(jobs)+2)
+	buf := make([]byte, 0, 12*len(jobs)+2)
 	buf = append(buf, '[')
 	for i := range jobs {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = append(buf, '[')
 		buf = strconv.AppendInt(buf, jobs[i].ID, 10)
-		buf = append(buf, ',', '"')
-		buf = append(buf, jobs[i].Token...) // hex: nothing to escape
-		buf = append(buf, '"', ']')
 	}
 	buf = append(buf, ']')
 	rows, err := s.readClaimedStmt.QueryContext(ctx, string(buf))
@@ -371,7 +365,7 @@ func (s *Store) readClaimed(ctx context.Context, jobs []store.Job, snapshot func
 	read := make([]bool, len(jobs))
 	c := newColumns(readClaimedColumns...)
 	var data sql.RawBytes
-	c.ptrs[2] = &data
+	c.ptrs[4] = &data
 	var arena []byte // the data of the jobs read so far, and room for more
 	var at map[int64]int
 	next := 0 // where the next row's job is when rows come in order
@@ -401,8 +395,11 @@ func (s *Store) readClaimed(ctx context.Context, jobs []store.Job, snapshot func
 			}
 		}
 		next = i + 1
+		if store.State(c.int(1)) != store.Running || c.nullStr(2) != jobs[i].Token {
+			continue
+		}
 		j := &jobs[i]
-		j.Key = c.nullStr(1)
+		j.Key = c.nullStr(3)
 		switch {
 		case data == nil:
 		case len(data) == 0:
@@ -414,22 +411,22 @@ func (s *Store) readClaimed(ctx context.Context, jobs []store.Job, snapshot func
 			arena = append(arena, data...)
 			j.Data = arena[len(arena)-len(data) : len(arena) : len(arena)]
 		}
-		j.MaxAttempts = c.int(3)
-		j.BackoffBase, j.BackoffMax = time.Duration(c.int64(4))*time.Microsecond, time.Duration(c.int64(5))*time.Microsecond
-		j.Resubmit = c.bool(6)
-		j.Progress = c.float(7)
-		j.LastError = c.nullStr(8)
-		errs := c.bytes(9)
-		if result := c.bytes(10); len(result) > 0 {
+		j.MaxAttempts = c.int(5)
+		j.BackoffBase, j.BackoffMax = time.Duration(c.int64(6))*time.Microsecond, time.Duration(c.int64(7))*time.Microsecond
+		j.Resubmit = c.bool(8)
+		j.Progress = c.float(9)
+		j.LastError = c.nullStr(10)
+		errs := c.bytes(11)
+		if result := c.bytes(12); len(result) > 0 {
 			j.Result = result
 		}
-		j.CreatedAt, j.FinishedAt = c.time(11), c.nullTime(12)
-		meta := c.bytes(13)
-		j.Schedule = c.str(14)
-		j.Missed = store.Missed(c.uint8(15))
-		j.BedrockID = c.int64(16)
-		j.PrevStartedAt = c.nullTime(17)
-		j.HasDeps, j.DepPolicy = c.bool(18), store.DepPolicy(c.uint8(19))
+		j.CreatedAt, j.FinishedAt = c.time(13), c.nullTime(14)
+		meta := c.bytes(15)
+		j.Schedule = c.str(16)
+		j.Missed = store.Missed(c.uint8(17))
+		j.BedrockID = c.int64(18)
+		j.PrevStartedAt = c.nullTime(19)
+		j.HasDeps, j.DepPolicy = c.bool(20), store.DepPolicy(c.uint8(21))
 		if c.err != nil {
 			return nil, fmt.Errorf("sqlite: accept: read claimed jobs: %w", c.err)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -1104,5 +1105,86 @@ func TestWorkerAcceptsWhenSignalled(t *testing.T) {
 	t.Logf("%d jobs added one at a time: %d accepts, %d empty", jobs, accepts, empty)
 	if accepts > jobs+2 || empty > 2 {
 		t.Errorf("%d accepts (%d empty) for %d jobs added one at a time, want about one each", accepts, empty, jobs)
+	}
+}
+
+// flakyFinishStore fails the next fails calls of Finish with an error that
+// may pass, as a store that is restarting would.
+type flakyFinishStore struct {
+	store.Store
+	fails atomic.Int64
+}
+
+func (s *flakyFinishStore) Finish(ctx context.Context, ps []store.FinishParams) ([]error, error) {
+	if s.fails.Add(-1) >= 0 {
+		return nil, errors.New("store restarting")
+	}
+	return s.Store.Finish(ctx, ps)
+}
+
+// TestFinishTriedAgain: a finish that fails for a reason that may pass is
+// tried again while the lease holds, and the job completes once, while
+// the worker goes on running other jobs; Run's shutdown waits for such a
+// finish, so that the job is completed by the time Run returns.
+func TestFinishTriedAgain(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "rota.db"), sqlite.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	flaky := &flakyFinishStore{Store: st}
+	var logs syncBuffer
+	c, err := rota.NewClient(flaky, rota.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	var mu sync.Mutex
+	ran := map[int64]int{}
+	handled := make(chan int64, 10)
+	w := rota.NewWorker(c, rota.WorkerConfig{Concurrency: 1})
+	w.Handle("flaky", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		mu.Lock()
+		ran[job.ID]++
+		mu.Unlock()
+		handled <- job.ID
+		return nil
+	}))
+	flaky.fails.Store(2)
+	first := add(t, c, rota.AddParams{Type: "flaky"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	<-handled
+	// The first job's finish is being tried again; the next jobs run
+	// meanwhile.
+	more := []rota.Job{add(t, c, rota.AddParams{Type: "flaky"}), add(t, c, rota.AddParams{Type: "flaky"})}
+	for _, j := range append(more, first) {
+		if got := waitJob(t, c, j.ID); got.State != rota.Completed {
+			t.Errorf("job %d: %s, want completed", j.ID, got.State)
+		}
+	}
+	if !strings.Contains(logs.String(), "trying again while the lease holds") {
+		t.Errorf("no retry logged:\n%s", logs.String())
+	}
+	// A finish still being tried when Run is stopped is waited for.
+	flaky.fails.Store(3)
+	last := add(t, c, rota.AddParams{Type: "flaky"})
+	for id := <-handled; id != last.ID; id = <-handled {
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	got, err := c.Get(context.Background(), last.ID)
+	if err != nil || got.State != rota.Completed {
+		t.Errorf("after Run returned, the job whose finish was being tried again: %s, %v; want completed", got.State, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id, n := range ran {
+		if n != 1 {
+			t.Errorf("job %d ran %d times, want once", id, n)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -264,5 +265,52 @@ func TestClaimReadWaitsForItsBatchesWrites(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReadClaimedMatchesRowsToJobs: readClaimed fills in each job from its
+// own row and leaves out those no longer running under their claim's
+// token, whatever the rows' order: here a job without a row (its row
+// missing puts the next row out of the jobs' order) and one whose token
+// is not the claim's, between jobs read whole. Each job's data is its own,
+// and appending to one does not change the next.
+func TestReadClaimedMatchesRowsToJobs(t *testing.T) {
+	s, _ := openTemp(t, Config{})
+	ctx := t.Context()
+	ps := make([]store.AddParams, 4)
+	for i := range ps {
+		ps[i] = store.AddParams{Type: "t", Key: fmt.Sprintf("k%d", i), Data: []byte(fmt.Sprintf(`{"n":%d}`, i))}
+	}
+	if _, err := s.Add(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Accept(ctx, store.AcceptParams{Types: []string{"t"}, Limit: 4, Worker: "w"})
+	if err != nil || len(res.Jobs) != 4 {
+		t.Fatalf("Accept: %d jobs, %v", len(res.Jobs), err)
+	}
+	claimed := func(j store.Job) store.Job {
+		return store.Job{ID: j.ID, Type: j.Type, State: j.State, Token: j.Token}
+	}
+	a, b, c, d := res.Jobs[0], res.Jobs[1], res.Jobs[2], res.Jobs[3]
+	missing := store.Job{ID: d.ID + 1000, Type: "t", State: store.Running, Token: a.Token}
+	wrong := claimed(c)
+	wrong.Token = b.Token
+	jobs := []store.Job{claimed(a), missing, claimed(d), wrong, claimed(b)}
+	got, err := s.readClaimed(ctx, jobs, func() {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.Job{a, d, b}
+	if len(got) != len(want) {
+		t.Fatalf("read %d jobs, want %d (%v)", len(got), len(want), got)
+	}
+	for i, j := range got {
+		if j.ID != want[i].ID || j.Key != want[i].Key || string(j.Data) != string(want[i].Data) || j.CreatedAt.IsZero() {
+			t.Errorf("job %d: id %d key %q data %s, want id %d key %q data %s", i, j.ID, j.Key, j.Data, want[i].ID, want[i].Key, want[i].Data)
+		}
+	}
+	_ = append(got[0].Data, `garbage`...)
+	if string(got[1].Data) != string(d.Data) {
+		t.Errorf("appending to one job's data changed the next one's: %s", got[1].Data)
 	}
 }

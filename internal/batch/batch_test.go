@@ -124,7 +124,7 @@ func TestGo(t *testing.T) {
 	})
 	first := make(answer, 1)
 	b.Go(1, first) // returns at once, though its call is held
-	for { // wait until the first call is in flight
+	for {          // wait until the first call is in flight
 		mu.Lock()
 		n := len(sizes)
 		mu.Unlock()

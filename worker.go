@@ -770,24 +770,21 @@ func (w *Worker) start(base context.Context, job Job, took time.Time) *runningJo
 	}
 	w.running[job.ID] = r
 	w.mu.Unlock()
-	w.kickHeartbeats(r)
+	w.kickHeartbeats(took, min(max(r.leaseLen/4, 5*time.Millisecond), leaseUntil.Sub(took)))
 	return r
 }
 
-// kickHeartbeats wakes the heartbeat loop for r, which just started,
-// unless the loop looks at the running jobs by the time r needs it to
-// (as the loop itself plans it: a quarter of the lease, at least 5ms, at
-// most what is left of it). Leases are seconds long and the loop looks
-// every second at least, so a drain's jobs do not wake it, each to go
-// through every running job again. r is in w.running already: a loop
-// that looked before it did not see it, and then has not planned its
-// next look yet (beatBy 0) or plans it after this reads beatBy.
-func (w *Worker) kickHeartbeats(r *runningJob) {
-	now := time.Now()
-	r.mu.Lock()
-	need := min(max(r.leaseLen/4, 5*time.Millisecond), r.leaseUntil.Sub(now))
-	r.mu.Unlock()
-	if by := w.beatBy.Load(); by != 0 && by <= now.Add(need).UnixNano() {
+// kickHeartbeats wakes the heartbeat loop for a job that just started,
+// whose lease began by took and which needs a look within need of it (as
+// the loop itself plans it: a quarter of the lease, at least 5ms, at most
+// what is left of it), unless the loop looks at the running jobs by then
+// anyway. Leases are seconds long and the loop looks every second at
+// least, so a drain's jobs do not wake it, each to go through every
+// running job again. The job is in w.running already: a loop that looked
+// before it did not see it, and then has not planned its next look yet
+// (beatBy 0) or plans it after this reads beatBy.
+func (w *Worker) kickHeartbeats(took time.Time, need time.Duration) {
+	if by := w.beatBy.Load(); by != 0 && by <= took.Add(need).UnixNano() {
 		return
 	}
 	select {
@@ -829,11 +826,13 @@ func (w *Worker) execute(r *runningJob, handlerDone, finished func()) {
 	var err error
 	if run {
 		err = w.call(r)
-		w.pace.ran(time.Since(began))
 	} else {
 		err = context.Cause(r.ctx) // cancelled while it waited to start
 	}
 	took := time.Since(began)
+	if run {
+		w.pace.ran(took)
+	}
 	r.mu.Lock()
 	released := r.ended
 	r.ended = true

@@ -1188,3 +1188,41 @@ func TestFinishTriedAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestHeartbeatsForShortLeaseStartedLate: a job with a short lease that
+// starts while the heartbeat loop sleeps until the next look at a long one
+// (a second away) wakes it, and its lease is kept: the loop is woken by a
+// start only when it would look too late.
+func TestHeartbeatsForShortLeaseStartedLate(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	if err := c.SetTypeConfig(ctx, rota.TypeConfig{Type: "short", LeaseTimeout: 300 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	longStarted := make(chan struct{})
+	w := rota.NewWorker(c, rota.WorkerConfig{Concurrency: 2})
+	w.Handle("long", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		close(longStarted)
+		<-release
+		return nil
+	}))
+	w.Handle("short", rota.HandlerFunc(func(ctx context.Context, job *rota.Job) error {
+		select {
+		case <-time.After(1200 * time.Millisecond):
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}))
+	runWorker(t, w)
+	long := add(t, c, rota.AddParams{Type: "long"})
+	<-longStarted
+	time.Sleep(100 * time.Millisecond) // the loop has looked, and sleeps
+	j := waitJob(t, c, add(t, c, rota.AddParams{Type: "short"}).ID)
+	close(release)
+	if j.State != rota.Completed || j.Attempt != 1 {
+		t.Errorf("short-lease job %s after %d attempts (%q), want completed after 1: its start must wake the heartbeats", j.State, j.Attempt, j.LastError)
+	}
+	waitJob(t, c, long.ID)
+}

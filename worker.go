@@ -533,7 +533,7 @@ func (w *Worker) settleAll() {
 // batch, the fsync), and with only as many finishes as slots, a drain of
 // short jobs finds the bound full, its handlers' slots held by finishes
 // waiting for room. A runner waits for its job's handler slot, and hands
-// its finish to the finisher and goes on to its next job (finishThen),
+// its finish to the finisher and goes on to its next job (runFinish),
 // unless the client has finish hooks, which run after the finish: then it
 // waits for the finish. So there are at most one runner per lease slot
 // and one per finish.
@@ -810,7 +810,7 @@ func (w *Worker) settle(r *runningJob) {
 // execute runs the handler, calls handlerDone, and finishes the job by its
 // outcome; finished is called once the job is settled (finished, handed
 // back, or given up), when execute returns or, for a finish that goes on
-// without the caller (see finishThen), later.
+// without the caller (see runFinish), later.
 func (w *Worker) execute(r *runningJob, handlerDone, finished func()) {
 	async := false
 	defer func() {

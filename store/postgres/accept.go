@@ -506,6 +506,10 @@ type acceptor struct {
 	// next is the next run of the accept's type as head read it after its
 	// claim, when head left the accept short; nil when it was not read.
 	next *nextRun
+	// fold: the types whose pending changes the accept's first round trip
+	// folds into their groups before it reads them (queueFold); nil once
+	// sent.
+	fold []string
 }
 
 // nextRun is what nextRunSQL reads: the earliest run time of the pending
@@ -531,6 +535,10 @@ func (a *acceptor) begin() error {
 	}
 	a.tx = tx
 	a.t.db = pgxDB{tx}
+	if types := a.fold; types != nil {
+		tx.fold = func(b *pgx.Batch) int { return a.s.queueFold(b, types) }
+		a.fold = nil
+	}
 	return nil
 }
 
@@ -1039,6 +1047,8 @@ func (a *acceptor) clock(g *fair.Group, v float64) {
 // round trip. The page shows the groups after the claim.
 func (a *acceptor) head(q *queue) error {
 	b := &pgx.Batch{}
+	folds := a.s.queueFold(b, a.fold)
+	a.fold = nil
 	b.Queue(hotPlanSQL)
 	b.Queue(a.s.q(headSQL), append([]any{q.Type, a.p.Limit, optTime(a.p.DueBy)}, a.lease...)...)
 	b.Queue(a.s.q(vclockIfRanOutSQL), q.Type)
@@ -1046,6 +1056,9 @@ func (a *acceptor) head(q *queue) error {
 	b.Queue(a.s.q(nextRunIfShortSQL), []string{q.Type})
 	br := a.s.pool.SendBatch(a.ctx, b)
 	defer br.Close()
+	if err := readFold(br, folds); err != nil {
+		return err
+	}
 	if _, err := br.Exec(); err != nil {
 		return err
 	}
@@ -1486,6 +1499,7 @@ func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []str
 		buckets:  map[bucketKey]*fair.Bucket{},
 		deferred: map[*fair.Group]int64{},
 		clocks:   map[string]float64{},
+		fold:     names,
 	}
 	queues := make([]*queue, len(names))
 	for i, n := range names {

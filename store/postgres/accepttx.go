@@ -18,6 +18,9 @@ import (
 type acceptTx struct {
 	conn  *pgxpool.Conn
 	begun bool
+	// fold queues, ahead of BEGIN, the fold of the accept's types' pending
+	// changes (Store.queueFold); nil: none.
+	fold func(*pgx.Batch) int
 }
 
 // beginAccept reserves a connection for an accept's transaction.
@@ -35,11 +38,19 @@ func (t *acceptTx) batch(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, e
 		return t.conn.SendBatch(ctx, b), nil
 	}
 	full := &pgx.Batch{}
+	folds := 0
+	if t.fold != nil {
+		folds, t.fold = t.fold(full), nil
+	}
 	full.Queue("BEGIN")
 	full.Queue(hotPlanSQL)
 	full.QueuedQueries = append(full.QueuedQueries, b.QueuedQueries...)
 	t.begun = true
 	br := t.conn.SendBatch(ctx, full)
+	if err := readFold(br, folds); err != nil {
+		br.Close()
+		return nil, err
+	}
 	for range 2 {
 		if _, err := br.Exec(); err != nil {
 			br.Close()

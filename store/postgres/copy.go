@@ -40,6 +40,7 @@ var copyColumns = map[string][]string{
 var notCopied = map[string]string{
 	"audit":                "the audit trail stays with the deployment that recorded it: a copy starts a trail of its own (docs/concepts.md)",
 	"groups.pending":       "counted from the jobs loaded",
+	"pending_changes":      "changes of groups.pending not folded yet: the loaded counts are counted from the jobs loaded",
 	"schema_migrations":    "the destination's schema is its own, migrated when it opens",
 	"job_logs":             "per-job logs are diagnostics of runs on the source; a copy starts without them",
 	"job_log_attempts":     "per-job logs are diagnostics of runs on the source; a copy starts without them",

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"fmt"
+	"github.com/jackc/pgx/v5"
 	"sort"
 
 	"github.com/rotajobs/rota/internal/rules/lifecycle"
@@ -83,6 +84,31 @@ func (t *txn) flushCounts() error {
 	}
 	if _, err := t.run("flush_counts", types, grps, dps); err != nil {
 		return fmt.Errorf("group counts: %w", err)
+	}
+	return nil
+}
+
+// queueFold queues on b the fold of the types' pending changes into their
+// groups (fold_pending, migration 0022) in a transaction of its own, so
+// that the claims after it in the same round trip read the counts whole
+// while the fold holds no group row through them. It returns how many
+// results readFold reads: none when types is nil.
+func (s *Store) queueFold(b *pgx.Batch, types []string) int {
+	if types == nil {
+		return 0
+	}
+	b.Queue("BEGIN")
+	b.Queue(s.stmt("fold_pending"), types)
+	b.Queue("COMMIT")
+	return 3
+}
+
+// readFold reads the n results of queueFold.
+func readFold(br pgx.BatchResults, n int) error {
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("fold the pending counts: %w", err)
+		}
 	}
 	return nil
 }

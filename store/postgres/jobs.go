@@ -1348,6 +1348,14 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 		n, next, err = t.expire(delta)
 		return err
 	})
+	if err == nil {
+		// Pending changes no claim has folded (a type that no newer node
+		// accepts, as in a rolling upgrade beside older nodes): fold them
+		// all, so that those nodes see the jobs within a sweep.
+		if _, err = conn.Exec(ctx, s.stmt("fold_pending"), []string(nil)); err != nil {
+			err = s.wrap("expire leases: fold the pending counts", err)
+		}
+	}
 	l.lastSweep = time.Now()
 	if err != nil && (isConnErr(err) || conn.IsClosed()) {
 		l.lost()

@@ -38,7 +38,7 @@ SELECT (SELECT count(*) FROM {{schema}}.jobs) + (SELECT count(*) FROM {{schema}}
 
 -- name: load_empty
 -- Empties the destination, for a load that replaces what it holds.
-TRUNCATE {{schema}}.jobs, {{schema}}.jobs_ended, {{schema}}.types, {{schema}}.groups, {{schema}}.group_config, {{schema}}.tokens,
+TRUNCATE {{schema}}.jobs, {{schema}}.jobs_ended, {{schema}}.types, {{schema}}.groups, {{schema}}.pending_changes, {{schema}}.group_config, {{schema}}.tokens,
 	{{schema}}.job_logs, {{schema}}.job_log_attempts;
 
 -- name: load_type

@@ -123,13 +123,8 @@ FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[],
 	WITH ORDINALITY AS u(type, key, grp, priority, run_at, data, max_attempts, base, maxb, meta, repeat, missed, retry_after, state, parent, run_timeout, expires_at, unique_for, debounce, batch, ord)
 WHERE (SELECT count(*) FROM ty) >= 0
 ORDER BY u.ord
-RETURNING id, run_at, created_at, type, grp, state), cnt AS (INSERT INTO {{schema}}.groups AS g (type, grp, pending, turn)
-	SELECT c.type, c.grp, c.dp, CASE WHEN c.dp > 0 THEN coalesce((SELECT min(x.turn) FROM {{schema}}.groups x WHERE x.type = c.type AND x.pending > 0),
-		(SELECT y.vclock FROM {{schema}}.types y WHERE y.name = c.type), 0) ELSE 0 END
-	FROM (SELECT type, grp, count(*) AS dp FROM ins WHERE state = 0 GROUP BY type, grp) c ORDER BY c.type COLLATE "C", c.grp COLLATE "C"
-	ON CONFLICT (type, grp) DO UPDATE SET
-		turn = CASE WHEN g.pending = 0 AND excluded.pending > 0 THEN greatest(g.turn, excluded.turn) ELSE g.turn END,
-		pending = g.pending + excluded.pending RETURNING 1) SELECT id, run_at, created_at FROM ins ORDER BY id;
+RETURNING id, run_at, created_at, type, grp, state), cnt AS (INSERT INTO {{schema}}.pending_changes (type, grp, n)
+	SELECT type, grp, count(*) FROM ins WHERE state = 0 GROUP BY type, grp RETURNING 1) SELECT id, run_at, created_at FROM ins ORDER BY id;
 
 -- name: heartbeat
 -- Extends leases by each job's lease length and updates data and
@@ -300,19 +295,17 @@ WITH d AS (DELETE FROM {{schema}}.jobs_ended WHERE id IN (SELECT e.id FROM {{sch
 SELECT count(*) FROM d;
 
 -- name: flush_counts
--- Applies the collected changes of the groups' pending counts in one
--- statement (txn.flushCounts), in (type, grp) order so that the group rows
--- are locked in that order. A group whose pending count rises from zero
--- starts at its type's clock: the smallest turn among its backlogged
--- groups, or the clock kept in types when none is.
+-- Appends the collected changes of the groups' pending counts
+-- (txn.flushCounts) to pending_changes, which claims fold into groups
+-- (fold_pending, migration 0022): so the transaction locks no group row.
 -- $1 types, $2 groups (text[]), $3 changes of their pending counts (bigint[]).
-INSERT INTO {{schema}}.groups AS g (type, grp, pending, turn)
-	SELECT c.type, c.grp, c.dp, CASE WHEN c.dp > 0 THEN coalesce((SELECT min(x.turn) FROM {{schema}}.groups x WHERE x.type = c.type AND x.pending > 0),
-		(SELECT y.vclock FROM {{schema}}.types y WHERE y.name = c.type), 0) ELSE 0 END
-	FROM (SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(type, grp, dp)) c ORDER BY c.type COLLATE "C", c.grp COLLATE "C"
-	ON CONFLICT (type, grp) DO UPDATE SET
-		turn = CASE WHEN g.pending = 0 AND excluded.pending > 0 THEN greatest(g.turn, excluded.turn) ELSE g.turn END,
-		pending = g.pending + excluded.pending;
+INSERT INTO {{schema}}.pending_changes (type, grp, n) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]);
+
+-- name: fold_pending
+-- Folds the pending changes of the types ($1, text[]; NULL: all) into
+-- groups, in a transaction of its own that need not wait for the WAL
+-- flush: a fold lost in a crash leaves its changes to be folded again.
+SELECT {{schema}}.fold_pending($1::text[]) WHERE (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL;
 
 -- name: dependants
 -- The jobs added after jobs (their dependants), by dependency, each in

@@ -49,7 +49,15 @@ DECLARE
     j int;
     last int;
 BEGIN
-    WITH d AS (DELETE FROM pending_changes c WHERE fold_types IS NULL OR c.type = ANY(fold_types)
+    IF fold_types IS NULL THEN
+        fold_types := ARRAY(SELECT DISTINCT c.type FROM pending_changes c);
+    END IF;
+    -- Most claims find nothing to fold: a read of the index's front, not
+    -- a delete.
+    IF NOT EXISTS (SELECT FROM pending_changes c WHERE c.type = ANY(fold_types)) THEN
+        RETURN 0;
+    END IF;
+    WITH d AS (DELETE FROM pending_changes c WHERE c.type = ANY(fold_types)
         RETURNING c.id, c.xact, c.type, c.grp, c.n)
     SELECT array_agg(d.xact ORDER BY d.id), array_agg(d.type ORDER BY d.id), array_agg(d.grp ORDER BY d.id), array_agg(d.n ORDER BY d.id)
         INTO xs, ts, gs, ns FROM d;

@@ -10,23 +10,30 @@ import (
 )
 
 // The pending counts of the groups (rota.groups, see migration 0002) are
-// kept by the statements that change jobs, not by triggers:
+// kept by the statements that change jobs, not by triggers, and appended
+// rather than applied (migration 0022):
 //
-//   - a statement that runs by itself (a claim, a batch insert) applies its
-//     own counts in a CTE of the same statement;
+//   - an add that is a transaction of its own appends its groups' changes
+//     to rota.pending_changes in a CTE of its insert (insert_counted);
 //   - a transaction of several statements (finish, cancel, remove,
 //     resubmit, keyed adds, lease expiry, the caller's transactions of
-//     AddTx and FinishTx) collects them in txn.counts and applies them in
-//     one statement at its end (flushCounts).
+//     AddTx and FinishTx) collects them in txn.counts and appends them in
+//     one statement at its end (flushCounts);
+//   - claims, which read the counts, fold the changes of their types into
+//     rota.groups first (queueFold), in a transaction of their own, and
+//     update the rows of the groups they served in their own statement.
 //
-// Either way, a transaction changes group rows in one statement, locking
-// them in (type, grp) order, and after every job row it waits for: so no
-// two transactions can wait for each other's group rows (see "Fairness" in
-// docs/postgres.md). Row triggers would update a group row once per job (a
-// claim of 1000 jobs of one group would write its row 1000 times), and
-// statement triggers with transition tables cannot be limited to the
-// columns that matter, so they would run for every heartbeat, and they
-// could not keep the order of the locks across a transaction's statements.
+// So only claims and folds lock group rows, and they commit without
+// waiting for the WAL flush: an add never holds a group's row through its
+// synchronous commit, which claims of the group and other adds of it
+// waited for when adds updated the row themselves
+// (TestAddsDoNotWaitForEachOther). Folds and claims lock group rows in
+// (type, grp) order after every job row they wait for, so no two
+// transactions wait for each other's (see "Fairness" in docs/postgres.md).
+// Row triggers would update a group row once per job (a claim of 1000 jobs
+// of one group would write its row 1000 times), and statement triggers
+// with transition tables cannot be limited to the columns that matter, so
+// they would run for every heartbeat.
 //
 // Running jobs are not counted in rota.groups: accepts count them in the
 // jobs table (index jobs_running) for bounded groups only, so that
@@ -34,8 +41,8 @@ import (
 
 type groupKey struct{ typ, grp string }
 
-// count records a change of a group's pending count, applied at the end of
-// the transaction.
+// count records a change of a group's pending count, appended at the end
+// of the transaction.
 func (t *txn) count(typ, grp string, dp int64) {
 	if dp == 0 {
 		return
@@ -57,7 +64,8 @@ func (t *txn) move(from, to *lifecycle.Place) {
 	}
 }
 
-// flushCounts applies the collected counts in one statement.
+// flushCounts appends the collected counts to rota.pending_changes in one
+// statement.
 func (t *txn) flushCounts() error {
 	if len(t.counts) == 0 {
 		return nil

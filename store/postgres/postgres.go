@@ -842,9 +842,9 @@ type txn struct {
 	changes []store.Event
 	after   []func() // run once the transaction committed, before its changes are published
 	// deferCounts: the transaction runs several statements, so that
-	// changes to the groups' pending counts are collected in counts and applied by
+	// changes to the groups' pending counts are collected in counts and appended by
 	// one statement before the commit (see flushCounts). Otherwise each
-	// statement applies its own.
+	// statement appends its own.
 	deferCounts bool
 	counts      map[groupKey]int64 // pending jobs by group
 	at          time.Time          // the transaction's now(), once read (see now)

@@ -82,8 +82,8 @@ INSERT INTO {{schema}}.types (name, updated_at) VALUES ($1, now()) ON CONFLICT D
 -- the same statement (first, so that two nodes adding the first jobs of a
 -- type wait for each other there, before they hold anything else). Rows
 -- are inserted, and so get their ids, in the order of the batch. Used in a
--- transaction, which applies the group counts before it commits
--- (flush_counts); insert_counted applies them itself.
+-- transaction, which appends the group counts before it commits
+-- (flush_counts); insert_counted appends them itself.
 -- $1 new type names; then one array element per job: $2 type, $3 key
 -- (NULL: none), $4 group, $5 priority, $6 run_at (NULL: now), $7 data,
 -- $8 max attempts, $9 back-off base (µs), $10 back-off max (µs), $11 meta
@@ -107,8 +107,9 @@ ORDER BY u.ord
 RETURNING id, run_at, created_at, type, grp, state) SELECT id, run_at, created_at FROM ins ORDER BY id;
 
 -- name: insert_counted
--- insert, for an insert that is a transaction of its own: it also adds
--- its pending jobs to their groups' counts (as flush_counts does).
+-- insert, for an insert that is a transaction of its own: it also
+-- appends its pending jobs to their groups' counts (as flush_counts does),
+-- locking no group row (pending_changes, migration 0022).
 -- Parameters as in insert.
 WITH ty AS (
 	INSERT INTO {{schema}}.types (name, updated_at) SELECT unnest($1::text[]), now() ON CONFLICT DO NOTHING RETURNING 1),

@@ -34,12 +34,15 @@ CREATE INDEX pending_changes_type ON pending_changes (type, id);
 -- zero (or below: a claim may take a job whose add is not folded yet)
 -- starts at its type's clock, the smallest turn among its backlogged
 -- groups, or the clock kept in types when none is. With several
--- transactions' changes, the group rows there are are locked first, in
--- (type, grp) order, as every other writer of groups locks them, so that
+-- transactions' changes of several groups, the group rows there are are
+-- locked first, in (type, grp) order, as every other writer of groups locks them, so that
 -- folds and claims cannot wait for each other in a circle. Callers run it
 -- in a transaction of its own, before their claims.
+--
+-- Its statements use generic plans: planned afresh for each transaction's
+-- arrays, the insert cost 0.34 ms of planning a call.
 CREATE FUNCTION fold_pending(fold_types text[]) RETURNS bigint
-LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     xs bigint[];
     ts text[];
@@ -48,6 +51,7 @@ DECLARE
     i int := 1;
     j int;
     last int;
+    groups_n bigint;
 BEGIN
     IF fold_types IS NULL THEN
         fold_types := ARRAY(SELECT DISTINCT c.type FROM pending_changes c);
@@ -59,13 +63,14 @@ BEGIN
     END IF;
     WITH d AS (DELETE FROM pending_changes c WHERE c.type = ANY(fold_types)
         RETURNING c.id, c.xact, c.type, c.grp, c.n)
-    SELECT array_agg(d.xact ORDER BY d.id), array_agg(d.type ORDER BY d.id), array_agg(d.grp ORDER BY d.id), array_agg(d.n ORDER BY d.id)
-        INTO xs, ts, gs, ns FROM d;
+    SELECT array_agg(d.xact ORDER BY d.id), array_agg(d.type ORDER BY d.id), array_agg(d.grp ORDER BY d.id), array_agg(d.n ORDER BY d.id),
+        count(DISTINCT (d.type, d.grp))
+        INTO xs, ts, gs, ns, groups_n FROM d;
     IF xs IS NULL THEN
         RETURN 0;
     END IF;
     last := array_length(xs, 1);
-    IF xs[1] <> xs[last] THEN
+    IF xs[1] <> xs[last] AND groups_n > 1 THEN
         PERFORM 1 FROM groups g WHERE (g.type, g.grp) IN (SELECT u.type, u.grp FROM unnest(ts, gs) AS u(type, grp))
             ORDER BY g.type, g.grp FOR UPDATE OF g;
     END IF;

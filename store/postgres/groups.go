@@ -97,7 +97,9 @@ func (t *txn) flushCounts() error {
 }
 
 // queueFold queues on b the fold of the types' pending changes into their
-// groups (fold_pending, migration 0022) in a transaction of its own, so
+// groups (under the types' fold locks, fold_lock: fold_pending_one, a plain
+// statement for one transaction's changes, or else fold_pending, migration
+// 0022's function, for several) in a transaction of its own, so
 // that the claims after it in the same round trip read the counts whole
 // while the fold holds no group row through them. It returns how many
 // results readFold reads: none when types is nil.
@@ -106,9 +108,11 @@ func (s *Store) queueFold(b *pgx.Batch, types []string) int {
 		return 0
 	}
 	b.Queue("BEGIN")
+	b.Queue(s.stmt("fold_lock"), types)
+	b.Queue(s.stmt("fold_pending_one"), types)
 	b.Queue(s.stmt("fold_pending"), types)
 	b.Queue("COMMIT")
-	return 3
+	return 5
 }
 
 // readFold reads the n results of queueFold.

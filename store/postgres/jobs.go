@@ -1352,7 +1352,7 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 		// Pending changes no claim has folded (a type that no newer node
 		// accepts, as in a rolling upgrade beside older nodes): fold them
 		// all, so that those nodes see the jobs within a sweep.
-		if _, err = conn.Exec(ctx, s.stmt("fold_pending"), []string(nil)); err != nil {
+		if _, err = conn.Exec(ctx, s.stmt("fold_all")); err != nil {
 			err = s.wrap("expire leases: fold the pending counts", err)
 		}
 	}

@@ -36,8 +36,11 @@ CREATE INDEX pending_changes_type ON pending_changes (type, id);
 -- groups, or the clock kept in types when none is. With several
 -- transactions' changes of several groups, the group rows there are are
 -- locked first, in (type, grp) order, as every other writer of groups locks them, so that
--- folds and claims cannot wait for each other in a circle. Callers run it
--- in a transaction of its own, before their claims.
+-- folds and claims cannot wait for each other in a circle. Folds of a type
+-- run one at a time, under a transaction-level advisory lock per type
+-- (taken in name order), so that two folds never lock the same changes in
+-- different orders. Callers run it in a transaction of its own, before
+-- their claims.
 --
 -- Its statements use generic plans: planned afresh for each transaction's
 -- arrays, the insert cost 0.34 ms of planning a call.
@@ -56,6 +59,10 @@ BEGIN
     IF fold_types IS NULL THEN
         fold_types := ARRAY(SELECT DISTINCT c.type FROM pending_changes c);
     END IF;
+    -- One fold of a type at a time, the types' locks taken in name order
+    -- (a claim's fold took them already; taking them again is immediate).
+    PERFORM count(pg_advisory_xact_lock(hashtextextended('rota fold ' || current_schema() || ' ' || l.t, 0)))
+        FROM (SELECT DISTINCT u.t FROM unnest(fold_types) AS u(t) ORDER BY u.t) l;
     -- Most claims find nothing to fold: a read of the index's front, not
     -- a delete.
     IF NOT EXISTS (SELECT FROM pending_changes c WHERE c.type = ANY(fold_types)) THEN

@@ -302,11 +302,49 @@ SELECT count(*) FROM d;
 -- $1 types, $2 groups (text[]), $3 changes of their pending counts (bigint[]).
 INSERT INTO {{schema}}.pending_changes (type, grp, n) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]);
 
--- name: fold_pending
--- Folds the pending changes of the types ($1, text[]; NULL: all) into
--- groups, in a transaction of its own that need not wait for the WAL
+-- name: fold_lock
+-- Takes the fold locks of the types ($1, text[]) in name order, so that
+-- folds of one type run one at a time (migration 0022): the first statement
+-- of a fold's transaction. A claim only waits for a fold of its types that
+-- is under way (asynchronous commits, no WAL flush).
+SELECT count(pg_advisory_xact_lock(hashtextextended('rota fold ' || current_schema() || ' ' || t, 0))) FROM (SELECT DISTINCT t FROM unnest($1::text[]) AS u(t) ORDER BY t) l
+	WHERE (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL;
+
+-- name: fold_pending_one
+-- Folds the pending changes of the types ($1, text[]) into groups when
+-- they are all one transaction's (the usual case: a claim after each add),
+-- in one statement, as fold_pending (migration 0022) would, and notes that
+-- it did (rotajobs.folded); otherwise it leaves them to fold_pending. After
+-- fold_lock, in a transaction of its own that need not wait for the WAL
 -- flush: a fold lost in a crash leaves its changes to be folded again.
-SELECT {{schema}}.fold_pending($1::text[]) WHERE (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL;
+WITH d AS (DELETE FROM {{schema}}.pending_changes c WHERE c.type = ANY($1::text[])
+		AND (SELECT min(o.xact) = max(o.xact) FROM {{schema}}.pending_changes o WHERE o.type = ANY($1::text[]))
+	RETURNING c.type, c.grp, c.n),
+f AS (SELECT set_config('rotajobs.folded', 'true', true) FROM d LIMIT 1),
+c AS (SELECT d.type, d.grp, sum(d.n)::bigint AS dp FROM d GROUP BY d.type, d.grp)
+INSERT INTO {{schema}}.groups AS g (type, grp, pending, turn)
+	SELECT c.type, c.grp, c.dp, CASE WHEN c.dp > 0 THEN coalesce((SELECT min(x.turn) FROM {{schema}}.groups x WHERE x.type = c.type AND x.pending > 0),
+		(SELECT y.vclock FROM {{schema}}.types y WHERE y.name = c.type), 0) ELSE 0 END
+	FROM c WHERE c.dp <> 0 AND (SELECT count(*) FROM f) >= 0 ORDER BY c.type, c.grp
+	ON CONFLICT (type, grp) DO UPDATE SET
+		turn = CASE WHEN g.pending <= 0 AND g.pending + excluded.pending > 0 THEN greatest(g.turn, excluded.turn) ELSE g.turn END,
+		pending = g.pending + excluded.pending;
+
+-- name: fold_pending
+-- Folds the pending changes of the types ($1, text[]) when
+-- fold_pending_one before it in the transaction folded none (they were
+-- several transactions': fold_pending in migration 0022 applies them in
+-- order); not calling the function when there are none. One of the two
+-- folds, so that the transaction locks group rows in one statement's order
+-- (changes committed since wait for the next fold).
+SELECT {{schema}}.fold_pending($1::text[]) WHERE current_setting('rotajobs.folded', true) IS DISTINCT FROM 'true'
+	AND EXISTS (SELECT FROM {{schema}}.pending_changes c WHERE c.type = ANY($1::text[]));
+
+-- name: fold_all
+-- Folds every type's pending changes (the lease sweep), in a transaction
+-- of its own that need not wait for the WAL flush; fold_pending takes the
+-- types' fold locks.
+SELECT {{schema}}.fold_pending(NULL) WHERE (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL;
 
 -- name: dependants
 -- The jobs added after jobs (their dependants), by dependency, each in

@@ -2,11 +2,13 @@ package postgres_test
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/rotajobs/rota/store"
 	"github.com/rotajobs/rota/store/postgres"
+	"github.com/rotajobs/rota/store/sqlite"
 )
 
 // TestAddsDoNotWaitForEachOther: an add whose transaction is held open
@@ -82,4 +84,63 @@ func TestAddsDoNotWaitForEachOther(t *testing.T) {
 	}
 	_ = added
 	checkCounts(t, s, schema)
+}
+
+// TestFoldsInOrder: changes of several transactions folded at once give
+// the turns of applying each at its commit, as SQLite does. Group a ran
+// out at turn 0 (its turn is 1, the type's clock 0); then a job is added
+// to a and then one to a new group b. Applied in turn, a starts again at
+// its turn, 1, and b at the clock of the backlogged groups, a's 1: a goes
+// first (ties go by name). Applied together, both would read the clock
+// before either, 0, and b would go first. Then the same with a cancel in
+// between, which the plain fold leaves to the function.
+func TestFoldsInOrder(t *testing.T) {
+	pg := openIn(t, newSchema(t), postgres.Config{})
+	lite, err := sqlite.Open(filepath.Join(t.TempDir(), "rota.db"), sqlite.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lite.Close() })
+	ctx := t.Context()
+	for _, s := range []store.Store{pg, lite} {
+		add := func(grp string) int64 {
+			t.Helper()
+			res, err := s.Add(ctx, []store.AddParams{{Type: "mail", Group: grp, Data: []byte(`{}`)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res[0].Job.ID
+		}
+		accept := func() string {
+			t.Helper()
+			res, err := s.Accept(ctx, store.AcceptParams{Types: []string{"mail"}, Limit: 1, Worker: "w"})
+			if err != nil || len(res.Jobs) != 1 {
+				t.Fatalf("accept = %+v, %v; want one job", res.Jobs, err)
+			}
+			return res.Jobs[0].Group
+		}
+		add("a")
+		if g := accept(); g != "a" {
+			t.Fatalf("accepted from %q, want a", g)
+		}
+		add("a")
+		add("b")
+		if got := accept() + accept(); got != "ab" {
+			t.Errorf("%T: groups served in order %q, want ab", s, got)
+		}
+		add("c")
+		gone := add("c")
+		add("d")
+		if _, err := s.Cancel(ctx, []int64{gone}); err != nil {
+			t.Fatal(err)
+		}
+		add("e")
+		var got string
+		for range 3 {
+			got += accept()
+		}
+		if got != "cde" {
+			t.Errorf("%T: groups served in order %q, want cde", s, got)
+		}
+	}
 }

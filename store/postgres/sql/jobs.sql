@@ -311,14 +311,21 @@ SELECT count(pg_advisory_xact_lock(hashtextextended('rota fold ' || current_sche
 	WHERE (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL;
 
 -- name: fold_pending_one
--- Folds the pending changes of the types ($1, text[]) into groups when
--- they are all one transaction's (the usual case: a claim after each add),
--- in one statement, as fold_pending (migration 0022) would, and notes that
--- it did (rotajobs.folded); otherwise it leaves them to fold_pending. After
--- fold_lock, in a transaction of its own that need not wait for the WAL
--- flush: a fold lost in a crash leaves its changes to be folded again.
+-- Folds the pending changes of the types ($1, text[]) into groups in one
+-- statement, as one transaction's, when that gives what fold_pending
+-- (migration 0022) gives by applying each transaction's in turn: for each
+-- type, the changes are one transaction's, or they only add jobs and
+-- either to one group or to a type with a group that has pending jobs
+-- (then every group that starts again starts at that type's clock,
+-- which they do not move). That is the usual case: adds, then a claim. It
+-- notes that it folded (rotajobs.folded); otherwise it leaves them all to
+-- fold_pending. After fold_lock, in a transaction of its own that need not
+-- wait for the WAL flush: a fold lost in a crash leaves its changes to be
+-- folded again.
 WITH d AS (DELETE FROM {{schema}}.pending_changes c WHERE c.type = ANY($1::text[])
-		AND (SELECT min(o.xact) = max(o.xact) FROM {{schema}}.pending_changes o WHERE o.type = ANY($1::text[]))
+		AND (SELECT bool_and(t.together) FROM (SELECT min(o.xact) = max(o.xact) OR (bool_and(o.n > 0)
+				AND (count(DISTINCT o.grp) = 1 OR EXISTS (SELECT FROM {{schema}}.groups x WHERE x.type = o.type AND x.pending > 0))) AS together
+			FROM {{schema}}.pending_changes o WHERE o.type = ANY($1::text[]) GROUP BY o.type) t)
 	RETURNING c.type, c.grp, c.n),
 f AS (SELECT set_config('rotajobs.folded', 'true', true) FROM d LIMIT 1),
 c AS (SELECT d.type, d.grp, sum(d.n)::bigint AS dp FROM d GROUP BY d.type, d.grp)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/rotajobs/rota/store"
 	"github.com/rotajobs/rota/store/postgres"
 	"github.com/rotajobs/rota/store/sqlite"
@@ -142,5 +144,31 @@ func TestFoldsInOrder(t *testing.T) {
 		if got != "cde" {
 			t.Errorf("%T: groups served in order %q, want cde", s, got)
 		}
+	}
+}
+
+// TestSweepFolds: the lease sweep folds every type's pending changes, so
+// that nodes that do not fold (an older version during a rolling
+// upgrade) see jobs that no newer node's claim has folded.
+func TestSweepFolds(t *testing.T) {
+	schema := newSchema(t)
+	s := openIn(t, schema, postgres.Config{})
+	ctx := t.Context()
+	if _, err := s.Add(ctx, []store.AddParams{{Type: "mail", Group: "a", Data: []byte(`{}`)}, {Type: "sms", Group: "b", Data: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	tbl := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
+	var left, pending int64
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM `+tbl("pending_changes")).Scan(&left); err != nil || left == 0 {
+		t.Fatalf("%d pending changes after the adds (%v), want some to fold", left, err)
+	}
+	if _, _, err := s.ExpireLeases(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM `+tbl("pending_changes")+`), (SELECT sum(pending) FROM `+tbl("groups")+`)`).Scan(&left, &pending); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 || pending != 2 {
+		t.Errorf("after the sweep: %d pending changes, %d pending counted in groups; want 0 and 2", left, pending)
 	}
 }

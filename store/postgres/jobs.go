@@ -1351,9 +1351,13 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time) (int, time.Time
 	if err == nil {
 		// Pending changes no claim has folded (a type that no newer node
 		// accepts, as in a rolling upgrade beside older nodes): fold them
-		// all, so that those nodes see the jobs within a sweep.
-		if _, err = conn.Exec(ctx, s.stmt("fold_all")); err != nil {
-			err = s.wrap("expire leases: fold the pending counts", err)
+		// all, so that those nodes see the jobs within a sweep. The leases
+		// are taken back whatever it does: a failure waits for the next.
+		if _, ferr := conn.Exec(ctx, s.stmt("fold_all")); ferr != nil {
+			s.log.Warn("rota postgres: sweep: could not fold the groups' pending changes; the next sweep or claim does", "err", ferr)
+			if isConnErr(ferr) || conn.IsClosed() {
+				l.lost()
+			}
 		}
 	}
 	l.lastSweep = time.Now()

@@ -178,17 +178,26 @@ func DependantsEnded(tx Tx, ends []lifecycle.Ended) error {
 		return err
 	}
 	slices.Sort(all)
+	counted := countDown{tx: tx}
 	for _, id := range all {
 		d := rs[id]
 		plan, ok := lifecycle.DepsEnded(d, of[id], now)
 		if !ok {
 			continue
 		}
+		if counted.take(d, plan) {
+			continue
+		}
+		// A plan with work beyond its row (a cancel, which ends the job
+		// for its own dependants) sees the rows before it written.
+		if err := counted.flush(); err != nil {
+			return err
+		}
 		if _, _, err := apply(tx, d, &plan, Change{}); err != nil {
 			return fmt.Errorf("job %d after job %d: %w", id, of[id][0].ID, err)
 		}
 	}
-	return nil
+	return counted.flush()
 }
 
 // deferDeps is a Tx whose jobs' ends are applied to their dependants
@@ -486,9 +495,15 @@ func keyTaken(tx Tx, r *lifecycle.Row, typ string) (error, error) {
 
 // Finish ends the leases of the items of ps (indexes into ps) that the
 // store's set-based completion left: errs[i] is item i's own error
-// (fencing); results are the items' normalized results.
-func Finish(tx Tx, ps []store.FinishParams, results [][]byte, items []int, errs []error) error {
-	d := &deferDeps{Tx: tx}
+// (fencing); results are the items' normalized results. completed are
+// the jobs with dependants (lifecycle.Row.HasDependants) that the
+// store's set-based completion completed in this transaction: their ends
+// reach their dependants with the items', together.
+func Finish(tx Tx, ps []store.FinishParams, results [][]byte, items []int, errs []error, completed ...int64) error {
+	d := &deferDeps{Tx: tx, ends: make([]lifecycle.Ended, 0, len(completed))}
+	for _, id := range completed {
+		d.ends = append(d.ends, lifecycle.Ended{ID: id, State: store.Completed})
+	}
 	if err := finish(d, ps, results, items, errs); err != nil {
 		return err
 	}

@@ -792,16 +792,17 @@ func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, e
 		}
 	}
 	err = s.inTx(ctx, "finish", func(t *txn) error {
-		// Completions of batch members are set-based too, in this
-		// transaction, which counts them in their batches last.
-		items, batches := rest, map[int64]int64(nil)
+		// Completions of jobs with dependants and of batch members are
+		// set-based too, in this transaction (deps.go), which counts
+		// them in their batches last.
+		items, ended, batches := rest, []int64(nil), map[int64]int64(nil)
 		if fast {
 			var err error
-			if items, batches, err = t.completeMembers(ps, results, rest); err != nil {
+			if items, ended, batches, err = t.completeWorkflow(ps, results, rest); err != nil {
 				return err
 			}
 		}
-		if err := engine.Finish(t, ps, results, items, errs); err != nil {
+		if err := engine.Finish(t, ps, results, items, errs, ended...); err != nil {
 			return err
 		}
 		return engine.BatchesCompleted(t, batches)
@@ -810,59 +811,6 @@ func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, e
 		return nil, err
 	}
 	return errs, nil
-}
-
-// completeMembers completes, set-based, the items among rest that
-// complete a member of a batch (what completeFast leaves for that reason),
-// and returns the items it left and how many members of each batch it
-// completed, for the caller to count (engine.BatchesCompleted).
-func (t *txn) completeMembers(ps []store.FinishParams, results [][]byte, rest []int) ([]int, map[int64]int64, error) {
-	var ids []int64
-	tokens, res := newIDMap(), newIDMap()
-	byID := map[int64]string{}
-	for _, i := range rest {
-		p := &ps[i]
-		if p.As != store.Complete || !p.Plain() || !utf8.Valid(results[i]) || !pgText(p.Token) {
-			continue
-		}
-		ids = append(ids, p.ID)
-		byID[p.ID] = p.Token
-		tokens.add(p.ID, []byte(p.Token))
-		if results[i] != nil {
-			res.add(p.ID, results[i])
-		}
-	}
-	if len(ids) == 0 {
-		return rest, nil, nil
-	}
-	r, err := t.rows("complete_members", ids, tokens.json(), res.json())
-	if err != nil {
-		return nil, nil, err
-	}
-	defer r.Close()
-	done, batches := map[int64]bool{}, map[int64]int64{}
-	var id, batch int64
-	var typ, grp string
-	var runAt time.Time
-	for r.Next() {
-		if err := r.Scan(&id, &typ, &grp, &runAt, &batch); err != nil {
-			return nil, nil, err
-		}
-		done[id] = true
-		batches[batch]++
-		t.changed(lifecycle.CompletedEvent(id, typ, grp, runAt.UTC(), byID[id]))
-	}
-	if err := r.Err(); err != nil {
-		return nil, nil, err
-	}
-	r.Close()
-	left := rest[:0:0]
-	for _, i := range rest {
-		if !done[ps[i].ID] {
-			left = append(left, i)
-		}
-	}
-	return left, batches, nil
 }
 
 // hotPlanSQL sets the planner's settings for the hot statements (which

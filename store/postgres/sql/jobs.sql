@@ -192,27 +192,6 @@ SELECT d.id, d.type, d.key, d.grp, d.priority, 3, d.run_at, d.attempt, d.max_att
 	d.has_deps, d.deps_waiting, d.dep_policy, d.has_dependants, d.batch_id
 FROM d RETURNING id, type, grp, run_at;
 
--- name: complete_members
--- complete for the members of batches, in the finish's transaction (the
--- jobs complete leaves): the same condition and change, set-based; the
--- caller counts them in their batches (engine.BatchesCompleted) in the
--- same transaction, one update per batch, as late as it can, so that the
--- batch row's lock is held little longer than the commit.
--- $1 ids (bigint[]), $2 tokens by id (jsonb), $3 results by id (jsonb of text).
--- Returns id, type, grp, run_at, batch_id.
-WITH d AS (DELETE FROM {{schema}}.jobs j
-	WHERE j.id = ANY($1::bigint[]) AND j.state + 0 = 1 AND NOT j.resubmit AND j.repeat IS NULL
-		AND j.parent_id IS NULL AND NOT j.has_children AND NOT j.has_dependants AND j.batch_id IS NOT NULL AND j.token = $2::jsonb ->> j.id::text
-	RETURNING j.*)
-INSERT INTO {{schema}}.jobs_ended ({{endedColumns}})
-SELECT d.id, d.type, d.key, d.grp, d.priority, 3, d.run_at, d.attempt, d.max_attempts, d.backoff_base, d.backoff_max,
-	d.lease_timeout, NULL, d.token, d.worker, d.cancel_requested, d.resubmit, d.resubmit_at, d.progress, d.created_at,
-	d.started_at, now(), now(), d.retry_after, d.parent_id, d.repeat, d.data, d.next_data,
-	convert_to($3::jsonb ->> d.id::text, 'UTF8'), d.last_error, d.errors, d.meta, d.missed, d.slot, d.has_children, d.bedrock_id, d.prev_started_at, d.run_timeout,
-	d.expires_at, d.expired, d.unique_for, d.debounce,
-	d.has_deps, d.deps_waiting, d.dep_policy, d.has_dependants, d.batch_id
-FROM d RETURNING id, type, grp, run_at, batch_id;
-
 -- name: children
 -- The ids of a parent's unended children (in the hot table), in id order.
 -- $1 parent id.

@@ -444,14 +444,8 @@ func (s *Store) readClaimed(ctx context.Context, jobs []store.Job, snapshot func
 			kept = append(kept, jobs[i])
 		}
 	}
-	// Only jobs added after others read their dependencies' outcomes:
-	// the plain claim pays nothing for them.
-	for i := range kept {
-		if kept[i].HasDeps {
-			if kept[i].Deps, err = s.depsOf(ctx, kept[i].ID); err != nil {
-				return nil, fmt.Errorf("sqlite: accept: %w", err)
-			}
-		}
+	if err := s.depsOfClaimed(ctx, kept); err != nil { // deps.go
+		return nil, fmt.Errorf("sqlite: accept: %w", err)
 	}
 	return kept, nil
 }

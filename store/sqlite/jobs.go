@@ -758,7 +758,11 @@ func (s *Store) Finish(ctx context.Context, ps []store.FinishParams) ([]error, e
 				rest = append(rest, i)
 			}
 		}
-		return engine.Finish(w, ps, results, rest, errs)
+		rest, ended, err := w.completeDependencies(ps, results, rest) // deps.go
+		if err != nil {
+			return err
+		}
+		return engine.Finish(w, ps, results, rest, errs, ended...)
 	})
 	if err != nil {
 		return nil, err

@@ -2,7 +2,10 @@ package postgres_test
 
 import (
 	"context"
+	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/rotajobs/rota/store"
 	"github.com/rotajobs/rota/store/postgres"
@@ -89,5 +92,47 @@ func TestFinishWorkflowRoundTrips(t *testing.T) {
 		if d.State != store.Completed {
 			t.Errorf("the sink sees dependency %d %s, want completed", d.ID, d.State)
 		}
+	}
+}
+
+// TestDepsOfPlan: the read of the dependencies of the jobs an accept
+// hands out probes the indexes by id, whatever the tables' statistics;
+// as a hash join it read the whole of deps and of the hot table at each
+// accept (19 ms a call at 40,000 edges), a cost that grew with the
+// tables (docs/benchmarks.md, "Round 4: workflows").
+func TestDepsOfPlan(t *testing.T) {
+	schema := newSchema(t)
+	st := openIn(t, schema, postgres.Config{})
+	ctx := t.Context()
+	roots, err := st.Add(ctx, []store.AddParams{{Type: "wf"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := make([]store.AddParams, 2000)
+	for i := range ps {
+		ps[i] = store.AddParams{Type: "wf", After: []int64{roots[0].Job.ID}}
+	}
+	mids, err := st.Add(ctx, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int64, 100)
+	for i := range ids {
+		ids[i] = mids[i*20].Job.ID
+	}
+	conn, err := pgx.Connect(ctx, testDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	var plan string
+	if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+postgres.Statement(st, "deps_of"), ids).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plan, `"Seq Scan"`) {
+		t.Errorf("deps_of reads a whole table:\n%s", plan)
 	}
 }

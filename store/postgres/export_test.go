@@ -40,3 +40,6 @@ func WithTracer(cfg Config, tr pgx.QueryTracer) Config {
 	cfg.tracer = tr
 	return cfg
 }
+
+// Statement is the named statement of sql/*.sql, the schema filled in.
+func Statement(s *Store, name string) string { return s.stmt(name) }

@@ -24,6 +24,9 @@ var _ engine.DepsTx = (*txn)(nil)
 // reason), counts them, and returns the items it left and the jobs it
 // completed (for engine.Finish to apply their ends to their dependants).
 func (w *txn) completeDependencies(ps []store.FinishParams, results [][]byte, rest []int) ([]int, []int64, error) {
+	if len(rest) == 0 { // the plain drain's finishes
+		return rest, nil, nil
+	}
 	idx := make(map[int64]int, len(rest)) // id → item, -1 when the id repeats
 	for _, i := range rest {
 		if _, ok := idx[ps[i].ID]; ok {

@@ -179,8 +179,16 @@ func DependantsEnded(tx Tx, ends []lifecycle.Ended) error {
 	}
 	slices.Sort(all)
 	counted := countDown{tx: tx}
+	stale := false // a cancel went down the graph: the rows read may have changed
 	for _, id := range all {
 		d := rs[id]
+		if stale {
+			fresh, err := tx.Lock([]int64{id})
+			if err != nil {
+				return err
+			}
+			d = fresh[id]
+		}
 		plan, ok := lifecycle.DepsEnded(d, of[id], now)
 		if !ok {
 			continue
@@ -189,13 +197,16 @@ func DependantsEnded(tx Tx, ends []lifecycle.Ended) error {
 			continue
 		}
 		// A plan with work beyond its row (a cancel, which ends the job
-		// for its own dependants) sees the rows before it written.
+		// for its own dependants, among them maybe the jobs after it
+		// here) sees the rows before it written, and the rows after it
+		// are read again.
 		if err := counted.flush(); err != nil {
 			return err
 		}
 		if _, _, err := apply(tx, d, &plan, Change{}); err != nil {
 			return fmt.Errorf("job %d after job %d: %w", id, of[id][0].ID, err)
 		}
+		stale = true
 	}
 	return counted.flush()
 }

@@ -163,6 +163,29 @@ func testDeps(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 	})
 
+	t.Run("CascadeReachesASibling", func(t *testing.T) {
+		s := open(t)
+		// A fails; B (after A) is cancelled by its policy, and C runs
+		// anyway after A and B: it learns of both ends in the one finish
+		// of A, one of them through B's cancel, and is pending after it.
+		a := addOne(t, s, store.AddParams{Type: "w"})
+		res := add(t, s,
+			store.AddParams{Type: "w", Key: "b", After: []int64{a.ID}},
+			store.AddParams{Type: "w", Key: "c", After: []int64{a.ID}, AfterKeys: []string{"b"}, OnDepFailure: store.DepRun})
+		b, c := res[0].Job, res[1].Job
+		j := onlyAccept(t, s, "w", a.ID)
+		mustFinish(t, s, store.FinishParams{Lease: lease(j), As: store.Fail, Error: "boom", Permanent: true})
+		wantState(t, get(t, s, b.ID), store.Cancelled)
+		wantState(t, get(t, s, c.ID), store.Pending)
+		got := accept(t, s, store.AcceptParams{Types: []string{"w"}, Limit: 10}).Jobs
+		if !slices.Equal(ids(got), []int64{c.ID}) {
+			t.Fatalf("accepted %v, want %d", ids(got), c.ID)
+		}
+		if d := got[0].Deps; len(d) != 2 || d[0].State != store.Failed || d[1].State != store.Cancelled {
+			t.Errorf("C's deps %+v, want A failed and B cancelled", d)
+		}
+	})
+
 	t.Run("CancelCascades", func(t *testing.T) {
 		s := open(t)
 		res := add(t, s,

@@ -38,20 +38,6 @@ func betaDone(t *testing.T, e *tokenEnv, typ string) store.Job {
 	return res.Job
 }
 
-// betaRunning is a job of beta's that runs (a parent may take children).
-func betaRunning(t *testing.T, e *tokenEnv, typ string) store.Job {
-	t.Helper()
-	ctx := t.Context()
-	if _, err := e.c.Add(ctx, rota.AddParams{Type: typ, Group: "beta", Data: json.RawMessage(`{"secret":"beta-only"}`)}); err != nil {
-		t.Fatal(err)
-	}
-	jobs, err := e.c.Accept(ctx, rota.AcceptParams{Types: []string{typ}, Limit: 1})
-	if err != nil || len(jobs) != 1 {
-		t.Fatalf("accept beta's job: %v %v", jobs, err)
-	}
-	return jobs[0]
-}
-
 // sameAsMissing fails unless got (naming id) reads as missing (naming
 // 987654321) does, word for word.
 func sameAsMissing(t *testing.T, what string, got, missing reply, id int64) {
@@ -65,16 +51,14 @@ func sameAsMissing(t *testing.T, what string, got, missing reply, id int64) {
 
 // TestTokenCallbackNamesNoOtherJob: a batch's callback is added when the
 // batch is done, by whichever worker ends its last member; the jobs it
-// names (after, parent) are those of the token that added the batch, and
-// one out of its reach is refused when the batch is added, as a missing
-// one. Before, acme's callback waited on beta's job and was given its
-// result on accept, or became a child of beta's job and was given its
-// data.
+// names (after) are those of the token that added the batch, and one out
+// of its reach is refused when the batch is added, as a missing one.
+// Before, acme's callback waited on beta's job and was given its result
+// on accept. (A callback cannot name a parent at all.)
 func TestTokenCallbackNamesNoOtherJob(t *testing.T) {
 	e := newTokenEnv(t)
 	ctx := t.Context()
 	done := betaDone(t, e, "mail.beta-done")
-	parent := betaRunning(t, e, "mail.beta-parent")
 	for _, c := range []struct {
 		name  string
 		field string
@@ -82,7 +66,6 @@ func TestTokenCallbackNamesNoOtherJob(t *testing.T) {
 		extra map[string]any
 	}{
 		{"after", "after", done.ID, map[string]any{"on_dep_failure": "run"}},
-		{"parent", "parent", parent.ID, nil},
 	} {
 		for _, which := range []string{"on_complete", "on_success"} {
 			for _, open := range []bool{false, true} {

@@ -87,7 +87,11 @@ type NewBatch struct {
 	// OnComplete, when set, is added once every member has ended, however
 	// it ended; OnSuccess once every member completed. Each callback's
 	// data is a JSON object, to which the batch is added under "batch":
-	// {"id", "counts", "callback": "complete" or "success"}.
+	// {"id", "counts", "callback": "complete" or "success"}. A callback
+	// may run after other jobs (After), not as a child (Parent): it is
+	// added when the batch is done, when a parent may have ended. A job
+	// it runs after that is removed (or retired) before then counts as
+	// removed, and its OnDepFailure applies.
 	OnComplete *AddParams
 	OnSuccess  *AddParams
 	// Open keeps the batch open for more jobs (AddParams.Batch) until

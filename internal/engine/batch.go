@@ -82,6 +82,10 @@ func moveBatch(tx Tx, id int64, d store.BatchCounts, close bool) (bool, error) {
 	}
 	var complete, success int64
 	if len(adds) > 0 {
+		gone, err := callbackAfter(tx, adds)
+		if err != nil {
+			return false, fmt.Errorf("batch %d: callback: %w", id, err)
+		}
 		adds, datas, err := check.Adds(adds)
 		if err != nil {
 			return false, fmt.Errorf("batch %d: callback: %w", id, err)
@@ -91,6 +95,9 @@ func moveBatch(tx Tx, id int64, d store.BatchCounts, close bool) (bool, error) {
 			return false, fmt.Errorf("batch %d: callback: %w", id, err)
 		}
 		for i, name := range which {
+			if err := callbackDepGone(tx, &adds[i], res[i], gone[i]); err != nil {
+				return false, fmt.Errorf("batch %d: callback: %w", id, err)
+			}
 			if name == lifecycle.CallbackComplete {
 				complete = res[i].Job.ID
 			} else {
@@ -99,6 +106,52 @@ func moveBatch(tx Tx, id int64, d store.BatchCounts, close bool) (bool, error) {
 		}
 	}
 	return true, bt.EndBatch(id, complete, success)
+}
+
+// callbackAfter leaves out of each callback's dependencies the jobs that
+// no longer exist (lifecycle.CallbackAfter), and returns the first gone
+// of each (nil: none), so that a callback whose dependency was removed
+// while the batch ran is still added, under its policy, and the finish
+// that ends the batch is not refused for it.
+func callbackAfter(tx Tx, adds []store.AddParams) ([]*lifecycle.Ended, error) {
+	gone := make([]*lifecycle.Ended, len(adds))
+	for i := range adds {
+		p := &adds[i]
+		if len(p.After) == 0 {
+			continue
+		}
+		rows, err := tx.Lock(p.After)
+		if err != nil {
+			return nil, err
+		}
+		p.After, gone[i] = lifecycle.CallbackAfter(p.After, rows)
+	}
+	return gone, nil
+}
+
+// callbackDepGone applies a callback's policy to a dependency gone before
+// it was added (lifecycle.Settle): under DepCancel it is cancelled, saying
+// which; under DepRun it waits for the rest only, as it was added.
+func callbackDepGone(tx Tx, p *store.AddParams, res store.AddResult, gone *lifecycle.Ended) error {
+	if gone == nil || p.OnDepFailure != store.DepCancel || res.Job.State.Terminal() {
+		return nil
+	}
+	id := res.Job.ID
+	rs, err := tx.Lock([]int64{id})
+	if err != nil {
+		return err
+	}
+	now, err := tx.Now()
+	if err != nil {
+		return err
+	}
+	r := rs[id]
+	plan, ok := lifecycle.Settle(r, gone, now)
+	if !ok {
+		return nil
+	}
+	_, _, err = apply(tx, r, &plan, Change{})
+	return err
 }
 
 // widenBatch adds the type and group a member moves to (an update) to its

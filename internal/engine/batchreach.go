@@ -24,11 +24,10 @@ func CreateBatch(tx Tx, nb *store.NewBatch, reach *store.Reach) (int64, error) {
 		if cb.p == nil {
 			continue
 		}
-		ids := lifecycle.CallbackIDs(cb.p)
-		if len(ids) == 0 {
+		if len(cb.p.After) == 0 {
 			continue
 		}
-		rows, err := tx.Lock(ids)
+		rows, err := tx.Lock(cb.p.After)
 		if err != nil {
 			return 0, err
 		}

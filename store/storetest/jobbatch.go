@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,6 +173,48 @@ func testJobBatches(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 		_, err = s.Add(t.Context(), []store.AddParams{{Type: "member", Batch: b.ID}})
 		wantErr(t, "joining a done batch", err, store.ErrFinished)
+	})
+
+	// A callback runs after jobs named when the batch was added; one of
+	// them removed before the batch is done counts as removed (its
+	// policy applies), and the member that ends the batch still finishes.
+	// A callback cannot be a child: its parent may have ended by then.
+	t.Run("CallbackAfterRemoved", func(t *testing.T) {
+		s := open(t)
+		bs := batchesOf(t, s)
+		res, err := s.Add(t.Context(), []store.AddParams{{Type: "dep"}, {Type: "dep"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gone, kept := res[0].Job.ID, res[1].Job.ID
+		b, _, err := bs.AddBatch(t.Context(), store.NewBatch{
+			Jobs:       []store.AddParams{{Type: "member"}},
+			OnComplete: &store.AddParams{Type: "cb", After: []int64{gone, kept}},
+			OnSuccess:  &store.AddParams{Type: "cb", After: []int64{gone, kept}, OnDepFailure: store.DepRun},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs, err := s.Remove(t.Context(), []int64{gone}); err != nil || errs[0] != nil {
+			t.Fatalf("Remove(%d): %v %v", gone, err, errs)
+		}
+		runAll(t, s, "member", completeAll) // fails the test if a finish is refused
+		b = getBatch(t, bs, b.ID)
+		if !b.Done || b.CompleteJob == 0 || b.SuccessJob == 0 {
+			t.Fatalf("batch after its member ended: %+v; want done with both callbacks", b)
+		}
+		if j := get(t, s, b.CompleteJob); j.State != store.Cancelled || !strings.Contains(j.LastError, "removed") {
+			t.Errorf("on_complete after a removed job (cancel): %s %q; want cancelled, saying the dependency was removed", j.State, j.LastError)
+		}
+		if j := get(t, s, b.SuccessJob); j.State != store.Waiting {
+			t.Errorf("on_success after a removed job (run anyway) and a pending one: %s; want waiting for the pending one", j.State)
+		}
+		runAll(t, s, "dep", completeAll)
+		if j := get(t, s, b.SuccessJob); j.State != store.Pending {
+			t.Errorf("on_success once its remaining dependency completed: %s; want pending", j.State)
+		}
+		_, _, err = bs.AddBatch(t.Context(), store.NewBatch{OnComplete: &store.AddParams{Type: "cb", Parent: kept}})
+		wantErr(t, "a callback with a parent", err, store.ErrInvalid)
 	})
 
 	t.Run("NoSuccessWhenOneFails", func(t *testing.T) {
@@ -492,8 +535,8 @@ func testJobBatches(t *testing.T, open func(t *testing.T) store.Store) {
 		if _, err := bs.GetBatch(store.WithReach(t.Context(), reachOf(t, []string{"acme-1"}, nil)), empty.ID); err != nil {
 			t.Errorf("acme-1's reach, once acme-1's job joined: %v", err)
 		}
-		// Callbacks: globex's job is a missing one to acme, as dependency
-		// or parent; acme's own is taken.
+		// Callbacks: globex's job is a missing one to acme, as a
+		// dependency; acme's own is taken.
 		res, err := s.Add(t.Context(), []store.AddParams{{Type: "w", Group: "globex-1"}, {Type: "w", Group: "acme-1"}})
 		if err != nil {
 			t.Fatal(err)
@@ -502,7 +545,6 @@ func testJobBatches(t *testing.T, open func(t *testing.T) store.Store) {
 		for _, cb := range []store.AddParams{
 			{Type: "cb", Group: "acme-1", After: []int64{theirs}, OnDepFailure: store.DepRun},
 			{Type: "cb", Group: "acme-1", After: []int64{mine, theirs}},
-			{Type: "cb", Group: "acme-1", Parent: theirs},
 		} {
 			for _, open := range []bool{false, true} {
 				if _, _, err := bs.AddBatch(acme, store.NewBatch{Open: open, OnComplete: &cb}); !errors.Is(err, store.ErrNotFound) {

@@ -7,7 +7,7 @@ from ._base import Model, RotaError
 
 API_VERSION = "1"
 # The SHA-256 of the document this module was generated from.
-OPENAPI_SHA256 = "40cee47ec9c20131267fb7e36e8a425e52d573158639b0cd35cf4bf815b77a3e"
+OPENAPI_SHA256 = "ca8eba97ea0704266d3e8e7be16c97215ed9b9d9e4755ce457f92ba296486da0"
 
 # What a job added after others does when one of them fails for good, is cancelled or is removed.
 DEP_POLICIES = ("cancel", "run")

@@ -395,7 +395,10 @@ export interface BatchRequest {
     /**
      * A job added once every member has ended, however it ended, exactly once. Its
      * data (a JSON object) gets the batch under "batch": {"id", "counts",
-     * "callback": "complete"}; it may not have a field "batch" of its own.
+     * "callback": "complete"}; it may not have a field "batch" of its own. It may
+     * run after other jobs (after; one removed before the batch is done counts as
+     * removed, and its on_dep_failure applies), not as a child: a parent is
+     * refused (invalid), since it may have ended by then.
      */
     on_complete?: AddRequest;
     /**

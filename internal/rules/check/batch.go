@@ -51,6 +51,11 @@ func Callback(what string, p *store.AddParams) (*store.AddParams, error) {
 	if c.Batch != 0 {
 		return nil, Invalidf("%s names batch %d: a callback is not a member of a batch", what, c.Batch)
 	}
+	// A child is added while its parent runs; a callback is added when
+	// the batch is done, by then its parent may have ended.
+	if c.Parent != 0 {
+		return nil, Invalidf("%s: parent: a callback cannot be a child (of job %d): it is added when the batch is done, when its parent may have ended; name the job in after instead", what, c.Parent)
+	}
 	data, err := Add(&c)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)

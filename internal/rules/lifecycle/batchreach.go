@@ -3,15 +3,15 @@ package lifecycle
 import (
 	"fmt"
 
-	"github.com/rotajobs/rota/internal/rules/check"
 	"github.com/rotajobs/rota/store"
 )
 
 // CallbackNames checks the jobs that batch callback cb (named what:
-// on_complete, on_success) names, its dependencies (After) and its parent,
-// with their rows as the batch's adder finds them (rows; nil for a missing
-// one): each must be in the adder's reach, and one out of it is answered
-// as a missing one, as an add's are (AddAfter, AddChild). The callback is
+// on_complete, on_success) names, its dependencies (After; a callback has
+// no parent: check.Callback), with their rows as the batch's adder finds
+// them (rows; nil for a missing one): each must be in the adder's reach,
+// and one out of it is answered as a missing one, as an add's are
+// (AddAfter). The callback is
 // added later, when the batch is done, by whoever ends its last member,
 // so it is checked now, for the caller that adds the batch: ids are never
 // reused and no job changes group, so what is in reach now stays so.
@@ -19,17 +19,25 @@ func CallbackNames(what string, cb *store.AddParams, rows map[int64]*Row, reach 
 	if _, _, err := AddAfter(cb.After, rows, reach); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	if cb.Parent != 0 && Reached(rows[cb.Parent], reach) == nil {
-		return fmt.Errorf("%s: %w", what, check.JobErrorf(store.ErrNotFound, "parent job %d does not exist", cb.Parent))
-	}
 	return nil
 }
 
-// CallbackIDs are the jobs callback cb names (CallbackNames).
-func CallbackIDs(cb *store.AddParams) []int64 {
-	ids := append([]int64(nil), cb.After...)
-	if cb.Parent != 0 {
-		ids = append(ids, cb.Parent)
+// CallbackAfter splits the dependencies of a callback about to be added,
+// when its batch is done (rows: theirs now, nil for a missing one), into
+// those that still exist and the first that does not (nil: none). A job
+// named when the batch was added may since have been removed, or retired
+// after it ended: it counts as removed (Ended.Removed), so the callback's
+// policy applies (Settle), where an add by a caller naming a missing job
+// is refused (AddAfter).
+func CallbackAfter(after []int64, rows map[int64]*Row) (kept []int64, gone *Ended) {
+	for _, id := range after {
+		if rows[id] == nil {
+			if gone == nil {
+				gone = &Ended{ID: id, Removed: true}
+			}
+			continue
+		}
+		kept = append(kept, id)
 	}
-	return ids
+	return kept, gone
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -125,6 +126,9 @@ func (a *acceptor) load(q *queue, r rows) ([]*fair.Group, error) {
 				l |= hasRate
 			}
 			if l != 0 {
+				if old, ok := a.s.limited.Load(q.Type); ok {
+					l |= old.(limits) & binds
+				}
 				a.s.limited.Store(q.Type, l)
 			} else {
 				a.s.limited.Delete(q.Type)
@@ -389,7 +393,14 @@ func servedSQL(src string) string {
 // virtual clock's new turn (rotajobs.vclock, for vclockIfRanOutSQL), which
 // run after it in the same round trip. So an accept that one group serves
 // whole is one round trip.
-var headSQL = `WITH hd AS (` + headTurnsSQL + `),
+var headSQL = headClaimSQL("", headTurnsSQL, "", "")
+
+// headClaimSQL is headSQL's statement: pre are CTEs before hd (each ending
+// with a comma), hd the group it serves (a row of headTurnsSQL's columns,
+// or none), post more CTEs after gu, and where more conditions of the
+// claim (with no reference to the rows).
+func headClaimSQL(pre, hd, post, where string) string {
+	return `WITH ` + pre + `hd AS (` + hd + `),
 r AS (SELECT j.id FROM rota.jobs j
 	WHERE j.state = 0 AND j.attempt > 0 AND j.type = $1 AND j.grp = (SELECT hd.grp FROM hd) AND j.run_at <= coalesce($3::timestamptz, now())
 		AND (j.expires_at IS NULL OR j.expires_at > now())
@@ -402,7 +413,7 @@ picked AS (SELECT id FROM r UNION ALL SELECT id FROM f),
 lt AS (SELECT coalesce($4::bigint, (SELECT nullif(y.lease_timeout, 0) FROM rota.types y WHERE y.name = $1), $5::bigint) AS us,
 	(SELECT nullif(y.run_timeout, 0) FROM rota.types y WHERE y.name = $1) AS tt),
 gu AS (UPDATE rota.groups g SET pending = g.pending - x.n, turn = g.turn + x.n / hd.w, band_count = g.band_count + x.n
-	FROM (SELECT count(*) AS n FROM picked) x, hd WHERE g.type = $1 AND g.grp = hd.grp AND x.n > 0)
+	FROM (SELECT count(*) AS n FROM picked) x, hd WHERE g.type = $1 AND g.grp = hd.grp AND x.n > 0)` + post + `
 UPDATE rota.jobs j SET state = 1, token = translate(gen_random_uuid()::text, '-', ''), worker = $6,
 	lease_timeout = coalesce(j.retry_after, lt.us), lease_until = now() + least(coalesce(j.retry_after, lt.us), coalesce(j.run_timeout, lt.tt)) * interval '1 microsecond',
 	run_limit = coalesce(j.run_timeout, lt.tt),
@@ -411,16 +422,69 @@ UPDATE rota.jobs j SET state = 1, token = translate(gen_random_uuid()::text, '-'
 FROM lt WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL
 	AND (SELECT set_config('rotajobs.short', ((SELECT count(*) FROM picked) < $2)::text, true)) IS NOT NULL
 	AND (SELECT set_config('rotajobs.vclock', coalesce((SELECT (hd.turn + x.n / hd.w - 1 / hd.w)::text
-		FROM hd, (SELECT count(*) AS n FROM picked) x WHERE x.n > 0 AND x.n >= hd.pending), ''), true)) IS NOT NULL
+		FROM hd, (SELECT count(*) AS n FROM picked) x WHERE x.n > 0 AND x.n >= hd.pending), ''), true)) IS NOT NULL` + where + `
 RETURNING ` + claimedColumns + `, 1::bigint, (SELECT hd.n FROM hd)`
+}
 
-// headTurnsSQL is the group headSQL serves, for type $1: the first group
+// headLimitedSQL is headSQL for a type with a bound on its running jobs
+// (max_running) or a rate that cannot bind this accept: $7 is the type's
+// lock key. It takes the type's lock (lock_type_tokens, and lock_type
+// for a bound: functions whose reads take a snapshot after the lock, so
+// they see every claim and every bucket written before), refills the
+// bucket by the database's clock (refillSQL: fair.Rate.Refill), and
+// serves the first group as headSQL does only when the accept cannot
+// reach either limit even if it claims all $2 jobs: whole tokens ≥ $2 + 1
+// (so the bucket still holds a token after, and the accept has no next
+// token to report) and max_running − running ≥ $2. It then writes back
+// the tokens it spent, in the same statement and under the same lock that
+// later accepts of the type take, on any node. Otherwise it claims
+// nothing and notes rotajobs.binding = 'true' (bindingSQL reads it), and
+// the accept goes on in a transaction under the lock (the rounds), where
+// the tokens and the bound are shared between the groups in turn order.
+var headLimitedSQL = headClaimSQL(`cfg AS MATERIALIZED (SELECT y.max_running AS mx, y.rate_n AS rn, y.rate_per AS rp, `+burstSQL("y")+` AS burst
+	FROM rota.types y WHERE y.name = $1 AND y.bands_high + y.bands_low = 0 AND y.group_max_running = 0 AND NOT y.paused),
+lk AS MATERIALIZED (SELECT cfg.*, tk.tokens, tk.refilled_at, tk.now_us,
+		CASE WHEN cfg.mx > 0 THEN rota.lock_type($1, $7) ELSE 0 END AS running
+	FROM cfg, rota.lock_type_tokens($1, $7) tk),
+bk AS MATERIALIZED (SELECT lk.*, `+refillSQL("lk")+` FROM lk),
+gate AS MATERIALIZED (SELECT bk.* FROM bk
+	WHERE (bk.rn <= 0 OR bk.rp <= 0 OR floor(bk.t + 1e-9) >= $2::bigint + 1) AND (bk.mx <= 0 OR bk.mx - bk.running >= $2::bigint)),
+`, `SELECT h.* FROM (`+headTurnsOfSQL+`) h WHERE EXISTS (SELECT FROM gate)`, `,
+tu AS (UPDATE rota.types y SET tokens = greatest(gate.t - x.n, 0), refilled_at = gate.at
+	FROM gate, (SELECT count(*) AS n FROM picked) x WHERE y.name = $1 AND gate.rn > 0 AND gate.rp > 0 AND x.n > 0)`, `
+	AND (SELECT set_config('rotajobs.binding', (NOT EXISTS (SELECT FROM gate))::text, true)) IS NOT NULL`)
+
+// bindingSQL reads what the headLimitedSQL before it in the same round
+// trip noted: whether a limit left the head step to the rounds.
+const bindingSQL = `SELECT coalesce(current_setting('rotajobs.binding', true), '') = 'true'`
+
+// burstSQL is store.Rate.BurstOf in SQL, on the rate columns of rel:
+// the burst set, else the rate's N for a rate per second, else 1.
+func burstSQL(rel string) string {
+	return strings.ReplaceAll(`CASE WHEN REL.burst > 0 THEN REL.burst WHEN REL.rate_per = 1000000 THEN REL.rate_n ELSE 1 END`, "REL", rel)
+}
+
+// refillSQL is fair.Rate.Refill in SQL, on the columns of rel: a bucket of
+// rn jobs per rp µs up to burst, holding tokens at refilled_at (µs since
+// the epoch; 0: never, a full bucket), read at now_us. It gives t, the
+// tokens at at, and at, the refill's time: now_us, or refilled_at when
+// the clock reads earlier (another node's transaction began first).
+// TestRefillSQL runs both on random buckets.
+func refillSQL(rel string) string {
+	return strings.ReplaceAll(`CASE WHEN REL.rn <= 0 OR REL.rp <= 0 THEN 0::float8
+		WHEN REL.refilled_at = 0 THEN REL.burst::float8
+		WHEN REL.now_us <= REL.refilled_at THEN least(REL.tokens, REL.burst::float8)
+		ELSE least(REL.tokens + (REL.now_us - REL.refilled_at)::float8 / 1e6 * REL.rn::float8 / (REL.rp::float8 / 1e6), REL.burst::float8) END AS t,
+	CASE WHEN REL.refilled_at <> 0 AND REL.now_us <= REL.refilled_at THEN REL.refilled_at ELSE REL.now_us END AS at`, "REL", rel)
+}
+
+// headTurnsOfSQL is the group the head step serves, for type $1: the first group
 // in turn order with pending jobs (grp, turn, pending, its weight w) and n,
 // how many turns in a row it wins against the next group, at most $2 and
 // its pending jobs: fair.TurnsWon in SQL (TestHeadTurnsWon runs both on
-// random groups). It gives no row when the group or the type has a bound
-// or a counting scheme, which the rounds serve.
-const headTurnsSQL = `SELECT g.grp, g.turn, g.pending, w.w, greatest(1, least($2::bigint, g.pending, CASE
+// random groups). It gives no row when the group has a bound or a rate,
+// which the rounds serve.
+const headTurnsOfSQL = `SELECT g.grp, g.turn, g.pending, w.w, greatest(1, least($2::bigint, g.pending, CASE
 		WHEN r.grp IS NULL THEN $2::bigint
 		WHEN g.grp < r.grp THEN floor((r.turn - g.turn) * w.w + 1e-9)::bigint + 1
 		ELSE ceil((r.turn - g.turn) * w.w - 1e-9)::bigint END)) AS n
@@ -430,7 +494,11 @@ const headTurnsSQL = `SELECT g.grp, g.turn, g.pending, w.w, greatest(1, least($2
 	CROSS JOIN LATERAL (SELECT coalesce(
 		(SELECT c.weight FROM rota.group_config c WHERE c.grp = g.grp AND c.type = $1 AND c.weight > 0),
 		(SELECT c.weight FROM rota.group_config c WHERE c.grp = g.grp AND c.type = '' AND c.weight > 0), 1) AS w) w
-	WHERE NOT EXISTS (SELECT FROM rota.group_config c WHERE c.grp = g.grp AND (c.type = $1 OR c.type = '') AND (c.max_running > 0 OR c.paused OR c.rate_n > 0))
+	WHERE NOT EXISTS (SELECT FROM rota.group_config c WHERE c.grp = g.grp AND (c.type = $1 OR c.type = '') AND (c.max_running > 0 OR c.paused OR c.rate_n > 0))`
+
+// headTurnsSQL is headTurnsOfSQL for a type without settings that the
+// rounds serve (headLimitedSQL checks the type's itself).
+const headTurnsSQL = headTurnsOfSQL + `
 		AND NOT EXISTS (SELECT FROM rota.types y WHERE y.name = $1 AND (y.bands_high + y.bands_low > 0 OR y.group_max_running > 0 OR y.max_running > 0 OR y.paused OR y.rate_n > 0))`
 
 // vclockIfRanOutSQL moves the type's virtual clock ($1) to the turn that
@@ -1042,15 +1110,22 @@ func (a *acceptor) clock(g *fair.Group, v float64) {
 	}
 }
 
-// head runs an accept's first step for one type (headSQL) and, when that
-// leaves the accept short, reads the first page of its groups, in one
-// round trip. The page shows the groups after the claim.
-func (a *acceptor) head(q *queue) error {
+// head runs an accept's first step for one type (headSQL, or
+// headLimitedSQL for a type with limits, l) and, when that leaves the
+// accept short, reads the first page of its groups, in one round trip.
+// The page shows the groups after the claim.
+func (a *acceptor) head(q *queue, l limits) error {
 	b := &pgx.Batch{}
 	folds := a.s.queueFold(b, a.fold)
 	a.fold = nil
 	b.Queue(hotPlanSQL)
-	b.Queue(a.s.q(headSQL), append([]any{q.Type, a.p.Limit, optTime(a.p.DueBy)}, a.lease...)...)
+	args := append([]any{q.Type, a.p.Limit, optTime(a.p.DueBy)}, a.lease...)
+	if l == 0 {
+		b.Queue(a.s.q(headSQL), args...)
+	} else {
+		b.Queue(a.s.q(headLimitedSQL), append(args, hash64("type", a.s.cfg.Schema, q.Type))...)
+		b.Queue(bindingSQL)
+	}
 	b.Queue(a.s.q(vclockIfRanOutSQL), q.Type)
 	b.Queue(a.s.q(pageIfShortSQL), q.pageArgs()...)
 	b.Queue(a.s.q(nextRunIfShortSQL), []string{q.Type})
@@ -1084,6 +1159,15 @@ func (a *acceptor) head(q *queue) error {
 	r.Close()
 	if err := r.Err(); err != nil {
 		return err
+	}
+	if l != 0 {
+		var binding bool
+		if err := br.QueryRow().Scan(&binding); err != nil {
+			return fmt.Errorf("lock type %q: %w", q.Type, err)
+		}
+		if binding { // the next accepts take the lock first, until it no longer binds
+			a.s.limited.Store(q.Type, l|binds)
+		}
 	}
 	if _, err := br.Exec(); err != nil {
 		return fmt.Errorf("virtual clock: %w", err)
@@ -1138,7 +1222,25 @@ type limits uint8
 const (
 	hasBound limits = 1 << iota
 	hasRate
+	// binds: the type's last accept found a limit close to binding (or
+	// could not tell), so its next accept takes the type's lock in a
+	// transaction (headLocked) rather than try the head step under it
+	// (headLimitedSQL).
+	binds
 )
+
+// roomy reports whether q's limits, as a locked accept of q leaves them,
+// let the next accept of up to limit jobs claim in the head step
+// (headLimitedSQL's test, by this accept's reading).
+func (q *queue) roomy(limit int) bool {
+	if b := q.bound; b != nil && (!b.Exact || b.Max-b.Running < int64(limit)) {
+		return false
+	}
+	if r := q.rate; r != nil && (!r.Exact || math.Floor(r.Left()+1e-9) < float64(limit)+1) {
+		return false
+	}
+	return true
+}
 
 // headLocked is an accept's first step for a type its last accept found
 // with a bound or a rate (l), which headSQL leaves to the rounds: it
@@ -1515,11 +1617,15 @@ func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []str
 			if err := a.begin(); err != nil {
 				return err
 			}
-		} else if l, ok := s.limited.Load(names[0]); ok {
-			if err := a.headLocked(queues[0], l.(limits)); err != nil {
+		} else if l, ok := s.limited.Load(names[0]); ok && l.(limits)&binds != 0 {
+			if err := a.headLocked(queues[0], l.(limits)&^binds); err != nil {
 				return err
 			}
-		} else if err := a.head(queues[0]); err != nil {
+		} else if ok {
+			if err := a.head(queues[0], l.(limits)); err != nil {
+				return err
+			}
+		} else if err := a.head(queues[0], 0); err != nil {
 			return err
 		}
 		headJobs := len(a.jobs)
@@ -1567,6 +1673,18 @@ func (s *Store) claimOnce(ctx context.Context, p store.AcceptParams, names []str
 		return a.jobs, nil, time.Time{}, err
 	}
 	s.committed(a.t.changes)
+	if len(queues) == 1 && a.typeLocked {
+		// What the type's limits left, read under its lock, tells
+		// whether the next accept may try the head step.
+		q := queues[0]
+		if l, ok := s.limited.Load(q.Type); ok {
+			if q.roomy(p.Limit) {
+				s.limited.CompareAndSwap(q.Type, l, l.(limits)&^binds)
+			} else {
+				s.limited.CompareAndSwap(q.Type, l, l.(limits)|binds)
+			}
+		}
+	}
 	return a.jobs, a.next, a.tokenAt, nil
 }
 

@@ -25,6 +25,19 @@ func (s *Store) HeadTurns(ctx context.Context, typ string, want int64) (grp stri
 	return grp, n, err == nil, err
 }
 
+// Refill runs refillSQL and burstSQL, the head step's token bucket, on
+// one bucket: rate n per per µs with burst (0: the default), holding tokens
+// at refilled at (µs; 0: never), read at now (µs). It returns the tokens
+// and the refill's time.
+func (s *Store) Refill(ctx context.Context, n, per, burst int64, tokens float64, at, now int64) (float64, int64, error) {
+	var t float64
+	var tAt int64
+	err := s.pool.QueryRow(ctx, `SELECT `+refillSQL("v")+` FROM (SELECT rn, rp, `+burstSQL("c")+` AS burst, tokens, refilled_at, now_us
+		FROM (VALUES ($1::bigint, $2::bigint, $3::bigint, $4::float8, $5::bigint, $6::bigint)) AS c(rate_n, rate_per, burst, tokens, refilled_at, now_us),
+		LATERAL (SELECT c.rate_n AS rn, c.rate_per AS rp) r) v`, n, per, burst, tokens, at, now).Scan(&t, &tAt)
+	return t, tAt, err
+}
+
 // CopyColumns are the columns a copy carries by table, and what it leaves
 // out, for TestCopyCoversSchema.
 func CopyColumns() (map[string][]string, map[string]string) { return copyColumns, notCopied }

@@ -44,10 +44,15 @@ func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEnd
 }
 
 // TestAcceptRoundTrips counts the round trips of an accept that one group
-// serves whole: one for a type with no rate and no bound, and three for a
-// type with both (docs/benchmarks.md, "What a rate costs when it does not
-// bind": they are what the drain pays for rates and bounds that do not
-// bind).
+// serves whole: one for a type with no rate and no bound, and one for a
+// type with both when neither can bind (the head step takes the type's
+// lock, checks and charges them in SQL: headLimitedSQL); they are what
+// the drain pays for rates and bounds that do not bind
+// (docs/benchmarks.md, "Round 4: flow control that does not bind"). A
+// bound close to binding costs the accept that finds it so five (the head
+// step that declines, then the locked transaction's three, and a page of
+// groups read again after its claim), and the accepts after it three,
+// until it no longer binds; the bound holds.
 func TestAcceptRoundTrips(t *testing.T) {
 	rt := &roundTrips{}
 	st := openIn(t, newSchema(t), postgres.WithTracer(postgres.Config{MaxConns: 1}, rt))
@@ -55,7 +60,10 @@ func TestAcceptRoundTrips(t *testing.T) {
 	if err := st.SetTypeConfig(ctx, store.TypeConfig{Type: "limited", Rate: store.Rate{N: 1_000_000, Per: time.Second}, Burst: 1_000_000, MaxRunning: 100_000}); err != nil {
 		t.Fatal(err)
 	}
-	for _, typ := range []string{"plain", "limited"} {
+	if err := st.SetTypeConfig(ctx, store.TypeConfig{Type: "rated", Rate: store.Rate{N: 1_000, Per: time.Minute}, Burst: 1_000}); err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []string{"plain", "limited", "rated"} {
 		ps := make([]store.AddParams, 100)
 		for i := range ps {
 			ps[i] = store.AddParams{Type: typ}
@@ -64,24 +72,55 @@ func TestAcceptRoundTrips(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	accept := func(typ string) (int, int64) {
+		t.Helper()
+		before := rt.n.Load()
+		res, err := st.Accept(context.WithValue(ctx, counted{}, true), store.AcceptParams{Types: []string{typ}, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(res.Jobs), rt.n.Load() - before
+	}
 	for _, c := range []struct {
 		typ  string
 		want int64
-	}{{"plain", 1}, {"limited", 3}} {
+	}{{"plain", 1}, {"limited", 1}, {"rated", 1}} {
 		for i := range 3 { // the first accept of a connection prepares its statements
-			before := rt.n.Load()
-			res, err := st.Accept(context.WithValue(ctx, counted{}, true), store.AcceptParams{Types: []string{c.typ}, Limit: 10})
-			if err != nil {
-				t.Fatal(err)
+			n, got := accept(c.typ)
+			if n != 10 {
+				t.Fatalf("%s: accepted %d jobs, want 10", c.typ, n)
 			}
-			if len(res.Jobs) != 10 {
-				t.Fatalf("%s: accepted %d jobs, want 10", c.typ, len(res.Jobs))
-			}
-			got := rt.n.Load() - before
 			t.Logf("%s: accept %d: %d round trips", c.typ, i, got)
 			if i > 0 && got > c.want {
 				t.Errorf("%s: an accept took %d round trips, want at most %d", c.typ, got, c.want)
 			}
+		}
+	}
+	// A bound of 25 running jobs: the third accept of 10 finds it close
+	// to binding.
+	if err := st.SetTypeConfig(ctx, store.TypeConfig{Type: "bound", MaxRunning: 25}); err != nil {
+		t.Fatal(err)
+	}
+	ps := make([]store.AddParams, 100)
+	for i := range ps {
+		ps[i] = store.AddParams{Type: "bound"}
+	}
+	if _, err := st.Add(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for i, want := range []struct {
+		jobs int
+		trips int64
+	}{{10, 0}, {10, 1}, {5, 5}, {0, 3}, {0, 3}} {
+		n, got := accept("bound")
+		total += n
+		t.Logf("bound: accept %d: %d jobs, %d round trips", i, n, got)
+		if n != want.jobs {
+			t.Fatalf("bound: accept %d took %d jobs, want %d (%d running, bound 25)", i, n, want.jobs, total)
+		}
+		if want.trips > 0 && got > want.trips {
+			t.Errorf("bound: accept %d took %d round trips, want at most %d", i, got, want.trips)
 		}
 	}
 }

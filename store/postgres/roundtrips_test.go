@@ -110,7 +110,7 @@ func TestAcceptRoundTrips(t *testing.T) {
 	}
 	total := 0
 	for i, want := range []struct {
-		jobs int
+		jobs  int
 		trips int64
 	}{{10, 0}, {10, 1}, {5, 5}, {0, 3}, {0, 3}} {
 		n, got := accept("bound")

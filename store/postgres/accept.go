@@ -46,7 +46,9 @@ import (
 // migration 0014). A type with a rate is served under the same lock, and
 // a group with a rate under its group's, which the accept holds from the
 // read of the token bucket to the commit that writes back what it spent
-// (lock_type_tokens in migration 0020).
+// (lock_type_tokens in migration 0020). When neither the type's bound nor
+// its rate can bind the accept, its first step takes that lock, checks
+// and charges them in the statement that claims (headLimitedSQL).
 
 // queue is one type's groups during one accept (fair.Queue), with the
 // type's bound per group, read with the first page.

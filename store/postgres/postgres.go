@@ -147,7 +147,9 @@ type Store struct {
 	channel string          // NOTIFY channel
 	// limited: the types whose last accept found a bound on their running
 	// jobs or a rate (a limits value), whose next accept takes the type's
-	// lock in its first round trip (acceptor.headLocked)
+	// lock in its first round trip: in the head step (headLimitedSQL), or,
+	// when the limits were close to binding (binds), in the accept's
+	// transaction (acceptor.headLocked)
 	limited sync.Map
 	node    string // this Store's id in notifications
 	pool    *pgxpool.Pool

@@ -63,6 +63,12 @@ var notCopied = map[string]string{
 // Export calls fn with everything the schema holds, from one snapshot (a
 // repeatable-read transaction) (store.Copier).
 func (s *Store) Export(ctx context.Context, size int, fn func(*store.CopyBatch) error) error {
+	// The groups' pending counts are appended (pending_changes) until a
+	// claim or the sweep folds them: a group whose jobs were added since
+	// has no row yet. Folded first, the snapshot's groups are whole.
+	if _, err := s.pool.Exec(ctx, s.stmt("fold_all")); err != nil {
+		return s.wrap("export: fold the groups' pending counts", err)
+	}
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return s.wrap("export", err)

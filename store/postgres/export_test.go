@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/rotajobs/rota/internal/migrate"
@@ -56,3 +57,11 @@ func WithTracer(cfg Config, tr pgx.QueryTracer) Config {
 
 // Statement is the named statement of sql/*.sql, the schema filled in.
 func Statement(s *Store, name string) string { return s.stmt(name) }
+
+// HearPeer notes node's "here" as the LISTEN connection does, without the
+// replay that follows it there (Replay), for tests of what is sent
+// between the two.
+func HearPeer(s *Store, node string) { s.peers.hear(node, "here", time.Now()) }
+
+// Replay is the LISTEN connection's replay after a node's first presence.
+func Replay(s *Store) { s.out.replay() }

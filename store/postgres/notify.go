@@ -239,19 +239,9 @@ func (o *outbox) run() {
 }
 
 func (o *outbox) flush() {
-	o.mu.Lock()
-	batch := o.pending
-	o.pending = nil
-	o.mu.Unlock()
+	now := time.Now()
+	batch := o.take(o.s.peers.present(now), now)
 	if len(batch) == 0 {
-		return
-	}
-	if !o.s.peers.present(time.Now()) {
-		// No other node listens: NOTIFY would only come back to this
-		// node's own listener (31% of rota's CPU at 500 jobs/s, and a
-		// transaction per flush in PostgreSQL). Kept a while for a node
-		// that starts meanwhile (replay).
-		o.keep(batch)
 		return
 	}
 	payloads := encode(o.s.node, batch, o.s.cfg.NotifyMaxPayloads)
@@ -267,6 +257,42 @@ func (o *outbox) flush() {
 	}
 }
 
+// take returns the changes to send now, oldest first: with another node
+// present (present), those kept in the last replayWindow, then those
+// queued since. Alone, it keeps the queued ones (NOTIFY would only come
+// back to this node's own listener: 31% of rota's CPU at 500 jobs/s, and a
+// transaction per flush in PostgreSQL) for a node that starts meanwhile.
+//
+// Kept changes go out in the first send after them, whatever started it
+// (a node's hello, the next commit), so that a job's changes reach the
+// other nodes in the order they committed here: a commit flushed between
+// the moment a node's presence counts and the replay its listener asks for
+// would otherwise go out first, and a subscriber there would see the job
+// completed, then pending or running again (TestKeptChangesGoOutFirst).
+func (o *outbox) take(present bool, now time.Time) []store.Event {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	batch := o.pending
+	o.pending = nil
+	if !present {
+		if len(batch) > 0 {
+			o.keep(batch, now)
+		}
+		return nil
+	}
+	var again []store.Event
+	for _, k := range o.kept {
+		if now.Sub(k.at) <= replayWindow {
+			again = append(again, k.changes...)
+		}
+	}
+	o.kept = nil
+	if len(again) == 0 {
+		return batch
+	}
+	return append(again, batch...)
+}
+
 // replayWindow is how long changes no node was told of are kept for a node
 // that announces itself: its hello may reach this node a little after
 // changes it should hear of committed here.
@@ -277,12 +303,9 @@ type keptChanges struct {
 	changes []store.Event
 }
 
-// keep holds changes flushed while no other node listened, for replay;
-// flush's goroutine alone calls it.
-func (o *outbox) keep(batch []store.Event) {
-	now := time.Now()
-	o.mu.Lock()
-	defer o.mu.Unlock()
+// keep holds changes flushed while no other node listened, for the next
+// send; the caller holds o.mu.
+func (o *outbox) keep(batch []store.Event, now time.Time) {
 	i, n := 0, 0
 	for i < len(o.kept) && now.Sub(o.kept[i].at) > replayWindow {
 		i++
@@ -296,22 +319,10 @@ func (o *outbox) keep(batch []store.Event) {
 	}
 }
 
-// replay sends the changes kept in the last replayWindow: a node just
-// announced itself, and may have listened when they committed.
+// replay wakes the sender: a node just announced itself, and may have
+// listened when the kept changes committed; the next send carries them
+// (take).
 func (o *outbox) replay() {
-	o.mu.Lock()
-	var again []store.Event
-	now := time.Now()
-	for _, k := range o.kept {
-		if now.Sub(k.at) <= replayWindow {
-			again = append(again, k.changes...)
-		}
-	}
-	o.kept = nil
-	if len(again) > 0 && len(o.pending) < maxPending {
-		o.pending = append(again, o.pending...)
-	}
-	o.mu.Unlock()
 	select {
 	case o.wake <- struct{}{}:
 	default:

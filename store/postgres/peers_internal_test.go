@@ -50,28 +50,37 @@ func TestPeers(t *testing.T) {
 	}
 }
 
-// TestOutboxReplay: changes flushed while no node listened go out when one
-// says hello, before those queued since.
+// TestOutboxReplay: changes flushed while no node listened go out in the
+// first send after them, before those queued since, once.
 func TestOutboxReplay(t *testing.T) {
 	o := &outbox{wake: make(chan struct{}, 1)}
-	o.keep([]store.Event{{ID: 1}, {ID: 2}})
+	t0 := time.Now()
+	o.pending = []store.Event{{ID: 1}, {ID: 2}}
+	if got := o.take(false, t0); len(got) != 0 {
+		t.Fatalf("a node alone sent %d changes", len(got))
+	}
 	o.pending = []store.Event{{ID: 3}}
 	o.replay()
-	var ids []int64
-	for _, c := range o.pending {
-		ids = append(ids, c.ID)
-	}
-	if len(ids) != 3 || ids[0] != 1 || ids[1] != 2 || ids[2] != 3 {
-		t.Fatalf("pending after replay: %v, want [1 2 3]", ids)
-	}
 	select {
 	case <-o.wake:
 	default:
 		t.Fatal("replay did not wake the sender")
 	}
-	o.pending = nil
-	o.replay()
-	if len(o.pending) != 0 {
-		t.Fatalf("a second replay sent %d changes again", len(o.pending))
+	var ids []int64
+	for _, c := range o.take(true, t0.Add(time.Second)) {
+		ids = append(ids, c.ID)
+	}
+	if len(ids) != 3 || ids[0] != 1 || ids[1] != 2 || ids[2] != 3 {
+		t.Fatalf("sent after the replay: %v, want [1 2 3]", ids)
+	}
+	if got := o.take(true, t0.Add(time.Second)); len(got) != 0 {
+		t.Fatalf("a second send sent %d changes again", len(got))
+	}
+	// Kept changes older than replayWindow are dropped, not sent.
+	o.pending = []store.Event{{ID: 4}}
+	o.take(false, t0)
+	o.pending = []store.Event{{ID: 5}}
+	if got := o.take(true, t0.Add(replayWindow+time.Second)); len(got) != 1 || got[0].ID != 5 {
+		t.Fatalf("sent %v, want only [5]: 4 was kept longer than replayWindow", got)
 	}
 }

@@ -2,6 +2,8 @@ package postgres_test
 
 import (
 	"context"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -171,5 +173,67 @@ func TestSubscriberOnAnotherNode(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("the subscriber on the other node saw states %v of job %d, want pending, running and completed", states, id)
 		}
+	}
+}
+
+// TestKeptChangesGoOutFirst: changes a node kept while alone reach the
+// other nodes before any later change of the same job, even when a commit
+// is flushed between the moment another node's presence counts and the
+// replay its listener then asks for: a subscriber there saw the job
+// completed, then pending again (e2e TestChaosPostgres's "completed jobs
+// changed again").
+func TestKeptChangesGoOutFirst(t *testing.T) {
+	schema := newSchema(t)
+	a := openIn(t, schema, postgres.Config{})
+	ctx := t.Context()
+	conn, err := pgx.Connect(ctx, testDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{"rota:" + schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+
+	res, err := a.Add(ctx, []store.AddParams{{Type: "kept"}}) // alone: kept, not sent
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res[0].Job.ID
+	time.Sleep(200 * time.Millisecond) // the add is flushed (kept)
+	postgres.HearPeer(a, "b")          // another node's here counts; its replay comes later
+	acc, err := a.Accept(ctx, store.AcceptParams{Types: []string{"kept"}, Limit: 1})
+	if err != nil || len(acc.Jobs) != 1 {
+		t.Fatalf("accept: %d jobs, %v", len(acc.Jobs), err)
+	}
+	if _, err := a.Finish(ctx, []store.FinishParams{{Lease: acc.Jobs[0].Lease(), As: store.Complete}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the claim and the finish are flushed
+	postgres.Replay(a)
+
+	var states []string
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		wctx, cancel := context.WithDeadline(ctx, deadline)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		if err != nil {
+			break // nothing more within the deadline
+		}
+		for line := range strings.SplitSeq(n.Payload, "\n") {
+			f := strings.Split(line, "\t")
+			if len(f) > 3 && f[0] == "c" && f[1] == strconv.FormatInt(id, 10) {
+				states = append(states, f[2])
+			}
+		}
+	}
+	want := []string{
+		strconv.Itoa(int(store.Pending)),
+		strconv.Itoa(int(store.Running)),
+		strconv.Itoa(int(store.Completed)),
+	}
+	if !slices.Equal(states, want) {
+		t.Fatalf("job %d's changes were sent with states %v, want %v (added, claimed, completed, in that order)", id, states, want)
 	}
 }

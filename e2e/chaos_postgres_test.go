@@ -78,6 +78,6 @@ func TestChaosPostgres(t *testing.T) {
 	missing, unfinished := checkLedger(t, clients[0], ids, 90*time.Second)
 	spans, _, overlaps := checkOverlaps(t, runs)
 	twice, reverted := done.check(t)
-	fmt.Printf("chaos: PostgreSQL restarted and crashed under 2 nodes; %d jobs acknowledged (%d adds refused while it was down), %d runs; lost = %d, unfinished = %d, overlaps = %d, stale completions = %d, reverted = %d\n",
-		len(ids), failedAdds, spans, len(missing), len(unfinished), overlaps, twice, reverted)
+	fmt.Printf("chaos: PostgreSQL restarted and crashed under 2 nodes; %d jobs acknowledged (%d adds refused while it was down), %d runs; lost = %d, unfinished = %d, overlaps = %d, stale completions = %d, reverted = %d, adds delivered after their completion = %d\n",
+		len(ids), failedAdds, spans, len(missing), len(unfinished), overlaps, twice, reverted, done.late())
 }

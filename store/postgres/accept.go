@@ -1767,16 +1767,20 @@ func (s *Store) Accept(ctx context.Context, p store.AcceptParams) (store.AcceptR
 
 // returnsHead reports whether the accept hands out what its first step
 // (head) claimed without further rounds: when its caller waits for jobs
-// (AcceptParams.Wait), which means it is not draining a backlog, and head
-// claimed some and read the next run. A job that arrived meanwhile is then
-// left to the next accept, which its notification wakes, rather than
-// delay the claimed jobs by a round or two (a round, its clock write and a
-// next-run read of its own were 51% of the accepts at 500 jobs/s, adding
-// 1.5–3 ms; docs/benchmarks.md, "Round 4: the wake-up path"). Other groups
-// with due jobs show in the next run read after the claim (at or before
-// now), which tells a waiting acceptor to accept again at once.
+// (AcceptParams.Wait), head claimed some and read the next run, and no
+// other job is due by then: the caller is not draining a backlog. A job
+// that arrives after that read is left to the next accept, which its
+// notification wakes, rather than delay the claimed jobs by a round or two
+// (a round, its clock write and a next-run read of its own were 51% of the
+// accepts at 500 jobs/s, adding 1.5–3 ms; docs/benchmarks.md, "Round 4:
+// the wake-up path"). With more due, the rounds fill the batch, as for a
+// drain: a waiting remote worker in front of a backlog would otherwise be
+// handed one group's head per request.
 func (a *acceptor) returnsHead() bool {
-	return a.p.Wait > 0 && len(a.jobs) > 0 && a.next != nil && a.tx == nil
+	if a.p.Wait <= 0 || len(a.jobs) == 0 || a.next == nil || a.tx != nil {
+		return false
+	}
+	return a.next.at.IsZero() || a.next.at.After(time.Now())
 }
 
 // nextRunSQL finds the earliest run time of the pending jobs of the types
